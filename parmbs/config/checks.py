@@ -1,0 +1,181 @@
+"""Cross-field and cross-reference checks on a field-validated ``Config``.
+
+Each failure raises ``ConfigError`` naming the *referencing* key, e.g.
+``joints.J1.b: unknown point 'X' on body 'A2' (known: com, O, B)``.
+"""
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Iterable
+
+from .errors import ConfigError
+from .schema import (ANGLE_KINDS, INDEX3_INTEGRATORS, PENALTY_INTEGRATORS, POINT_KINDS,
+                     Driver, Spring)
+
+if TYPE_CHECKING:
+    from .schema import Config
+
+_CALLABLE_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+
+
+class _Checker:
+    def __init__(self, cfg: "Config", file: str):
+        self.cfg, self.file = cfg, file
+        self.bodies = {b.name: b for b in cfg.bodies}
+
+    def fail(self, key: str, message: str) -> ConfigError:
+        return ConfigError(self.file, key, message)
+
+    # -- references ---------------------------------------------------------------
+
+    def body(self, name: str, key: str, allow_ground: bool = False) -> str:
+        """Check a body name reference; return it."""
+        if name == "ground":
+            if allow_ground:
+                return name
+            raise self.fail(key, "must be a body, not ground")
+        if name not in self.bodies:
+            known = (["ground"] if allow_ground else []) + list(self.bodies)
+            raise self.fail(key, f"unknown body {name!r} (known: {', '.join(known)})")
+        return name
+
+    def point(self, ref: str, key: str, allow_ground: bool = True) -> str:
+        """Check a 'BODY.POINT' reference; return the body name."""
+        body, point = ref.split(".")
+        if body == "ground":
+            if not allow_ground:
+                raise self.fail(key, f"point {ref!r} is on ground; it must be on a body")
+            known = list(self.cfg.ground.points)
+        else:
+            self.body(body, key, allow_ground=True)
+            known = ["com", *self.bodies[body].points]
+        if point not in known:
+            listing = ", ".join(known) if known else "none"
+            raise self.fail(key, f"unknown point {point!r} on body {body!r} (known: {listing})")
+        return body
+
+    def two_bodies(self, a: str, b: str, prefix: str, what: str) -> None:
+        """Check point refs a and b lie on two different bodies (at most one ground)."""
+        body_a = self.point(a, f"{prefix}.a")
+        body_b = self.point(b, f"{prefix}.b")
+        if body_a == body_b == "ground":
+            raise self.fail(f"{prefix}.b", f"{what} connects ground to ground")
+        if body_a == body_b:
+            raise self.fail(f"{prefix}.b", f"{what} has both ends on body {body_a!r}")
+
+    def unique(self, items: Iterable, section: str) -> None:
+        seen: set[str] = set()
+        for item in items:
+            if item.name in seen:
+                raise self.fail(f"{section}.{item.name}.name", f"duplicate name {item.name!r} in {section}")
+            seen.add(item.name)
+
+    # -- sections -----------------------------------------------------------------
+
+    def run(self) -> None:
+        cfg = self.cfg
+        for section in ("bodies", "joints", "forces", "design", "objectives"):
+            self.unique(getattr(cfg, section), section)
+        for b in cfg.bodies:
+            if b.name == "ground":
+                raise self.fail("bodies.ground.name", "'ground' is reserved for the fixed frame")
+        self.joints()
+        self.forces()
+        self.simulation()
+        self.design()
+        self.objectives()
+        if cfg.optimize.objective is not None:
+            names = [o.name for o in cfg.objectives]
+            if cfg.optimize.objective not in names:
+                raise self.fail("optimize.objective",
+                                f"unknown objective {cfg.optimize.objective!r} (known: {', '.join(names) or 'none'})")
+
+    def joints(self) -> None:
+        for j in self.cfg.joints:
+            prefix = f"joints.{j.name}"
+            if isinstance(j, Driver):
+                body, _ = j.coordinate.split(".")
+                self.body(body, f"{prefix}.coordinate")
+            else:
+                self.two_bodies(j.a, j.b, prefix, f"{j.type} joint")
+
+    def forces(self) -> None:
+        for f in self.cfg.forces:
+            prefix = f"forces.{f.name}"
+            if f.type == "spring":
+                self.two_bodies(f.a, f.b, prefix, "spring")
+            elif f.type == "rotational_spring":
+                self.body(f.a, f"{prefix}.a", allow_ground=True)
+                self.body(f.b, f"{prefix}.b")
+                if f.a == f.b:
+                    raise self.fail(f"{prefix}.b", f"both ends on body {f.b!r}")
+            elif f.type == "force":
+                self.point(f.point, f"{prefix}.point", allow_ground=False)
+            elif f.type == "torque":
+                self.body(f.body, f"{prefix}.body")
+
+    def simulation(self) -> None:
+        sim = self.cfg.simulation
+        if sim.dt > sim.t_end:
+            raise self.fail("simulation.dt", f"dt = {sim.dt} exceeds t_end = {sim.t_end}")
+        allowed = INDEX3_INTEGRATORS if sim.formulation == "index3" else PENALTY_INTEGRATORS
+        if sim.integrator not in allowed:
+            raise self.fail(
+                "simulation.integrator",
+                f"integrator {sim.integrator!r} does not go with formulation {sim.formulation!r} "
+                f"(index3: {', '.join(INDEX3_INTEGRATORS)}; penalty: {', '.join(PENALTY_INTEGRATORS)})")
+
+    def design(self) -> None:
+        from .paths import PathError, nominal_value
+
+        for d in self.cfg.design:
+            try:
+                nominal_value(self.cfg, d.path)
+            except PathError as exc:
+                raise self.fail(f"design.{d.name}.path", str(exc)) from None
+            if d.lower is not None and d.upper is not None and not d.lower < d.upper:
+                raise self.fail(f"design.{d.name}.upper", f"upper = {d.upper} must be greater than lower = {d.lower}")
+
+    def objectives(self) -> None:
+        forces = {f.name: f for f in self.cfg.forces}
+        joints = [j.name for j in self.cfg.joints]
+        for o in self.cfg.objectives:
+            prefix = f"objectives.{o.name}"
+            if o.integrand is None and o.terminal is None:
+                raise self.fail(f"{prefix}.integrand", "need at least one of 'integrand' or 'terminal'")
+            for slot, kind in (("integrand", o.integrand), ("terminal", o.terminal)):
+                if kind is None:
+                    continue
+                needs = f"required for {slot} {kind!r}"
+                if kind in POINT_KINDS:
+                    if o.point is None:
+                        raise self.fail(f"{prefix}.point", needs)
+                    self.point(o.point, f"{prefix}.point", allow_ground=False)
+                elif kind in ANGLE_KINDS:
+                    if o.body is None:
+                        raise self.fail(f"{prefix}.body", needs)
+                    self.body(o.body, f"{prefix}.body")
+                elif kind == "spring_elongation_sq":
+                    if o.force is None:
+                        raise self.fail(f"{prefix}.force", needs)
+                    if not isinstance(forces.get(o.force), Spring):
+                        springs = [n for n, f in forces.items() if isinstance(f, Spring)]
+                        raise self.fail(f"{prefix}.force",
+                                        f"unknown spring {o.force!r} (known springs: {', '.join(springs) or 'none'})")
+                elif kind == "reaction_sq":
+                    if o.joint is None:
+                        raise self.fail(f"{prefix}.joint", needs)
+                    if o.joint not in joints:
+                        raise self.fail(f"{prefix}.joint",
+                                        f"unknown joint {o.joint!r} (known: {', '.join(joints) or 'none'})")
+                elif kind == "python":
+                    if o.callable is None:
+                        raise self.fail(f"{prefix}.callable", needs)
+                    if not _CALLABLE_RE.match(o.callable):
+                        raise self.fail(f"{prefix}.callable",
+                                        f"expected 'module:function', got {o.callable!r}")
+
+
+def check_config(cfg: "Config", file: str) -> None:
+    """Raise ``ConfigError`` for the first cross-field/cross-reference problem in ``cfg``."""
+    _Checker(cfg, file).run()

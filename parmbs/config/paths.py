@@ -1,0 +1,126 @@
+"""Design-variable paths: dotted addresses of scalar numbers in a ``Config``.
+
+Allowed forms (NAME is an entity name, P a point name, K an integer index)::
+
+    model.gravity.x|y
+    ground.points.P.x|y
+    bodies.NAME.mass|inertia
+    bodies.NAME.com.x|y
+    bodies.NAME.points.P.x|y
+    bodies.NAME.initial.x|y|angle
+    bodies.NAME.initial_velocity.x|y|angle
+    forces.NAME.stiffness|damping|length|angle|value   (value: torque)
+    forces.NAME.value.x|y                               (point force)
+    forces.NAME.function.amplitude|omega|phase|offset
+    forces.NAME.function.coefficients.K
+    joints.NAME.function.amplitude|omega|phase|offset
+    joints.NAME.function.coefficients.K
+
+``with_value`` is what finite differences use: a revalidated copy with one
+number changed.
+"""
+from __future__ import annotations
+
+import hashlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .schema import Config
+
+#: Fields of each named entity through which a design path may go.
+_ENTITY_FIELDS = {
+    "bodies": ("mass", "inertia", "com", "points", "initial", "initial_velocity"),
+    "forces": ("stiffness", "damping", "length", "angle", "value", "function"),
+    "joints": ("function",),
+}
+_SINGULAR = {"bodies": "body", "forces": "force", "joints": "joint"}
+_ROOT_FIELDS = {"model": "gravity", "ground": "points"}
+
+
+class PathError(ValueError):
+    """A design path that does not address a scalar number of the config."""
+
+
+def _locate(data: dict[str, Any], path: str) -> tuple[Any, Any]:
+    """(container, index) of the number addressed by ``path`` in ``to_dict()`` data."""
+    segs = path.split(".")
+    if not all(segs):
+        raise PathError(f"invalid path {path!r}")
+    head = segs[0]
+    if head in _ROOT_FIELDS and len(segs) >= 2 and segs[1] == _ROOT_FIELDS[head]:
+        node, rest, done = data[head], segs[1:], [head]
+    elif head in _ENTITY_FIELDS and len(segs) >= 3:
+        entries = {e["name"]: e for e in data[head]}
+        if segs[1] not in entries:
+            known = ", ".join(entries) or "none"
+            raise PathError(f"{path!r}: no {_SINGULAR[head]} named {segs[1]!r} (known: {known})")
+        if segs[2] not in _ENTITY_FIELDS[head]:
+            raise PathError(f"{path!r}: {segs[2]!r} is not a design field of {head} "
+                            f"(allowed: {', '.join(_ENTITY_FIELDS[head])})")
+        node, rest, done = entries[segs[1]], segs[2:], segs[:2]
+    else:
+        raise PathError(f"{path!r}: must start with model.gravity, ground.points, "
+                        "bodies.NAME, forces.NAME or joints.NAME")
+
+    container: Any = None
+    index: Any = None
+    for seg in rest:
+        where = ".".join(done)
+        if isinstance(node, dict):
+            if seg not in node or node[seg] is None:
+                known = ", ".join(k for k, v in node.items() if v is not None) or "none"
+                raise PathError(f"{path!r}: {where} has no {seg!r} (known: {known})")
+            container, index = node, seg
+        elif isinstance(node, list):
+            if seg in ("x", "y") and len(node) == 2 and done[-1] != "coefficients":
+                idx = 0 if seg == "x" else 1
+            elif seg.isdigit() and int(seg) < len(node):
+                idx = int(seg)
+            else:
+                raise PathError(f"{path!r}: bad index {seg!r} into {where} (length {len(node)})")
+            container, index = node, idx
+        else:
+            raise PathError(f"{path!r}: {where} is a number, it has no {seg!r}")
+        node = container[index]
+        done.append(seg)
+    if isinstance(node, bool) or not isinstance(node, (int, float)):
+        kind = {dict: "a table", list: "an array", str: "a string"}.get(type(node), type(node).__name__)
+        hint = " (add .x or .y)" if isinstance(node, list) else ""
+        raise PathError(f"{path!r} is {kind}, not a number{hint}")
+    return container, index
+
+
+def nominal_value(cfg: "Config", path: str) -> float:
+    """Nominal value of the scalar addressed by ``path``; ``PathError`` if invalid."""
+    container, index = _locate(cfg.to_dict(), path)
+    return float(container[index])
+
+
+def resolve_path(cfg: "Config", path: str) -> float:
+    """Like ``nominal_value`` but raising ``ConfigError`` (key = ``path``) if invalid."""
+    from .errors import ConfigError
+
+    try:
+        return nominal_value(cfg, path)
+    except PathError as exc:
+        raise ConfigError(cfg.source, path, str(exc)) from None
+
+
+def with_value(cfg: "Config", path: str, value: float) -> "Config":
+    """Revalidated deep copy of ``cfg`` with the scalar at ``path`` set to ``value``.
+
+    Raises ``ConfigError`` (key = ``path``) for an invalid path, or the usual
+    ``ConfigError`` if the new value makes the config invalid (e.g. mass <= 0).
+    The copy's ``text_sha256`` hashes the parent's together with the change.
+    """
+    from .errors import ConfigError
+    from .loader import validate
+
+    data = cfg.to_dict()
+    try:
+        container, index = _locate(data, path)
+    except PathError as exc:
+        raise ConfigError(cfg.source, path, str(exc)) from None
+    container[index] = float(value)
+    sha = hashlib.sha256(f"{cfg.text_sha256}\0{path}={float(value)!r}".encode()).hexdigest()
+    return validate(data, cfg.source, sha)

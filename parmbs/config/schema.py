@@ -1,0 +1,387 @@
+"""Pydantic models of the TOML configuration (see DESIGN.md "Config (TOML)").
+
+These models check everything that can be checked field by field: key names
+(``extra="forbid"``), types (numbers are int or float, never str/bool; all floats
+finite), bounds and formats.  Checks that need more than one field or the whole
+config (dangling references, duplicate names, dt <= t_end, integrator vs
+formulation, design paths) live in ``checks.py`` so they can name the offending
+key precisely.
+"""
+from __future__ import annotations
+
+import math
+import re
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict
+
+# ----------------------------------------------------------------------------- types
+
+#: A finite real number; ints are accepted (and converted), str/bool are not.
+Real = Annotated[float, Strict(), Field(allow_inf_nan=False)]
+PosReal = Annotated[float, Strict(), Field(allow_inf_nan=False, gt=0)]
+NonNegReal = Annotated[float, Strict(), Field(allow_inf_nan=False, ge=0)]
+PosInt = Annotated[int, Strict(), Field(ge=1)]
+Str = Annotated[str, Strict()]
+Bool = Annotated[bool, Strict()]
+Vec2 = tuple[Real, Real]
+
+_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
+
+
+def _check_name(v: str) -> str:
+    # Names are used as path segments ("bodies.A1.mass"), so no dots or spaces.
+    if not _NAME_RE.match(v):
+        raise ValueError(f"invalid name {v!r} (use letters, digits, '_' or '-'; start with a letter or '_')")
+    return v
+
+
+def _check_point_ref(v: str) -> str:
+    parts = v.split(".")
+    if len(parts) != 2 or not all(_NAME_RE.match(p) for p in parts):
+        raise ValueError(f"invalid point reference {v!r} (expected 'BODY.POINT' or 'ground.POINT')")
+    return v
+
+
+def _check_coordinate(v: str) -> str:
+    parts = v.split(".")
+    if len(parts) != 2 or not _NAME_RE.match(parts[0]) or parts[1] not in ("x", "y", "angle"):
+        raise ValueError(f"invalid coordinate {v!r} (expected 'BODY.x', 'BODY.y' or 'BODY.angle')")
+    return v
+
+
+Name = Annotated[str, Strict(), AfterValidator(_check_name)]
+PointRef = Annotated[str, Strict(), AfterValidator(_check_point_ref)]
+
+
+class _Model(BaseModel):
+    """Base for all config models: unknown keys are errors, defaults are validated."""
+
+    model_config = ConfigDict(extra="forbid", validate_default=True)
+
+
+# ----------------------------------------------------------------------------- time functions
+
+
+def _nonempty(v: list) -> list:
+    if not v:
+        raise ValueError("must not be empty")
+    return v
+
+
+class Polynomial(_Model):
+    """f(t) = sum_k coefficients[k] * t**k."""
+
+    type: Literal["polynomial"]
+    coefficients: Annotated[list[Real], AfterValidator(_nonempty)]
+
+
+class Harmonic(_Model):
+    """f(t) = offset + amplitude * sin(omega * t + phase)."""
+
+    type: Literal["harmonic"]
+    amplitude: Real
+    omega: Real
+    phase: Real = 0.0
+    offset: Real = 0.0
+
+
+TimeFunction = Annotated[Union[Polynomial, Harmonic], Field(discriminator="type")]
+
+# ----------------------------------------------------------------------------- model, ground, bodies
+
+
+class ModelSection(_Model):
+    name: Str
+    gravity: Vec2 = (0.0, -9.81)
+
+
+class Ground(_Model):
+    points: dict[Name, Vec2] = {}
+
+
+class Pose(_Model):
+    """Planar pose (or velocity): position of the centre of mass and angle."""
+
+    x: Real = 0.0
+    y: Real = 0.0
+    angle: Real = 0.0
+
+
+def _no_duplicates(v: list) -> list:
+    dups = sorted({c for c in v if v.count(c) > 1})
+    if dups:
+        raise ValueError(f"duplicate entries: {', '.join(dups)}")
+    return v
+
+
+def _no_com_point(v: dict) -> dict:
+    if "com" in v:
+        raise ValueError("point name 'com' is reserved for the centre of mass")
+    return v
+
+
+class Body(_Model):
+    name: Name
+    mass: PosReal
+    inertia: PosReal  # about the centre of mass
+    com: Vec2 = (0.0, 0.0)  # body-local
+    points: Annotated[dict[Name, Vec2], AfterValidator(_no_com_point)] = {}
+    initial: Pose = Field(default_factory=Pose)
+    independent: Annotated[list[Literal["x", "y", "angle"]], AfterValidator(_no_duplicates)] = []
+    initial_velocity: Pose = Field(default_factory=Pose)
+
+
+# ----------------------------------------------------------------------------- joints
+
+
+def _nonzero(v: tuple[float, float]) -> tuple[float, float]:
+    if v[0] == 0.0 and v[1] == 0.0:
+        raise ValueError("axis must be nonzero")
+    return v
+
+
+class Revolute(_Model):
+    type: Literal["revolute"]
+    name: Name
+    a: PointRef
+    b: PointRef
+
+
+class Prismatic(_Model):
+    type: Literal["prismatic"]
+    name: Name
+    a: PointRef
+    b: PointRef
+    axis: Annotated[Vec2, AfterValidator(_nonzero)] = (1.0, 0.0)  # body-local frame of a's body
+
+
+class Weld(_Model):
+    type: Literal["weld"]
+    name: Name
+    a: PointRef
+    b: PointRef
+
+
+class Driver(_Model):
+    type: Literal["driver"]
+    name: Name
+    coordinate: Annotated[str, Strict(), AfterValidator(_check_coordinate)]
+    function: TimeFunction
+
+
+Joint = Annotated[Union[Revolute, Prismatic, Weld, Driver], Field(discriminator="type")]
+
+# ----------------------------------------------------------------------------- forces
+
+
+class Spring(_Model):
+    type: Literal["spring"]
+    name: Name
+    a: PointRef
+    b: PointRef
+    stiffness: NonNegReal
+    damping: NonNegReal = 0.0
+    length: PosReal  # natural length
+
+
+class RotationalSpring(_Model):
+    type: Literal["rotational_spring"]
+    name: Name
+    a: Name  # body name or "ground"
+    b: Name  # body name
+    stiffness: NonNegReal
+    damping: NonNegReal = 0.0
+    angle: Real = 0.0  # natural relative angle theta_b - theta_a
+
+
+class PointForce(_Model):
+    type: Literal["force"]
+    name: Name
+    point: PointRef
+    value: Vec2  # global frame
+    function: TimeFunction | None = None  # scalar multiplier; None = constant
+
+
+class Torque(_Model):
+    type: Literal["torque"]
+    name: Name
+    body: Name
+    value: Real
+    function: TimeFunction | None = None
+
+
+Force = Annotated[Union[Spring, RotationalSpring, PointForce, Torque], Field(discriminator="type")]
+
+# ----------------------------------------------------------------------------- simulation
+
+
+class Newton(_Model):
+    rtol: PosReal = 1e-12
+    atol: PosReal = 1e-12
+    max_it: PosInt = 25
+
+
+class Penalty(_Model):
+    alpha: PosReal = 1e7
+    xi: NonNegReal = 1.0
+    omega: PosReal = 10.0
+
+
+def _check_petsc_options(v: dict[str, Any]) -> dict[str, Any]:
+    for k, val in v.items():
+        if not isinstance(val, (str, int, float, bool)):
+            raise ValueError(f"option {k!r} must be a string, number or boolean, got {type(val).__name__}")
+        if isinstance(val, float) and not math.isfinite(val):
+            raise ValueError(f"option {k!r} must be finite")
+    return v
+
+
+INDEX3_INTEGRATORS = ("trapezoidal", "genalpha", "newmark")
+PENALTY_INTEGRATORS = ("ts-beuler", "ts-cn", "ts-theta", "ts-rk")
+
+
+class Simulation(_Model):
+    t_end: PosReal = 1.0
+    dt: PosReal = 1e-3
+    formulation: Literal["index3", "penalty"] = "index3"
+    integrator: Literal["trapezoidal", "genalpha", "newmark", "ts-beuler", "ts-cn", "ts-theta", "ts-rk"] = "trapezoidal"
+    rho_inf: Annotated[float, Strict(), Field(allow_inf_nan=False, ge=0, le=1)] = 0.9
+    beta: PosReal = 0.25
+    gamma: Annotated[float, Strict(), Field(allow_inf_nan=False, ge=0.5)] = 0.5
+    theta: Annotated[float, Strict(), Field(allow_inf_nan=False, gt=0, le=1)] = 0.5
+    newton: Newton = Field(default_factory=Newton)
+    penalty: Penalty = Field(default_factory=Penalty)
+    petsc_options: Annotated[dict[str, Any], AfterValidator(_check_petsc_options)] = {
+        "ksp_type": "preonly",
+        "pc_type": "lu",
+    }
+    progress: Bool = True
+    output_every: PosInt = 1
+
+
+# ----------------------------------------------------------------------------- design, objectives
+
+
+class Design(_Model):
+    name: Name
+    path: Str  # checked against the config in checks.py / paths.py
+    lower: Real | None = None
+    upper: Real | None = None
+
+
+POINT_KINDS = ("point_deviation_sq", "point_velocity_sq", "point_acceleration_sq")
+ANGLE_KINDS = ("angle", "angle_sq")
+TerminalKind = Literal["point_deviation_sq", "point_velocity_sq", "point_acceleration_sq",
+                       "angle", "angle_sq", "spring_elongation_sq"]
+IntegrandKind = Literal["point_deviation_sq", "point_velocity_sq", "point_acceleration_sq",
+                        "angle", "angle_sq", "spring_elongation_sq", "reaction_sq", "python"]
+
+
+class Objective(_Model):
+    name: Name
+    integrand: IntegrandKind | None = None
+    terminal: TerminalKind | None = None
+    point: PointRef | None = None
+    body: Name | None = None
+    force: Name | None = None
+    joint: Name | None = None
+    reference: Vec2 | None = None
+    weight: Real = 1.0
+    callable: Str | None = None  # "module:function" for integrand = "python"
+
+
+# ----------------------------------------------------------------------------- the rest
+
+
+class Sensitivity(_Model):
+    method: Literal["adjoint", "direct", "fd", "cs"] = "adjoint"
+    fd_step: PosReal = 1e-6  # relative
+
+
+_SCHEDULE_RE = re.compile(r"^(all|every:([0-9]+)|revolve:([0-9]+))$")
+
+
+def _check_schedule(v: str) -> str:
+    m = _SCHEDULE_RE.match(v)
+    count = m and (m.group(2) or m.group(3))
+    if not m or (count is not None and int(count) < 1):
+        raise ValueError(f"invalid schedule {v!r} (expected 'all', 'every:K' or 'revolve:C' with K, C >= 1)")
+    return v
+
+
+class Checkpoint(_Model):
+    schedule: Annotated[str, Strict(), AfterValidator(_check_schedule)] = "all"
+    file: Str = "run.h5"
+
+
+class Optimize(_Model):
+    method: Literal["tao-blmvm", "tao-lmvm", "mma"] = "tao-blmvm"
+    objective: Str | None = None
+    max_it: PosInt = 50
+    gatol: NonNegReal = 1e-8
+    grtol: NonNegReal = 1e-8
+    constraints: list[dict[str, Any]] = []  # free-form for now
+
+
+class Parallel(_Model):
+    groups: PosInt = 1
+
+
+class Config(_Model):
+    """The whole validated configuration.
+
+    ``source`` (the file path) and ``text_sha256`` (sha256 of the raw file bytes
+    and the ``--set`` overrides) are bookkeeping set by the loader; they are
+    excluded from ``to_dict``/``to_toml`` and cannot be set from TOML.
+    """
+
+    model: ModelSection
+    ground: Ground = Field(default_factory=Ground)
+    bodies: Annotated[list[Body], Field(min_length=1)]
+    joints: list[Joint] = []
+    forces: list[Force] = []
+    simulation: Simulation = Field(default_factory=Simulation)
+    design: list[Design] = []
+    objectives: list[Objective] = []
+    sensitivity: Sensitivity = Field(default_factory=Sensitivity)
+    checkpoint: Checkpoint = Field(default_factory=Checkpoint)
+    optimize: Optimize = Field(default_factory=Optimize)
+    parallel: Parallel = Field(default_factory=Parallel)
+
+    source: str = Field(default="", exclude=True)
+    text_sha256: str = Field(default="", exclude=True)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The resolved config (defaults included) as plain lists/dicts/scalars."""
+        return self.model_dump(mode="json")
+
+    def to_toml(self) -> str:
+        """The resolved config as TOML text; loading it gives an equal config."""
+        import tomli_w
+
+        return tomli_w.dumps(_drop_none(self.to_dict()))
+
+    def resolve_path(self, path: str) -> float:
+        """Nominal value of the scalar at a design ``path`` (e.g. ``bodies.A1.mass``).
+
+        Raises ``ConfigError`` (key = ``path``) if the path is invalid.
+        """
+        from .paths import resolve_path
+
+        return resolve_path(self, path)
+
+    def with_value(self, path: str, value: float) -> "Config":
+        """A revalidated deep copy with the scalar at ``path`` replaced by ``value``."""
+        from .paths import with_value
+
+        return with_value(self, path, value)
+
+
+def _drop_none(obj: Any) -> Any:
+    """TOML has no null: drop None entries (they are the defaults anyway)."""
+    if isinstance(obj, dict):
+        return {k: _drop_none(v) for k, v in obj.items() if v is not None}
+    if isinstance(obj, list):
+        return [_drop_none(v) for v in obj]
+    return obj

@@ -1,0 +1,157 @@
+"""Consistent initial state x₀ = (q₀, v₀, a₀, λ₀)(p), and its tangent and adjoint.
+
+Position:      E(q, p) = [Φ(q, p); Φ_ind(q, p)] = 0            (Newton)
+Velocity:      E_q v = [−Φ_t; v_ind(p)]                          (linear)
+Acceleration:  r(q, v, a) + Φ_qᵀλ = 0,  Φ_q a + γ(q, v) = 0       (Newton; linear for rigid)
+
+Φ_ind fixes the user's independent coordinates (frame x, y or angle of a body) at
+their given values, so E_q is square: n − m independent coordinates are required.
+All three stages are differentiated exactly: geometric design variables (point
+coordinates, lengths) move q₀ through E_p, as seeds 002/004 require.
+"""
+import numpy as np
+
+from ..model.assembly import SparseOperator
+from ..model.evaluation import StateEval
+from ..model.system import ModelError
+
+
+class _AssemblyView:
+    """The system with the independent-coordinate rows appended after Φ's m rows."""
+
+    def __init__(self, system):
+        self.n, self.forces = system.n, system.forces
+        self.extend = system.extend
+        groups = []
+        for k, (key, drv, vel_idx) in enumerate(system.independent):
+            drv.rows = np.array([[system.m + k]])
+            groups.append(drv)
+        self.constraints = list(system.constraints) + groups
+        self.m = system.m + len(groups)
+        self.vel_idx = np.array([v for _, _, v in system.independent], dtype=np.int64)
+
+
+class InitialState:
+    def __init__(self, system, accel_op, design_map, ndesign, newton):
+        self.sys = system
+        self.view = _AssemblyView(system)
+        n, m = system.n, system.m
+        if self.view.m != n:
+            keys = ", ".join(k for k, *_ in system.independent) or "bodies.*.independent"
+            raise ModelError(keys, f"the model has {n - m} degrees of freedom ({n} coordinates, "
+                                   f"{m} constraints) but {self.view.m - m} independent coordinates are given")
+        probe = StateEval(self.view, 0.0, system.q_guess, np.zeros(n), np.zeros(n), np.zeros(self.view.m), system.p)
+        self.pos_op = SparseOperator(n, [(r, c) for c, r in probe.constraint_index(0)],
+                                     options_prefix="parmbs_init_",
+                                     options={"ksp_type": "preonly", "pc_type": "lu"})
+        self.accel_op = accel_op          # the stepper's (n+m) matrix: same sparsity
+        self.design_map, self.nd = design_map, ndesign
+        self.newton = newton
+
+    # -- forward ---------------------------------------------------------------------
+    def solve(self, t0, p):
+        sys, view, n, m = self.sys, self.view, self.sys.n, self.sys.m
+        q = sys.q_guess.copy()
+        zero = np.zeros(n)
+        for it in range(50):
+            ev = StateEval(view, t0, q, zero, zero, np.zeros(view.m), p)
+            E = ev.phi()
+            self.pos_op.set_values(ev.phi_q_blocks())
+            try:
+                dq = self.pos_op.solve(-E)
+            except np.linalg.LinAlgError:
+                raise ModelError("joints", "initial assembly: the constraint Jacobian with the independent "
+                                 "coordinates is singular (redundant joints, or independent coordinates "
+                                 "that do not determine the configuration)") from None
+            q += dq
+            if np.max(np.abs(dq)) <= 1e-14 * (1 + np.max(np.abs(q))):
+                break
+        ev = StateEval(view, t0, q, zero, zero, np.zeros(view.m), p)
+        if not np.all(np.isfinite(q)) or np.max(np.abs(ev.phi())) > 1e-10 * (1 + np.max(np.abs(q))):
+            raise ModelError("bodies.*.initial", "initial assembly did not converge: no configuration "
+                             f"satisfies the joints (|Φ| = {np.max(np.abs(ev.phi())):.2e}); check "
+                             "point coordinates, lengths and the initial guesses")
+        self.pos_op.set_values(ev.phi_q_blocks())
+        rhs = -ev.phi_t()
+        rhs[m:] += p[view.vel_idx]
+        v = self.pos_op.solve(rhs)
+        a, lam = self._accelerations(t0, q, v, p)
+        self.x0 = (q, v, a, lam)
+        self.t0 = t0
+        return self.x0
+
+    def _accelerations(self, t0, q, v, p):
+        n, m = self.sys.n, self.sys.m
+        a, lam = np.zeros(n), np.zeros(m)
+        for it in range(self.newton.max_it):
+            ev = StateEval(self.sys, t0, q, v, a, lam, p)
+            R = np.r_[ev.residual(), ev.phi_q_dot(a) + ev.gamma()]
+            self._set_accel_matrix(ev)
+            dz = self.accel_op.solve(-R)
+            a += dz[:n]
+            lam += dz[n:]
+            if np.max(np.abs(dz)) <= self.newton.atol + self.newton.rtol * np.max(np.abs(np.r_[a, lam])):
+                break
+        return a, lam
+
+    def _set_accel_matrix(self, ev):
+        """[[r_a, Φ_qᵀ], [Φ_q, 0]] in the stepper's pattern (zero q-blocks)."""
+        F = ev.force_blocks(0.0, 0.0, 1.0)
+        H = [0.0 * h for h in ev.hess_blocks()]
+        G = ev.phi_q_blocks()
+        self.accel_op.set_values(F + H + G + [np.swapaxes(g, 1, 2) for g in G] + [np.zeros((self.sys.m, 1, 1))])
+
+    # -- derivatives ---------------------------------------------------------------------
+    def _evals(self, p):
+        q, v, a, lam = self.x0
+        n = self.sys.n
+        ev_pos = StateEval(self.view, self.t0, q, v, np.zeros(n), np.zeros(self.view.m), p, self.design_map)
+        ev_acc = StateEval(self.sys, self.t0, q, v, a, lam, p, self.design_map)
+        return ev_pos, ev_acc
+
+    def _vel_sel(self):
+        """∂v_ind/∂ρ (ni × nd): selection of the initial-velocity design variables."""
+        ni = len(self.view.vel_idx)
+        S = np.zeros((ni, self.nd))
+        cols = self.design_map[self.view.vel_idx]
+        S[np.nonzero(cols >= 0)[0], cols[cols >= 0]] = 1.0
+        return S
+
+    def tangent(self, p):
+        """dx₀/dρ as four (·, nd) arrays."""
+        q, v, a, lam = self.x0
+        n, m, nd = self.sys.n, self.sys.m, self.nd
+        ev, ea = self._evals(p)
+        self.pos_op.set_values(ev.phi_q_blocks())
+        dq = self.pos_op.solve_many(-(ev.phi_p(nd) @ np.eye(nd)))
+        rhs = -((ev.phi_q_w_q(v) + ev.phi_t_q()) @ dq + ev.phi_q_w_p(nd, v) @ np.eye(nd)
+                + ev.phi_t_p(nd) @ np.eye(nd))
+        rhs[m:] += self._vel_sel()
+        dv = self.pos_op.solve_many(rhs)
+        self._set_accel_matrix(ea)
+        r1 = (ea.K() @ dq + ea.Cv() @ dv + ea.R_p(nd) @ np.eye(nd))
+        r2 = ((ea.phi_q_w_q(a) + ea.gamma_q()) @ dq + ea.gamma_v() @ dv
+              + ea.phi_q_w_p(nd, a) @ np.eye(nd) + ea.gamma_p(nd) @ np.eye(nd))
+        dz = self.accel_op.solve_many(-np.vstack([r1, r2]))
+        return dq, dv, dz[:n], dz[n:]
+
+    def adjoint(self, p, mq, mv, ma, ml):
+        """(dx₀/dρ)ᵀ μ₀ for μ₀ = (μ_q, μ_v, μ_a, μ_λ): the initial-state part of the gradient."""
+        q, v, a, lam = self.x0
+        n, m, nd = self.sys.n, self.sys.m, self.nd
+        ev, ea = self._evals(p)
+        mq, mv = mq.copy(), mv.copy()
+        self._set_accel_matrix(ea)
+        eta = self.accel_op.solve(np.r_[ma, ml], transpose=True)
+        ea_, el = eta[:n], eta[n:]
+        mq -= ea.K().T @ ea_ + (ea.phi_q_w_q(a) + ea.gamma_q()).T @ el
+        mv -= ea.Cv().T @ ea_ + ea.gamma_v().T @ el
+        grad = -(ea.R_p(nd).T @ ea_ + ea.phi_q_w_p(nd, a).T @ el + ea.gamma_p(nd).T @ el)
+        self.pos_op.set_values(ev.phi_q_blocks())
+        ev_ = self.pos_op.solve(mv, transpose=True)
+        mq -= (ev.phi_q_w_q(v) + ev.phi_t_q()).T @ ev_
+        grad -= (ev.phi_q_w_p(nd, v) + ev.phi_t_p(nd)).T @ ev_
+        grad += self._vel_sel().T @ ev_[m:]
+        eq = self.pos_op.solve(mq, transpose=True)
+        grad -= ev.phi_p(nd).T @ eq
+        return grad

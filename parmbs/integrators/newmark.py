@@ -1,0 +1,185 @@
+"""The Newmark family for index-3 DAEs: trapezoidal, Newmark and generalized-α.
+
+One scheme, three parameter sets, and — in this one file so they cannot drift
+apart — its forward step, tangent (direct) step and discrete adjoint step.
+
+Generalized-α in acceleration form with interpolated forces (Chung–Hulbert; seed 001
+eqs. 1–5, 39–40).  State x_n = (q_n, v_n, a_n, λ_n); unknowns z = (a_{n+1}, λ_{n+1}):
+
+    q_{n+1} = q̂ + βh² a_{n+1},   q̂ = q_n + h v_n + (½ − β) h² a_n
+    v_{n+1} = v̂ + γh a_{n+1},    v̂ = v_n + (1 − γ) h a_n
+    R₁ = (1−α_m) r_I(x_{n+1}) + (1−α_f)[r_F(x_{n+1}) + Φ_qᵀλ_{n+1}] + R_old = 0
+    R_old = α_m r_I(x_n) + α_f [r_F(x_n) + Φ_qᵀλ_n]
+    R₂ = Φ(q_{n+1}, t_{n+1}) / (βh²) = 0
+
+r_I is the inertial part (M a), r_F every other force.  Dividing Φ by βh² keeps the
+Newton matrix J = [[∂R₁/∂a, (1−α_f)Φ_qᵀ], [Φ_q, 0]] of order one (the h² scaling of
+the constraint rows).  α_m = α_f = 0 gives Newmark; β = ¼, γ = ½ the trapezoidal
+rule (q_{n+1} = q_n + h/2 (v_n + v_{n+1}), v likewise).  ρ∞ gives (seed 001 eqs. 18–21)
+α_m = (2ρ∞−1)/(ρ∞+1), α_f = ρ∞/(ρ∞+1), γ = ½ − α_m + α_f, β = ¼ (1 − α_m + α_f)².
+
+Tangent step: differentiate R(z_{n+1}; x_n, ρ) = 0:  J dz = −(R_x dx_n + R_ρ).
+Adjoint step (μ = ∂ψ/∂x, the total sensitivity of the objective to a state):
+    Jᵀ ν = ∂x_{n+1}/∂z ᵀ μ_{n+1},   μ_n = L ᵀμ_{n+1} − R_xᵀ ν,   ∇ψ −= R_ρᵀ ν
+with L the explicit (predictor) part of x_{n+1}(x_n).
+"""
+import numpy as np
+
+from ..model.assembly import SparseOperator
+from ..model.evaluation import StateEval
+
+
+class StepError(RuntimeError):
+    """Newton failed in a time step (message names step and time)."""
+
+
+class NewmarkFamily:
+    name = "newmark-family"
+
+    def __init__(self, system, h, alpha_m=0.0, alpha_f=0.0, beta=0.25, gamma=0.5,
+                 newton=None, petsc_options=None, design_map=None, ndesign=0):
+        self.sys, self.h = system, h
+        self.am, self.af, self.beta, self.gamma = alpha_m, alpha_f, beta, gamma
+        self.newton = newton
+        n, m = system.n, system.m
+        self.design_map = design_map if design_map is not None else -np.ones(len(system.p), np.int64)
+        self.nd = ndesign
+        probe = StateEval(system, 0.0, system.q_guess, np.zeros(n), np.zeros(n), np.zeros(m), system.p)
+        ci = probe.constraint_index(n)
+        diag = np.arange(n, n + m).reshape(-1, 1)
+        # explicit zero diagonal in the λ block: PETSc's LU wants every diagonal entry
+        self.blocks = (probe.force_index() + [(r, r) for r, _ in ci] + [(c, r) for r, c in ci] + ci
+                       + [(diag, diag)])
+        self.zero_diag = [np.zeros((m, 1, 1))]
+        self.op = SparseOperator(n + m, self.blocks, options=petsc_options)
+        from .initial import InitialState
+        self.init = InitialState(system, self.op, self.design_map, ndesign, newton)
+
+    # -- named parameter sets ---------------------------------------------------------------
+    @classmethod
+    def trapezoidal(cls, system, h, **kw):
+        return cls(system, h, 0.0, 0.0, 0.25, 0.5, **kw)
+
+    @classmethod
+    def newmark(cls, system, h, beta=0.25, gamma=0.5, **kw):
+        return cls(system, h, 0.0, 0.0, beta, gamma, **kw)
+
+    @classmethod
+    def genalpha(cls, system, h, rho_inf=0.9, **kw):
+        am = (2 * rho_inf - 1) / (rho_inf + 1)
+        af = rho_inf / (rho_inf + 1)
+        g = 0.5 - am + af
+        return cls(system, h, am, af, 0.25 * (1 - am + af) ** 2, g, **kw)
+
+    # -- pieces shared by the three steps ---------------------------------------------------------
+    def _eval(self, t, x, p):
+        return StateEval(self.sys, t, *x, p, self.design_map)
+
+    def _set_matrix(self, ev):
+        h, b, g = self.h, self.beta, self.gamma
+        wi, wf = 1 - self.am, 1 - self.af
+        F = ev.force_blocks(b * h * h, g * h, 1.0, wi, wf)
+        H = [wf * b * h * h * Hb for Hb in ev.hess_blocks()]
+        G = ev.phi_q_blocks()
+        self.op.set_values(F + H + G + [wf * np.swapaxes(Gb, 1, 2) for Gb in G] + self.zero_diag)
+
+    def _predict(self, x):
+        q, v, a, _ = x
+        h, b, g = self.h, self.beta, self.gamma
+        return q + h * v + (0.5 - b) * h * h * a, v + (1 - g) * h * a
+
+    # -- forward ------------------------------------------------------------------------------------
+    def initial(self, t0, p):
+        return self.init.solve(t0, p)
+
+    def step(self, k, t, x, p, ev_old=None):
+        """x_{k+1} from x_k at time t = t_k; returns (x_{k+1}, Newton iterations)."""
+        h, b, g = self.h, self.beta, self.gamma
+        t1 = t + h
+        qp, vp = self._predict(x)
+        ev_old = ev_old or self._eval(t, x, p)
+        R_old = ev_old.residual(self.am, self.af) if (self.am or self.af) else 0.0
+        a, lam = x[2].copy(), x[3].copy()
+        n = self.sys.n
+        tol = self.newton
+        for it in range(1, tol.max_it + 1):
+            q1, v1 = qp + b * h * h * a, vp + g * h * a
+            ev = self._eval(t1, (q1, v1, a, lam), p)
+            R = np.r_[ev.residual(1 - self.am, 1 - self.af) + R_old, ev.phi() / (b * h * h)]
+            self._set_matrix(ev)
+            try:
+                dz = self.op.solve(-R)
+            except np.linalg.LinAlgError:
+                raise StepError(f"step {k + 1} (t = {t1:.6g}): singular Newton matrix") from None
+            a += dz[:n]
+            lam += dz[n:]
+            dq = b * h * h * np.max(np.abs(dz[:n]))
+            if not np.all(np.isfinite(dz)):
+                break
+            if dq <= tol.atol + tol.rtol * np.max(np.abs(q1)):
+                q1, v1 = qp + b * h * h * a, vp + g * h * a
+                return (q1, v1, a, lam), it
+        raise StepError(f"step {k + 1} (t = {t1:.6g}): Newton did not converge in {tol.max_it} "
+                        f"iterations (last position update {dq:.2e})")
+
+    # -- tangent (direct differentiation) ------------------------------------------------------
+    def tangent_step(self, t, x0, x1, dx0, p):
+        """dx_{k+1}/dρ from dx_k/dρ (each four (·, nd) blocks)."""
+        h, b, g, nd = self.h, self.beta, self.gamma, self.nd
+        wi, wf = 1 - self.am, 1 - self.af
+        dq, dv, da, dl = dx0
+        dqp = dq + h * dv + (0.5 - b) * h * h * da
+        dvp = dv + (1 - g) * h * da
+        ev = self._eval(t + h, x1, p)
+        self._set_matrix(ev)
+        I = np.eye(nd)
+        r1 = ev.K(wi, wf) @ dqp + ev.Cv(wi, wf) @ dvp + ev.R_p(nd, wi, wf) @ I
+        r2 = (ev.G() @ dqp + ev.phi_p(nd) @ I) / (b * h * h)
+        if self.am or self.af:
+            eo = self._eval(t, x0, p)
+            r1 += (eo.K(self.am, self.af) @ dq + eo.Cv(self.am, self.af) @ dv + eo.Ma(self.am, self.af) @ da
+                   + self.af * (eo.G().T @ dl) + eo.R_p(nd, self.am, self.af) @ I)
+        dz = self.op.solve_many(-np.vstack([r1, r2]))
+        n = self.sys.n
+        da1, dl1 = dz[:n], dz[n:]
+        return dqp + b * h * h * da1, dvp + g * h * da1, da1, dl1
+
+    # -- discrete adjoint -----------------------------------------------------------------------------
+    def adjoint_step(self, t, x0, x1, mu1, p):
+        """(μ_k, ∇ψ increment) from μ_{k+1} = (μ_q, μ_v, μ_a, μ_λ) of x_{k+1}."""
+        h, b, g, nd = self.h, self.beta, self.gamma, self.nd
+        wi, wf = 1 - self.am, 1 - self.af
+        mq1, mv1, ma1, ml1 = mu1
+        n = self.sys.n
+        ev = self._eval(t + h, x1, p)
+        self._set_matrix(ev)
+        nu = self.op.solve(np.r_[b * h * h * mq1 + g * h * mv1 + ma1, ml1], transpose=True)
+        nu1, nu2 = nu[:n], nu[n:] / (b * h * h)
+        sq = ev.K(wi, wf).T @ nu1 + ev.G().T @ nu2          # ∂R/∂q_{k+1}ᵀ ν at fixed z
+        sv = ev.Cv(wi, wf).T @ nu1
+        mq = mq1 - sq
+        mv = h * (mq1 - sq) + mv1 - sv
+        ma = (0.5 - b) * h * h * (mq1 - sq) + (1 - g) * h * (mv1 - sv)
+        ml = np.zeros_like(ml1)
+        grad = -(ev.R_p(nd, wi, wf).T @ nu1 + ev.phi_p(nd).T @ nu2)
+        if self.am or self.af:
+            eo = self._eval(t, x0, p)
+            mq -= eo.K(self.am, self.af).T @ nu1
+            mv -= eo.Cv(self.am, self.af).T @ nu1
+            ma -= eo.Ma(self.am, self.af).T @ nu1
+            ml -= self.af * (eo.G() @ nu1)
+            grad -= eo.R_p(nd, self.am, self.af).T @ nu1
+        return (mq, mv, ma, ml), grad
+
+
+def make_stepper(system, sim, **kw):
+    """The stepper named by ``simulation.integrator`` (index3 formulation)."""
+    h = sim.dt
+    common = dict(newton=sim.newton, petsc_options=sim.petsc_options, **kw)
+    if sim.integrator == "trapezoidal":
+        return NewmarkFamily.trapezoidal(system, h, **common)
+    if sim.integrator == "newmark":
+        return NewmarkFamily.newmark(system, h, sim.beta, sim.gamma, **common)
+    if sim.integrator == "genalpha":
+        return NewmarkFamily.genalpha(system, h, sim.rho_inf, **common)
+    raise ValueError(f"no index3 stepper {sim.integrator!r}")

@@ -1,0 +1,145 @@
+"""Generic assembly: local component blocks -> global numpy vectors and PETSc AIJ.
+
+Knows index maps and PETSc, never a formula.  Index convention: the extended
+coordinate space has the model's n coordinates followed by ground's 3 zero slots;
+a global *unknown* index ≥ 0 is kept, −1 (a ground slot) is dropped.
+"""
+import numpy as np
+
+from .._petsc import PETSc
+
+
+def scatter_add(size, idx, vals):
+    """Σ of ``vals`` at ``idx`` (same shape) into a length-``size`` vector."""
+    return np.bincount(idx.ravel(), weights=vals.ravel(), minlength=size)[:size]
+
+
+def scatter_add_cols(size, idx, vals):
+    """Multi-column scatter: idx (ne, a), vals (ne, a, k) -> (size, k)."""
+    k = vals.shape[-1]
+    out = np.zeros((size + 1, k))
+    np.add.at(out, np.where(idx < 0, size, idx).ravel(), vals.reshape(-1, k))
+    return out[:size]
+
+
+def gather_cols(X, idx):
+    """Rows ``idx`` of X (size, k) with −1 -> zero rows: (ne, a, k)."""
+    Xe = np.vstack([X, np.zeros((1, X.shape[1]))])
+    return Xe[np.where(idx < 0, X.shape[0], idx)]
+
+
+class BlockPattern:
+    """The sparsity of Σ_blocks scatter(rows, cols, local values) in CSR form.
+
+    ``blocks`` is a list of (rows (ne, a), cols (ne, b)) in global unknown numbering
+    (−1 entries are dropped).  ``values`` turns a matching list of (ne, a, b) arrays
+    into the CSR data of the locally owned rows, summing duplicates, with one
+    ``bincount`` and no Python loop over elements.
+    """
+
+    def __init__(self, N, blocks, row_range=None):
+        self.N = N
+        r0, r1 = row_range if row_range is not None else (0, N)
+        keys, masks = [], []
+        for rows, cols in blocks:
+            R = np.broadcast_to(rows[:, :, None], rows.shape + (cols.shape[1],))
+            C = np.broadcast_to(cols[:, None, :], R.shape)
+            mask = ((R >= r0) & (R < r1) & (C >= 0)).ravel()
+            masks.append(mask)
+            keys.append((R.ravel() * N + C.ravel())[mask])
+        keys = np.concatenate(keys) if keys else np.zeros(0, np.int64)
+        uniq, self.inverse = np.unique(keys, return_inverse=True)
+        self.masks = masks
+        rows, cols = uniq // N, uniq % N
+        self.indices = cols.astype(PETSc.IntType)
+        counts = np.bincount(rows - r0, minlength=r1 - r0)
+        self.indptr = np.concatenate([[0], np.cumsum(counts)]).astype(PETSc.IntType)
+        self.nnz = len(uniq)
+
+    def values(self, vals):
+        data = np.concatenate([v.ravel()[m] for v, m in zip(vals, self.masks)]) if vals else np.zeros(0)
+        return np.bincount(self.inverse, weights=data, minlength=self.nnz)
+
+
+def local_size(N, comm):
+    """PETSc's default split of N rows over the ranks of ``comm``: (n_local, rstart)."""
+    size, rank = comm.getSize(), comm.getRank()
+    nl = N // size + (rank < N % size)
+    r0 = sum(N // size + (r < N % size) for r in range(rank))
+    return nl, r0
+
+
+class SparseOperator:
+    """A PETSc AIJ matrix with a fixed BlockPattern, its KSP, and the vectors to use it.
+
+    Models small enough to replicate keep their state as numpy arrays on every rank;
+    the matrix and solves are distributed by rows.  ``solve`` takes and returns full
+    (replicated) numpy vectors, ``solve_many`` a dense block of right-hand sides.
+    """
+
+    def __init__(self, N, blocks, comm=None, options_prefix="parmbs_", options=None):
+        self.comm = comm or PETSc.COMM_WORLD
+        self.N = N
+        nl, r0 = local_size(N, self.comm)
+        self.r0, self.r1 = r0, r0 + nl
+        self.pattern = BlockPattern(N, blocks, (self.r0, self.r1))
+        A = PETSc.Mat().createAIJ(((nl, N), (nl, N)), comm=self.comm)
+        A.setPreallocationCSR((self.pattern.indptr, self.pattern.indices))
+        A.setOption(PETSc.Mat.Option.NEW_NONZERO_ALLOCATION_ERR, True)
+        self.A = A
+        self.x, self.b = A.createVecs()
+        self._all, self._x_all = PETSc.Scatter.toAll(self.x)
+        ksp = PETSc.KSP().create(self.comm)
+        ksp.setOperators(A)
+        ksp.setOptionsPrefix(options_prefix)
+        opts = PETSc.Options()
+        for k, v in (options or {}).items():
+            if not opts.hasName(options_prefix + k):
+                opts.setValue(options_prefix + k, str(v).lower() if isinstance(v, bool) else v)
+        # saddle-point matrices: PETSc's own LU does not pivot, so keep the natural
+        # order (mass block first); in parallel use MUMPS, which pivots
+        if self.comm.getSize() > 1:
+            opts.setValue(options_prefix + "pc_factor_mat_solver_type",
+                          opts.getString(options_prefix + "pc_factor_mat_solver_type", "mumps"))
+        elif not opts.hasName(options_prefix + "pc_factor_mat_ordering_type"):
+            opts.setValue(options_prefix + "pc_factor_mat_ordering_type", "natural")
+        ksp.setFromOptions()
+        self.ksp = ksp
+        self._factored = False
+
+    def set_values(self, vals):
+        """Assemble the matrix from local blocks (list matching the pattern's blocks)."""
+        data = self.pattern.values(vals)
+        self.A.setValuesCSR(self.pattern.indptr, self.pattern.indices, data)
+        self.A.assemble()
+        self._factored = False
+
+    def _to_petsc(self, rhs):
+        self.b.setArray(rhs[self.r0:self.r1])
+
+    def _gather(self, v):
+        self._all.scatter(v, self._x_all, addv=PETSc.InsertMode.INSERT, mode=PETSc.ScatterMode.FORWARD)
+        return self._x_all.getArray(readonly=True).copy()
+
+    def solve(self, rhs, transpose=False):
+        """x = A⁻¹ rhs (or A⁻ᵀ rhs); rhs and x are full numpy vectors on every rank."""
+        self._to_petsc(rhs)
+        if transpose:
+            self.ksp.solveTranspose(self.b, self.x)
+        else:
+            self.ksp.solve(self.b, self.x)
+        reason = self.ksp.getConvergedReason()
+        if reason < 0:
+            raise np.linalg.LinAlgError(f"linear solve failed (KSP reason {reason})")
+        return self._gather(self.x)
+
+    def solve_many(self, B, transpose=False):
+        """Solve for every column of B (N, k), reusing the factorization."""
+        out = np.empty_like(B)
+        for j in range(B.shape[1]):
+            out[:, j] = self.solve(np.ascontiguousarray(B[:, j]), transpose)
+        return out
+
+    def destroy(self):
+        for o in (self.ksp, self.A, self.x, self.b, self._all, self._x_all):
+            o.destroy()

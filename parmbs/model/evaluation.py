@@ -1,0 +1,234 @@
+"""Everything the formulations need from the components at one state, as global objects.
+
+``StateEval`` gathers the local arrays of every component group once for a state
+(t, q, v, a, λ) and returns, on demand:
+
+* global vectors (the weighted dynamic residual, Φ, Φ_t, γ);
+* local block lists for ``SparseOperator.set_values`` (Newton matrices);
+* ``LocalOperator`` s — matrix-free global operators built from local blocks — for
+  the tangent and adjoint right-hand sides (∂R/∂q, ∂R/∂v, ∂R/∂a, Φ_q, ∂R/∂p ...).
+
+Weights: generalized-α weights the inertial groups with ``wi`` and the others (and
+the constraint forces Φ_qᵀλ) with ``wf``.
+"""
+import numpy as np
+
+from .assembly import scatter_add, scatter_add_cols, gather_cols
+
+
+class LocalOperator:
+    """A global linear operator Σ_e scatter(rows_e, cols_e, B_e), never assembled.
+
+    ``parts``: list of (rows (ne, a), cols (ne, b), B (ne, a, b)); −1 indices drop.
+    ``A @ X`` and ``A.T @ Y`` act on dense column blocks (size, k).
+    """
+
+    def __init__(self, nrows, ncols, parts=()):
+        self.shape = (nrows, ncols)
+        self.parts = [pt for pt in parts if pt[2].size]
+
+    def __add__(self, other):
+        return LocalOperator(*self.shape, self.parts + other.parts)
+
+    def scaled(self, c):
+        return LocalOperator(*self.shape, [(r, cc, c * B) for r, cc, B in self.parts])
+
+    def __matmul__(self, X):
+        X = np.asarray(X)
+        vec = X.ndim == 1
+        X2 = X[:, None] if vec else X
+        out = np.zeros((self.shape[0], X2.shape[1]))
+        for rows, cols, B in self.parts:
+            out += scatter_add_cols(self.shape[0], rows, np.einsum("eab,ebk->eak", B, gather_cols(X2, cols)))
+        return out[:, 0] if vec else out
+
+    @property
+    def T(self):
+        return LocalOperator(self.shape[1], self.shape[0],
+                             [(c, r, np.swapaxes(B, 1, 2)) for r, c, B in self.parts])
+
+    def dense(self):
+        return self @ np.eye(self.shape[1])
+
+
+class StateEval:
+    def __init__(self, system, t, q, v, a, lam, p, design_map=None):
+        self.sys = system
+        self.t = t
+        self.q, self.v, self.a, self.lam, self.p = q, v, a, lam, p
+        n, m = system.n, system.m
+        self.n, self.m = n, m
+        qe, ve, ae = system.extend(q), system.extend(v), system.extend(a)
+        self.gidx = np.r_[np.arange(n), -np.ones(3, np.int64)]    # ext slot -> unknown
+        self.F = [(g, qe[g.qidx], ve[g.qidx], ae[g.qidx], p[g.pidx]) for g in system.forces]
+        self.C = [(g, qe[g.qidx], ve[g.qidx], ae[g.qidx], lam[g.rows], p[g.pidx]) for g in system.constraints]
+        self.design_map = design_map     # p index -> design column (−1 if not designed)
+        self._cache = {}
+
+    def _memo(self, key, fn):
+        if key not in self._cache:
+            self._cache[key] = fn()
+        return self._cache[key]
+
+    def _rows(self, g):
+        return self.gidx[g.qidx]
+
+    # -- vectors -------------------------------------------------------------------
+    def residual(self, wi=1.0, wf=1.0):
+        """wi Σ_inertial r + wf (Σ_other r + Φ_qᵀλ) on the n coordinates."""
+        out = np.zeros(self.n + 3)
+        for g, q, v, a, p in self.F:
+            out += scatter_add(self.n + 3, g.qidx, (wi if g.inertial else wf) * g.r(self.t, q, v, a, p))
+        for g, q, v, a, lam, p in self.C:
+            out += scatter_add(self.n + 3, g.qidx, wf * np.einsum("emk,em->ek", self.phi_q_local(g, q, p), lam))
+        return out[:self.n]
+
+    def phi_q_local(self, g, q, p):
+        return self._memo(("phiq", id(g)), lambda: g.phi_q(self.t, q, p))
+
+    def _con_vector(self, fn):
+        out = np.zeros(self.m)
+        for g, q, v, a, lam, p in self.C:
+            out[g.rows] = fn(g, q, v, p)
+        return out
+
+    def phi(self):
+        return self._con_vector(lambda g, q, v, p: g.phi(self.t, q, p))
+
+    def phi_t(self):
+        return self._con_vector(lambda g, q, v, p: g.phi_t(self.t, q, p))
+
+    def gamma(self):
+        return self._con_vector(lambda g, q, v, p: g.gamma(self.t, q, v, p))
+
+    def phi_q_dot(self, w):
+        """Φ_q w as a vector (m,)."""
+        we = self.sys.extend(w)
+        return self._con_vector(lambda g, q, v, p: np.einsum("emk,ek->em", self.phi_q_local(g, q, p), we[g.qidx]))
+
+    # -- local block lists (for SparseOperator) --------------------------------------
+    def force_blocks(self, cq, cv, ca, wi=1.0, wf=1.0):
+        """Per force group: w (ca r_a + cv r_v + cq r_q)."""
+        out = []
+        for g, q, v, a, p in self.F:
+            B = 0.0
+            if ca and g.uses_a:
+                B = B + ca * self._r_a(g, q, v, a, p)
+            if cv and g.uses_v:
+                B = B + cv * self._r_v(g, q, v, a, p)
+            if cq:
+                B = B + cq * self._r_q(g, q, v, a, p)
+            B = np.broadcast_to(B, (g.ne, g.nq, g.nq))
+            out.append((wi if g.inertial else wf) * B)
+        return out
+
+    def _r_q(self, g, q, v, a, p):
+        return self._memo(("rq", id(g)), lambda: g.r_q(self.t, q, v, a, p))
+
+    def _r_v(self, g, q, v, a, p):
+        return self._memo(("rv", id(g)), lambda: g.r_v(self.t, q, v, a, p))
+
+    def _r_a(self, g, q, v, a, p):
+        return self._memo(("ra", id(g)), lambda: g.r_a(self.t, q, v, a, p))
+
+    def hess_blocks(self):
+        return [self._memo(("hess", id(g)), lambda: g.hess_lam(self.t, q, p, lam))
+                for g, q, v, a, lam, p in self.C]
+
+    def phi_q_blocks(self):
+        return [self.phi_q_local(g, q, p) for g, q, v, a, lam, p in self.C]
+
+    # -- index maps for patterns ----------------------------------------------------
+    def force_index(self):
+        return [(self._rows(g), self._rows(g)) for g, *_ in self.F]
+
+    def constraint_index(self, row_offset):
+        """(coordinate rows, constraint rows + offset) per constraint group."""
+        return [(self._rows(g), g.rows + row_offset) for g, *_ in self.C]
+
+    # -- matrix-free operators ------------------------------------------------------------
+    def K(self, wi=1.0, wf=1.0, with_hessian=True):
+        """∂R/∂q of the weighted residual (forces + wf·Φ_qᵀλ) as a LocalOperator (n × n)."""
+        parts = [(self._rows(g), self._rows(g), B) for (g, *_), B in
+                 zip(self.F, self.force_blocks(1.0, 0.0, 0.0, wi, wf))]
+        if with_hessian:
+            parts += [(self._rows(g), self._rows(g), wf * H) for (g, *_), H in zip(self.C, self.hess_blocks())]
+        return LocalOperator(self.n, self.n, parts)
+
+    def Cv(self, wi=1.0, wf=1.0):
+        """∂R/∂v (n × n)."""
+        return LocalOperator(self.n, self.n, [(self._rows(g), self._rows(g), B) for (g, *_), B in
+                                              zip(self.F, self.force_blocks(0.0, 1.0, 0.0, wi, wf)) if g.uses_v])
+
+    def Ma(self, wi=1.0, wf=1.0):
+        """∂R/∂a (n × n)."""
+        return LocalOperator(self.n, self.n, [(self._rows(g), self._rows(g), B) for (g, *_), B in
+                                              zip(self.F, self.force_blocks(0.0, 0.0, 1.0, wi, wf)) if g.uses_a])
+
+    def G(self):
+        """Φ_q (m × n)."""
+        return LocalOperator(self.m, self.n, [(g.rows, self._rows(g), B) for (g, *_), B in
+                                              zip(self.C, self.phi_q_blocks())])
+
+    def phi_q_w_q(self, w):
+        """∂(Φ_q w)/∂q (m × n) for fixed w."""
+        we = self.sys.extend(w)
+        return LocalOperator(self.m, self.n, [(g.rows, self._rows(g), g.phi_q_w_q(self.t, q, p, we[g.qidx]))
+                                              for g, q, v, a, lam, p in self.C])
+
+    def gamma_q(self):
+        return LocalOperator(self.m, self.n, [(g.rows, self._rows(g), g.gamma_q(self.t, q, v, p))
+                                              for g, q, v, a, lam, p in self.C])
+
+    def gamma_v(self):
+        return LocalOperator(self.m, self.n, [(g.rows, self._rows(g), g.gamma_v(self.t, q, v, p))
+                                              for g, q, v, a, lam, p in self.C])
+
+    def phi_t_q(self):
+        return LocalOperator(self.m, self.n, [(g.rows, self._rows(g), g.phi_t_q(self.t, q, p))
+                                              for g, q, v, a, lam, p in self.C])
+
+    # -- parameter derivatives (design columns only) -------------------------------------
+    def _pcols(self, g):
+        """Local p columns of group g that are design variables, and their columns."""
+        dm = self.design_map
+        cols = np.nonzero(np.any(dm[g.pidx] >= 0, axis=0))[0]
+        return cols, dm[g.pidx[:, cols]]
+
+    def _pop(self, nrows, ndesign, items):
+        return LocalOperator(nrows, ndesign, [it for it in items if it is not None])
+
+    def R_p(self, ndesign, wi=1.0, wf=1.0):
+        """∂R/∂ρ of the weighted dynamic residual (n × ndesign)."""
+        items = []
+        for g, q, v, a, p in self.F:
+            cols, dcols = self._pcols(g)
+            if len(cols):
+                B = (wi if g.inertial else wf) * g.r_p(self.t, q, v, a, p, cols)
+                items.append((self._rows(g), dcols, B))
+        for g, q, v, a, lam, p in self.C:
+            cols, dcols = self._pcols(g)
+            if len(cols):
+                items.append((self._rows(g), dcols, wf * g.phi_qT_lam_p(self.t, q, p, lam, cols)))
+        return self._pop(self.n, ndesign, items)
+
+    def _con_p(self, ndesign, fn):
+        items = []
+        for g, q, v, a, lam, p in self.C:
+            cols, dcols = self._pcols(g)
+            if len(cols):
+                items.append((g.rows, dcols, fn(g, q, v, lam, p, cols)))
+        return self._pop(self.m, ndesign, items)
+
+    def phi_p(self, nd):
+        return self._con_p(nd, lambda g, q, v, lam, p, c: g.phi_p(self.t, q, p, c))
+
+    def phi_t_p(self, nd):
+        return self._con_p(nd, lambda g, q, v, lam, p, c: g.phi_t_p(self.t, q, p, c))
+
+    def gamma_p(self, nd):
+        return self._con_p(nd, lambda g, q, v, lam, p, c: g.gamma_p(self.t, q, v, p, c))
+
+    def phi_q_w_p(self, nd, w):
+        we = self.sys.extend(w)
+        return self._con_p(nd, lambda g, q, v, lam, p, c: g.phi_q_w_p(self.t, q, p, we[g.qidx], c))

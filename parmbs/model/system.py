@@ -1,0 +1,207 @@
+"""A planar rigid multibody model built from a validated config.
+
+Coordinates: q = (x, y, θ) of each body's centre of mass, n = 3·(bodies).  Ground owns
+three extra slots n..n+2 of an *extended* vector that always hold zero; components
+index that vector and the assembler drops the ground slots.  Constraint rows are
+numbered 0..m−1 in joint order.
+"""
+import numpy as np
+
+from . import joints as J, forces as F
+from .kinematics import rot
+from .parameters import Parameters, ZERO
+from .timefunctions import from_config, Polynomial
+
+
+class ModelError(Exception):
+    """A model that validates as config but cannot be built or assembled."""
+
+    def __init__(self, key, message):
+        super().__init__(f"{key}: {message}")
+        self.key, self.message = key, message
+
+
+class System:
+    """Coordinates, parameters and component groups of one model."""
+
+    def __init__(self, config):
+        self.config = config
+        self.params = P = Parameters()
+        bodies = config.bodies
+        self.body_names = [b.name for b in bodies]
+        self.body_index = {b.name: i for i, b in enumerate(bodies)}
+        self.n = 3 * len(bodies)
+        self.ground_slots = [self.n, self.n + 1, self.n + 2]
+        g = config.model.gravity
+        gx, gy = P.add("model.gravity.x", g[0]), P.add("model.gravity.y", g[1])
+
+        self.body_p = {}
+        for b in bodies:
+            base = f"bodies.{b.name}"
+            d = {k: P.add(f"{base}.{k}", getattr(b, k)) for k in ("mass", "inertia")}
+            d["com"] = (P.add(f"{base}.com.x", b.com[0]), P.add(f"{base}.com.y", b.com[1]))
+            d["points"] = {name: (P.add(f"{base}.points.{name}.x", xy[0]),
+                                  P.add(f"{base}.points.{name}.y", xy[1]))
+                           for name, xy in b.points.items()}
+            d["points"]["com"] = d["com"]
+            for k in ("x", "y", "angle"):
+                d[f"initial.{k}"] = P.add(f"{base}.initial.{k}", getattr(b.initial, k))
+                d[f"initial_velocity.{k}"] = P.add(f"{base}.initial_velocity.{k}",
+                                                   getattr(b.initial_velocity, k))
+            self.body_p[b.name] = d
+        self.ground_points = {name: (P.add(f"ground.points.{name}.x", xy[0]),
+                                     P.add(f"ground.points.{name}.y", xy[1]))
+                              for name, xy in config.ground.points.items()}
+
+        self._elements = {}          # group key -> (class, kwargs, names, qidx, pidx, nrows)
+        self.m = 0
+        self.constraint_names = []
+        for b in bodies:
+            i = self.body_index[b.name]
+            pb = self.body_p[b.name]
+            self._add_force(("Inertia",), F.Inertia, {}, b.name, self._qb(b.name),
+                            [pb["mass"], pb["inertia"]])
+            self._add_force(("Gravity",), F.Gravity, {}, b.name, self._qb(b.name),
+                            [pb["mass"], gx, gy])
+        for j in config.joints:
+            self._add_joint(j)
+        for f in config.forces:
+            self._add_force_element(f)
+        self.constraints, self.forces = [], []
+        for key, (cls, kw, names, qidx, pidx, rows) in self._elements.items():
+            if rows is None:
+                self.forces.append(cls(names, qidx, pidx, **kw))
+            else:
+                self.constraints.append(cls(names, qidx, pidx, rows, **kw))
+        del self._elements
+        self.p = P.array()
+        self._initial_setup()
+
+    # -- helpers -----------------------------------------------------------------
+    def _qb(self, body):
+        if body == "ground":
+            return list(self.ground_slots)
+        i = self.body_index[body]
+        return [3 * i, 3 * i + 1, 3 * i + 2]
+
+    def _point(self, ref):
+        """'BODY.POINT' -> (body, [P̄x, P̄y, c̄x, c̄y] parameter indices)."""
+        body, point = ref.split(".", 1)
+        if body == "ground":
+            px, py = self.ground_points[point]
+            return body, [px, py, ZERO, ZERO]
+        pb = self.body_p[body]
+        return body, [*pb["points"][point], *pb["com"]]
+
+    def _group(self, key, cls, kw, name, qidx, pidx, nrows):
+        if key not in self._elements:
+            self._elements[key] = (cls, kw, [], [], [], [] if nrows is not None else None)
+        e = self._elements[key]
+        e[2].append(name)
+        e[3].append(qidx)
+        e[4].append(pidx)
+        if nrows is not None:
+            e[5].append(list(range(self.m, self.m + nrows)))
+            self.constraint_names += [f"{name}[{k}]" for k in range(nrows)]
+            self.m += nrows
+
+    def _add_force(self, key, cls, kw, name, qidx, pidx):
+        self._group(key, cls, kw, name, qidx, pidx, None)
+
+    def _angle0(self, ba, bb):
+        """Initial-guess relative angle θ_b − θ_a (ground: 0)."""
+        ang = {b.name: b.initial.angle for b in self.config.bodies}
+        return ang.get(bb, 0.0) - ang.get(ba, 0.0)
+
+    def _add_joint(self, j):
+        P = self.params
+        base = f"joints.{j.name}"
+        if j.type == "driver":
+            body, coord = j.coordinate.rsplit(".", 1)
+            fn, coef = from_config(j.function)
+            names = fn.param_names()
+            pidx = [*self.body_p[body]["com"]] + [P.add(f"{base}.function.{k}", c)
+                                                  for k, c in zip(names, coef)]
+            key = ("Driver", coord, fn.kind, fn.ncoef)
+            self._group(key, J.Driver, {"coordinate": coord, "function": fn}, j.name,
+                        self._qb(body), pidx, 1)
+            return
+        ba, pa = self._point(j.a)
+        bb, pbb = self._point(j.b)
+        qidx = self._qb(ba) + self._qb(bb)
+        if j.type == "revolute":
+            self._group(("Revolute",), J.Revolute, {}, j.name, qidx, pa + pbb, 2)
+        elif j.type == "weld":
+            th = P.add(f"{base}.angle", self._angle0(ba, bb))
+            self._group(("Weld",), J.Weld, {}, j.name, qidx, pa + pbb + [th], 3)
+        elif j.type == "prismatic":
+            ux, uy = P.add(f"{base}.axis.x", j.axis[0]), P.add(f"{base}.axis.y", j.axis[1])
+            th = P.add(f"{base}.angle", self._angle0(ba, bb))
+            self._group(("Prismatic",), J.Prismatic, {}, j.name, qidx, pa + pbb + [ux, uy, th], 2)
+
+    def _add_force_element(self, f):
+        P = self.params
+        base = f"forces.{f.name}"
+        if f.type == "spring":
+            ba, pa = self._point(f.a)
+            bb, pbb = self._point(f.b)
+            pidx = pa + pbb + [P.add(f"{base}.{k}", getattr(f, k)) for k in ("stiffness", "damping", "length")]
+            self._add_force(("Spring",), F.Spring, {}, f.name, self._qb(ba) + self._qb(bb), pidx)
+        elif f.type == "rotational_spring":
+            pidx = [P.add(f"{base}.{k}", getattr(f, k)) for k in ("stiffness", "damping", "angle")]
+            self._add_force(("RotationalSpring",), F.RotationalSpring, {}, f.name,
+                            self._qb(f.a) + self._qb(f.b), pidx)
+        elif f.type in ("force", "torque"):
+            fn, coef = from_config(f.function)
+            fp = [P.add(f"{base}.function.{k}", c) for k, c in zip(fn.param_names(), coef)]
+            if f.type == "force":
+                body, pp = self._point(f.point)
+                pidx = pp + [P.add(f"{base}.value.x", f.value[0]), P.add(f"{base}.value.y", f.value[1])] + fp
+                self._add_force(("PointForce", fn.kind, fn.ncoef), F.PointForce, {"function": fn},
+                                f.name, self._qb(body), pidx)
+            else:
+                pidx = [P.add(f"{base}.value", f.value)] + fp
+                self._add_force(("Torque", fn.kind, fn.ncoef), F.Torque, {"function": fn},
+                                f.name, self._qb(f.body), pidx)
+
+    # -- initial assembly data -----------------------------------------------------
+    def _initial_setup(self):
+        """Initial guess (COM coordinates) and the independent-coordinate equations.
+
+        The user gives the pose of each body frame; an independent coordinate k of body
+        b adds the equation  (frame coordinate k) − p[initial.k] = 0, written as a
+        driver with a constant polynomial whose coefficient is that parameter, so its
+        derivative with respect to p (initial values, centre of mass) comes for free.
+        """
+        q0 = np.zeros(self.n)
+        for i, b in enumerate(self.config.bodies):
+            c = np.array(b.com)
+            q0[3 * i:3 * i + 2] = np.array([b.initial.x, b.initial.y]) + rot(b.initial.angle, c)
+            q0[3 * i + 2] = b.initial.angle
+        self.q_guess = q0
+        self.independent = []   # (key, Driver group, velocity parameter index)
+        for b in self.config.bodies:
+            pb = self.body_p[b.name]
+            for k in b.independent:
+                drv = J.Driver([f"{b.name}.{k}"], [self._qb(b.name)],
+                               [[*pb["com"], pb[f"initial.{k}"]]], [[0]],
+                               coordinate=k, function=Polynomial(1))
+                self.independent.append((f"bodies.{b.name}.independent", drv,
+                                         pb[f"initial_velocity.{k}"]))
+
+    # -- convenience ---------------------------------------------------------------
+    def extend(self, x):
+        """Append ground's zero slots to a coordinate-sized array (last axis)."""
+        x = np.asarray(x)
+        return np.concatenate([x, np.zeros(x.shape[:-1] + (3,), dtype=x.dtype)], -1)
+
+    def point_offset(self, ref, p=None):
+        """(body coordinate indices in the extended vector, s = P̄ − c̄) of a point."""
+        p = self.p if p is None else p
+        body, idx = self._point(ref)
+        return self._qb(body), p[idx[0:2]] - p[idx[2:4]], idx
+
+    def describe(self):
+        return {"bodies": len(self.body_names), "coordinates": self.n, "constraints": self.m,
+                "dof": self.n - self.m, "parameters": len(self.params) - 1,
+                "components": {type(g).__name__: g.ne for g in self.constraints + self.forces}}

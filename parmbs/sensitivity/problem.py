@@ -1,0 +1,162 @@
+"""A model, a stepper, design variables and objectives: forward run, direct and
+adjoint gradients of the discrete objectives, and finite differences.
+
+The forward run keeps the trajectory in memory (checkpointing to HDF5 is the
+checkpoint package's job); the adjoint sweeps it backward.
+"""
+import time
+
+import numpy as np
+
+from ..model.system import System
+from ..integrators.newmark import make_stepper
+from .design import DesignSpace
+from .objectives import Objective, quadrature_weights
+
+
+class Trajectory:
+    def __init__(self, t, q, v, a, lam, newton_its):
+        self.t, self.q, self.v, self.a, self.lam = t, q, v, a, lam
+        self.newton_its = newton_its
+
+    def x(self, k):
+        return (self.q[k], self.v[k], self.a[k], self.lam[k])
+
+    @property
+    def steps(self):
+        return len(self.t) - 1
+
+
+class Problem:
+    def __init__(self, config, system=None):
+        self.config = config
+        self.sys = system or System(config)
+        self.design = DesignSpace(self.sys, config.design)
+        sim = config.simulation
+        self.h = sim.dt
+        self.nsteps = int(round(sim.t_end / sim.dt))
+        self.t0 = 0.0
+        if sim.formulation == "index3":
+            self.stepper = make_stepper(self.sys, sim, design_map=self.design.map, ndesign=len(self.design))
+        else:
+            from ..formulations.penalty import make_ts_stepper
+            self.stepper = make_ts_stepper(self.sys, sim, design_map=self.design.map, ndesign=len(self.design))
+        self.objectives = [Objective(self.sys, o) for o in config.objectives]
+        self.w = quadrature_weights(self.nsteps, self.h)
+
+    # -- forward -------------------------------------------------------------------------------
+    def forward(self, p=None, progress=None, on_step=None):
+        p = self.sys.p if p is None else p
+        N, n, m = self.nsteps, self.sys.n, self.sys.m
+        T = self.t0 + self.h * np.arange(N + 1)
+        Q, V, A, L = (np.empty((N + 1, k)) for k in (n, n, n, m))
+        x = self.stepper.initial(self.t0, p)
+        Q[0], V[0], A[0], L[0] = x
+        its = np.zeros(N, np.int64)
+        if on_step:
+            on_step(0, T[0], x)
+        for k in range(N):
+            x, its[k] = self.stepper.step(k, T[k], x, p)
+            Q[k + 1], V[k + 1], A[k + 1], L[k + 1] = x
+            if on_step:
+                on_step(k + 1, T[k + 1], x)
+            if progress:
+                progress(k + 1, N)
+        self.traj = Trajectory(T, Q, V, A, L, its)
+        return self.traj
+
+    def objective_values(self, traj=None, p=None):
+        traj, p = traj or self.traj, self.sys.p if p is None else p
+        out = {}
+        for ob in self.objectives:
+            ref = ob.reference(self.sys, traj.q[0], p)
+            val = 0.0
+            if ob.integrand:
+                val += sum(self.w[k] * ob.integrand.value(self.sys, traj.t[k], traj.x(k), p, ref)
+                           for k in range(traj.steps + 1))
+            if ob.terminal:
+                val += ob.terminal.value(self.sys, traj.t[-1], traj.x(traj.steps), p, ref)
+            out[ob.name] = ob.weight * val
+        return out
+
+    def _local_grads(self, ob, k, traj, p, ref):
+        """Weighted ∂ψ/∂x_k (4 vectors), ∂ψ/∂ρ (explicit) and ∂ψ/∂ref at step k."""
+        nd, dm = len(self.design), self.design.map
+        gx = [np.zeros(self.sys.n)] * 3 + [np.zeros(self.sys.m)]
+        gp, gr = np.zeros(nd), np.zeros(2)
+        terms = []
+        if ob.integrand:
+            terms.append((ob.integrand, self.w[k]))
+        if ob.terminal and k == traj.steps:
+            terms.append((ob.terminal, 1.0))
+        for term, c in terms:
+            dx, dp, dref = term.grads(self.sys, traj.t[k], traj.x(k), p, ref, dm, nd)
+            gx = [g + c * ob.weight * d for g, d in zip(gx, dx)]
+            gp = gp + c * ob.weight * dp
+            gr = gr + c * ob.weight * dref
+        return gx, gp, gr
+
+    # -- direct differentiation ----------------------------------------------------------------------
+    def direct(self, p=None):
+        """∇ψ for every objective by the tangent (forward) sensitivity equations."""
+        p = self.sys.p if p is None else p
+        traj = self.traj
+        nd = len(self.design)
+        dx = self.stepper.init.tangent(p) if hasattr(self.stepper, "init") else self.stepper.initial_tangent(p)
+        grads = {ob.name: np.zeros(nd) for ob in self.objectives}
+        refs = {ob.name: ob.reference(self.sys, traj.q[0], p) for ob in self.objectives}
+        dref = {}
+        for ob in self.objectives:
+            Jq, Jp = ob.ref_grads(self.sys, traj.q[0], p, self.design.map, nd)
+            dref[ob.name] = Jq @ dx[0] + Jp
+        for k in range(traj.steps + 1):
+            if k > 0:
+                dx = self.stepper.tangent_step(traj.t[k - 1], traj.x(k - 1), traj.x(k), dx, p)
+            for ob in self.objectives:
+                gx, gp, gr = self._local_grads(ob, k, traj, p, refs[ob.name])
+                grads[ob.name] += sum(g @ d for g, d in zip(gx, dx)) + gp + gr @ dref[ob.name]
+        return grads
+
+    # -- discrete adjoint -------------------------------------------------------------------------------
+    def adjoint(self, p=None):
+        """∇ψ for every objective by one backward sweep each."""
+        p = self.sys.p if p is None else p
+        traj = self.traj
+        nd, N = len(self.design), traj.steps
+        grads = {}
+        for ob in self.objectives:
+            ref = ob.reference(self.sys, traj.q[0], p)
+            mu, grad, gref = self._local_grads(ob, N, traj, p, ref)
+            for k in range(N - 1, -1, -1):
+                mu, dg = self.stepper.adjoint_step(traj.t[k], traj.x(k), traj.x(k + 1), mu, p)
+                gx, gp, gr = self._local_grads(ob, k, traj, p, ref)
+                mu = [a + b for a, b in zip(mu, gx)]
+                grad = grad + dg + gp
+                gref = gref + gr
+            Jq, Jp = ob.ref_grads(self.sys, traj.q[0], p, self.design.map, nd)
+            mu[0] = mu[0] + Jq.T @ gref
+            grad = grad + Jp.T @ gref
+            init = self.stepper.init if hasattr(self.stepper, "init") else None
+            grad = grad + init.adjoint(p, *mu)
+            grads[ob.name] = grad
+        return grads
+
+    # -- finite differences -------------------------------------------------------------------------------
+    def finite_differences(self, rel_step=1e-6):
+        """Central differences of the whole discrete computation (verification only)."""
+        p0 = self.sys.p.copy()
+        rho = self.design.values(p0)
+        grads = {ob.name: np.zeros(len(rho)) for ob in self.objectives}
+        for j in range(len(rho)):
+            hstep = rel_step * max(abs(rho[j]), 1.0)
+            vals = []
+            for s in (+1, -1):
+                r = rho.copy()
+                r[j] += s * hstep
+                p = self.design.apply(p0, r)
+                traj = self.forward(p)
+                vals.append(self.objective_values(traj, p))
+            for name in grads:
+                grads[name][j] = (vals[0][name] - vals[1][name]) / (2 * hstep)
+        self.forward(p0)
+        return grads

@@ -1,0 +1,93 @@
+"""One generic test over every registered component: each derivative block against
+central finite differences at random states.  A component whose blocks are wrong (or
+not complex-step safe) fails here."""
+import numpy as np
+import pytest
+
+from parmbs.model import joints, forces  # noqa: F401  (registers the components)
+from parmbs.model.component import REGISTRY, Constraint
+
+NE = 3
+H = 1e-6
+
+
+def make(cls, rng):
+    nq, np_ = cls.nq, getattr(cls, "np_", 0)
+    args = dict(names=[f"e{i}" for i in range(NE)], qidx=np.zeros((NE, nq)), pidx=np.zeros((NE, np_)))
+    if issubclass(cls, Constraint):
+        args["rows"] = np.zeros((NE, cls.m))
+    comp = cls(**args)
+    q = rng.uniform(-1.0, 1.0, (NE, comp.nq))
+    if comp.nq == 6:
+        q[:, 3:5] += 2.0                        # keep the two bodies apart (spring length > 0)
+    p = rng.uniform(0.5, 1.5, (NE, comp.np_))
+    v = rng.uniform(-1.0, 1.0, q.shape)
+    a = rng.uniform(-1.0, 1.0, q.shape)
+    return comp, q, v, a, p
+
+
+def fd(f, x, h=H):
+    """Central differences of f w.r.t. the last axis of x: (ne, out..., k)."""
+    cols = []
+    for j in range(x.shape[-1]):
+        e = np.zeros_like(x)
+        e[..., j] = h
+        cols.append((f(x + e) - f(x - e)) / (2 * h))
+    return np.stack(cols, -1)
+
+
+def close(a, b, what):
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    assert a.shape == b.shape, (what, a.shape, b.shape)
+    err = np.max(np.abs(a - b)) / max(1.0, np.max(np.abs(b)))
+    assert err < 1e-7, f"{what}: relative error {err:.2e}"
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_blocks_against_finite_differences(name):
+    rng = np.random.default_rng(7)
+    cls = REGISTRY[name]
+    comp, q, v, a, p = make(cls, rng)
+    t = 0.37
+    if isinstance(comp, Constraint):
+        lam = rng.uniform(-1, 1, (NE, comp.m))
+        w = rng.uniform(-1, 1, q.shape)
+        close(comp.phi_q(t, q, p), fd(lambda x: comp.phi(t, x, p), q), f"{name}.phi_q")
+        close(comp.hess_lam(t, q, p, lam), fd(lambda x: comp.phi_qT_lam(t, x, p, lam), q), f"{name}.hess_lam")
+        close(comp.phi_q_w_q(t, q, p, w),
+              fd(lambda x: np.einsum("emk,ek->em", comp.phi_q(t, x, p), w), q), f"{name}.phi_q_w_q")
+        close(comp.phi_t(t, q, p)[..., None],
+              fd(lambda s: comp.phi(s[..., 0], q, p), np.array([t]), 1e-5), f"{name}.phi_t")
+        # γ is defined by Φ̈ = Φ_q a + γ along q(s) = q + v s + a s²/2 at time t + s
+        h2 = 1e-4
+        path = lambda s: comp.phi(t + s, q + v * s + 0.5 * a * s * s, p)
+        phidd = (path(h2) - 2 * path(0.0) + path(-h2)) / h2 ** 2
+        expect = np.einsum("emk,ek->em", comp.phi_q(t, q, p), a) + comp.gamma(t, q, v, p)
+        err = np.max(np.abs(phidd - expect)) / max(1.0, np.max(np.abs(phidd)))
+        assert err < 1e-5, f"{name}.gamma: {err:.2e}"
+        close(comp.gamma_q(t, q, v, p), fd(lambda x: comp.gamma(t, x, v, p), q), f"{name}.gamma_q")
+        close(comp.gamma_v(t, q, v, p), fd(lambda x: comp.gamma(t, q, x, p), v), f"{name}.gamma_v")
+        close(comp.phi_t_q(t, q, p), fd(lambda x: comp.phi_t(t, x, p), q), f"{name}.phi_t_q")
+        close(comp.phi_p(t, q, p), fd(lambda x: comp.phi(t, q, x), p), f"{name}.phi_p")
+        close(comp.phi_t_p(t, q, p), fd(lambda x: comp.phi_t(t, q, x), p), f"{name}.phi_t_p")
+        close(comp.phi_qT_lam_p(t, q, p, lam), fd(lambda x: comp.phi_qT_lam(t, q, x, lam), p),
+              f"{name}.phi_qT_lam_p")
+        close(comp.phi_q_w_p(t, q, p, w),
+              fd(lambda x: np.einsum("emk,ek->em", comp.phi_q(t, q, x), w), p), f"{name}.phi_q_w_p")
+        close(comp.gamma_p(t, q, v, p), fd(lambda x: comp.gamma(t, q, v, x), p), f"{name}.gamma_p")
+        cols = [0, comp.np_ - 1]
+        close(comp.phi_p(t, q, p, cols), comp.phi_p(t, q, p)[..., cols], f"{name}.phi_p[cols]")
+    else:
+        close(comp.r_q(t, q, v, a, p), fd(lambda x: comp.r(t, x, v, a, p), q), f"{name}.r_q")
+        close(comp.r_v(t, q, v, a, p), fd(lambda x: comp.r(t, q, x, a, p), v), f"{name}.r_v")
+        close(comp.r_a(t, q, v, a, p), fd(lambda x: comp.r(t, q, v, x, p), a), f"{name}.r_a")
+        close(comp.r_p(t, q, v, a, p), fd(lambda x: comp.r(t, q, v, a, x), p), f"{name}.r_p")
+        if not comp.uses_v:
+            assert np.all(comp.r_v(t, q, v, a, p) == 0), f"{name} declares uses_v=False but depends on v"
+        if not comp.uses_a:
+            assert np.all(comp.r_a(t, q, v, a, p) == 0), f"{name} declares uses_a=False but depends on a"
+
+
+def test_registry_is_complete():
+    assert {"Revolute", "Prismatic", "Weld", "Driver", "Inertia", "Gravity", "Spring",
+            "RotationalSpring", "PointForce", "Torque"} <= set(REGISTRY)

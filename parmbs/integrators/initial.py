@@ -43,7 +43,9 @@ class InitialState:
         probe = StateEval(self.view, 0.0, system.q_guess, np.zeros(n), np.zeros(n), np.zeros(self.view.m), system.p)
         self.pos_op = SparseOperator(n, [(r, c) for c, r in probe.constraint_index(0)],
                                      options_prefix="parmbs_init_",
-                                     options={"ksp_type": "preonly", "pc_type": "lu"})
+                                     options={"ksp_type": "preonly", "pc_type": "lu",
+                                              # not symmetric, zero diagonals: needs pivoting
+                                              "pc_factor_mat_solver_type": "mumps"})
         self.accel_op = accel_op          # the stepper's (n+m) matrix: same sparsity
         self.design_map, self.nd = design_map, ndesign
         self.newton = newton

@@ -124,10 +124,13 @@ class SparseOperator:
     def solve(self, rhs, transpose=False):
         """x = A⁻¹ rhs (or A⁻ᵀ rhs); rhs and x are full numpy vectors on every rank."""
         self._to_petsc(rhs)
-        if transpose:
-            self.ksp.solveTranspose(self.b, self.x)
-        else:
-            self.ksp.solve(self.b, self.x)
+        try:
+            if transpose:
+                self.ksp.solveTranspose(self.b, self.x)
+            else:
+                self.ksp.solve(self.b, self.x)
+        except PETSc.Error as e:   # zero pivot, factorization failure
+            raise np.linalg.LinAlgError(f"linear solve failed (PETSc error {e.ierr})") from None
         reason = self.ksp.getConvergedReason()
         if reason < 0:
             raise np.linalg.LinAlgError(f"linear solve failed (KSP reason {reason})")

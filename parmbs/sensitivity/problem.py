@@ -47,6 +47,9 @@ class Problem:
     # -- forward -------------------------------------------------------------------------------
     def forward(self, p=None, progress=None, on_step=None):
         p = self.sys.p if p is None else p
+        if hasattr(self.stepper, "forward"):          # whole-run steppers (PETSc TS)
+            self.traj = self.stepper.forward(self, p, progress, on_step)
+            return self.traj
         N, n, m = self.nsteps, self.sys.n, self.sys.m
         T = self.t0 + self.h * np.arange(N + 1)
         Q, V, A, L = (np.empty((N + 1, k)) for k in (n, n, n, m))
@@ -100,9 +103,11 @@ class Problem:
     def direct(self, p=None):
         """∇ψ for every objective by the tangent (forward) sensitivity equations."""
         p = self.sys.p if p is None else p
+        if hasattr(self.stepper, "direct"):
+            return self.stepper.direct(self, p)
         traj = self.traj
         nd = len(self.design)
-        dx = self.stepper.init.tangent(p) if hasattr(self.stepper, "init") else self.stepper.initial_tangent(p)
+        dx = self.stepper.init.tangent(p)
         grads = {ob.name: np.zeros(nd) for ob in self.objectives}
         refs = {ob.name: ob.reference(self.sys, traj.q[0], p) for ob in self.objectives}
         dref = {}
@@ -121,6 +126,8 @@ class Problem:
     def adjoint(self, p=None):
         """∇ψ for every objective by one backward sweep each."""
         p = self.sys.p if p is None else p
+        if hasattr(self.stepper, "adjoint"):
+            return self.stepper.adjoint(self, p)
         traj = self.traj
         nd, N = len(self.design), traj.steps
         grads = {}
@@ -136,8 +143,7 @@ class Problem:
             Jq, Jp = ob.ref_grads(self.sys, traj.q[0], p, self.design.map, nd)
             mu[0] = mu[0] + Jq.T @ gref
             grad = grad + Jp.T @ gref
-            init = self.stepper.init if hasattr(self.stepper, "init") else None
-            grad = grad + init.adjoint(p, *mu)
+            grad = grad + self.stepper.init.adjoint(p, *mu)
             grads[ob.name] = grad
         return grads
 

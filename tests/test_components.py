@@ -82,6 +82,8 @@ def test_blocks_against_finite_differences(name):
         close(comp.r_v(t, q, v, a, p), fd(lambda x: comp.r(t, q, x, a, p), v), f"{name}.r_v")
         close(comp.r_a(t, q, v, a, p), fd(lambda x: comp.r(t, q, v, x, p), a), f"{name}.r_a")
         close(comp.r_p(t, q, v, a, p), fd(lambda x: comp.r(t, q, v, a, x), p), f"{name}.r_p")
+        if not comp.uses_q:
+            assert np.all(comp.r_q(t, q, v, a, p) == 0), f"{name} declares uses_q=False but depends on q"
         if not comp.uses_v:
             assert np.all(comp.r_v(t, q, v, a, p) == 0), f"{name} declares uses_v=False but depends on v"
         if not comp.uses_a:
@@ -91,3 +93,14 @@ def test_blocks_against_finite_differences(name):
 def test_registry_is_complete():
     assert {"Revolute", "Prismatic", "Weld", "Driver", "Inertia", "Gravity", "Spring",
             "RotationalSpring", "PointForce", "Torque"} <= set(REGISTRY)
+
+
+def test_potential_energies_match_forces():
+    """For conservative elements r = ∂V/∂q (at zero velocity): energy and force agree."""
+    rng = np.random.default_rng(3)
+    for name in ("Gravity", "Spring", "RotationalSpring"):
+        comp, q, v, a, p = make(REGISTRY[name], rng)
+        if name == "Spring":
+            p[:, 9] = 0.0                       # no damping
+        zero = np.zeros_like(v)
+        close(comp.r(0.0, q, zero, a, p), fd(lambda x: comp.energy(0.0, x, zero, p), q), f"{name}.energy")

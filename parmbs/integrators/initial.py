@@ -138,22 +138,23 @@ class InitialState:
         return dq, dv, dz[:n], dz[n:]
 
     def adjoint(self, p, mq, mv, ma, ml):
-        """(dx₀/dρ)ᵀ μ₀ for μ₀ = (μ_q, μ_v, μ_a, μ_λ): the initial-state part of the gradient."""
+        """(dx₀/dρ)ᵀ μ₀ for μ₀ = (μ_q, μ_v, μ_a, μ_λ) (one column per objective):
+        the initial-state part of the gradient, (nd, K)."""
         q, v, a, lam = self.x0
         n, m, nd = self.sys.n, self.sys.m, self.nd
         ev, ea = self._evals(p)
         mq, mv = mq.copy(), mv.copy()
         self._set_accel_matrix(ea)
-        eta = self.accel_op.solve(np.r_[ma, ml], transpose=True)
+        eta = self.accel_op.solve_many(np.vstack([ma, ml]), transpose=True)
         ea_, el = eta[:n], eta[n:]
         mq -= ea.K().T @ ea_ + (ea.phi_q_w_q(a) + ea.gamma_q()).T @ el
         mv -= ea.Cv().T @ ea_ + ea.gamma_v().T @ el
         grad = -(ea.R_p(nd).T @ ea_ + ea.phi_q_w_p(nd, a).T @ el + ea.gamma_p(nd).T @ el)
         self.pos_op.set_values(ev.phi_q_blocks())
-        ev_ = self.pos_op.solve(mv, transpose=True)
+        ev_ = self.pos_op.solve_many(mv, transpose=True)
         mq -= (ev.phi_q_w_q(v) + ev.phi_t_q()).T @ ev_
         grad -= (ev.phi_q_w_p(nd, v) + ev.phi_t_p(nd)).T @ ev_
         grad += self._vel_sel().T @ ev_[m:]
-        eq = self.pos_op.solve(mq, transpose=True)
+        eq = self.pos_op.solve_many(mq, transpose=True)
         grad -= ev.phi_p(nd).T @ eq
         return grad

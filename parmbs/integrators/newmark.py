@@ -146,14 +146,16 @@ class NewmarkFamily:
 
     # -- discrete adjoint -----------------------------------------------------------------------------
     def adjoint_step(self, t, x0, x1, mu1, p):
-        """(μ_k, ∇ψ increment) from μ_{k+1} = (μ_q, μ_v, μ_a, μ_λ) of x_{k+1}."""
+        """(μ_k, ∇ψ increment) from μ_{k+1} = (μ_q, μ_v, μ_a, μ_λ) of x_{k+1}.
+
+        Each μ block has one column per objective: all objectives share one sweep."""
         h, b, g, nd = self.h, self.beta, self.gamma, self.nd
         wi, wf = 1 - self.am, 1 - self.af
         mq1, mv1, ma1, ml1 = mu1
         n = self.sys.n
         ev = self._eval(t + h, x1, p)
         self._set_matrix(ev)
-        nu = self.op.solve(np.r_[b * h * h * mq1 + g * h * mv1 + ma1, ml1], transpose=True)
+        nu = self.op.solve_many(np.vstack([b * h * h * mq1 + g * h * mv1 + ma1, ml1]), transpose=True)
         nu1, nu2 = nu[:n], nu[n:] / (b * h * h)
         sq = ev.K(wi, wf).T @ nu1 + ev.G().T @ nu2          # ∂R/∂q_{k+1}ᵀ ν at fixed z
         sv = ev.Cv(wi, wf).T @ nu1

@@ -149,15 +149,28 @@ class Force(Component):
     """A contribution r(t, q, v, a; p) to the dynamic residual M a + Φ_qᵀλ − Q = 0.
 
     Inertia enters with + (M a), applied loads with − (−Q).  ``inertial`` components
-    are weighted with α_m in generalized-α, the others with α_f.  ``uses_v`` and
-    ``uses_a`` let the steppers skip blocks that are identically zero.
+    are weighted with α_m in generalized-α, the others with α_f.  ``uses_q``,
+    ``uses_v`` and ``uses_a`` let the steppers skip blocks that are identically zero
+    (the generic block test checks the flags).
     """
     inertial = False
+    uses_q = True
     uses_v = False
     uses_a = False
 
     def r(self, t, q, v, a, p):
         raise NotImplementedError
+
+    def energy(self, t, q, v, p):
+        """Kinetic or potential energy per element (0 for non-conservative loads)."""
+        return np.zeros(q.shape[:-1])
+
+    def jacobians(self, t, q, v, a, p):
+        """(r_q, r_v, r_a), None where the flags say the block is zero.  Override to
+        share work between the three (one geometry evaluation per Newton iterate)."""
+        return (self.r_q(t, q, v, a, p) if self.uses_q else None,
+                self.r_v(t, q, v, a, p) if self.uses_v else None,
+                self.r_a(t, q, v, a, p) if self.uses_a else None)
 
     def r_q(self, t, q, v, a, p):
         return cs_jacobian(self.r, [t, q, v, a, p], 1)

@@ -92,6 +92,10 @@ class StateEval:
             out[g.rows] = fn(g, q, v, p)
         return out
 
+    def energy(self):
+        """Mechanical energy Σ (kinetic + potential) of the conservative elements."""
+        return float(sum(np.sum(g.energy(self.t, q, v, p)) for g, q, v, a, p in self.F))
+
     def phi(self):
         return self._con_vector(lambda g, q, v, p: g.phi(self.t, q, p))
 
@@ -111,25 +115,17 @@ class StateEval:
         """Per force group: w (ca r_a + cv r_v + cq r_q)."""
         out = []
         for g, q, v, a, p in self.F:
+            Jq, Jv, Ja = self._memo(("jac", id(g)), lambda: g.jacobians(self.t, q, v, a, p))
             B = 0.0
-            if ca and g.uses_a:
-                B = B + ca * self._r_a(g, q, v, a, p)
-            if cv and g.uses_v:
-                B = B + cv * self._r_v(g, q, v, a, p)
-            if cq:
-                B = B + cq * self._r_q(g, q, v, a, p)
+            if ca and Ja is not None:
+                B = B + ca * Ja
+            if cv and Jv is not None:
+                B = B + cv * Jv
+            if cq and Jq is not None:
+                B = B + cq * Jq
             B = np.broadcast_to(B, (g.ne, g.nq, g.nq))
             out.append((wi if g.inertial else wf) * B)
         return out
-
-    def _r_q(self, g, q, v, a, p):
-        return self._memo(("rq", id(g)), lambda: g.r_q(self.t, q, v, a, p))
-
-    def _r_v(self, g, q, v, a, p):
-        return self._memo(("rv", id(g)), lambda: g.r_v(self.t, q, v, a, p))
-
-    def _r_a(self, g, q, v, a, p):
-        return self._memo(("ra", id(g)), lambda: g.r_a(self.t, q, v, a, p))
 
     def hess_blocks(self):
         return [self._memo(("hess", id(g)), lambda: g.hess_lam(self.t, q, p, lam))

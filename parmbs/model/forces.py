@@ -14,11 +14,16 @@ class Inertia(Force):
     """r = M a = (m ẍ, m ÿ, I_G θ̈);  p = (m, I_G)."""
     nq, np_ = 3, 2
     inertial = True
+    uses_q = False
     uses_a = True
 
     def r(self, t, q, v, a, p):
         m, I = p[..., 0], p[..., 1]
         return stack([m * a[..., 0], m * a[..., 1], I * a[..., 2] + 0.0 * q[..., 2]], -1)
+
+    def energy(self, t, q, v, p):
+        """T = ½ m |ẋ|² + ½ I_G θ̇²."""
+        return 0.5 * p[..., 0] * (v[..., 0] ** 2 + v[..., 1] ** 2) + 0.5 * p[..., 1] * v[..., 2] ** 2
 
     def r_a(self, t, q, v, a, p):
         m, I = p[..., 0], p[..., 1]
@@ -32,10 +37,15 @@ class Inertia(Force):
 class Gravity(Force):
     """r = −m g on the centre of mass;  p = (m, g_x, g_y)."""
     nq, np_ = 3, 3
+    uses_q = False
 
     def r(self, t, q, v, a, p):
         m = p[..., 0]
         return stack([-m * p[..., 1], -m * p[..., 2], 0.0 * m], -1) + 0.0 * q
+
+    def energy(self, t, q, v, p):
+        """V = −m g·x."""
+        return -p[..., 0] * (p[..., 1] * q[..., 0] + p[..., 2] * q[..., 1])
 
 
 def _offsets(p, k0):
@@ -69,6 +79,43 @@ class Spring(Force):
         Fe = F[..., None] * e
         return concat([-Fe, -dot(Fe, da)[..., None], Fe, dot(Fe, db)[..., None]], -1)
 
+    def energy(self, t, q, v, p):
+        """V = ½ k (l − l₀)²."""
+        l = self.geometry(q, v, p)[0]
+        return 0.5 * p[..., 8] * (l - p[..., 10]) ** 2
+
+    def _grad_hess(self, q, v, p):
+        """G = ∂l/∂q (ne, 6) and H = ∂²l/∂q² (ne, 6, 6):
+        H = Dᵀ (I − e eᵀ) D / l + e·∂²d/∂q²,  D = ∂d/∂q = [−I, −A R s_a, I, A R s_b]."""
+        l, ldot, e, da, db = self.geometry(q, v, p)
+        ne = l.shape
+        D = np.zeros(ne + (2, 6))
+        D[..., 0, 0] = D[..., 1, 1] = -1.0
+        D[..., 0, 3] = D[..., 1, 4] = 1.0
+        D[..., :, 2], D[..., :, 5] = -da, db
+        G = np.einsum("...i,...ik->...k", e, D)
+        P = np.eye(2) - e[..., :, None] * e[..., None, :]
+        H = np.einsum("...ik,...ij,...jl->...kl", D, P, D) / l[..., None, None]
+        sa, sb = _offsets(p, 0), _offsets(p, 4)
+        H[..., 2, 2] += dot(e, rot(q[..., 2], sa))
+        H[..., 5, 5] -= dot(e, rot(q[..., 5], sb))
+        return l, ldot, G, H
+
+    def jacobians(self, t, q, v, a, p):
+        """r_q = ∂(F G)/∂q = G ⊗ (k G + c H v) + F H  (l̇ = G·v);  r_v = c G ⊗ G."""
+        l, ldot, G, H = self._grad_hess(q, v, p)
+        k, c = p[..., 8], p[..., 9]
+        F = k * (l - p[..., 10]) + c * ldot
+        dF = k[..., None] * G + c[..., None] * np.einsum("...kl,...l->...k", H, v)
+        GG = G[..., :, None] * G[..., None, :]
+        return G[..., :, None] * dF[..., None, :] + F[..., None, None] * H, c[..., None, None] * GG, None
+
+    def r_q(self, t, q, v, a, p):
+        return self.jacobians(t, q, v, a, p)[0]
+
+    def r_v(self, t, q, v, a, p):
+        return self.jacobians(t, q, v, a, p)[1]
+
 
 @register
 class RotationalSpring(Force):
@@ -83,6 +130,10 @@ class RotationalSpring(Force):
         M = p[..., 0] * (q[..., 5] - q[..., 2] - p[..., 2]) + p[..., 1] * (v[..., 5] - v[..., 2])
         z = 0.0 * M
         return stack([z, z, -M, z, z, M], -1)
+
+    def energy(self, t, q, v, p):
+        """V = ½ k (θ_b − θ_a − θ₀)²."""
+        return 0.5 * p[..., 0] * (q[..., 5] - q[..., 2] - p[..., 2]) ** 2
 
 
 class _TimeLoad(Force):

@@ -124,28 +124,33 @@ class Problem:
 
     # -- discrete adjoint -------------------------------------------------------------------------------
     def adjoint(self, p=None):
-        """∇ψ for every objective by one backward sweep each."""
+        """∇ψ for every objective by one backward sweep (one adjoint column each)."""
         p = self.sys.p if p is None else p
         if hasattr(self.stepper, "adjoint"):
             return self.stepper.adjoint(self, p)
         traj = self.traj
-        nd, N = len(self.design), traj.steps
-        grads = {}
-        for ob in self.objectives:
-            ref = ob.reference(self.sys, traj.q[0], p)
-            mu, grad, gref = self._local_grads(ob, N, traj, p, ref)
-            for k in range(N - 1, -1, -1):
-                mu, dg = self.stepper.adjoint_step(traj.t[k], traj.x(k), traj.x(k + 1), mu, p)
-                gx, gp, gr = self._local_grads(ob, k, traj, p, ref)
-                mu = [a + b for a, b in zip(mu, gx)]
-                grad = grad + dg + gp
-                gref = gref + gr
+        nd, N, K = len(self.design), traj.steps, len(self.objectives)
+        refs = [ob.reference(self.sys, traj.q[0], p) for ob in self.objectives]
+
+        def local(k):
+            """Objective partials at step k, stacked as columns."""
+            parts = [self._local_grads(ob, k, traj, p, ref) for ob, ref in zip(self.objectives, refs)]
+            gx = [np.stack([pt[0][i] for pt in parts], -1) for i in range(4)]
+            return gx, np.stack([pt[1] for pt in parts], -1), np.stack([pt[2] for pt in parts], -1)
+
+        mu, grad, gref = local(N)
+        for k in range(N - 1, -1, -1):
+            mu, dg = self.stepper.adjoint_step(traj.t[k], traj.x(k), traj.x(k + 1), mu, p)
+            gx, gp, gr = local(k)
+            mu = [a + b for a, b in zip(mu, gx)]
+            grad = grad + dg + gp
+            gref = gref + gr
+        for j, ob in enumerate(self.objectives):
             Jq, Jp = ob.ref_grads(self.sys, traj.q[0], p, self.design.map, nd)
-            mu[0] = mu[0] + Jq.T @ gref
-            grad = grad + Jp.T @ gref
-            grad = grad + self.stepper.init.adjoint(p, *mu)
-            grads[ob.name] = grad
-        return grads
+            mu[0][:, j] += Jq.T @ gref[:, j]
+            grad[:, j] += Jp.T @ gref[:, j]
+        grad = grad + self.stepper.init.adjoint(p, *mu)
+        return {ob.name: grad[:, j].copy() for j, ob in enumerate(self.objectives)}
 
     # -- finite differences -------------------------------------------------------------------------------
     def finite_differences(self, rel_step=1e-6):

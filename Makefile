@@ -1,0 +1,46 @@
+# parmbs set-up, demo and tests on Debian 12 (run as root on a fresh machine, or as a
+# user once the Debian packages are there).  `make demo` and `make test` do all set-up.
+SHELL := /bin/bash
+APT_PKGS := python3-petsc4py python3-mpi4py python3-h5py-mpi python3-numpy \
+            python3-matplotlib python3-venv python3-pip openmpi-bin
+VENV := .venv
+PY := $(VENV)/bin/python
+export OMPI_ALLOW_RUN_AS_ROOT := 1
+export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
+export OMPI_MCA_rmaps_base_oversubscribe := 1
+MPIRUN := mpirun -n 2
+
+.PHONY: setup demo test test-serial test-mpi bench clean
+
+setup: $(VENV)/.stamp
+
+# 1. the reference stack from Debian (PETSc 3.18, OpenMPI) if any piece is missing;
+# 2. a venv on Debian's python3 that sees those packages, plus the pip-only pieces.
+$(VENV)/.stamp: pyproject.toml
+	@if ! command -v mpirun >/dev/null || ! /usr/bin/python3 -c "import mpi4py, h5py, numpy, matplotlib" 2>/dev/null \
+	    || ! ls -d /usr/lib/petscdir/petsc*/*-real/lib/python3 >/dev/null 2>&1; then \
+	  echo "installing the Debian reference stack: $(APT_PKGS)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(APT_PKGS); \
+	fi
+	/usr/bin/python3 -m venv --system-site-packages $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[test]'
+	@touch $@
+
+demo: setup
+	@mkdir -p out
+	$(MPIRUN) $(VENV)/bin/parmbs simulate configs/fivebar.toml -o out/fivebar.h5 --plot out/fivebar.png
+	$(MPIRUN) $(VENV)/bin/parmbs gradient configs/fivebar.toml --json out/fivebar-gradient.json
+
+test-serial: setup
+	$(PY) -m pytest -q tests
+
+test-mpi: setup
+	$(MPIRUN) $(PY) -m pytest -q --with-mpi -m mpi tests
+
+test: test-serial test-mpi
+
+bench: setup
+	$(PY) benchmarks/forward.py
+
+clean:
+	rm -rf $(VENV) out *.egg-info

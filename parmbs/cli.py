@@ -1,0 +1,572 @@
+"""The ``parmbs`` command (DESIGN.md "CLI").
+
+    parmbs --version
+    parmbs info CONFIG
+    parmbs simulate CONFIG [-o OUT.h5] [--plot OUT.png] [--restart FILE.h5] [--set k=v]...
+    parmbs gradient CONFIG [--method adjoint|direct|fd|cs] [--json OUT.json] [-o OUT.h5]
+                           [--restart FILE.h5] [--groups G] [--set k=v]...
+    parmbs verify CONFIG [--set k=v]...
+    parmbs optimize CONFIG [-o OUT.h5] [--restart FILE.h5] [--set k=v]...
+    parmbs plot FILE.h5 [-o OUT.png]
+
+Exit codes: 0 done; 1 the computation failed (Newton divergence, singular matrix:
+the message names step and time); 2 bad usage or bad input (one line
+``parmbs: error: <file>: <key>: <message>`` on stderr, no traceback); 3 ``verify``
+disagreement.  Runs unchanged under ``mpirun -n N``; only rank 0 prints.
+
+MPI discipline: every error handled here is raised identically on every rank
+(config and model errors are deterministic; PETSc solves are collective; rank-0
+file writes broadcast their outcome), so all ranks reach the same collective
+calls and leave with the same exit code.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+
+import numpy as np
+
+from . import __version__
+
+METHODS = ("adjoint", "direct", "fd", "cs")
+
+# verify thresholds (see cmd_verify)
+TOL_ADJ_DIRECT = 1e-8
+TOL_ADJ_FD = 1e-5
+MIN_TAYLOR_ORDER = 1.8
+TAYLOR_SEED = 20240611
+
+
+# ----------------------------------------------------------------------------- plumbing
+
+
+def _comm():
+    from mpi4py import MPI
+    return MPI.COMM_WORLD
+
+
+def _rank():
+    return _comm().rank
+
+
+def out(*args, **kw):
+    """print on rank 0 (stdout)."""
+    if _rank() == 0:
+        print(*args, **kw, flush=True)
+
+
+def err(msg):
+    if _rank() == 0:
+        print(msg, file=sys.stderr, flush=True)
+
+
+class InputError(Exception):
+    """Bad usage or bad input: exit 2 with ``parmbs: error: file: key: message``."""
+
+    def __init__(self, file, key, message):
+        self.file, self.key, self.message = file, key, message
+        super().__init__(f"{file}: {key}: {message}" if file else f"{key}: {message}" if key else message)
+
+
+class UsageError(Exception):
+    pass
+
+
+class _Exit(Exception):
+    def __init__(self, status):
+        self.status = status
+
+
+class ComputationError(Exception):
+    """Exit 1: the computation failed (message names step and time where known)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise UsageError(f"{self.prog}: {message} (see '{self.prog} --help')")
+
+    def _print_message(self, message, file=None):
+        if message and _rank() == 0:
+            super()._print_message(message, file)
+
+    def exit(self, status=0, message=None):
+        if message:
+            self._print_message(message, sys.stderr)
+        raise _Exit(status)
+
+
+def _on_root(fn, file, key):
+    """Run ``fn`` on rank 0 only; its failure becomes the same InputError on every rank."""
+    comm = _comm()
+    res, failure = None, None
+    if comm.rank == 0:
+        try:
+            res = fn()
+        except Exception as e:  # noqa: BLE001 - mapped to one line below
+            failure = _error_triplet(e, file, key)
+    if comm.size > 1:
+        failure = comm.bcast(failure, root=0)
+    if failure is not None:
+        raise InputError(*failure)
+    return res
+
+
+def _error_triplet(e, file, key):
+    from .config import ConfigError
+    from .io.hdf5 import HDF5Error
+    from .model.system import ModelError
+    if isinstance(e, (ConfigError, HDF5Error, InputError)):
+        return (e.file, e.key, e.message)
+    if isinstance(e, ModelError):
+        return (file, e.key, e.message)
+    if isinstance(e, OSError):
+        return (e.filename or file, key, e.strerror or str(e))
+    return (file, key, f"{type(e).__name__}: {' '.join(str(e).split())}")
+
+
+class _Tracker:
+    """Remembers the phase and the last completed forward step, for exit-1 messages."""
+
+    def __init__(self):
+        self.phase, self.k, self.t = "setup", None, None
+
+    def on_step(self, k, t, x):
+        self.k, self.t = k, t
+
+    def where(self):
+        s = self.phase
+        if self.k is not None:
+            s += f" (last completed step {self.k}, t = {self.t:.6g})"
+        return s
+
+
+def _chain(*fns):
+    fns = [f for f in fns if f is not None]
+    if not fns:
+        return None
+    if len(fns) == 1:
+        return fns[0]
+
+    def call(*a):
+        for f in fns:
+            f(*a)
+    return call
+
+
+def _load(args):
+    from .config import load_config
+    return load_config(args.config, args.set or [])
+
+
+def _problem(cfg, args):
+    from .sensitivity.problem import Problem
+    try:
+        return Problem(cfg)
+    except ImportError as e:  # e.g. the penalty formulation's module is not in this build
+        sim = cfg.simulation
+        raise InputError(args.config, "simulation.formulation",
+                         f"formulation {sim.formulation!r} / integrator {sim.integrator!r} is not "
+                         f"available in this build ({e})") from None
+
+
+def _no_restart(args):
+    if getattr(args, "restart", None):
+        raise InputError(args.restart, "--restart", "restart is not supported yet")
+
+
+def _forward(pr, cfg, tracker, writer=None, label="forward"):
+    from .io.progress import make_progress
+    progress = make_progress(cfg, label=label, rank=_rank())
+    tracker.phase = "forward run"
+    t0 = time.perf_counter()
+    try:
+        traj = pr.forward(progress=progress, on_step=_chain(tracker.on_step, writer))
+    except BaseException:
+        if writer is not None:
+            try:
+                writer.close()          # keep the valid rows; a write error is secondary here
+            except Exception:  # noqa: BLE001
+                pass
+        raise
+    finally:
+        if progress is not None:
+            progress.close()
+    if writer is not None:
+        writer.close()
+    return traj, time.perf_counter() - t0
+
+
+def _writer(path, cfg, pr):
+    from .io.hdf5 import TrajectoryWriter
+    return TrajectoryWriter(path, cfg, pr.sys, pr.nsteps, comm=_comm())
+
+
+def _fmt(x):
+    return f"{x: .10e}"
+
+
+# ----------------------------------------------------------------------------- commands
+
+
+def cmd_info(args):
+    cfg = _load(args)
+    pr = _problem(cfg, args)
+    sys_, sim = pr.sys, cfg.simulation
+    d = sys_.describe()
+    rho = pr.design.values(sys_.p)
+    out(f"model         {cfg.model.name}  ({args.config}, sha256 {cfg.text_sha256[:16]})")
+    out(f"bodies        {d['bodies']}: {', '.join(sys_.body_names)}")
+    out(f"coordinates   {d['coordinates']}  (x, y, angle of each centre of mass)")
+    out(f"constraints   {d['constraints']}  ({len(cfg.joints)} joints: "
+        f"{', '.join(f'{j.name} ({j.type})' for j in cfg.joints) or 'none'})")
+    out(f"DOF           {d['dof']}  (independent coordinates: "
+        f"{', '.join(f'{b.name}.{k}' for b in cfg.bodies for k in b.independent) or 'none'})")
+    out(f"parameters    {d['parameters']}")
+    out(f"components    {', '.join(f'{k} {v}' for k, v in d['components'].items())}")
+    out(f"design        {len(pr.design)}" + (":" if len(pr.design) else ""))
+    for name, path, v in zip(pr.design.names, pr.design.paths, rho):
+        out(f"  {name:<12} = {v:<14.8g} {path}")
+    out(f"objectives    {len(cfg.objectives)}" + (":" if cfg.objectives else ""))
+    for o in cfg.objectives:
+        what = " ".join(str(x) for x in (o.integrand and f"∫ {o.integrand}", o.terminal and f"terminal {o.terminal}",
+                                         o.point or o.body or o.force or o.joint) if x)
+        out(f"  {o.name:<12} {what}")
+    out(f"formulation   {sim.formulation} / {sim.integrator}")
+    out(f"dt            {sim.dt:g} s, t_end {sim.t_end:g} s, {pr.nsteps} steps")
+    out(f"sensitivity   {cfg.sensitivity.method}")
+    out(f"MPI ranks     {_comm().size}")
+    return 0
+
+
+def cmd_simulate(args):
+    _no_restart(args)
+    cfg = _load(args)
+    pr = _problem(cfg, args)
+    tracker = _Tracker()
+    writer = _writer(args.output, cfg, pr) if args.output else None
+    traj, wall = _forward(pr, cfg, tracker, writer)
+    sim = cfg.simulation
+    its = np.asarray(traj.newton_its)
+    vals = pr.objective_values(traj)
+    out(f"{cfg.model.name}: {sim.formulation}/{sim.integrator}, dt = {sim.dt:g} s, "
+        f"{traj.steps} steps to t = {traj.t[-1]:g} s in {wall:.3g} s "
+        f"({traj.steps / max(wall, 1e-12):.0f} steps/s, ranks {_comm().size})")
+    if its.size:
+        out(f"Newton iterations per step: mean {its.mean():.2f}, max {int(its.max())}")
+    for name, v in vals.items():
+        out(f"  {name:<12} = {v:.12e}")
+    if writer is not None:
+        out(f"wrote {args.output} (valid_steps {writer.valid_steps})")
+    if args.plot:
+        from .io.plot import plot_trajectory
+        _on_root(lambda: plot_trajectory(pr.sys, traj.t, traj.q, traj.v, args.plot), args.plot, "--plot")
+        out(f"wrote {args.plot}")
+    return 0
+
+
+def _gradient(pr, cfg, method, tracker):
+    tracker.phase = f"{method} gradient"
+    if method == "adjoint":
+        return pr.adjoint()
+    if method == "direct":
+        return pr.direct()
+    if method == "fd":
+        return pr.finite_differences(cfg.sensitivity.fd_step)
+    raise AssertionError(method)
+
+
+def _check_method(method, file):
+    if method not in METHODS:
+        raise InputError(file, "--method", f"unknown method {method!r} (choose {', '.join(METHODS)})")
+    if method == "cs":
+        raise InputError(file, "--method", "complex step is not available for this model; use fd")
+
+
+def cmd_gradient(args):
+    _no_restart(args)
+    if args.groups is not None and args.groups != 1:
+        raise InputError(args.config, "--groups", f"{args.groups} groups: parallel groups are not "
+                         "supported yet (use --groups 1)")
+    cfg = _load(args)
+    method = args.method or cfg.sensitivity.method
+    _check_method(method, args.config)
+    pr = _problem(cfg, args)
+    tracker = _Tracker()
+    writer = _writer(args.output, cfg, pr) if args.output else None
+    traj, t_fwd = _forward(pr, cfg, tracker, writer)
+    values = pr.objective_values(traj)
+    t0 = time.perf_counter()
+    grads = _gradient(pr, cfg, method, tracker)
+    t_grad = time.perf_counter() - t0
+    names = list(pr.design.names)
+    rho = pr.design.values(pr.sys.p)
+    sim = cfg.simulation
+    doc = {
+        "parmbs": __version__,
+        "config": args.config,
+        "config_sha256": cfg.text_sha256,
+        "method": method,
+        "formulation": sim.formulation,
+        "integrator": sim.integrator,
+        "dt": sim.dt,
+        "steps": pr.nsteps,
+        "ranks": _comm().size,
+        "design": {n: float(v) for n, v in zip(names, rho)},
+        "objectives": {o: {"value": float(values[o]),
+                           "gradient": {n: float(g) for n, g in zip(names, np.asarray(grads[o]))}}
+                       for o in grads},
+        "timing": {"forward_s": round(t_fwd, 6), "gradient_s": round(t_grad, 6)},
+    }
+    out(f"{cfg.model.name}: {method} gradient, {pr.nsteps} steps, forward {t_fwd:.3g} s, "
+        f"gradient {t_grad:.3g} s, ranks {_comm().size}")
+    for o, od in doc["objectives"].items():
+        out(f"{o} = {od['value']:.12e}")
+        for n in names:
+            out(f"  d{o}/d{n:<10} = {od['gradient'][n]: .12e}")
+    if args.json:
+        def write_json():
+            with open(args.json, "w", encoding="utf-8") as fh:
+                json.dump(doc, fh, indent=2)
+                fh.write("\n")
+        _on_root(write_json, args.json, "--json")
+        out(f"wrote {args.json}")
+    if args.output:
+        from .io.hdf5 import write_gradient
+        write_gradient(args.output, grads, names, config=cfg, values=values, comm=_comm())
+        out(f"wrote {args.output} (/trajectory, /gradient)")
+    return 0
+
+
+def _rel(a, b, floor):
+    return abs(a - b) / max(abs(a), floor, 1e-300)
+
+
+def taylor_orders(eps, r, psi, noise_rel=1e-9):
+    """Observed orders log2(r(eps)/r(eps/2)) of consecutive pairs, and the decisive one.
+
+    Pairs whose smaller remainder is below the noise level (``noise_rel·|ψ|``; the
+    objective is computed by Newton solves to ~1e-12) are reported but not used.
+    The decisive order is the median of the usable pairs (None if there are none:
+    the remainder is at noise level everywhere, i.e. ψ is linear along d).
+    """
+    orders, usable = [], []
+    for i in range(len(eps) - 1):
+        if r[i] > 0 and r[i + 1] > 0:
+            o = math.log(r[i] / r[i + 1]) / math.log(eps[i] / eps[i + 1])
+        else:
+            o = float("nan")
+        orders.append(o)
+        if r[i + 1] > noise_rel * max(abs(psi), 1e-300) and math.isfinite(o):
+            usable.append(o)
+    return orders, (float(np.median(usable)) if usable else None)
+
+
+def cmd_verify(args):
+    cfg = _load(args)
+    pr = _problem(cfg, args)
+    tracker = _Tracker()
+    traj, t_fwd = _forward(pr, cfg, tracker)
+    values = pr.objective_values(traj)
+    t0 = time.perf_counter()
+    adj = _gradient(pr, cfg, "adjoint", tracker)
+    t_adj = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    dirg = _gradient(pr, cfg, "direct", tracker)
+    t_dir = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    fd = _gradient(pr, cfg, "fd", tracker)
+    t_fd = time.perf_counter() - t0
+    names = list(pr.design.names)
+    out(f"{cfg.model.name}: verify, {pr.nsteps} steps, dt = {cfg.simulation.dt:g}; forward {t_fwd:.3g} s, "
+        f"adjoint {t_adj:.3g} s, direct {t_dir:.3g} s, fd {t_fd:.3g} s (rel. step {cfg.sensitivity.fd_step:g})")
+    out(f"rel(adj,dir) = |adj-dir| / max(|adj|, 1e-8·‖adj‖∞)  [tol {TOL_ADJ_DIRECT:g}];  "
+        f"rel(adj,fd) = |adj-fd| / max(|adj|, ‖adj‖∞)  [tol {TOL_ADJ_FD:g}]")
+    failures = []
+    for o in adj:
+        a, d, f = (np.asarray(g[o], dtype=float) for g in (adj, dirg, fd))
+        scale = float(np.max(np.abs(a))) if a.size else 0.0
+        out(f"\n{o} = {values[o]:.12e}")
+        out(f"  {'design':<12} {'adjoint':>18} {'direct':>18} {'fd':>18} {'rel(adj,dir)':>13} {'rel(adj,fd)':>12}")
+        for j, n in enumerate(names):
+            r_ad = _rel(a[j], d[j], 1e-8 * scale)
+            r_af = _rel(a[j], f[j], scale)
+            flag = ""
+            if not (r_ad <= TOL_ADJ_DIRECT):
+                failures.append(f"{o}/{n}: adjoint vs direct rel. diff {r_ad:.2e} > {TOL_ADJ_DIRECT:g}")
+                flag += " <adj/dir"
+            if not (r_af <= TOL_ADJ_FD):
+                failures.append(f"{o}/{n}: adjoint vs fd rel. diff {r_af:.2e} > {TOL_ADJ_FD:g}")
+                flag += " <adj/fd"
+            out(f"  {n:<12} {a[j]:>18.10e} {d[j]:>18.10e} {f[j]:>18.10e} {r_ad:>13.2e} {r_af:>12.2e}{flag}")
+
+    # Taylor test along one seeded random direction, relative to each design value.
+    tracker.phase = "Taylor test"
+    p0 = pr.sys.p.copy()
+    rho0 = pr.design.values(p0)
+    rng = np.random.default_rng(TAYLOR_SEED)
+    dvec = rng.uniform(-1.0, 1.0, len(rho0)) * np.maximum(np.abs(rho0), 1.0)
+    eps = [1e-2 * 0.5 ** k for k in range(11)]          # 1e-2 ... 9.8e-6
+    r = {o: [] for o in adj}
+    for e in eps:
+        p = pr.design.apply(p0, rho0 + e * dvec)
+        tr = pr.forward(p)
+        vals = pr.objective_values(tr, p)
+        for o in adj:
+            r[o].append(abs(vals[o] - values[o] - e * float(np.dot(adj[o], dvec))))
+    pr.forward(p0)                                       # leave the problem at the nominal design
+    out(f"\nTaylor test: r(eps) = |psi(rho + eps d) - psi(rho) - eps grad.d|, d seeded ({TAYLOR_SEED}), "
+        f"|d_j| <= max(|rho_j|, 1); order = log2(r(eps)/r(eps/2)) [need >= {MIN_TAYLOR_ORDER}]")
+    for o in adj:
+        orders, order = taylor_orders(eps, r[o], values[o])
+        out(f"{o}:")
+        out(f"  {'eps':>10} {'r(eps)':>12} {'order':>7}")
+        for i, e in enumerate(eps):
+            o_txt = f"{orders[i - 1]:7.3f}" if i > 0 else " " * 7
+            out(f"  {e:>10.3e} {r[o][i]:>12.4e} {o_txt}")
+        if order is None:
+            out(f"  observed order: n/a (remainder at noise level: psi is linear along d)")
+        else:
+            out(f"  observed order: {order:.3f}")
+            if not order >= MIN_TAYLOR_ORDER:
+                failures.append(f"{o}: Taylor order {order:.3f} < {MIN_TAYLOR_ORDER}")
+    if failures:
+        out("\nverify: FAILED")
+        err(f"parmbs: error: {args.config}: verify: {len(failures)} disagreement(s); first: {failures[0]}")
+        return 3
+    out("\nverify: OK (adjoint = direct = fd, Taylor order ~2)")
+    return 0
+
+
+def cmd_optimize(args):
+    raise InputError(args.config, "optimize", "not implemented yet")
+
+
+def cmd_plot(args):
+    outp = args.output or (os.path.splitext(args.file)[0] + ".png")
+
+    def run():
+        from .io.plot import plot_file
+        return plot_file(args.file, outp)
+    _on_root(run, args.file, "<file>")
+    out(f"wrote {outp}")
+    return 0
+
+
+# ----------------------------------------------------------------------------- parser / main
+
+
+def build_parser():
+    p = _Parser(prog="parmbs", description="Planar multibody dynamics with exact discrete "
+                "sensitivities on PETSc.  Runs unchanged under mpirun.")
+    p.add_argument("--version", action="store_true", help="print the parmbs and PETSc versions")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    def add(name, help_):
+        return sub.add_parser(name, help=help_, description=help_)
+
+    def sets(sp):
+        sp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a config key, e.g. --set simulation.dt=5e-4 (repeatable)")
+
+    sp = add("info", "model summary: DOFs, constraints, parameters, design, objectives, ranks")
+    sp.add_argument("config", metavar="CONFIG")
+    sets(sp)
+
+    sp = add("simulate", "run the forward simulation")
+    sp.add_argument("config", metavar="CONFIG")
+    sp.add_argument("-o", "--output", metavar="OUT.h5", help="write the trajectory to HDF5")
+    sp.add_argument("--plot", metavar="OUT.png", help="write a PNG plot of the trajectory")
+    sp.add_argument("--restart", metavar="FILE.h5", help="(not supported yet)")
+    sets(sp)
+
+    sp = add("gradient", "objective values and their gradients")
+    sp.add_argument("config", metavar="CONFIG")
+    sp.add_argument("--method", metavar="|".join(METHODS),
+                    help="sensitivity method (default: the config's sensitivity.method)")
+    sp.add_argument("--json", metavar="OUT.json", help="write the gradient JSON")
+    sp.add_argument("-o", "--output", metavar="OUT.h5", help="write trajectory and /gradient to HDF5")
+    sp.add_argument("--restart", metavar="FILE.h5", help="(not supported yet)")
+    sp.add_argument("--groups", type=int, metavar="G", help="parallel groups (only 1 supported yet)")
+    sets(sp)
+
+    sp = add("verify", "adjoint vs direct vs finite differences, and a Taylor test; exit 3 on disagreement")
+    sp.add_argument("config", metavar="CONFIG")
+    sets(sp)
+
+    sp = add("optimize", "design optimization (not implemented yet)")
+    sp.add_argument("config", metavar="CONFIG")
+    sp.add_argument("-o", "--output", metavar="OUT.h5")
+    sp.add_argument("--restart", metavar="FILE.h5")
+    sets(sp)
+
+    sp = add("plot", "PNG plot of a trajectory HDF5 file")
+    sp.add_argument("file", metavar="FILE.h5")
+    sp.add_argument("-o", "--output", metavar="OUT.png", help="default: FILE.png")
+    return p
+
+
+COMMANDS = {"info": cmd_info, "simulate": cmd_simulate, "gradient": cmd_gradient,
+            "verify": cmd_verify, "optimize": cmd_optimize, "plot": cmd_plot}
+
+
+def main(argv=None) -> int:
+    """Run the CLI; returns the exit code (never calls sys.exit)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except _Exit as e:
+        return int(e.status or 0)
+    except UsageError as e:
+        err(f"parmbs: error: {e}")
+        return 2
+    if args.version:
+        from ._petsc import PETSC_VERSION
+        out(f"parmbs {__version__} (PETSc {'.'.join(str(x) for x in PETSC_VERSION)})")
+        return 0
+    if not args.command:
+        err("parmbs: error: a command is required (info, simulate, gradient, verify, optimize, plot; "
+            "see 'parmbs --help')")
+        return 2
+    return run(args)
+
+
+def run(args) -> int:
+    from .config import ConfigError
+    from .integrators.newmark import StepError
+    from .io.hdf5 import HDF5Error
+    from .model.system import ModelError
+    file = getattr(args, "config", None) or getattr(args, "file", None)
+    try:
+        return COMMANDS[args.command](args)
+    except (ConfigError, HDF5Error, InputError) as e:
+        err(f"parmbs: error: {e}")
+        return 2
+    except ModelError as e:
+        err(f"parmbs: error: {file}: {e.key}: {e.message}")
+        return 2
+    except StepError as e:
+        err(f"parmbs: error: {file}: computation failed: {e}")
+        return 1
+    except np.linalg.LinAlgError as e:
+        err(f"parmbs: error: {file}: computation failed: singular matrix ({e}) in {_last_tracker_where()}")
+        return 1
+
+
+def _last_tracker_where():
+    # the tracker lives in the command's frame; recover it from the traceback
+    tb = sys.exc_info()[2]
+    where = "the computation"
+    while tb is not None:
+        tr = tb.tb_frame.f_locals.get("tracker")
+        if isinstance(tr, _Tracker):
+            where = tr.where()
+        tb = tb.tb_next
+    return where
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

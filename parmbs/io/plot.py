@@ -1,0 +1,153 @@
+"""PNG plots of a trajectory (matplotlib, Agg backend; serial, rank 0 only).
+
+Panel 1: paths of every named body point (and ground points as markers);
+panel 2: body angles vs time; panel 3: mechanical energy (kinetic + gravity
+potential + spring energy) — constant for a conservative model, so its drift is a
+quick health check of a run.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+
+import numpy as np
+
+
+def point_paths(system, q, p=None):
+    """{"BODY.POINT": (rows, 2) global positions} for every named body point.
+
+    r = (x, y)_com + A(θ) (P̄ − c̄) with q holding centre-of-mass coordinates.
+    """
+    q = np.atleast_2d(q)
+    out = {}
+    for b in system.config.bodies:
+        for name in b.points:
+            ref = f"{b.name}.{name}"
+            out[ref] = _point_xy(system, ref, q, p)
+    return out
+
+
+def _point_xy(system, ref, q, p=None):
+    qidx, s, _ = system.point_offset(ref, p)
+    qe = system.extend(q)
+    x, y, th = qe[:, qidx[0]], qe[:, qidx[1]], qe[:, qidx[2]]
+    c, sn = np.cos(th), np.sin(th)
+    return np.stack([x + c * s[0] - sn * s[1], y + sn * s[0] + c * s[1]], axis=1)
+
+
+def energy(system, q, v, p=None):
+    """Kinetic + gravity potential + spring energy per row (None if not computable)."""
+    p = system.p if p is None else p
+    idx = system.params.index
+    cfg = system.config
+    try:
+        gx, gy = p[idx["model.gravity.x"]], p[idx["model.gravity.y"]]
+        E = np.zeros(len(q))
+        for i, b in enumerate(cfg.bodies):
+            m = p[idx[f"bodies.{b.name}.mass"]]
+            J = p[idx[f"bodies.{b.name}.inertia"]]
+            vx, vy, w = v[:, 3 * i], v[:, 3 * i + 1], v[:, 3 * i + 2]
+            E += 0.5 * m * (vx ** 2 + vy ** 2) + 0.5 * J * w ** 2
+            E -= m * (gx * q[:, 3 * i] + gy * q[:, 3 * i + 1])
+        for f in cfg.forces:
+            if f.type == "spring":
+                ra, rb = _point_xy(system, f.a, q, p), _point_xy(system, f.b, q, p)
+                k = p[idx[f"forces.{f.name}.stiffness"]]
+                L = p[idx[f"forces.{f.name}.length"]]
+                E += 0.5 * k * (np.linalg.norm(rb - ra, axis=1) - L) ** 2
+            elif f.type == "rotational_spring":
+                return None  # (reference-angle conventions live in the component)
+        return E
+    except (KeyError, IndexError):
+        return None
+
+
+def plot_trajectory(system, t, q, v, out_png, title=None):
+    """Write a 3-panel PNG of a trajectory; returns ``out_png``."""
+    import matplotlib
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    cfg = system.config
+    sim = cfg.simulation
+    t, q, v = np.asarray(t), np.atleast_2d(q), np.atleast_2d(v)
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.8))
+    ax = axes[0]
+    groups = []                                   # points joined by revolutes share a path
+    for ref, xy in point_paths(system, q).items():
+        for g in groups:
+            if np.allclose(g[1], xy, rtol=0, atol=1e-9 * (1 + np.abs(xy).max())):
+                g[0].append(ref)
+                break
+        else:
+            groups.append(([ref], xy))
+    for refs, xy in groups:
+        line, = ax.plot(xy[:, 0], xy[:, 1], lw=1.2, label=" = ".join(refs))
+        ax.plot(xy[0, 0], xy[0, 1], "o", ms=3, color=line.get_color())
+    for name, xy in cfg.ground.points.items():
+        ax.plot(xy[0], xy[1], "k^", ms=7)
+        ax.annotate(f"ground.{name}", xy, textcoords="offset points", xytext=(3, 3), fontsize=7)
+    ax.set_aspect("equal", adjustable="datalim")
+    ax.set_xlabel("x [m]")
+    ax.set_ylabel("y [m]")
+    ax.set_title("point paths (o: t = 0)")
+    ax.legend(fontsize=7, loc="best")
+    ax.grid(alpha=0.3)
+
+    ax = axes[1]
+    for i, b in enumerate(system.body_names):
+        ax.plot(t, q[:, 3 * i + 2], label=b)
+    ax.set_xlabel("t [s]")
+    ax.set_ylabel("angle [rad]")
+    ax.set_title("body angles")
+    ax.legend(fontsize=7, loc="best")
+    ax.grid(alpha=0.3)
+
+    ax = axes[2]
+    E = energy(system, q, v)
+    if E is not None:
+        ax.plot(t, E - E[0])
+        ax.set_ylabel("E(t) − E(0) [J]")
+        ax.set_title(f"mechanical energy (E(0) = {E[0]:.6g} J)")
+    else:
+        for i, b in enumerate(system.body_names):
+            ax.plot(t, v[:, 3 * i + 2], label=b)
+        ax.set_ylabel("angular velocity [rad/s]")
+        ax.set_title("body angular velocities")
+        ax.legend(fontsize=7, loc="best")
+    ax.set_xlabel("t [s]")
+    ax.grid(alpha=0.3)
+
+    fig.suptitle(title or f"{cfg.model.name}: {sim.formulation}/{sim.integrator}, dt = {sim.dt:g} s, "
+                 f"{len(t) - 1} steps, t = {t[0]:g}..{t[-1]:g} s")
+    fig.tight_layout()
+    fig.savefig(out_png, dpi=110)
+    plt.close(fig)
+    return out_png
+
+
+def config_from_text(text, name="config.toml"):
+    """Rebuild a Config from TOML text (as stored in /config) via a temp file."""
+    from ..config import load_config
+    with tempfile.TemporaryDirectory(prefix="parmbs-") as d:
+        path = os.path.join(d, name)
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        return load_config(path)
+
+
+def plot_file(h5_path, out_png):
+    """Plot a trajectory HDF5 file written by ``parmbs simulate -o``."""
+    from ..model.system import System
+    from .hdf5 import HDF5Error, read_trajectory
+    from ..config import ConfigError
+    data = read_trajectory(h5_path)
+    try:
+        cfg = config_from_text(data.config_text, os.path.basename(os.fspath(h5_path)) + ".config.toml")
+    except ConfigError as e:
+        raise HDF5Error(h5_path, "/config", f"stored config is invalid: {e.key}: {e.message}") from None
+    system = System(cfg)
+    if data.q.shape[1] != system.n:
+        raise HDF5Error(h5_path, "/trajectory/q", f"width {data.q.shape[1]} does not match the "
+                        f"stored config's {system.n} coordinates")
+    return plot_trajectory(system, data.t, data.q, data.v, out_png)

@@ -87,7 +87,7 @@ class ComputationError(Exception):
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):
-        raise UsageError(f"{self.prog}: {message} (see '{self.prog} --help')")
+        raise UsageError(f"{message} (see '{self.prog} --help')")
 
     def _print_message(self, message, file=None):
         if message and _rank() == 0:
@@ -175,7 +175,7 @@ def _problem(cfg, args):
 
 def _no_restart(args):
     if getattr(args, "restart", None):
-        raise InputError(args.restart, "--restart", "restart is not supported yet")
+        raise InputError(args.config, "--restart", f"restarting from {args.restart} is not supported yet")
 
 
 def _forward(pr, cfg, tracker, writer=None, label="forward"):

@@ -26,7 +26,13 @@ import numpy as np
 
 from .._petsc import PETSc
 from ..model.assembly import BlockPattern
+from ..model.component import Constraint
 from ..model.evaluation import StateEval, LocalOperator
+
+
+def _rheonomic(g):
+    """Does the group override Φ_t (otherwise Φ_t ≡ 0 and its derivatives vanish)?"""
+    return type(g).phi_t is not Constraint.phi_t
 
 
 def _off(R, n):
@@ -116,7 +122,7 @@ class PenaltyEval:
             for g, q, v, a, lam, p in ev.C:
                 G = ev.phi_q_local(g, q, p)
                 Lq = g.phi_q_w_q(self.t, q, p, w[g.qidx]) + g.gamma_q(self.t, q, v, p) + mod.omega ** 2 * G
-                if xo:
+                if xo and _rheonomic(g):
                     Lq = Lq + xo * g.phi_t_q(self.t, q, p)
                 Lv = g.gamma_v(self.t, q, v, p) + xo * G
                 out.append((G, Lq, Lv))
@@ -134,7 +140,8 @@ class PenaltyEval:
         for bq, bv in zip(Fq, Fv):
             out += [bq, bv]
         H = ev.hess_blocks() if cy else None
-        for k, (G, Lq, Lv) in enumerate(self._con_local()):
+        con = self._con_local() if cy else [(G, None, None) for G in ev.phi_q_blocks()]
+        for k, (G, Lq, Lv) in enumerate(con):
             GT = np.swapaxes(G, 1, 2)
             if cy:
                 bq = cy * (H[k] + al * GT @ Lq)
@@ -163,8 +170,9 @@ class PenaltyEval:
         nd = mod.nd
         I = np.eye(nd)
         xo = 2 * mod.xi * mod.omega
-        L = (ev.phi_q_w_p(nd, self.vd + xo * self.v) + ev.gamma_p(nd) + ev.phi_t_p(nd).scaled(xo)
-             + ev.phi_p(nd).scaled(mod.omega ** 2))
+        L = (ev.phi_q_w_p(nd, self.vd + xo * self.v) + ev.gamma_p(nd) + ev.phi_p(nd).scaled(mod.omega ** 2))
+        if any(_rheonomic(g) for g in mod.sys.constraints):
+            L = L + ev.phi_t_p(nd).scaled(xo)
         return L @ I
 
     def Fp(self):

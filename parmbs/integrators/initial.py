@@ -32,7 +32,7 @@ class _AssemblyView:
 
 
 class InitialState:
-    def __init__(self, system, accel_op, design_map, ndesign, newton):
+    def __init__(self, system, accel_op, design_map, ndesign, newton, comm=None):
         self.sys = system
         self.view = _AssemblyView(system)
         n, m = system.n, system.m
@@ -41,7 +41,7 @@ class InitialState:
             raise ModelError(keys, f"the model has {n - m} degrees of freedom ({n} coordinates, "
                                    f"{m} constraints) but {self.view.m - m} independent coordinates are given")
         probe = StateEval(self.view, 0.0, system.q_guess, np.zeros(n), np.zeros(n), np.zeros(self.view.m), system.p)
-        self.pos_op = SparseOperator(n, [(r, c) for c, r in probe.constraint_index(0)],
+        self.pos_op = SparseOperator(n, [(r, c) for c, r in probe.constraint_index(0)], comm=comm,
                                      options_prefix="parmbs_init_",
                                      options={"ksp_type": "preonly", "pc_type": "lu",
                                               # not symmetric, zero diagonals: needs pivoting

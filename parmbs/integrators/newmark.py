@@ -37,7 +37,7 @@ class NewmarkFamily:
     name = "newmark-family"
 
     def __init__(self, system, h, alpha_m=0.0, alpha_f=0.0, beta=0.25, gamma=0.5,
-                 newton=None, petsc_options=None, design_map=None, ndesign=0):
+                 newton=None, petsc_options=None, design_map=None, ndesign=0, comm=None):
         self.sys, self.h = system, h
         self.am, self.af, self.beta, self.gamma = alpha_m, alpha_f, beta, gamma
         self.newton = newton
@@ -51,9 +51,9 @@ class NewmarkFamily:
         self.blocks = (probe.force_index() + [(r, r) for r, _ in ci] + [(c, r) for r, c in ci] + ci
                        + [(diag, diag)])
         self.zero_diag = [np.zeros((m, 1, 1))]
-        self.op = SparseOperator(n + m, self.blocks, options=petsc_options)
+        self.op = SparseOperator(n + m, self.blocks, comm=comm, options=petsc_options)
         from .initial import InitialState
-        self.init = InitialState(system, self.op, self.design_map, ndesign, newton)
+        self.init = InitialState(system, self.op, self.design_map, ndesign, newton, comm=comm)
 
     # -- named parameter sets ---------------------------------------------------------------
     @classmethod

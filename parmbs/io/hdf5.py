@@ -65,6 +65,8 @@ def _root_call(comm, fn, file, key):
 
 
 def _short(e):
+    if isinstance(e, OSError) and e.errno:
+        return f"cannot open or write: {os.strerror(e.errno)}"
     return " ".join(str(e).split()) or type(e).__name__
 
 

@@ -28,7 +28,9 @@ class Trajectory:
 
 
 class Problem:
-    def __init__(self, config, system=None):
+    def __init__(self, config, system=None, comm=None):
+        """``comm``: the communicator the state's matrices are distributed over
+        (default PETSc.COMM_WORLD)."""
         self.config = config
         self.sys = system or System(config)
         self.design = DesignSpace(self.sys, config.design)
@@ -37,7 +39,8 @@ class Problem:
         self.nsteps = int(round(sim.t_end / sim.dt))
         self.t0 = 0.0
         if sim.formulation == "index3":
-            self.stepper = make_stepper(self.sys, sim, design_map=self.design.map, ndesign=len(self.design))
+            self.stepper = make_stepper(self.sys, sim, design_map=self.design.map, ndesign=len(self.design),
+                                        comm=comm)
         else:
             from ..formulations.penalty import make_ts_stepper
             self.stepper = make_ts_stepper(self.sys, sim, design_map=self.design.map, ndesign=len(self.design))

@@ -1,0 +1,1 @@
+"""Formulations: index3 (in the steppers) and penalty (augmented-Lagrangian ODE)."""

@@ -1,0 +1,375 @@
+"""PETSc TS for the penalty ODE: forward run, TSAdjoint gradient, own tangent sweep.
+
+Schemes (PETSc's TSTHETA family, fixed step h, ExactFinalTime MATCHSTEP):
+
+* ``ts-beuler`` (θ = 1), ``ts-theta`` (θ = sim.theta, stage form):
+      F(t_k + θh, X, (X − y_k)/(θh)) = 0,   y_{k+1} = y_k + (X − y_k)/θ
+* ``ts-cn`` (θ = ½, endpoint form as PETSc writes it):
+      F(t_{k+1}, y_{k+1}, (y_{k+1} − y_k)/(θh)) + (1−θ)/θ F(t_k, y_k, 0) = 0
+
+Discrete objective: exactly Problem.objective_values of the stored trajectory,
+ψ = Σ_k w_k g(t_k, q_k, v_k, a_k, λ_k) (trapezoid weights w_k), where a_k = v̇ solves
+F₂(t_k, y_k, a) = 0 (the ODE's acceleration at the stored state) and λ_k the penalty
+force there.  Because the integrand is a sum of point values, it is not fed to a TS
+quadrature (whose rule is the scheme's own, not the trapezoid): the adjoint runs
+TSAdjoint one step at a time (adjointSetSteps(1); adjointSolve()) and adds
+w_k ∂g/∂y_k to the cost gradients between steps — a terminal cost at every step.
+The initial state y_0 = (q_0, v_0)(ρ) is the index-3 consistent one (InitialState).
+
+``direct`` is the tangent-linear sweep of the same schemes (petsc4py has no
+TSForward); it agrees with TSAdjoint to round-off.
+"""
+import numpy as np
+
+from .._petsc import PETSc
+from ..model.assembly import SparseOperator
+from ..model.evaluation import StateEval
+from .newmark import StepError
+from .initial import InitialState
+
+PREFIX = "parmbs_ts_"
+
+
+class _LinSolver:
+    """An AIJ matrix of the penalty pattern with an LU KSP (natural ordering)."""
+
+    def __init__(self, model, prefix):
+        self.mod = model
+        self.A = model.create_mat()
+        self.x, self.b = self.A.createVecs()
+        ksp = PETSc.KSP().create(PETSc.COMM_SELF)
+        ksp.setOperators(self.A)
+        ksp.setType("preonly")
+        pc = ksp.getPC()
+        pc.setType("lu")
+        pc.setFactorOrdering("natural")
+        ksp.setOptionsPrefix(prefix)
+        ksp.setFromOptions()
+        self.ksp = ksp
+
+    def set(self, blocks):
+        self.mod.fill(self.A, blocks)
+
+    def solve(self, B, transpose=False):
+        B = np.asarray(B)
+        vec = B.ndim == 1
+        B2 = B[:, None] if vec else B
+        out = np.empty_like(B2)
+        for j in range(B2.shape[1]):
+            self.b.setArray(B2[:, j])
+            (self.ksp.solveTranspose if transpose else self.ksp.solve)(self.b, self.x)
+            if self.ksp.getConvergedReason() < 0:
+                raise np.linalg.LinAlgError("penalty linear solve failed")
+            out[:, j] = self.x.getArray(readonly=True)
+        return out[:, 0] if vec else out
+
+
+class TSStepper:
+    def __init__(self, model, sim):
+        self.mod, self.sim = model, sim
+        self.h = sim.dt
+        self.kind = sim.integrator
+        if self.kind == "ts-rk":
+            raise NotImplementedError("ts-rk is not implemented for the penalty formulation "
+                                      "(use ts-beuler, ts-cn or ts-theta)")
+        # ts-cn: the θ = ½ stage form (implicit midpoint).  PETSc's TSCN is the endpoint
+        # variant, which assumes a constant mass matrix; with S(q) = M + αΦ_qᵀΦ_q it mixes
+        # S(q_{k+1}) with the O(α) constraint forces at q_k and diverges within ~30 steps.
+        self.theta, self.endpoint = {"ts-beuler": (1.0, False), "ts-cn": (0.5, False),
+                                     "ts-theta": (float(sim.theta), False)}[self.kind]
+        sys = model.sys
+        n, m = sys.n, sys.m
+        # the index-3 acceleration operator InitialState expects (NewmarkFamily's pattern)
+        probe = StateEval(sys, 0.0, sys.q_guess, np.zeros(n), np.zeros(n), np.zeros(m), sys.p)
+        ci = probe.constraint_index(n)
+        diag = np.arange(n, n + m).reshape(-1, 1)
+        blocks = (probe.force_index() + [(r, r) for r, _ in ci] + [(c, r) for r, c in ci] + ci
+                  + [(diag, diag)])
+        self.accel_op = SparseOperator(n + m, blocks, comm=PETSc.COMM_SELF,
+                                       options_prefix="parmbs_tsinit_", options=sim.petsc_options)
+        self.init = InitialState(sys, self.accel_op, model.design_map, model.nd, sim.newton)
+        self.lin = _LinSolver(model, "parmbs_tsaux_")
+        opts = PETSc.Options()
+        defaults = dict(sim.petsc_options)
+        defaults.setdefault("pc_factor_mat_ordering_type", "natural")
+        defaults.setdefault("snes_linesearch_type", "basic")
+        defaults.setdefault("ts_trajectory_type", "memory")
+        defaults.setdefault("ts_theta_initial_guess_extrapolate", "true")
+        for k, v in defaults.items():
+            if not opts.hasName(PREFIX + k):
+                opts.setValue(PREFIX + k, str(v).lower() if isinstance(v, bool) else v)
+
+    # -- TS callbacks (vectorized; one evaluation cached per point) ----------------------
+    def _eval(self, t, y, yd):
+        key = (t, y.tobytes(), yd.tobytes())
+        c = self._cache
+        if c is None or c[0] != key:
+            self._cache = c = (key, self.mod.eval(t, y, yd, self._p))
+        return c[1]
+
+    def _ifunction(self, ts, t, y, yd, f):
+        pe = self._eval(t, y.getArray(readonly=True).copy(), yd.getArray(readonly=True).copy())
+        f.setArray(pe.F())
+
+    def _adjoint_ydot(self, t, shift, yd):
+        """ẏ of the forward scheme at the point PETSc's adjoint evaluates (t, shift).
+
+        PETSc 3.18's TSAdjointStep_Theta hands the Jacobian callbacks a stale Xdot (the
+        last forward one); our F is nonlinear in ẏ (λ depends on v̇), so the exact
+        discrete adjoint needs the scheme's own ẏ, rebuilt from the stored trajectory:
+        stage form: (y_{k+1} − y_k)/h at t_k + θh; endpoint form: (y_{k+1} − y_k)/(θh)
+        at t_{k+1} (shift ≠ 0) and 0 at t_k (shift = 0, the explicit half).
+        """
+        T, Y = self._adj
+        th = self.theta
+        if self.endpoint:
+            if shift == 0.0:
+                return np.zeros_like(yd)
+            k = int(np.argmin(np.abs(T[1:] - t)))
+            return (Y[k + 1] - Y[k]) / (th * (T[k + 1] - T[k]))
+        k = int(np.argmin(np.abs(T[:-1] + th * np.diff(T) - t)))
+        return (Y[k + 1] - Y[k]) / (T[k + 1] - T[k])
+
+    def _args(self, t, y, yd, shift):
+        yd = yd.getArray(readonly=True).copy()
+        if self._adj is not None:
+            yd = self._adjoint_ydot(t, shift, yd)
+        return t, y.getArray(readonly=True).copy(), yd
+
+    def _ijacobian(self, ts, t, y, yd, shift, A, P):
+        pe = self._eval(*self._args(t, y, yd, shift))
+        self.mod.fill(P, pe.blocks(1.0, shift))
+        if A != P:
+            A.assemble()
+        return True
+
+    def _ijacobianp(self, ts, t, y, yd, shift, A):
+        pe = self._eval(*self._args(t, y, yd, shift))
+        Fp = pe.Fp()
+        A.zeroEntries()
+        A.setValues(np.arange(Fp.shape[0], dtype=PETSc.IntType), np.arange(Fp.shape[1], dtype=PETSc.IntType),
+                    Fp.ravel())
+        A.assemble()
+        return True
+
+    # -- consistent acceleration a = v̇ at a stored state ---------------------------------
+    def _accel(self, t, y, p, a0):
+        n = self.mod.n
+        # F₂ is linear in v̇ for rigid bodies (one step); chord iterations with S
+        # otherwise, until the update stops decreasing (round-off floor of S ~ α).
+        # λ is affine in v̇ (λ = α(Φ_q v̇ + ...)): updated without a new evaluation.
+        a = a0.copy()
+        tol = self.sim.newton
+        pe = self.mod.eval(t, y, np.r_[y[n:], a], p)
+        self.lin.set(pe.blocks(0.0, 1.0))
+        da = self.lin.solve(np.r_[np.zeros(n), -pe.F()[n:]])[n:]
+        last = np.inf
+        for it in range(tol.max_it):
+            a = a + da
+            pe = self.mod.eval(t, y, np.r_[y[n:], a], p)
+            da = self.lin.solve(np.r_[np.zeros(n), -pe.F()[n:]])[n:]
+            d = np.max(np.abs(da))
+            if d <= tol.atol + tol.rtol * np.max(np.abs(a)) or d > 0.5 * last:
+                break
+            last = d
+        return a + da, pe.lam + self.mod.alpha * pe.ev.phi_q_dot(da)
+
+    # -- forward -------------------------------------------------------------------------------
+    def _make_ts(self, problem, p, save):
+        mod, sim = self.mod, self.sim
+        h, N = self.h, problem.nsteps
+        ts = PETSc.TS().create(comm=PETSc.COMM_SELF)
+        ts.setOptionsPrefix(PREFIX)
+        ts.setProblemType(ts.ProblemType.NONLINEAR)
+        ts.setType("beuler" if self.kind == "ts-beuler" else "theta")
+        if self.kind != "ts-beuler":
+            ts.setTheta(self.theta)
+            ts.setThetaEndpoint(False)
+        self._f = PETSc.Vec().createSeq(mod.N)
+        self._J = mod.create_mat()
+        ts.setIFunction(self._ifunction, self._f)
+        ts.setIJacobian(self._ijacobian, self._J)
+        ts.setTime(problem.t0)
+        ts.setTimeStep(h)
+        ts.setMaxSteps(N)
+        ts.setMaxTime(problem.t0 + N * h)
+        ts.setExactFinalTime(ts.ExactFinalTime.MATCHSTEP)
+        snes = ts.getSNES()
+        nt = sim.newton
+        snes.setTolerances(rtol=nt.rtol, atol=nt.atol, stol=max(nt.rtol, 1e-14), max_it=nt.max_it)
+        if save:
+            ts.setSaveTrajectory()
+            if mod.nd:
+                self._Jp = PETSc.Mat().createDense([mod.N, mod.nd], comm=PETSc.COMM_SELF)
+                self._Jp.setUp()
+                ts.setIJacobianP(self._ijacobianp, self._Jp)
+        ts.setFromOptions()
+        return ts
+
+    def _run(self, problem, p, save=False, progress=None, on_step=None):
+        from ..sensitivity.problem import Trajectory
+        mod = self.mod
+        n, N = mod.n, problem.nsteps
+        self._p, self._cache, self._adj, self._kcache = p, None, None, None
+        q0, v0, _, _ = self.init.solve(problem.t0, p)
+        ts = self._make_ts(problem, p, save)
+        T, Y, A, L, its = [], [], [], [], []
+        state = {"a": np.zeros(n)}
+
+        def monitor(ts_, k, t, u):
+            y = u.getArray(readonly=True).copy()
+            a, lam = self._accel(t, y, p, state["a"])
+            state["a"] = a
+            T.append(t)
+            Y.append(y)
+            A.append(a)
+            L.append(lam)
+            if k > 0:
+                its.append(ts_.getSNES().getIterationNumber())
+            if on_step:
+                on_step(k, t, (y[:n], y[n:], a, lam))
+            if progress and k > 0:
+                progress(k, N)
+
+        ts.setMonitor(monitor)
+        y = PETSc.Vec().createSeq(mod.N)
+        y.setArray(np.r_[q0, v0])
+        try:
+            ts.solve(y)
+        except PETSc.Error:
+            k = len(T)
+            raise StepError(f"step {k} (t = {problem.t0 + k * self.h:.6g}): the TS step failed "
+                            f"(nonlinear solve did not converge)") from None
+        if ts.getConvergedReason() < 0 or len(T) != N + 1:
+            k = len(T)
+            raise StepError(f"step {k} (t = {problem.t0 + k * self.h:.6g}): TS stopped "
+                            f"(reason {ts.getConvergedReason()})")
+        Y = np.array(Y)
+        traj = Trajectory(np.array(T), Y[:, :n].copy(), Y[:, n:].copy(), np.array(A), np.array(L),
+                          np.array(its, np.int64))
+        traj.y = Y
+        self._y0vec = y
+        return traj, ts
+
+    def forward(self, problem, p, progress=None, on_step=None):
+        traj, ts = self._run(problem, p, False, progress, on_step)
+        ts.destroy()
+        return traj
+
+    # -- objective gradient at one stored state, reduced to y = (q, v) ----------------------
+    def _ygrads(self, problem, ob, k, traj, p, ref):
+        """(∂ψ_k/∂y_k (2n), ∂ψ_k/∂ρ explicit (nd), ∂ψ_k/∂ref (2)) with a_k(y_k), λ_k(y_k)."""
+        mod = self.mod
+        n, al = mod.n, mod.alpha
+        (gq, gv, ga, gl), gp, gr = problem._local_grads(ob, k, traj, p, ref)
+        if np.any(ga) or np.any(gl):
+            c = self._kcache
+            if c is None or c[0] != k:
+                y = traj.y[k]
+                pe = mod.eval(traj.t[k], y, np.r_[y[n:], traj.a[k]], p)
+                Lq, Lv = pe.lam_ops()
+                Lp = al * pe.Lam_p() if mod.nd else None
+                Fy = mod.operator(pe.blocks(1.0, 0.0))
+                Fp = pe.Fp()[n:] if mod.nd else None
+                self._kcache = c = (k, pe, Lq, Lv, Lp, Fy, Fp, pe.blocks(0.0, 1.0))
+            _, pe, Lq, Lv, Lp, Fy, Fp, Sb = c
+            gq = gq + Lq.T @ gl
+            gv = gv + Lv.T @ gl
+            if mod.nd:
+                gp = gp + Lp.T @ gl
+            cc = ga + al * (pe.ev.G().T @ gl)
+            self.lin.set(Sb)
+            z = self.lin.solve(np.r_[np.zeros(n), cc], transpose=True)[n:]
+            w = Fy.T @ np.r_[np.zeros(n), z]
+            gq = gq - w[:n]
+            gv = gv - w[n:]
+            if mod.nd:
+                gp = gp - Fp.T @ z
+        return np.r_[gq, gv], gp, gr
+
+    # -- discrete adjoint (TSAdjoint) -------------------------------------------------------------
+    def adjoint(self, problem, p):
+        mod = self.mod
+        n, nd = mod.n, mod.nd
+        traj, ts = self._run(problem, p, save=True)
+        problem.traj = traj
+        N = traj.steps
+        obs = problem.objectives
+        refs = [ob.reference(mod.sys, traj.q[0], p) for ob in obs]
+        lams = [PETSc.Vec().createSeq(mod.N) for _ in obs]
+        mus = [PETSc.Vec().createSeq(max(nd, 1)) for _ in obs]
+        grefs = []
+        for i, ob in enumerate(obs):
+            gy, gp, gr = self._ygrads(problem, ob, N, traj, p, refs[i])
+            lams[i].setArray(gy)
+            mus[i].setArray(gp if nd else np.zeros(1))
+            grefs.append(gr)
+        self._p, self._cache, self._adj = p, None, (traj.t, traj.y)
+        ts.setCostGradients(lams, mus if nd else None)
+        for k in range(N - 1, -1, -1):
+            ts.adjointSetSteps(1)
+            ts.adjointSolve()
+            for i, ob in enumerate(obs):
+                gy, gp, gr = self._ygrads(problem, ob, k, traj, p, refs[i])
+                lams[i].setArray(lams[i].getArray(readonly=True) + gy)
+                if nd:
+                    mus[i].setArray(mus[i].getArray(readonly=True) + gp)
+                grefs[i] = grefs[i] + gr
+        grads = {}
+        for i, ob in enumerate(obs):
+            ly = lams[i].getArray(readonly=True).copy()
+            grad = mus[i].getArray(readonly=True).copy()[:nd]
+            Jq, Jp = ob.ref_grads(mod.sys, traj.q[0], p, mod.design_map, nd)
+            mq = ly[:n] + Jq.T @ grefs[i]
+            grad = grad + Jp.T @ grefs[i]
+            col = lambda x: np.asarray(x, float).reshape(-1, 1)
+            g0 = self.init.adjoint(p, col(mq), col(ly[n:]), col(np.zeros(n)), col(np.zeros(mod.m)))
+            grad = grad + np.asarray(g0).reshape(-1)
+            grads[ob.name] = grad
+        self._adj = None
+        for v in lams + mus:
+            v.destroy()
+        ts.destroy()
+        return grads
+
+    # -- tangent-linear (direct) sweep of the same scheme ----------------------------------------
+    def _tangent_step(self, k, traj, dy, p):
+        mod, th = self.mod, self.theta
+        h = traj.t[k + 1] - traj.t[k]
+        y0, y1 = traj.y[k], traj.y[k + 1]
+        if not self.endpoint:
+            X = y0 + th * (y1 - y0)
+            pe = mod.eval(traj.t[k] + th * h, X, (y1 - y0) / h, p)
+            # J (dX − dy_k) = −(F_y dy_k + F_ρ): no O(α/h) cancellation
+            self.lin.set(pe.blocks(1.0, 1.0 / (th * h)))
+            delta = self.lin.solve(-(mod.operator(pe.blocks(1.0, 0.0)) @ dy + pe.Fp()))
+            return dy + delta / th
+        pe1 = mod.eval(traj.t[k + 1], y1, (y1 - y0) / (th * h), p)
+        pe0 = mod.eval(traj.t[k], y0, np.zeros_like(y0), p)
+        self.lin.set(pe1.blocks(1.0, 1.0 / (th * h)))
+        rhs = (mod.operator(pe1.blocks(0.0, 1.0)) @ dy / (th * h) - pe1.Fp()
+               - (1 - th) / th * (mod.operator(pe0.blocks(1.0, 0.0)) @ dy + pe0.Fp()))
+        return self.lin.solve(rhs)
+
+    def direct(self, problem, p):
+        mod = self.mod
+        nd = mod.nd
+        traj, ts = self._run(problem, p, save=False)
+        ts.destroy()
+        problem.traj = traj
+        dq, dv, _, _ = self.init.tangent(p)
+        dy = np.vstack([dq, dv])
+        obs = problem.objectives
+        refs = [ob.reference(mod.sys, traj.q[0], p) for ob in obs]
+        drefs = []
+        for ob in obs:
+            Jq, Jp = ob.ref_grads(mod.sys, traj.q[0], p, mod.design_map, nd)
+            drefs.append(Jq @ dq + Jp)
+        grads = {ob.name: np.zeros(nd) for ob in obs}
+        for k in range(traj.steps + 1):
+            if k > 0:
+                dy = self._tangent_step(k - 1, traj, dy, p)
+            for i, ob in enumerate(obs):
+                gy, gp, gr = self._ygrads(problem, ob, k, traj, p, refs[i])
+                grads[ob.name] += gy @ dy + gp + gr @ drefs[i]
+        return grads

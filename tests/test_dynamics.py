@@ -76,7 +76,7 @@ def test_genalpha_energy_decays_monotonically(tmp_path, rho_inf):
     pr = Problem(load_config(str(f), [f"simulation.rho_inf={rho_inf}"]))
     E = energy(pr, pr.forward())
     print(f"rho_inf={rho_inf}: E[0]={E[0]:.4g}, E[-1]={E[-1]:.4g}")
-    assert np.all(np.diff(E[2:]) < 0.0)
+    assert np.all(np.diff(E[2:]) < 1e-12 * E[0])      # round-off floor once E ~ 1e-26
     assert E[-1] < 0.7 * E[0]
 
 

@@ -33,7 +33,7 @@ def points(pr, traj):
     return np.stack(out, 1)
 
 
-def fd(pr, rel=1e-5):
+def fd(pr, rel=1e-4):
     p0 = pr.sys.p.copy()
     rho = pr.design.values(p0)
     g = {o.name: np.zeros(len(rho)) for o in pr.objectives}

@@ -29,7 +29,7 @@ $(VENV)/.stamp: pyproject.toml
 demo: setup
 	@mkdir -p out
 	$(MPIRUN) $(VENV)/bin/parmbs simulate configs/fivebar.toml -o out/fivebar.h5 --plot out/fivebar.png
-	$(MPIRUN) $(VENV)/bin/parmbs gradient configs/fivebar.toml --json out/fivebar-gradient.json
+	$(VENV)/bin/parmbs gradient configs/fivebar.toml --json out/fivebar-gradient.json
 
 test-serial: setup
 	$(PY) -m pytest -q tests

@@ -24,6 +24,7 @@ import numpy as np
 from .._petsc import PETSc
 from ..model.assembly import SparseOperator
 from ..model.evaluation import StateEval
+from ..model.system import ModelError
 from .newmark import StepError
 from .initial import InitialState
 
@@ -70,8 +71,8 @@ class TSStepper:
         self.h = sim.dt
         self.kind = sim.integrator
         if self.kind == "ts-rk":
-            raise NotImplementedError("ts-rk is not implemented for the penalty formulation "
-                                      "(use ts-beuler, ts-cn or ts-theta)")
+            raise ModelError("simulation.integrator", "ts-rk is not implemented yet for the penalty "
+                             "formulation (use ts-beuler, ts-cn or ts-theta)")
         # ts-cn: the θ = ½ stage form (implicit midpoint).  PETSc's TSCN is the endpoint
         # variant, which assumes a constant mass matrix; with S(q) = M + αΦ_qᵀΦ_q it mixes
         # S(q_{k+1}) with the O(α) constraint forces at q_k and diverges within ~30 steps.

@@ -23,13 +23,25 @@ def _run(comm, name, overrides):
 @pytest.mark.parametrize("name,integrator", [("fivebar", "trapezoidal"), ("fivebar", "genalpha"),
                                              ("double-pendulum", "newmark")])
 def test_distributed_equals_serial(name, integrator):
-    ov = ["simulation.t_end=0.1", f"simulation.integrator={integrator}"]
+    # Newmark with γ > ½ (γ = ½ is the trapezoidal rule, covered on the five-bar; on the
+    # fast double pendulum its weakly unstable (−1)^n multiplier mode amplifies round-off)
+    ov = ["simulation.t_end=0.1", f"simulation.integrator={integrator}",
+          "simulation.beta=0.3025", "simulation.gamma=0.6"]
     tp, vp, ap, dp = _run(PETSc.COMM_WORLD, name, ov)
     ts, vs, as_, ds = _run(PETSc.COMM_SELF, name, ov)
     assert PETSc.COMM_WORLD.getSize() >= 2
     scale = np.max(np.abs(ts.q))
     assert np.max(np.abs(tp.q - ts.q)) <= 1e-12 * scale
-    assert np.max(np.abs(tp.lam - ts.lam)) <= 1e-10 * max(1.0, np.max(np.abs(ts.lam)))
+    # a and λ are Newton unknowns converged on the *position* update βh²|Δa| ≤ atol + rtol|q|:
+    # two solvers (MUMPS vs PETSc LU) may stop at iterates that differ by up to that / βh²
+    pr = Problem(load_config(str(CONFIGS / f"{name}.toml"), ov), comm=PETSc.COMM_SELF)
+    nt = pr.config.simulation.newton
+    bound = (nt.atol + nt.rtol * scale) / (pr.stepper.beta * pr.h ** 2)
+    print(f"{name}/{integrator}: |Δq| {np.max(np.abs(tp.q - ts.q)):.1e}, |Δλ| {np.max(np.abs(tp.lam - ts.lam)):.1e}"
+          f" (Newton bound {bound:.1e})")
+    assert np.max(np.abs(tp.lam - ts.lam)) <= bound
+    assert np.max(np.abs(tp.v - ts.v)) <= bound * pr.stepper.gamma * pr.h
+    assert np.max(np.abs(tp.a - ts.a)) <= bound
     for k in vs:
         assert abs(vp[k] - vs[k]) <= 1e-12 * abs(vs[k])
         g = np.max(np.abs(as_[k]))

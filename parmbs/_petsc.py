@@ -20,7 +20,9 @@ except ImportError:  # pragma: no cover - depends on the machine
     import petsc4py  # noqa: F401
 
 if not petsc4py.__dict__.get("_parmbs_init"):
-    petsc4py.init(sys.argv[:1] + [a for a in sys.argv[1:] if a.startswith("-") and False])
+    # argparse owns the command line; PETSc options come from the config
+    # (simulation.petsc_options) or the PETSC_OPTIONS environment variable
+    petsc4py.init(sys.argv[:1])
     petsc4py._parmbs_init = True
 
 from petsc4py import PETSc  # noqa: E402

@@ -44,15 +44,6 @@ def point_acceleration(qb, vb, ab, s):
             - rot(th, s) * (vb[..., 2] ** 2)[..., None])
 
 
-def point_jacobian(qb, s):
-    """∂r_P/∂q_b as (..., 2, 3): [I, A R s]."""
-    d = drot(qb[..., 2], s)
-    one = np.ones_like(d[..., 0])
-    zero = np.zeros_like(d[..., 0])
-    return np.stack([np.stack([one, zero, d[..., 0]], -1),
-                     np.stack([zero, one, d[..., 1]], -1)], -2)
-
-
 def dot(a, b):
     """Complex-step safe dot product over the last axis (no conjugation)."""
     return np.sum(a * b, axis=-1)

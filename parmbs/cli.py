@@ -286,12 +286,107 @@ def _check_method(method, file):
         raise InputError(file, "--method", "complex step is not available for this model; use fd")
 
 
+# -- batch-parallel gradients (parallel.groups / --groups, [[scenarios]]) ------------------
+
+
+def _batched(args, cfg):
+    """Whether ``gradient`` runs through the batch driver: G > 1 groups or scenarios."""
+    if args.groups is not None and args.groups < 1:
+        raise InputError(args.config, "--groups", f"need at least 1 group, got {args.groups}")
+    return (args.groups or cfg.parallel.groups) != 1 or bool(cfg.scenarios)
+
+
+def _cmd_gradient_batches(args, cfg):
+    """``parmbs gradient`` with the work split over groups (parmbs/sensitivity/batch.py).
+
+    Same JSON as the single-group path plus ``groups`` and, with ``[[scenarios]]``,
+    ``scenarios`` (per scenario × objective); ``objectives`` then holds the weighted
+    sums over scenarios.  ``-o`` writes only /gradient (the trajectories stay in the
+    groups).  A failed batch: exit 1 on every rank, naming batch, scenario and step.
+    """
+    from . import parallel
+    from .sensitivity.batch import batch_gradient
+    from .sensitivity.scenarios import resolve_scenarios
+    groups = args.groups or cfg.parallel.groups
+    key = "--groups" if args.groups else "parallel.groups"
+    method = args.method or cfg.sensitivity.method
+    _check_method(method, args.config)
+    if method == "cs":
+        raise InputError(args.config, "--method", "complex step is not split into batches; "
+                         "use --groups 1 without [[scenarios]], or --method fd")
+    scenarios = resolve_scenarios(cfg)             # ConfigError: exit 2 on every rank alike
+    try:
+        layout = parallel.make_layout(groups)
+    except parallel.LayoutError as e:
+        raise InputError(args.config, key, str(e)) from None
+    try:
+        try:
+            res = batch_gradient(cfg, method, layout, scenarios=scenarios)
+        except parallel.GroupFailure as e:
+            err(f"parmbs: error: {args.config}: computation failed: {e}")
+            return e.code
+        names, rho = res.design, [float(v) for v in _design_values(cfg)]
+        sim = cfg.simulation
+
+        def block(vals, grads):
+            return {o: {"value": float(vals[o]), "gradient": {n: float(g) for n, g in zip(names, grads[o])}}
+                    for o in res.objectives}
+        doc = {
+            "parmbs": __version__, "config": args.config, "config_sha256": cfg.text_sha256,
+            "method": method, "formulation": sim.formulation, "integrator": sim.integrator,
+            "dt": sim.dt, "steps": int(round(sim.t_end / sim.dt)), "ranks": _comm().size,
+            "groups": layout.groups,
+            "design": dict(zip(names, rho)),
+            "objectives": block(res.total_values, res.total_gradients),
+            "timing": {k: round(v, 6) for k, v in res.timing.items()},
+        }
+        if cfg.scenarios:
+            doc["scenarios"] = {sc.name: {"weight": sc.weight,
+                                          "objectives": block(res.values[sc.name], res.gradients[sc.name])}
+                                for sc in res.scenarios}
+        out(f"{cfg.model.name}: {method} gradient, {layout.mode}, {layout.groups} group(s) on "
+            f"{_comm().size} rank(s), {len(res.scenarios)} scenario(s), plan '{res.plan.strategy}' "
+            f"({', '.join(str(sum(len(t.units) for t in b)) for b in res.plan.batches)} units per batch); "
+            f"forward {res.timing['forward_s']:.3g} s, gradient {res.timing['gradient_s']:.3g} s (slowest group)")
+        if cfg.scenarios:
+            for sc in res.scenarios:
+                for o in res.objectives:
+                    out(f"[{sc.name}] {o} = {res.values[sc.name][o]:.12e}")
+        for o, od in doc["objectives"].items():
+            out(f"{o} = {od['value']:.12e}" + (" (weighted sum over scenarios)" if cfg.scenarios else ""))
+            for n in names:
+                out(f"  d{o}/d{n:<10} = {od['gradient'][n]: .12e}")
+        if args.json:
+            def write_json():
+                with open(args.json, "w", encoding="utf-8") as fh:
+                    json.dump(doc, fh, indent=2)
+                    fh.write("\n")
+            _on_root(write_json, args.json, "--json")
+            out(f"wrote {args.json}")
+        if args.output:
+            from .io.hdf5 import write_gradient
+            write_gradient(args.output, res.total_gradients, names, config=cfg, values=res.total_values,
+                           comm=_comm())
+            out(f"wrote {args.output} (/gradient)")
+        res.destroy()
+        return 0
+    finally:
+        layout.free()
+
+
+def _design_values(cfg):
+    """ρ at the nominal design, read from the model's parameter vector like the serial path."""
+    from .model.system import System
+    from .sensitivity.design import DesignSpace
+    sys_ = System(cfg)
+    return DesignSpace(sys_, cfg.design).values(sys_.p)
+
+
 def cmd_gradient(args):
     _no_restart(args)
-    if args.groups is not None and args.groups != 1:
-        raise InputError(args.config, "--groups", f"{args.groups} groups: parallel groups are not "
-                         "supported yet (use --groups 1)")
     cfg = _load(args)
+    if _batched(args, cfg):
+        return _cmd_gradient_batches(args, cfg)
     method = args.method or cfg.sensitivity.method
     _check_method(method, args.config)
     pr = _problem(cfg, args)
@@ -490,7 +585,9 @@ def build_parser():
     sp.add_argument("--json", metavar="OUT.json", help="write the gradient JSON")
     sp.add_argument("-o", "--output", metavar="OUT.h5", help="write trajectory and /gradient to HDF5")
     sp.add_argument("--restart", metavar="FILE.h5", help="(not supported yet)")
-    sp.add_argument("--groups", type=int, metavar="G", help="parallel groups (only 1 supported yet)")
+    sp.add_argument("--groups", type=int, metavar="G",
+                    help="parallel groups: split design variables (direct, fd) or objectives/scenarios "
+                    "(adjoint) into G batches (default: the config's parallel.groups)")
     sets(sp)
 
     sp = add("verify", "adjoint vs direct vs finite differences, and a Taylor test; exit 3 on disagreement")

@@ -328,6 +328,34 @@ class Parallel(_Model):
     groups: PosInt = 1
 
 
+#: Sections a scenario may override: the model and its simulation.  Design variables,
+#: objectives and the run set-up must be the same in every scenario (they define what
+#: is differentiated and how), so overriding them per scenario is an error.
+SCENARIO_SECTIONS = ("model", "ground", "bodies", "beams", "joints", "forces", "simulation")
+
+
+def _check_scenario_set(v: dict[str, Any]) -> dict[str, Any]:
+    if not v:
+        raise ValueError("must not be empty (a scenario is the base config plus these overrides)")
+    for k in v:
+        head = k.split(".")[0]
+        if head not in SCENARIO_SECTIONS:
+            raise ValueError(f"cannot override {k!r} per scenario "
+                             f"(allowed sections: {', '.join(SCENARIO_SECTIONS)})")
+    return v
+
+
+class Scenario(_Model):
+    """A load case: the base config with ``set`` overrides (``--set``-style keys, TOML values).
+
+    Resolved and cross-checked in ``parmbs/sensitivity/scenarios.py``.
+    """
+
+    name: Name
+    weight: Real = 1.0  # the summed gradient is Σ_s weight_s ∇ψ_s
+    set: Annotated[dict[str, Any], AfterValidator(_check_scenario_set)]
+
+
 class Config(_Model):
     """The whole validated configuration.
 
@@ -348,6 +376,7 @@ class Config(_Model):
     checkpoint: Checkpoint = Field(default_factory=Checkpoint)
     optimize: Optimize = Field(default_factory=Optimize)
     parallel: Parallel = Field(default_factory=Parallel)
+    scenarios: list[Scenario] = []
 
     source: str = Field(default="", exclude=True)
     text_sha256: str = Field(default="", exclude=True)

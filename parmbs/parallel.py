@@ -1,0 +1,158 @@
+"""Communicator layout: the one place where parmbs splits communicators.
+
+Three modes, one mechanism — the world's ranks are split into G *groups* of
+contiguous ranks (``MPI.Comm.Split``), and each group gets a petsc4py communicator
+for its matrices and solves:
+
+* state-parallel (G = 1): one group holding every rank; the model's matrices are
+  distributed over all of them (MUMPS);
+* batch-parallel (G = size): one rank per group, each with its own copy of the
+  (small) model; work — design-variable batches for direct/FD gradients,
+  objective / scenario batches for the adjoint — is divided between groups;
+* hybrid (1 < G < size): groups of several ranks, each group state-parallel.
+
+Group sizes differ by at most one when G does not divide the rank count.  Besides
+the split, this module holds the two collective patterns the batch driver needs:
+an error check that every rank reaches (so a failing group cannot leave the others
+waiting in a gather), and a gather of owned slices into one distributed PETSc Vec
+(no rank ever assembles a dense state × parameter block).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+def group_of(rank: int, size: int, groups: int) -> int:
+    """Group index of ``rank`` when ``size`` ranks form ``groups`` contiguous groups.
+
+    Group g holds ranks [g·size//G, (g+1)·size//G): sizes differ by at most one.
+    """
+    for g in range(groups):
+        if rank < (g + 1) * size // groups:
+            return g
+    raise AssertionError((rank, size, groups))
+
+
+class LayoutError(ValueError):
+    """An impossible layout (more groups than ranks, G < 1)."""
+
+
+@dataclass
+class Layout:
+    """Where this rank sits: world, its group, and the group's PETSc communicator.
+
+    ``world``/``group``/``leaders`` are mpi4py communicators; ``petsc_group`` is the
+    petsc4py wrap of ``group`` to pass as ``Problem(comm=...)``.  ``leaders`` holds
+    the rank 0 of every group (``MPI.COMM_NULL`` elsewhere).
+    """
+
+    world: object
+    groups: int
+    group_index: int
+    group: object
+    petsc_group: object
+    leaders: object
+
+    @property
+    def is_leader(self) -> bool:
+        return self.group.rank == 0
+
+    @property
+    def mode(self) -> str:
+        if self.groups == 1:
+            return "state-parallel" if self.world.size > 1 else "serial"
+        return "batch-parallel" if self.groups == self.world.size else "hybrid"
+
+    def free(self) -> None:
+        """Release the split communicators (collective over world)."""
+        from mpi4py import MPI
+        for c in (self.group, self.leaders):
+            if c != MPI.COMM_NULL and c not in (MPI.COMM_WORLD, MPI.COMM_SELF):
+                c.Free()
+
+
+def make_layout(groups: int = 1, world=None) -> Layout:
+    """Split ``world`` (default COMM_WORLD) into ``groups`` groups; collective.
+
+    Raises ``LayoutError`` on every rank alike (the check uses only ``world.size``)
+    when ``groups`` < 1 or exceeds the number of ranks.
+    """
+    from mpi4py import MPI
+    from ._petsc import PETSc
+
+    world = world if world is not None else MPI.COMM_WORLD
+    size = world.size
+    if not isinstance(groups, (int, np.integer)) or groups < 1:
+        raise LayoutError(f"need at least 1 group, got {groups!r}")
+    if groups > size:
+        raise LayoutError(f"{groups} groups need at least {groups} MPI ranks, have {size} "
+                          f"(run under mpirun -n {groups} or more)")
+    g = group_of(world.rank, size, groups)
+    group = world.Split(color=g, key=world.rank)
+    leaders = world.Split(color=0 if group.rank == 0 else MPI.UNDEFINED, key=world.rank)
+    return Layout(world, int(groups), g, group, PETSc.Comm(group), leaders)
+
+
+# ----------------------------------------------------------------------------- collectives
+
+
+class GroupFailure(RuntimeError):
+    """A batch failed in some group; raised on every rank with the same message (the
+    lowest failing rank's, plus a count of the others).
+
+    ``code`` is the exit code the CLI should use (1: computation failed, 2: bad input
+    discovered only while computing, e.g. a scenario whose initial assembly fails).
+    """
+
+    def __init__(self, message: str, code: int = 1):
+        self.code = code
+        super().__init__(message)
+
+
+def raise_if_any_failed(layout: Layout, failure) -> None:
+    """Collective: if any rank reports a failure, raise the same ``GroupFailure`` everywhere.
+
+    ``failure`` is None or (code, message).  One allreduce of a flag, then (only if
+    set) one allgather of the messages: every rank reaches both on every path, so a
+    failing group makes the whole job stop instead of leaving the others blocked in
+    the result gather.
+    """
+    from mpi4py import MPI
+    flag = layout.world.allreduce(0 if failure is None else 1, op=MPI.MAX)
+    if not flag:
+        return
+    reports = layout.world.allgather(failure)
+    msgs = list(dict.fromkeys(r[1] for r in reports if r is not None))   # ranks of a group repeat
+    first = next(r for r in reports if r is not None)
+    extra = f" (+{len(msgs) - 1} more failed batch{'es' if len(msgs) > 2 else ''})" if len(msgs) > 1 else ""
+    raise GroupFailure(first[1] + extra, code=first[0])
+
+
+def gather_owned(layout: Layout, n: int, idx, vals, to_all: bool = True):
+    """Assemble owned entries into one distributed Vec of length ``n`` and gather it.
+
+    Each group *leader* contributes ``vals`` at global indices ``idx`` (other ranks
+    pass what they like; it is ignored), so every entry is set exactly once.  The
+    PETSc Vec is distributed over ``world`` (each rank stores ~n/size entries), and
+    is then scattered to every rank (``to_all``) or to rank 0 only (others get
+    None).  Returns (the distributed Vec, numpy array or None); the caller destroys
+    the Vec.
+    """
+    from ._petsc import PETSc
+
+    comm = PETSc.Comm(layout.world)
+    vec = PETSc.Vec().createMPI(n, comm=comm)
+    vec.set(0.0)
+    if layout.is_leader and len(idx):
+        vec.setValues(np.asarray(idx, dtype=PETSc.IntType), np.asarray(vals, dtype=float),
+                      addv=PETSc.InsertMode.INSERT_VALUES)
+    vec.assemblyBegin()
+    vec.assemblyEnd()
+    scat, full = (PETSc.Scatter.toAll(vec) if to_all else PETSc.Scatter.toZero(vec))
+    scat.scatter(vec, full, addv=PETSc.InsertMode.INSERT_VALUES, mode=PETSc.ScatterMode.FORWARD)
+    arr = full.getArray(readonly=True).copy() if (to_all or layout.world.rank == 0) else None
+    scat.destroy()
+    full.destroy()
+    return vec, arr

@@ -276,14 +276,24 @@ def _gradient(pr, cfg, method, tracker):
         return pr.direct()
     if method == "fd":
         return pr.finite_differences(cfg.sensitivity.fd_step)
+    if method == "cs":
+        from .sensitivity.complex_step import complex_step_gradient
+        grads = complex_step_gradient(pr)
+        pr.forward()                  # leave the problem at the nominal (real) design
+        return grads
     raise AssertionError(method)
 
 
 def _check_method(method, file):
     if method not in METHODS:
         raise InputError(file, "--method", f"unknown method {method!r} (choose {', '.join(METHODS)})")
-    if method == "cs":
-        raise InputError(file, "--method", "complex step is not available for this model; use fd")
+
+
+def _check_cs(method, cfg, file):
+    """Complex step runs our own steppers in complex arithmetic; PETSc TS is real."""
+    if method == "cs" and cfg.simulation.formulation != "index3":
+        raise InputError(file, "--method", f"complex step needs an index3 integrator; "
+                         f"'{cfg.simulation.integrator}' runs in real-valued PETSc TS (use --method fd)")
 
 
 # -- batch-parallel gradients (parallel.groups / --groups, [[scenarios]]) ------------------
@@ -311,6 +321,7 @@ def _cmd_gradient_batches(args, cfg):
     key = "--groups" if args.groups else "parallel.groups"
     method = args.method or cfg.sensitivity.method
     _check_method(method, args.config)
+    _check_cs(method, cfg, args.config)
     if method == "cs":
         raise InputError(args.config, "--method", "complex step is not split into batches; "
                          "use --groups 1 without [[scenarios]], or --method fd")
@@ -389,6 +400,7 @@ def cmd_gradient(args):
         return _cmd_gradient_batches(args, cfg)
     method = args.method or cfg.sensitivity.method
     _check_method(method, args.config)
+    _check_cs(method, cfg, args.config)
     pr = _problem(cfg, args)
     tracker = _Tracker()
     writer = _writer(args.output, cfg, pr) if args.output else None

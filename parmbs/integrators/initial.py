@@ -53,12 +53,12 @@ class InitialState:
     # -- forward ---------------------------------------------------------------------
     def solve(self, t0, p):
         sys, view, n, m = self.sys, self.view, self.sys.n, self.sys.m
-        q = sys.q_guess.copy()
+        q = sys.q_guess.astype(p.dtype)          # complex for complex-step gradients
         zero = np.zeros(n)
         for it in range(50):
             ev = StateEval(view, t0, q, zero, zero, np.zeros(view.m), p)
             E = ev.phi()
-            self.pos_op.set_values(ev.phi_q_blocks())
+            self.pos_op.set_values(ev.real().phi_q_blocks())
             try:
                 dq = self.pos_op.solve(-E)
             except np.linalg.LinAlgError:
@@ -73,10 +73,14 @@ class InitialState:
             raise ModelError("bodies.*.initial", "initial assembly did not converge: no configuration "
                              f"satisfies the joints (|Φ| = {np.max(np.abs(ev.phi())):.2e}); check "
                              "point coordinates, lengths and the initial guesses")
-        self.pos_op.set_values(ev.phi_q_blocks())
+        self.pos_op.set_values(ev.real().phi_q_blocks())
         rhs = -ev.phi_t()
         rhs[m:] += p[view.vel_idx]
         v = self.pos_op.solve(rhs)
+        if np.iscomplexobj(q):
+            # complex step: E_q(q) is complex, the factored matrix real: refine
+            for _ in range(3):
+                v = v + self.pos_op.solve(rhs - ev.phi_q_dot(v))
         a, lam = self._accelerations(t0, q, v, p)
         self.x0 = (q, v, a, lam)
         self.t0 = t0
@@ -84,11 +88,11 @@ class InitialState:
 
     def _accelerations(self, t0, q, v, p):
         n, m = self.sys.n, self.sys.m
-        a, lam = np.zeros(n), np.zeros(m)
+        a, lam = np.zeros(n, q.dtype), np.zeros(m, q.dtype)
         for it in range(self.newton.max_it):
             ev = StateEval(self.sys, t0, q, v, a, lam, p)
             R = np.r_[ev.residual(), ev.phi_q_dot(a) + ev.gamma()]
-            self._set_accel_matrix(ev)
+            self._set_accel_matrix(ev.real())
             dz = self.accel_op.solve(-R)
             a += dz[:n]
             lam += dz[n:]

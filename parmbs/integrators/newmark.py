@@ -106,7 +106,7 @@ class NewmarkFamily:
             q1, v1 = qp + b * h * h * a, vp + g * h * a
             ev = self._eval(t1, (q1, v1, a, lam), p)
             R = np.r_[ev.residual(1 - self.am, 1 - self.af) + R_old, ev.phi() / (b * h * h)]
-            self._set_matrix(ev)
+            self._set_matrix(ev.real())
             try:
                 dz = self.op.solve(-R)
             except np.linalg.LinAlgError:

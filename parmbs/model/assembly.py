@@ -10,7 +10,10 @@ from .._petsc import PETSc
 
 
 def scatter_add(size, idx, vals):
-    """Σ of ``vals`` at ``idx`` (same shape) into a length-``size`` vector."""
+    """Σ of ``vals`` at ``idx`` (same shape) into a length-``size`` vector (complex
+    values too: the complex-step gradient runs the residuals in complex arithmetic)."""
+    if np.iscomplexobj(vals):
+        return scatter_add(size, idx, vals.real) + 1j * scatter_add(size, idx, vals.imag)
     return np.bincount(idx.ravel(), weights=vals.ravel(), minlength=size)[:size]
 
 
@@ -109,6 +112,8 @@ class SparseOperator:
 
     def set_values(self, vals):
         """Assemble the matrix from local blocks (list matching the pattern's blocks)."""
+        if any(np.iscomplexobj(v) for v in vals):
+            raise TypeError("matrix blocks must be real: evaluate them at StateEval.real()")
         data = self.pattern.values(vals)
         self.A.setValuesCSR(self.pattern.indptr, self.pattern.indices, data)
         self.A.assemble()
@@ -122,7 +127,13 @@ class SparseOperator:
         return self._x_all.getArray(readonly=True).copy()
 
     def solve(self, rhs, transpose=False):
-        """x = A⁻¹ rhs (or A⁻ᵀ rhs); rhs and x are full numpy vectors on every rank."""
+        """x = A⁻¹ rhs (or A⁻ᵀ rhs); rhs and x are full numpy vectors on every rank.
+
+        A complex rhs (complex-step gradients; the matrix is always real) is solved
+        as two real systems with the same factorization."""
+        if np.iscomplexobj(rhs):
+            return self.solve(np.ascontiguousarray(rhs.real), transpose) \
+                + 1j * self.solve(np.ascontiguousarray(rhs.imag), transpose)
         self._to_petsc(rhs)
         try:
             if transpose:

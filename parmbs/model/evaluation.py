@@ -63,7 +63,20 @@ class StateEval:
         self.F = [(g, qe[g.qidx], ve[g.qidx], ae[g.qidx], p[g.pidx]) for g in system.forces]
         self.C = [(g, qe[g.qidx], ve[g.qidx], ae[g.qidx], lam[g.rows], p[g.pidx]) for g in system.constraints]
         self.design_map = design_map     # p index -> design column (−1 if not designed)
+        self.dtype = np.result_type(q, v, a, lam, p)
         self._cache = {}
+
+    def real(self):
+        """This state with every imaginary part dropped (self when already real).
+
+        The complex-step gradient runs residuals in complex arithmetic but builds
+        Newton matrices at the real state: the derived blocks are themselves
+        complex-step derivatives, which cannot be nested, and a real Jacobian makes
+        Newton converge to the same complex solution."""
+        if self.dtype != complex:
+            return self
+        return StateEval(self.sys, self.t, self.q.real, self.v.real, self.a.real, self.lam.real, self.p.real,
+                         self.design_map)
 
     def _memo(self, key, fn):
         if key not in self._cache:
@@ -76,7 +89,7 @@ class StateEval:
     # -- vectors -------------------------------------------------------------------
     def residual(self, wi=1.0, wf=1.0):
         """wi Σ_inertial r + wf (Σ_other r + Φ_qᵀλ) on the n coordinates."""
-        out = np.zeros(self.n + 3)
+        out = np.zeros(self.n + 3, self.dtype)
         for g, q, v, a, p in self.F:
             out += scatter_add(self.n + 3, g.qidx, (wi if g.inertial else wf) * g.r(self.t, q, v, a, p))
         for g, q, v, a, lam, p in self.C:
@@ -86,8 +99,8 @@ class StateEval:
     def phi_q_local(self, g, q, p):
         return self._memo(("phiq", id(g)), lambda: g.phi_q(self.t, q, p))
 
-    def _con_vector(self, fn):
-        out = np.zeros(self.m)
+    def _con_vector(self, fn, dtype=None):
+        out = np.zeros(self.m, dtype or self.dtype)
         for g, q, v, a, lam, p in self.C:
             out[g.rows] = fn(g, q, v, p)
         return out
@@ -108,7 +121,8 @@ class StateEval:
     def phi_q_dot(self, w):
         """Φ_q w as a vector (m,)."""
         we = self.sys.extend(w)
-        return self._con_vector(lambda g, q, v, p: np.einsum("emk,ek->em", self.phi_q_local(g, q, p), we[g.qidx]))
+        return self._con_vector(lambda g, q, v, p: np.einsum("emk,ek->em", self.phi_q_local(g, q, p), we[g.qidx]),
+                                np.result_type(self.dtype, w))
 
     # -- local block lists (for SparseOperator) --------------------------------------
     def force_blocks(self, cq, cv, ca, wi=1.0, wf=1.0):

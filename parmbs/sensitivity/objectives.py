@@ -53,11 +53,14 @@ class Term:
     """One integrand (or terminal function) bound to its place in the model."""
 
     def __init__(self, system, kind, cfg):
-        self.fn = INTEGRANDS[kind]
+        self.fn = INTEGRANDS.get(kind)
         self.kind = kind
         zero = [0]
         self.lrows = np.zeros(0, np.int64)
-        if kind.startswith("point_"):
+        if cfg.point is not None and system.beams.is_beam_point(cfg.point):
+            from ..flexible.objectives import beam_term           # points on ANCF beams
+            self.fn, qidx, pidx = beam_term(system, kind, cfg.point)
+        elif kind.startswith("point_"):
             qidx, _, pidx = system.point_offset(cfg.point)
         elif kind.startswith("angle"):
             qidx, pidx = system._qb(cfg.body), zero
@@ -76,7 +79,11 @@ class Term:
         return [t, qe[self.qidx], ve[self.qidx], ae[self.qidx], lam[self.lrows], p[self.pidx], ref]
 
     def value(self, sys, t, x, p, ref):
-        return float(np.real(self.fn(*self.local(sys, t, x, p, ref))))
+        return float(np.real(self.raw(sys, t, x, p, ref)))
+
+    def raw(self, sys, t, x, p, ref):
+        """g at one state, complex when the state is (complex-step gradients)."""
+        return np.sum(self.fn(*self.local(sys, t, x, p, ref)))
 
     def grads(self, sys, t, x, p, ref, design_map, nd):
         """∂g/∂(q, v, a, λ) as global vectors, ∂g/∂ρ (nd,) and ∂g/∂ref (2,)."""
@@ -107,12 +114,103 @@ def _find(groups, name):
     raise KeyError(name)
 
 
+class UserTerm:
+    """An integrand written by the user in Python (``integrand = "python"``).
+
+    ``callable = "module:function"`` names it; ``module`` is looked up first as
+    ``module.py`` next to the config file (dots are folders), then on ``sys.path``.
+    The function is called at every time step as
+
+        value, partials = g(t, q, v, a, lam, p, model)
+
+    with the global state (q, v, a of length n, λ of length m), the model parameter
+    vector p and the ``System`` (``model.params.index[path]`` gives p's index of a
+    config path, ``3*model.body_index[B] + (0, 1, 2)`` the (x, y, θ) of body B).
+    ``partials`` is a dict with any of the keys "q", "v", "a", "lam", "p": ∂g/∂· as
+    arrays of the full length (missing keys are zero).  They enter the adjoint and
+    direct gradients unchanged — ``parmbs verify`` checks them against differences.
+    For ``--method cs`` the function must accept complex arguments.
+    """
+
+    def __init__(self, system, cfg):
+        self.kind = "python"
+        self.key = f"objectives.{cfg.name}.callable"
+        self.fn = load_callable(cfg.callable, system.config.source, self.key)
+        self.sys = system
+
+    def _call(self, t, x, p):
+        try:
+            out = self.fn(t, *x, p, self.sys)
+            value, partials = out
+            value = np.asarray(value)
+            if value.shape != () or not isinstance(partials, dict):
+                raise TypeError("must return (scalar value, dict of partials)")
+        except Exception as e:          # the user's code: name it, never a traceback
+            from ..model.system import ModelError
+            raise ModelError(self.key, f"{type(e).__name__}: {e}") from None
+        return value[()], partials
+
+    def raw(self, sys, t, x, p, ref):
+        return self._call(t, x, p)[0]
+
+    def value(self, sys, t, x, p, ref):
+        return float(np.real(self.raw(sys, t, x, p, ref)))
+
+    def grads(self, sys, t, x, p, ref, design_map, nd):
+        from ..model.system import ModelError
+        _, partials = self._call(t, x, p)
+        sizes = {"q": sys.n, "v": sys.n, "a": sys.n, "lam": len(x[3]), "p": len(p)}
+        unknown = set(partials) - set(sizes)
+        if unknown:
+            raise ModelError(self.key, f"unknown partial(s) {sorted(unknown)} (use q, v, a, lam, p)")
+        d = {}
+        for k, size in sizes.items():
+            g = np.zeros(size) if k not in partials else np.asarray(partials[k], dtype=float)
+            if g.shape != (size,):
+                raise ModelError(self.key, f"partial {k!r} has shape {g.shape}, expected ({size},)")
+            if not np.all(np.isfinite(g)):
+                raise ModelError(self.key, f"partial {k!r} is not finite at t = {t:.6g}")
+            d[k] = g
+        dp = np.zeros(nd)
+        sel = design_map >= 0
+        np.add.at(dp, design_map[sel], d["p"][sel])
+        return [d["q"], d["v"], d["a"], d["lam"]], dp, np.zeros(2)
+
+
+def load_callable(spec, config_file, key):
+    """The function named by ``module:function`` (see ``UserTerm``)."""
+    import importlib
+    import importlib.util
+    import os
+    from ..model.system import ModelError
+    module, _, name = spec.partition(":")
+    here = os.path.dirname(os.path.abspath(config_file)) if config_file else os.getcwd()
+    path = os.path.join(here, *module.split(".")) + ".py"
+    try:
+        if os.path.isfile(path):
+            spec_ = importlib.util.spec_from_file_location(f"parmbs_user_{module}", path)
+            mod = importlib.util.module_from_spec(spec_)
+            spec_.loader.exec_module(mod)
+        else:
+            mod = importlib.import_module(module)
+    except Exception as e:
+        raise ModelError(key, f"cannot import {module!r} (looked for {path} and on sys.path): "
+                              f"{type(e).__name__}: {e}") from None
+    fn = getattr(mod, name, None)
+    if not callable(fn):
+        raise ModelError(key, f"module {module!r} has no function {name!r}")
+    return fn
+
+
 class Objective:
     """ψ of one ``[[objectives]]`` entry: weight × (trapezoidal integral + terminal)."""
 
     def __init__(self, system, cfg):
         self.name, self.weight, self.cfg = cfg.name, cfg.weight, cfg
-        self.integrand = Term(system, cfg.integrand, cfg) if cfg.integrand else None
+        if cfg.integrand == "python":
+            self.integrand = UserTerm(system, cfg)
+        else:
+            self.integrand = Term(system, cfg.integrand, cfg) if cfg.integrand else None
         self.terminal = Term(system, cfg.terminal, cfg) if cfg.terminal else None
         self.fixed_ref = None if cfg.reference is None else np.array(cfg.reference, float)
         self.point = cfg.point
@@ -121,19 +219,19 @@ class Objective:
         """r_ref: fixed, or r_P(q₀) of the assembled initial configuration."""
         if self.fixed_ref is not None or self.point is None:
             return self.fixed_ref if self.fixed_ref is not None else np.zeros(2)
-        qidx, _, pidx = system.point_offset(self.point)
-        return np.real(_ref_fn(system.extend(q0)[qidx], p[pidx]))
+        fn, qidx, pidx = _ref_parts(system, self.point)
+        return fn(system.extend(q0)[qidx], p[pidx])
 
     def ref_grads(self, system, q0, p, design_map, nd):
         """∂r_ref/∂q₀ (2, n) and ∂r_ref/∂ρ (2, nd); zero for a fixed reference."""
         n = system.n
         Jq, Jp = np.zeros((2, n + 3)), np.zeros((2, nd))
         if self.fixed_ref is None and self.point is not None:
-            qidx, _, pidx = system.point_offset(self.point)
+            fn, qidx, pidx = _ref_parts(system, self.point)
             args = [system.extend(q0)[qidx], p[pidx]]
-            Jq[:, qidx] = cs_jacobian(_ref_fn, args, 0)
+            Jq[:, qidx] = cs_jacobian(fn, args, 0)
             cols = design_map[pidx]
-            gp = cs_jacobian(_ref_fn, args, 1)
+            gp = cs_jacobian(fn, args, 1)
             for j in np.nonzero(cols >= 0)[0]:
                 Jp[:, cols[j]] += gp[:, j]
         return Jq[:, :n], Jp
@@ -141,6 +239,15 @@ class Objective:
 
 def _ref_fn(q, p):
     return point_position(q, p[..., 0:2] - p[..., 2:4])
+
+
+def _ref_parts(system, point):
+    """(r_P(q, p), coordinate indices, parameter indices) of a rigid or beam point."""
+    if system.beams.is_beam_point(point):
+        from ..flexible.objectives import beam_ref
+        return beam_ref(system, point)
+    qidx, _, pidx = system.point_offset(point)
+    return _ref_fn, qidx, pidx
 
 
 def quadrature_weights(nsteps, h):

@@ -185,9 +185,10 @@ class PenaltyEval:
         return out
 
 
-def make_ts_stepper(system, sim, design_map=None, ndesign=0):
-    """The PETSc-TS stepper for ``simulation.formulation = "penalty"``."""
+def make_ts_stepper(system, sim, design_map=None, ndesign=0, comm=None):
+    """The PETSc-TS stepper for ``simulation.formulation = "penalty"``.  The TS runs
+    replicated on every rank (COMM_SELF); ``comm`` distributes the initial assembly."""
     from ..integrators.ts import TSStepper
     pen = sim.penalty
     model = PenaltyModel(system, pen.alpha, pen.xi, pen.omega, design_map, ndesign)
-    return TSStepper(model, sim)
+    return TSStepper(model, sim, comm=comm)

@@ -27,6 +27,16 @@ class Trajectory:
         return len(self.t) - 1
 
 
+class _StateView:
+    """One state seen as a trajectory (what ``_local_grads`` reads: t[k], x(k), steps)."""
+
+    def __init__(self, t, x, steps):
+        self.t, self._x, self.steps = t, x, steps
+
+    def x(self, k):
+        return self._x
+
+
 class Problem:
     def __init__(self, config, system=None, comm=None):
         """``comm``: the communicator the state's matrices are distributed over
@@ -43,13 +53,27 @@ class Problem:
                                         comm=comm)
         else:
             from ..formulations.penalty import make_ts_stepper
-            self.stepper = make_ts_stepper(self.sys, sim, design_map=self.design.map, ndesign=len(self.design))
+            self.stepper = make_ts_stepper(self.sys, sim, design_map=self.design.map, ndesign=len(self.design),
+                                           comm=comm)
         self.objectives = [Objective(self.sys, o) for o in config.objectives]
         self.w = quadrature_weights(self.nsteps, self.h)
+        self.checkpoint = None            # a CheckpointedRun once use_checkpoint() was called
+
+    def use_checkpoint(self, path, comm=None, interval=None):
+        """Keep the forward states in the HDF5 checkpoint file ``path`` following
+        ``config.checkpoint.schedule``, resuming what the file already holds (see
+        parmbs/checkpoint).  Index-3 steppers only; raises HDF5Error for a file of
+        another config, ValueError for a whole-run (PETSc TS) stepper."""
+        from ..checkpoint import open_run
+        self.checkpoint = open_run(self, path, comm=comm, interval=interval)
+        return self.checkpoint
 
     # -- forward -------------------------------------------------------------------------------
     def forward(self, p=None, progress=None, on_step=None):
         p = self.sys.p if p is None else p
+        if self.checkpoint is not None:               # states in an HDF5 checkpoint file
+            self.traj = self.checkpoint.forward(p, progress, on_step)
+            return self.traj
         if hasattr(self.stepper, "forward"):          # whole-run steppers (PETSc TS)
             self.traj = self.stepper.forward(self, p, progress, on_step)
             return self.traj
@@ -73,6 +97,8 @@ class Problem:
 
     def objective_values(self, traj=None, p=None):
         traj, p = traj or self.traj, self.sys.p if p is None else p
+        if getattr(traj, "values", None) is not None:     # checkpointed run: accumulated in forward
+            return dict(traj.values)
         out = {}
         for ob in self.objectives:
             ref = ob.reference(self.sys, traj.q[0], p)
@@ -109,6 +135,8 @@ class Problem:
         if hasattr(self.stepper, "direct"):
             return self.stepper.direct(self, p)
         traj = self.traj
+        if self.checkpoint is not None:
+            traj = self.checkpoint.full_trajectory(traj)
         nd = len(self.design)
         dx = self.stepper.init.tangent(p)
         grads = {ob.name: np.zeros(nd) for ob in self.objectives}
@@ -129,27 +157,49 @@ class Problem:
     def adjoint(self, p=None):
         """∇ψ for every objective by one backward sweep (one adjoint column each)."""
         p = self.sys.p if p is None else p
+        if self.checkpoint is not None:
+            return self.checkpoint.adjoint(p)
         if hasattr(self.stepper, "adjoint"):
             return self.stepper.adjoint(self, p)
         traj = self.traj
-        nd, N, K = len(self.design), traj.steps, len(self.objectives)
-        refs = [ob.reference(self.sys, traj.q[0], p) for ob in self.objectives]
+        N = traj.steps
+        x0 = traj.x(0)
+        refs = [ob.reference(self.sys, x0[0], p) for ob in self.objectives]
+        mu, grad, gref = self._adjoint_local(N, traj.t[N], traj.x(N), p, refs, traj.t)
+        mu, grad, gref = self._adjoint_sweep(p, N, traj.x(N), mu, grad, gref, traj.x, refs, t=traj.t)
+        return self._adjoint_finish(p, x0, mu, grad, gref)
 
-        def local(k):
-            """Objective partials at step k, stacked as columns."""
-            parts = [self._local_grads(ob, k, traj, p, ref) for ob, ref in zip(self.objectives, refs)]
-            gx = [np.stack([pt[0][i] for pt in parts], -1) for i in range(4)]
-            return gx, np.stack([pt[1] for pt in parts], -1), np.stack([pt[2] for pt in parts], -1)
+    def _adjoint_local(self, k, t, x, p, refs, T=None):
+        """Objective partials at state x_k, one column per objective: (μ blocks, ∂ψ/∂ρ, ∂ψ/∂ref)."""
+        view = _StateView(T if T is not None else self.t0 + self.h * np.arange(self.nsteps + 1), x, self.nsteps)
+        parts = [self._local_grads(ob, k, view, p, ref) for ob, ref in zip(self.objectives, refs)]
+        gx = [np.stack([pt[0][i] for pt in parts], -1) for i in range(4)]
+        return gx, np.stack([pt[1] for pt in parts], -1), np.stack([pt[2] for pt in parts], -1)
 
-        mu, grad, gref = local(N)
-        for k in range(N - 1, -1, -1):
-            mu, dg = self.stepper.adjoint_step(traj.t[k], traj.x(k), traj.x(k + 1), mu, p)
-            gx, gp, gr = local(k)
+    def _adjoint_sweep(self, p, k1, x1, mu, grad, gref, state, refs, after=None, t=None):
+        """Reverse steps k1−1, …, 0 from μ_{k1} (x_{k1} given); ``state(k)`` supplies x_k in
+        decreasing k (in memory, or a checkpoint provider); ``after(k, x_k, μ_k, grad, gref)``
+        is called after each step (checkpointing the adjoint state)."""
+        T = t if t is not None else self.t0 + self.h * np.arange(self.nsteps + 1)
+        for k in range(k1 - 1, -1, -1):
+            x0 = state(k)
+            mu, dg = self.stepper.adjoint_step(T[k], x0, x1, mu, p)
+            gx, gp, gr = self._adjoint_local(k, T[k], x0, p, refs, T)
             mu = [a + b for a, b in zip(mu, gx)]
             grad = grad + dg + gp
             gref = gref + gr
+            x1 = x0
+            if after is not None:
+                after(k, x0, mu, grad, gref)
+        return mu, grad, gref
+
+    def _adjoint_finish(self, p, x0, mu, grad, gref):
+        """Add the reference and initial-state (assembly) terms: the gradient dict."""
+        nd = len(self.design)
+        mu = [np.array(m, dtype=float) for m in mu]
+        grad, gref = np.array(grad, dtype=float), np.asarray(gref)
         for j, ob in enumerate(self.objectives):
-            Jq, Jp = ob.ref_grads(self.sys, traj.q[0], p, self.design.map, nd)
+            Jq, Jp = ob.ref_grads(self.sys, x0[0], p, self.design.map, nd)
             mu[0][:, j] += Jq.T @ gref[:, j]
             grad[:, j] += Jp.T @ gref[:, j]
         grad = grad + self.stepper.init.adjoint(p, *mu)
@@ -159,6 +209,13 @@ class Problem:
     def finite_differences(self, rel_step=1e-6):
         """Central differences of the whole discrete computation (verification only)."""
         p0 = self.sys.p.copy()
+        checkpoint, self.checkpoint = self.checkpoint, None     # perturbed runs stay in memory
+        try:
+            return self._finite_differences(p0, rel_step)
+        finally:
+            self.checkpoint = checkpoint
+
+    def _finite_differences(self, p0, rel_step):
         rho = self.design.values(p0)
         grads = {ob.name: np.zeros(len(rho)) for ob in self.objectives}
         for j in range(len(rho)):
@@ -172,5 +229,6 @@ class Problem:
                 vals.append(self.objective_values(traj, p))
             for name in grads:
                 grads[name][j] = (vals[0][name] - vals[1][name]) / (2 * hstep)
-        self.forward(p0)
+        if self.checkpoint is None:
+            self.forward(p0)
         return grads

@@ -1,0 +1,319 @@
+"""Forward run and adjoint sweep through a checkpoint file, resumable at any point.
+
+``CheckpointedRun(problem, store)`` replaces the in-memory trajectory of
+``Problem.forward``/``Problem.adjoint`` (index-3 steppers).  The forward run starts
+from the last valid state in the file (its objective integral so far is stored with
+it) and writes the states the schedule keeps; when it ends it writes the adjoint
+start record (k = N: x_N, μ_N = ∂ψ/∂x_N, the objective values).  The adjoint sweep
+starts from the last adjoint record and gets every x_k it needs from a *provider*
+(one per schedule), which reads stored states and recomputes the others with the
+same deterministic forward step — so the gradient does not depend on the schedule or
+on where a run was interrupted (bitwise, in the tests).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .schedules import revolve_split
+
+#: rows of ``all`` read per block in the reverse sweep (bounded by ~16 MB)
+_BLOCK_BYTES = 16 << 20
+
+
+class StoredTrajectory:
+    """What ``Problem.forward`` returns with a checkpoint file: times, objective
+    values, Newton iterations of the steps computed in this job.  The states are in
+    the file (``full()`` reads them back collectively for schedule ``all``)."""
+
+    def __init__(self, run, t, values, newton_its, resumed_from):
+        self._run, self.t, self.values = run, t, values
+        self.newton_its, self.resumed_from = newton_its, resumed_from
+
+    @property
+    def steps(self):
+        return len(self.t) - 1
+
+    def full(self):
+        """Collective: the whole trajectory as an in-memory Trajectory (schedule ``all``)."""
+        from ..sensitivity.problem import Trajectory
+        rows = self._run.store.read_rows(0, self.steps)
+        Q, V, A, L = (np.array([r[1][j] for r in rows]) for j in range(4))
+        return Trajectory(np.array([r[0] for r in rows]), Q, V, A, L, self.newton_its)
+
+    def __getattr__(self, name):
+        if name in ("q", "v", "a", "lam"):
+            raise AttributeError(f"the states of a checkpointed run are in {self._run.store.path}; "
+                                 "use .full() (schedule 'all') or run without [checkpoint]")
+        raise AttributeError(name)
+
+
+class CheckpointedRun:
+    def __init__(self, problem, store):
+        self.pr, self.store, self.sched = problem, store, store.schedule
+        self.N = problem.nsteps
+        self.T = problem.t0 + problem.h * np.arange(self.N + 1)
+        self.held = {}                 # states kept in memory from the forward run
+        self.mem = {}                  # revolve: mirror of the slots
+        self.forward_steps = 0         # forward steps computed in the forward run (this job)
+        self.recomputed = 0            # forward steps recomputed by the reverse sweep (this job)
+        self.adjoint_steps = 0
+
+    # -- forward ------------------------------------------------------------------------------
+    def resume_point(self):
+        """Step the forward run would start from (N if it is complete)."""
+        st = self.store
+        if st.adjoint_marker[0] in (0, 1):
+            return self.N
+        if self.sched.kind == "all":
+            return max(st.valid_steps, 0)
+        used = st.slot_step[st.slot_step >= 0]
+        return int(used.max()) if used.size else 0
+
+    def _integrands(self, k, x, p, refs):
+        """w_k f_k(x_k) for every objective (0 without integrand)."""
+        pr = self.pr
+        return np.array([pr.w[k] * ob.integrand.value(pr.sys, self.T[k], x, p, ref) if ob.integrand else 0.0
+                         for ob, ref in zip(pr.objectives, refs)])
+
+    def _values(self, psi, x, p, refs):
+        pr = self.pr
+        out = np.zeros(len(pr.objectives))
+        for j, (ob, ref) in enumerate(zip(pr.objectives, refs)):
+            val = 0.0
+            if ob.integrand:
+                val += psi[j] + pr.w[self.N] * ob.integrand.value(pr.sys, self.T[self.N], x, p, ref)
+            if ob.terminal:
+                val += ob.terminal.value(pr.sys, self.T[self.N], x, p, ref)
+            out[j] = ob.weight * val
+        return out
+
+    def _start(self, p):
+        """(k0, x_k0, ψ_k0) to continue the forward run from, and x_0."""
+        pr, st = self.pr, self.store
+        x0 = pr.stepper.initial(pr.t0, p)
+        if self.sched.kind == "all":
+            if st.valid_steps >= 0:
+                k = st.valid_steps
+                t, x, psi = st.read_rows(k, k)[0]
+                return k, x, psi, x0
+        else:
+            for i in np.argsort(-st.slot_step, kind="stable"):
+                k = int(st.slot_step[i])
+                if k < 0:
+                    break
+                got = st.read_state(int(i), k)
+                if got is None:                         # torn write: not a state
+                    st.free_slot(int(i))
+                    continue
+                if self.sched.kind == "revolve":
+                    self.mem[k] = got[1]
+                return k, got[1], got[2], x0
+        return 0, x0, np.zeros(len(pr.objectives)), x0
+
+    def forward(self, p, progress=None, on_step=None):
+        pr, st, N, T = self.pr, self.store, self.N, self.T
+        refs_of = lambda x0: [ob.reference(pr.sys, x0[0], p) for ob in pr.objectives]  # noqa: E731
+        rec = st.load_adjoint() if st.adjoint_marker[0] in (0, 1) else None
+        if rec is not None:                               # forward already complete
+            return StoredTrajectory(self, self.T, dict(zip(self._names(), rec[5])), np.zeros(0, np.int64), N)
+        k0, x, psi, x0 = self._start(p)
+        refs = refs_of(x0)
+        if on_step is not None and k0 > 0:
+            self._replay(k0, on_step)
+        keep = self.sched.forward_keep(N)
+        if k0 == 0:
+            self._put(0, x, psi)
+            if on_step:
+                on_step(0, T[0], x)
+        if k0 >= keep:
+            self.held[k0] = x
+        its = np.zeros(N - k0, np.int64)
+        for k in range(k0, N):
+            psi = psi + self._integrands(k, x, p, refs)
+            x, its[k - k0] = pr.stepper.step(k, T[k], x, p)
+            self.forward_steps += 1
+            st.kill("forward")
+            self._put(k + 1, x, psi)
+            if k + 1 >= keep:
+                self.held[k + 1] = x
+            if on_step:
+                on_step(k + 1, T[k + 1], x)
+            if progress:
+                progress(k + 1, N)
+        if self.sched.kind == "all":
+            st.flush_rows()
+        values = self._values(psi, x, p, refs)
+        mu, grad, gref = pr._adjoint_local(N, T[N], x, p, refs)
+        st.save_adjoint(N, x, mu, grad, gref, values, force=True)
+        return StoredTrajectory(self, T, dict(zip(self._names(), values)), its, k0)
+
+    def _names(self):
+        return [ob.name for ob in self.pr.objectives]
+
+    def _put(self, k, x, psi):
+        st = self.store
+        if self.sched.kind == "all":
+            if k > st.valid_steps:
+                st.put_row(k, self.T[k], x, psi)
+            return
+        i = self.sched.forward_slot(k, self.N)
+        if i is not None and st.slot_step[i] != k:
+            st.put_slot(i, k, self.T[k], x, psi)
+            if self.sched.kind == "revolve":
+                self.mem[k] = x
+
+    def _replay(self, k0, on_step):
+        """Feed rows 0..k0 of the file to ``on_step`` (resuming with an output writer)."""
+        if self.sched.kind != "all":
+            raise RuntimeError("cannot replay a checkpointed forward run that is not schedule 'all'")
+        B = self._block()
+        for a in range(0, k0 + 1, B):
+            for j, (t, x, _) in enumerate(self.store.read_rows(a, min(a + B - 1, k0))):
+                on_step(a + j, t, x)
+
+    def _block(self):
+        width = 8 * (3 * self.pr.sys.n + self.pr.sys.m + 2)
+        return max(1, _BLOCK_BYTES // width)
+
+    # -- adjoint ------------------------------------------------------------------------------
+    def adjoint(self, p):
+        """∇ψ (dict by objective) continuing from the last adjoint record in the file."""
+        pr, st = self.pr, self.store
+        rec = st.load_adjoint()
+        if rec is None:
+            self.forward(p)
+            rec = st.load_adjoint()
+        k, x1, mu, grad, gref, values = rec
+        x0 = pr.stepper.initial(pr.t0, p)
+        refs = [ob.reference(pr.sys, x0[0], p) for ob in pr.objectives]
+        provider = {"all": _AllProvider, "every": _EveryProvider, "revolve": _RevolveProvider}[self.sched.kind](
+            self, p, k, x0)
+
+        def after(j, xj, mu_, grad_, gref_):
+            self.adjoint_steps += 1
+            st.kill("adjoint")
+            st.save_adjoint(j, xj, mu_, grad_, gref_, values, force=(j == 0))
+
+        mu, grad, gref = pr._adjoint_sweep(p, k, x1, mu, grad, gref, provider.state, refs, after)
+        self.recomputed += provider.recomputed
+        self.held.clear()
+        return pr._adjoint_finish(p, x0, mu, grad, gref)
+
+
+class _Provider:
+    """Gives x_k for k = K−1, K−2, …, 0 in that order (K the adjoint record's step)."""
+
+    def __init__(self, run, p, k, x0):
+        self.run, self.p, self.x0 = run, p, x0
+        self.st, self.pr, self.T = run.store, run.pr, run.T
+        self.recomputed = 0
+        self.held = {j: x for j, x in run.held.items() if j < k}
+
+    def advance(self, j, x, to):
+        """x_to from x_j by recomputing forward steps."""
+        for i in range(j, to):
+            x, _ = self.pr.stepper.step(i, self.T[i], x, self.p)
+            self.recomputed += 1
+        return x
+
+
+class _AllProvider(_Provider):
+    def __init__(self, *a):
+        super().__init__(*a)
+        self.B = self.run._block()
+        self.cache = {}
+
+    def state(self, k):
+        if k in self.held:
+            return self.held.pop(k)
+        if k not in self.cache:
+            lo = max(0, k - self.B + 1)
+            self.cache = {lo + j: x for j, (_, x, _) in enumerate(self.st.read_rows(lo, k))}
+        return self.cache.pop(k)
+
+
+class _EveryProvider(_Provider):
+    def state(self, k):
+        if k in self.held:
+            return self.held.pop(k)
+        K = self.run.sched.count
+        base = (k // K) * K
+        while True:
+            if base == 0 and self.st.slot_step[0] != 0:
+                x = self.x0
+                break
+            i = base // K
+            got = self.st.read_state(i, base) if self.st.slot_step[i] == base else None
+            if got is not None:
+                x = got[1]
+                break
+            base -= K                      # torn or missing: start from the one before
+            base = max(base, 0)
+        for j in range(base, k):
+            self.held[j] = x
+            x = self.advance(j, x, j + 1)
+        return x
+
+
+class _RevolveProvider(_Provider):
+    def __init__(self, run, p, k, x0):
+        super().__init__(run, p, k, x0)
+        st = self.st
+        for i, s in enumerate(st.slot_step):           # states after k are never needed again
+            if s >= k:
+                st.free_slot(i)
+        self.mem = {j: x for j, x in run.mem.items() if j in set(st.slot_step.tolist())}
+
+    def _slot_of(self, step):
+        return int(np.flatnonzero(self.st.slot_step == step)[0])
+
+    def _load(self, s):
+        if s in self.mem:
+            return self.mem[s]
+        got = self.st.read_state(self._slot_of(s), s)
+        if got is None:
+            return None
+        self.mem[s] = got[1]
+        return got[1]
+
+    def state(self, k):
+        if k in self.held:
+            return self.held.pop(k)
+        st = self.st
+        while True:
+            used = st.slot_step[(st.slot_step >= 0) & (st.slot_step <= k)]
+            s = int(used.max()) if used.size else None
+            x = self._load(s) if s is not None else None
+            if s is not None and x is None:              # torn write: forget that slot
+                st.free_slot(self._slot_of(s))
+                continue
+            if s is None:
+                s, x = 0, self.x0
+            if s == k:
+                if np.any(st.slot_step == k):
+                    st.free_slot(self._slot_of(k))
+                self.mem.pop(k, None)
+                return x
+            free = int(np.sum(st.slot_step < 0))
+            m = revolve_split(k + 1 - s, free + 1)
+            x = self.advance(s, x, s + m)
+            if s + m == k:
+                return x
+            i = int(np.flatnonzero(st.slot_step < 0)[0])
+            st.put_slot(i, s + m, self.T[s + m], x, np.zeros(len(self.pr.objectives)))
+            self.mem[s + m] = x
+
+
+def _full_trajectory(self, traj):
+    """An in-memory Trajectory for the direct method (schedule ``all`` only)."""
+    if not isinstance(traj, StoredTrajectory):
+        return traj
+    if self.sched.kind != "all":
+        from ..config import ConfigError
+        raise ConfigError(self.pr.config.source or "<config>", "checkpoint.schedule",
+                          f"the direct method needs every state; schedule {self.sched.text!r} keeps only "
+                          "checkpoints (use 'all' or the adjoint method)")
+    return traj.full()
+
+
+CheckpointedRun.full_trajectory = _full_trajectory

@@ -1,0 +1,449 @@
+"""The HDF5 checkpoint store: forward states by slot, the adjoint state, and the
+bookkeeping that makes a file killed at any instant safe to resume from.
+
+Layout (DESIGN.md "HDF5 layout"; extra groups are ours)::
+
+    /meta, /config                     as every parmbs file (io/hdf5.py)
+    /trajectory/t, q, v, a, lambda     schedule ``all``: row k = x_k;  attr valid_steps
+    /checkpoint/t, q, v, a, lambda     schedules every/revolve: slot i holds one state
+    /checkpoint/step                   (slots,) int64: the step slot i holds, −1 = empty
+    /checkpoint/psi                    (slots, objectives): Σ_{j<k} w_j f_j(x_j), the
+                                       objective integral up to the state (restart)
+    /checkpoint/crc                    (slots,) uint32: CRC-32 of (k, t, q, v, a, λ, ψ)
+    /checkpoint  attrs                 schedule, steps, slots, resolved_sha256, format
+    /adjoint/c0, /adjoint/c1           two copies of the adjoint state after reverse
+                                       step k: k, x_k, μ_k (q, v, a, λ blocks), the
+                                       partial gradient and reference sensitivity, the
+                                       objective values, crc
+    /adjoint/marker                    [copy, k]: the valid copy (−1: none yet)
+
+Why it survives SIGKILL: every dataset has a fixed shape and is allocated when the
+file is created (H5D_ALLOC_TIME_EARLY, no fill), so later writes change raw data and
+never HDF5's metadata (chunk indexes, heaps): a kill between or inside writes cannot
+leave an unreadable file.  Progress is published only after the data it refers to
+was flushed — valid_steps for ``all`` (rows are buffered and flushed every
+``interval`` seconds), the slot's ``step`` entry for a slot, the marker for the
+adjoint copy (written to the copy that is not current).  Every state carries a
+CRC-32 that is checked whenever it is read: a state whose data does not match its
+marker (a torn or corrupted write) is treated as missing and recomputed from an
+earlier one (slots; x_0 can always be recomputed), or refused with a clear
+HDF5Error (``all`` rows and adjoint copies).  So a file never gives a silently
+wrong gradient.
+
+MPI: the states of these rigid models are replicated on every rank; rank 0 does all
+I/O (serial h5py, also when h5py is the MPI build) and broadcasts what it reads and
+whether it succeeded, so every rank raises the same HDF5Error and no rank is left
+waiting in a collective call.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+import zlib
+
+import numpy as np
+
+from ..io.hdf5 import HDF5Error, _comm, _short, _write_header, coordinate_names
+
+FORMAT = 1
+_STATE = ("t", "q", "v", "a", "lambda")
+#: seconds between flushes of buffered ``all`` rows and adjoint copies (0: every step)
+DEFAULT_INTERVAL = 1.0
+#: keys of the resolved config that do not change any computed number
+OUTPUT_KEYS = (("checkpoint", "file"), ("simulation", "progress"))
+
+
+def resolved_sha256(config) -> str:
+    """sha256 of the resolved config (TOML, defaults included) without the purely
+    output-related keys (``checkpoint.file``, ``simulation.progress``): a file may be
+    renamed or a run made quiet without invalidating it, any other change does."""
+    import tomli_w
+    from ..config.schema import _drop_none
+    d = config.to_dict()
+    for sec, key in OUTPUT_KEYS:
+        d.get(sec, {}).pop(key, None)
+    return hashlib.sha256(tomli_w.dumps(_drop_none(d)).encode("utf-8")).hexdigest()
+
+
+def _crc(k, t, x, psi):
+    c = zlib.crc32(np.array([k], np.int64).tobytes())
+    c = zlib.crc32(np.array([t], np.float64).tobytes(), c)
+    for arr in (*x, psi):
+        c = zlib.crc32(np.ascontiguousarray(arr, dtype=np.float64).tobytes(), c)
+    return c
+
+
+class _Kill:
+    """Test hook (``PARMBS_CHECKPOINT_KILL=event:n``): SIGKILL this process at the n-th
+    ``event`` — ``forward`` (step computed), ``adjoint`` (reverse step done) or
+    ``write`` (data written, progress marker not yet).  ``raise:`` in front raises
+    SimulatedKill instead (in-process tests under mpirun)."""
+
+    def __init__(self):
+        spec = os.environ.get("PARMBS_CHECKPOINT_KILL", "")
+        self.raise_ = spec.startswith("raise:")
+        spec = spec[6:] if self.raise_ else spec
+        self.event, _, n = spec.partition(":")
+        self.n = int(n) if n.isdigit() else -1
+        self.count = {}
+
+    def __call__(self, event):
+        if event != self.event:
+            return
+        c = self.count[event] = self.count.get(event, 0) + 1
+        if c == self.n:
+            if self.raise_:
+                raise SimulatedKill(f"{event}:{c}")
+            import signal
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+class SimulatedKill(BaseException):
+    """Raised by the kill hook in ``raise:`` mode (not an Exception: nothing catches it)."""
+
+
+class CheckpointStore:
+    """One checkpoint file; create on every rank (collective), use from every rank.
+
+    ``open`` creates the file if it does not exist, else checks that it belongs to the
+    same resolved config and schedule (HDF5Error otherwise, naming what differs).
+    """
+
+    def __init__(self, path, config, problem, schedule, comm=None, interval=None):
+        self.path, self.comm = os.fspath(path), _comm(comm)
+        self.root = self.comm.rank == 0
+        self.schedule = schedule
+        self.N = problem.nsteps
+        self.n, self.m = problem.sys.n, problem.sys.m
+        self.nobj, self.nd = len(problem.objectives), len(problem.design)
+        self.S = schedule.slots(self.N)
+        self.sha = resolved_sha256(config)
+        if interval is None:
+            interval = float(os.environ.get("PARMBS_CHECKPOINT_INTERVAL", DEFAULT_INTERVAL))
+        self.interval = interval
+        self.kill = _Kill()
+        self.f = None
+        self._rows = []                       # buffered ``all`` rows
+        self._last = time.monotonic()
+        self.valid_steps = -1
+        self.slot_step = None
+        self.adjoint_marker = (-1, -1)
+        self.writes = 0                       # states written (statistics)
+        self.created = False
+
+        def do_open():
+            import h5py
+            exists = os.path.exists(self.path)
+            if exists:
+                self._open_existing(h5py)
+            else:
+                self._create(h5py, config, problem)
+                self.created = True
+            return (self.created, self.valid_steps, self.slot_step, self.adjoint_marker)
+
+        info = self._root(do_open, "<file>")
+        self.created, self.valid_steps, self.slot_step, self.adjoint_marker = info
+
+    # -- collective plumbing ----------------------------------------------------------------
+    def _root(self, fn, key):
+        """Run fn on rank 0; broadcast its result, or the same HDF5Error to every rank."""
+        res, err = None, None
+        if self.root:
+            try:
+                res = fn()
+            except HDF5Error as e:
+                err = (e.file, e.key, e.message)
+            except (OSError, ValueError, KeyError, TypeError, RuntimeError) as e:
+                err = (self.path, key, _short(e))
+        if self.comm.size > 1:
+            res, err = self.comm.bcast((res, err), root=0)
+        if err is not None:
+            if self.root and self.f is not None:
+                try:
+                    self.f.close()
+                except Exception:  # noqa: BLE001
+                    pass
+                self.f = None
+            raise HDF5Error(*err)
+        return res
+
+    # -- creating and opening -------------------------------------------------------------------
+    def _dset(self, h5py, g, name, shape, dtype="f8"):
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        dcpl.set_alloc_time(h5py.h5d.ALLOC_TIME_EARLY)
+        dcpl.set_fill_time(h5py.h5d.FILL_TIME_NEVER)
+        width = int(np.prod(shape[1:])) if len(shape) > 1 else 1
+        rows = max(1, min(shape[0], 65536 // (8 * max(width, 1))))   # ~64 kB chunks of whole steps
+        chunks = (rows,) + tuple(max(s, 1) for s in shape[1:])
+        if shape[0] == 0 or any(s == 0 for s in shape[1:]):
+            return g.create_dataset(name, shape=shape, dtype=dtype)
+        return g.create_dataset(name, shape=shape, dtype=dtype, chunks=chunks, dcpl=dcpl)
+
+    def _create(self, h5py, config, problem):
+        sys_, S, N = problem.sys, self.S, self.N
+        f = h5py.File(self.path, "w")
+        self.f = f
+        _write_header(f, config, self.comm.size)
+        data = f.create_group("trajectory" if self.schedule.kind == "all" else "checkpoint")
+        ck = f.require_group("checkpoint")
+        for name, width in (("t", None), ("q", self.n), ("v", self.n), ("a", self.n), ("lambda", self.m)):
+            self._dset(h5py, data, name, (S,) if width is None else (S, width))
+        for name in ("q", "v", "a"):
+            data[name].attrs["coordinates"] = coordinate_names(sys_)
+        data["lambda"].attrs["constraints"] = list(sys_.constraint_names)
+        self._dset(h5py, ck, "psi", (S, self.nobj))
+        self._dset(h5py, ck, "crc", (S,), "u4")
+        if self.schedule.kind != "all":
+            self._dset(h5py, ck, "step", (S,), "i8")
+            ck["step"][:] = -1
+        sim = config.simulation
+        if self.schedule.kind == "all":
+            g = data
+            g.attrs["coordinates"] = coordinate_names(sys_)
+            g.attrs["bodies"] = list(sys_.body_names)
+            g.attrs["steps"] = N
+            g.attrs["dt"] = float(sim.dt)
+            g.attrs["t_end"] = float(sim.t_end)
+            g.attrs["formulation"] = sim.formulation
+            g.attrs["integrator"] = sim.integrator
+            g.attrs["valid_steps"] = -1
+        ck.attrs["schedule"] = self.schedule.text
+        ck.attrs["steps"] = N
+        ck.attrs["slots"] = S
+        ck.attrs["resolved_sha256"] = self.sha
+        ck.attrs["format"] = FORMAT
+        ck.attrs["objectives"] = [o.name for o in problem.objectives]
+        ck.attrs["design"] = list(problem.design.names)
+        adj = f.create_group("adjoint")
+        for c in ("c0", "c1"):
+            g = adj.create_group(c)
+            for name, shape in self._adjoint_shapes():
+                self._dset(h5py, g, name, shape, "i8" if name == "k" else "u4" if name == "crc" else "f8")
+        self._dset(h5py, adj, "marker", (2,), "i8")
+        adj["marker"][:] = -1
+        f.flush()
+        self.slot_step = np.full(S, -1, np.int64) if self.schedule.kind != "all" else None
+
+    def _adjoint_shapes(self):
+        n, m, K, nd = self.n, self.m, self.nobj, self.nd
+        return (("k", (1,)), ("x_q", (n,)), ("x_v", (n,)), ("x_a", (n,)), ("x_lambda", (m,)),
+                ("mu_q", (n, K)), ("mu_v", (n, K)), ("mu_a", (n, K)), ("mu_lambda", (m, K)),
+                ("grad", (nd, K)), ("gref", (2, K)), ("values", (K,)), ("crc", (1,)))
+
+    def _open_existing(self, h5py):
+        p = self.path
+        try:
+            ok = h5py.is_hdf5(p)
+        except OSError as e:
+            raise HDF5Error(p, "<file>", f"cannot read: {_short(e)}") from None
+        if not ok:
+            raise HDF5Error(p, "<file>", "not an HDF5 file (truncated or overwritten?); delete it to start afresh")
+        try:
+            f = h5py.File(p, "r+")
+        except OSError as e:
+            raise HDF5Error(p, "<file>", f"cannot open: {_short(e)} (corrupt or truncated file?)") from None
+        self.f = f
+        if "checkpoint" not in f or "resolved_sha256" not in f["checkpoint"].attrs:
+            raise HDF5Error(p, "/checkpoint", "not a parmbs checkpoint file (no /checkpoint); "
+                            "delete it or choose another checkpoint.file")
+        ck = f["checkpoint"]
+        sha = _str(ck.attrs["resolved_sha256"])
+        if sha != self.sha:
+            raise HDF5Error(p, "/meta/config_sha256", "the file was written for a different config "
+                            f"(resolved sha256 {sha[:12]}…, this config {self.sha[:12]}…: model, parameters, "
+                            "dt, schedule or objectives changed); it cannot be resumed — delete it or "
+                            "use another checkpoint.file")
+        if int(ck.attrs.get("format", -1)) != FORMAT:
+            raise HDF5Error(p, "/checkpoint", f"unsupported checkpoint format {ck.attrs.get('format')}")
+        try:
+            if self.schedule.kind == "all":
+                self.valid_steps = int(f["trajectory"].attrs["valid_steps"])
+                for name in _STATE:
+                    if f["trajectory"][name].shape[0] != self.S:
+                        raise HDF5Error(p, f"/trajectory/{name}", "wrong shape for this run")
+            else:
+                self.slot_step = np.asarray(ck["step"][:], np.int64)
+                if self.slot_step.shape != (self.S,):
+                    raise HDF5Error(p, "/checkpoint/step", "wrong shape for this run")
+            mk = f["adjoint"]["marker"][:]
+            self.adjoint_marker = (int(mk[0]), int(mk[1]))
+        except (KeyError, OSError) as e:
+            raise HDF5Error(p, "/checkpoint", f"malformed checkpoint file: {_short(e)}") from None
+
+    # -- states ------------------------------------------------------------------------------------
+    def _group(self):
+        return self.f["trajectory" if self.schedule.kind == "all" else "checkpoint"]
+
+    def put_row(self, k, t, x, psi):
+        """Schedule ``all``: buffer row k (consecutive); flushed every ``interval`` s."""
+        self.writes += 1
+        if not self.root:
+            return
+        self._rows.append((k, t, [np.array(a, dtype=float) for a in x], np.array(psi, dtype=float)))
+        if time.monotonic() - self._last >= self.interval or k == self.N:
+            self.flush_rows()
+
+    def flush_rows(self):
+        """Rank 0: write the buffered rows, flush, then advance valid_steps and flush again."""
+        if not self.root or not self._rows:
+            return
+        try:
+            k0, k1 = self._rows[0][0], self._rows[-1][0]
+            if k0 != self.valid_steps + 1:
+                raise RuntimeError(f"row {k0} after valid step {self.valid_steps}")
+            g, ck = self._group(), self.f["checkpoint"]
+            g["t"][k0:k1 + 1] = np.array([r[1] for r in self._rows])
+            for j, name in enumerate(("q", "v", "a", "lambda")):
+                g[name][k0:k1 + 1] = np.array([r[2][j] for r in self._rows])
+            ck["psi"][k0:k1 + 1] = np.array([r[3] for r in self._rows]).reshape(k1 - k0 + 1, self.nobj)
+            ck["crc"][k0:k1 + 1] = np.array([_crc(*r) for r in self._rows], np.uint32)
+            self.f.flush()
+            self.kill("write")
+            g.attrs["valid_steps"] = k1
+            self.f.flush()
+        except (OSError, ValueError, KeyError, RuntimeError) as e:
+            raise HDF5Error(self.path, "/trajectory", f"write failed: {_short(e)}") from None
+        self.valid_steps = k1
+        self._rows = []
+        self._last = time.monotonic()
+
+    def put_slot(self, i, k, t, x, psi):
+        """Collective: write state k into slot i, flush, then publish slot i = k."""
+        self.writes += 1
+
+        def write():
+            g, ck = self._group(), self.f["checkpoint"]
+            g["t"][i] = t
+            for j, name in enumerate(("q", "v", "a", "lambda")):
+                g[name][i] = x[j]
+            ck["psi"][i] = psi
+            ck["crc"][i] = _crc(k, t, x, psi)
+            self.f.flush()
+            self.kill("write")
+            ck["step"][i] = k
+            self.f.flush()
+        self._root(write, f"/checkpoint/slot {i}")
+        self.slot_step[i] = k
+
+    def free_slot(self, i):
+        """Forget slot i in memory (the file keeps its old, now unused, content)."""
+        self.slot_step[i] = -1
+
+    def read_state(self, i, k):
+        """Collective: state k from slot (``all``: row) i, CRC-checked.
+
+        Returns (t, x, psi), or None if the slot's data do not match (torn write)."""
+        def read():
+            g, ck = self._group(), self.f["checkpoint"]
+            t = float(g["t"][i])
+            x = tuple(np.asarray(g[name][i], dtype=float) for name in ("q", "v", "a", "lambda"))
+            psi = np.asarray(ck["psi"][i], dtype=float)
+            if int(ck["crc"][i]) != _crc(k, t, x, psi):
+                return None
+            return t, x, psi
+        return self._root(read, f"/checkpoint slot {i}")
+
+    def read_rows(self, k0, k1):
+        """Collective, ``all``: rows k0..k1 (inclusive) as lists of (t, x), CRC-checked;
+        a mismatch is an HDF5Error (rows ≤ valid_steps were flushed before the marker)."""
+        def read():
+            g, ck = self._group(), self.f["checkpoint"]
+            t = np.asarray(g["t"][k0:k1 + 1])
+            X = [np.asarray(g[name][k0:k1 + 1]) for name in ("q", "v", "a", "lambda")]
+            psi = np.asarray(ck["psi"][k0:k1 + 1])
+            crc = np.asarray(ck["crc"][k0:k1 + 1])
+            rows = []
+            for j in range(k1 - k0 + 1):
+                x = tuple(Xi[j] for Xi in X)
+                if int(crc[j]) != _crc(k0 + j, float(t[j]), x, psi[j]):
+                    raise HDF5Error(self.path, f"/trajectory[{k0 + j}]",
+                                    "checksum mismatch: the file is corrupted; delete it and rerun")
+                rows.append((float(t[j]), x, psi[j]))
+            return rows
+        return self._root(read, "/trajectory")
+
+    # -- adjoint state -----------------------------------------------------------------------------
+    def save_adjoint(self, k, x, mu, grad, gref, values, force=False):
+        """Collective: adjoint state after reverse step k, written every ``interval`` s
+        (always when ``force``) into the copy that is not current, then the marker."""
+        now = time.monotonic()
+        if not force and now - self._last < self.interval:
+            return False
+        self._last = now
+        cur = self.adjoint_marker[0]
+        new = 1 - cur if cur in (0, 1) else 0
+
+        def write():
+            g = self.f["adjoint"][f"c{new}"]
+            arrays = self._adjoint_arrays(k, x, mu, grad, gref, values)
+            for name, arr in arrays.items():
+                g[name][...] = arr
+            g["crc"][0] = _crc_adjoint(arrays)
+            self.f.flush()
+            self.kill("write")
+            self.f["adjoint"]["marker"][:] = (new, k)
+            self.f.flush()
+        self._root(write, "/adjoint")
+        self.adjoint_marker = (new, k)
+        return True
+
+    def _adjoint_arrays(self, k, x, mu, grad, gref, values):
+        names = ("x_q", "x_v", "x_a", "x_lambda")
+        out = {"k": np.array([k], np.int64)}
+        out.update({nm: np.asarray(a, float) for nm, a in zip(names, x)})
+        out.update({nm: np.asarray(a, float).reshape(-1, self.nobj)
+                    for nm, a in zip(("mu_q", "mu_v", "mu_a", "mu_lambda"), mu)})
+        out["grad"] = np.asarray(grad, float).reshape(self.nd, self.nobj)
+        out["gref"] = np.asarray(gref, float).reshape(2, self.nobj)
+        out["values"] = np.asarray(values, float).reshape(self.nobj)
+        return out
+
+    def load_adjoint(self):
+        """Collective: (k, x_k, μ_k, grad, gref, values) of the current copy, or None."""
+        c, k = self.adjoint_marker
+        if c not in (0, 1):
+            return None
+
+        def read():
+            g = self.f["adjoint"][f"c{c}"]
+            arrays = {name: np.asarray(g[name][...]) for name, _ in self._adjoint_shapes() if name != "crc"}
+            if int(g["crc"][0]) != _crc_adjoint(arrays) or int(arrays["k"][0]) != k:
+                raise HDF5Error(self.path, f"/adjoint/c{c}", "checksum mismatch: the adjoint state is "
+                                "corrupted; delete the file and rerun")
+            return arrays
+        a = self._root(read, "/adjoint")
+        x = (a["x_q"], a["x_v"], a["x_a"], a["x_lambda"])
+        mu = [a["mu_q"], a["mu_v"], a["mu_a"], a["mu_lambda"]]
+        return k, x, mu, a["grad"], a["gref"], a["values"]
+
+    # -- closing -----------------------------------------------------------------------------------
+    def close(self):
+        """Collective: flush what is buffered and close."""
+        def fin():
+            try:
+                if self.schedule.kind == "all":
+                    self.flush_rows()
+            finally:
+                if self.f is not None:
+                    self.f.close()
+                    self.f = None
+        self._root(fin, "/trajectory")
+
+    def abandon(self):
+        """Close without flushing the buffer (what a crash leaves; tests)."""
+        if self.root and self.f is not None:
+            self._rows = []
+            self.f.close()
+            self.f = None
+
+
+def _crc_adjoint(arrays):
+    c = 0
+    for name in sorted(arrays):
+        c = zlib.crc32(np.ascontiguousarray(arrays[name]).tobytes(), c)
+    return c
+
+
+def _str(v):
+    return v.decode("utf-8") if isinstance(v, bytes) else str(v)

@@ -4,7 +4,8 @@
     mpirun -n 1 python -m pytest -q --with-mpi -m mpi tests/test_parallel_mpi.py
 
 Each rank also computes the serial reference alone on COMM_SELF.  Groupings tried:
-G = 1 (state-parallel over all ranks) and G = size (one rank per group).  The ≤ 1e-12
+G = 1 (state-parallel over all ranks), G = size (one rank per group) and, from 4 ranks
+on, G = size/2 (hybrid: groups of 2 state-parallel ranks).  The ≤ 1e-12
 comparison needs the same factorization in every group.  One-rank groups factor
 as the serial run does; a multi-rank group uses MUMPS by default, whose different
 pivoting moves the Newton iterates by round-off — amplified to ≈ 2e-11 in ψ3
@@ -103,8 +104,10 @@ def _rel(a, b):
 
 
 def _groupings():
+    """1 (state-parallel), size (one rank per group) and, from 4 ranks, size/2 (hybrid)."""
     from mpi4py import MPI
-    return sorted({1, MPI.COMM_WORLD.size})
+    size = MPI.COMM_WORLD.size
+    return sorted({1, size} | ({size // 2} if size >= 4 else set()))
 
 
 @pytest.mark.mpi

@@ -5,18 +5,25 @@ import numpy as np
 import pytest
 
 from parmbs.model import joints, forces  # noqa: F401  (registers the components)
+from parmbs.flexible import ancf, joints as beam_joints  # noqa: F401  (ANCF beams)
 from parmbs.model.component import REGISTRY, Constraint
 
 NE = 3
 H = 1e-6
 
 
-def make(cls, rng):
+#: components whose formulas depend on a constructor keyword: every variant is visited
+VARIANTS = {"BeamShape": [{"component": c} for c in range(4)],
+            "BeamPose": [{"coordinate": c} for c in ("x", "y", "angle", "unit")]}
+CASES = [(name, kw) for name in sorted(REGISTRY) for kw in VARIANTS.get(name, [{}])]
+
+
+def make(cls, rng, **kw):
     nq, np_ = cls.nq, getattr(cls, "np_", 0)
     args = dict(names=[f"e{i}" for i in range(NE)], qidx=np.zeros((NE, nq)), pidx=np.zeros((NE, np_)))
     if issubclass(cls, Constraint):
         args["rows"] = np.zeros((NE, cls.m))
-    comp = cls(**args)
+    comp = cls(**args, **kw)
     q = rng.uniform(-1.0, 1.0, (NE, comp.nq))
     if comp.nq == 6:
         q[:, 3:5] += 2.0                        # keep the two bodies apart (spring length > 0)
@@ -43,11 +50,11 @@ def close(a, b, what):
     assert err < 1e-7, f"{what}: relative error {err:.2e}"
 
 
-@pytest.mark.parametrize("name", sorted(REGISTRY))
-def test_blocks_against_finite_differences(name):
+@pytest.mark.parametrize("name,kw", CASES, ids=[f"{n}{''.join(f'-{v}' for v in kw.values())}" for n, kw in CASES])
+def test_blocks_against_finite_differences(name, kw):
     rng = np.random.default_rng(7)
     cls = REGISTRY[name]
-    comp, q, v, a, p = make(cls, rng)
+    comp, q, v, a, p = make(cls, rng, **kw)
     t = 0.37
     if isinstance(comp, Constraint):
         lam = rng.uniform(-1, 1, (NE, comp.m))
@@ -92,13 +99,16 @@ def test_blocks_against_finite_differences(name):
 
 def test_registry_is_complete():
     assert {"Revolute", "Prismatic", "Weld", "Driver", "Inertia", "Gravity", "Spring",
-            "RotationalSpring", "PointForce", "Torque"} <= set(REGISTRY)
+            "RotationalSpring", "PointForce", "Torque", "AncfInertia", "AncfGravity", "AncfElastic",
+            "AncfElasticConservative", "RigidBeamRevolute", "BeamRigidRevolute", "BeamBeamRevolute",
+            "RigidBeamWeld", "BeamRigidWeld", "BeamBeamWeld", "BeamPointForce", "BeamShape",
+            "BeamPose"} <= set(REGISTRY)
 
 
 def test_potential_energies_match_forces():
     """For conservative elements r = ∂V/∂q (at zero velocity): energy and force agree."""
     rng = np.random.default_rng(3)
-    for name in ("Gravity", "Spring", "RotationalSpring"):
+    for name in ("Gravity", "Spring", "RotationalSpring", "AncfGravity", "AncfElasticConservative"):
         comp, q, v, a, p = make(REGISTRY[name], rng)
         if name == "Spring":
             p[:, 9] = 0.0                       # no damping

@@ -22,6 +22,7 @@ class _Checker:
     def __init__(self, cfg: "Config", file: str):
         self.cfg, self.file = cfg, file
         self.bodies = {b.name: b for b in cfg.bodies}
+        self.beams = {b.name: b for b in cfg.beams}
 
     def fail(self, key: str, message: str) -> ConfigError:
         return ConfigError(self.file, key, message)
@@ -34,6 +35,8 @@ class _Checker:
             if allow_ground:
                 return name
             raise self.fail(key, "must be a body, not ground")
+        if name in self.beams:
+            raise self.fail(key, f"{name!r} is a beam; this needs a rigid body")
         if name not in self.bodies:
             known = (["ground"] if allow_ground else []) + list(self.bodies)
             raise self.fail(key, f"unknown body {name!r} (known: {', '.join(known)})")
@@ -46,6 +49,9 @@ class _Checker:
             if not allow_ground:
                 raise self.fail(key, f"point {ref!r} is on ground; it must be on a body")
             known = list(self.cfg.ground.points)
+        elif body in self.beams:
+            from ..flexible.beams import point_names
+            known = point_names(self.beams[body])
         else:
             self.body(body, key, allow_ground=True)
             known = ["com", *self.bodies[body].points]
@@ -74,8 +80,13 @@ class _Checker:
 
     def run(self) -> None:
         cfg = self.cfg
-        for section in ("bodies", "joints", "forces", "design", "objectives"):
+        for section in ("bodies", "beams", "joints", "forces", "design", "objectives"):
             self.unique(getattr(cfg, section), section)
+        if not cfg.bodies and not cfg.beams:
+            raise self.fail("bodies", "needs at least one body (or beam)")
+        for b in cfg.beams:
+            if b.name in self.bodies or b.name == "ground":
+                raise self.fail(f"beams.{b.name}.name", f"name {b.name!r} is already a body")
         for b in cfg.bodies:
             if b.name == "ground":
                 raise self.fail("bodies.ground.name", "'ground' is reserved for the fixed frame")
@@ -98,12 +109,21 @@ class _Checker:
                 self.body(body, f"{prefix}.coordinate")
             else:
                 self.two_bodies(j.a, j.b, prefix, f"{j.type} joint")
+                if j.type == "prismatic":
+                    for end, ref in (("a", j.a), ("b", j.b)):
+                        if ref.split(".")[0] in self.beams:
+                            raise self.fail(f"{prefix}.{end}", "a prismatic joint cannot attach to a beam "
+                                            "(revolute and weld can)")
 
     def forces(self) -> None:
         for f in self.cfg.forces:
             prefix = f"forces.{f.name}"
             if f.type == "spring":
                 self.two_bodies(f.a, f.b, prefix, "spring")
+                for end, ref in (("a", f.a), ("b", f.b)):
+                    if ref.split(".")[0] in self.beams:
+                        raise self.fail(f"{prefix}.{end}", "springs at beam points are not supported "
+                                        "(point forces are)")
             elif f.type == "rotational_spring":
                 self.body(f.a, f"{prefix}.a", allow_ground=True)
                 self.body(f.b, f"{prefix}.b")
@@ -151,6 +171,8 @@ class _Checker:
                     if o.point is None:
                         raise self.fail(f"{prefix}.point", needs)
                     self.point(o.point, f"{prefix}.point", allow_ground=False)
+                    if kind.startswith("deflection") and o.point.split(".")[0] not in self.beams:
+                        raise self.fail(f"{prefix}.point", f"{kind!r} needs a point on a beam")
                 elif kind in ANGLE_KINDS:
                     if o.body is None:
                         raise self.fail(f"{prefix}.body", needs)

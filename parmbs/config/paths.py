@@ -9,6 +9,9 @@ Allowed forms (NAME is an entity name, P a point name, K an integer index)::
     bodies.NAME.points.P.x|y
     bodies.NAME.initial.x|y|angle
     bodies.NAME.initial_velocity.x|y|angle
+    beams.NAME.length|width|height|side|density|E
+    beams.NAME.points.P                                 (arclength)
+    beams.NAME.initial.x|y|angle, beams.NAME.initial_velocity.x|y|angle
     forces.NAME.stiffness|damping|length|angle|value   (value: torque)
     forces.NAME.value.x|y                               (point force)
     forces.NAME.function.amplitude|omega|phase|offset
@@ -32,8 +35,9 @@ _ENTITY_FIELDS = {
     "bodies": ("mass", "inertia", "com", "points", "initial", "initial_velocity"),
     "forces": ("stiffness", "damping", "length", "angle", "value", "function"),
     "joints": ("function",),
+    "beams": ("length", "width", "height", "side", "density", "E", "points", "initial", "initial_velocity"),
 }
-_SINGULAR = {"bodies": "body", "forces": "force", "joints": "joint"}
+_SINGULAR = {"bodies": "body", "forces": "force", "joints": "joint", "beams": "beam"}
 _ROOT_FIELDS = {"model": "gravity", "ground": "points"}
 
 
@@ -60,7 +64,7 @@ def _locate(data: dict[str, Any], path: str) -> tuple[Any, Any]:
         node, rest, done = entries[segs[1]], segs[2:], segs[:2]
     else:
         raise PathError(f"{path!r}: must start with model.gravity, ground.points, "
-                        "bodies.NAME, forces.NAME or joints.NAME")
+                        "bodies.NAME, beams.NAME, forces.NAME or joints.NAME")
 
     container: Any = None
     index: Any = None

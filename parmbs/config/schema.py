@@ -13,7 +13,7 @@ import math
 import re
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict, model_validator
 
 # ----------------------------------------------------------------------------- types
 
@@ -130,6 +130,49 @@ class Body(_Model):
     initial: Pose = Field(default_factory=Pose)
     independent: Annotated[list[Literal["x", "y", "angle"]], AfterValidator(_no_duplicates)] = []
     initial_velocity: Pose = Field(default_factory=Pose)
+
+
+# ----------------------------------------------------------------------------- flexible bodies
+
+_BEAM_RESERVED = re.compile(r"^(root|tip|com|node[0-9]+)$")
+
+
+def _beam_points(v: dict) -> dict:
+    for k in v:
+        if _BEAM_RESERVED.match(k):
+            raise ValueError(f"point name {k!r} is reserved (root, tip, com and nodeK are predefined)")
+    return v
+
+
+class Beam(_Model):
+    """A planar ANCF beam (parmbs/flexible): straight and unstretched at t = 0, root
+    frame (node 0, x along the beam) at ``initial``.  Points: root, tip, nodeK and
+    ``points`` (arclength from the root)."""
+
+    name: Name
+    type: Literal["ancf"] = "ancf"
+    length: PosReal
+    elements: PosInt
+    width: PosReal | None = None
+    height: PosReal | None = None  # in the plane of motion (bending)
+    side: PosReal | None = None    # square section: width = height = side (one parameter)
+    density: PosReal
+    E: PosReal
+    elastic: Literal["seed", "conservative"] = "seed"
+    points: Annotated[dict[Name, NonNegReal], AfterValidator(_beam_points)] = {}
+    initial: Pose = Field(default_factory=Pose)
+    independent: Annotated[list[Literal["x", "y", "angle"]], AfterValidator(_no_duplicates)] = []
+    initial_velocity: Pose = Field(default_factory=Pose)
+
+    @model_validator(mode="after")
+    def _points_on_beam(self) -> "Beam":
+        if (self.side is None) == (self.width is None or self.height is None) or (
+                self.side is not None and (self.width is not None or self.height is not None)):
+            raise ValueError("give either 'side' (square section) or both 'width' and 'height'")
+        for k, s in self.points.items():
+            if s > self.length:
+                raise ValueError(f"point {k!r} at arclength {s} is beyond the beam's length {self.length}")
+        return self
 
 
 # ----------------------------------------------------------------------------- joints
@@ -270,12 +313,13 @@ class Design(_Model):
     upper: Real | None = None
 
 
-POINT_KINDS = ("point_deviation_sq", "point_velocity_sq", "point_acceleration_sq")
+POINT_KINDS = ("point_deviation_sq", "point_velocity_sq", "point_acceleration_sq", "deflection", "deflection_sq")
 ANGLE_KINDS = ("angle", "angle_sq")
 TerminalKind = Literal["point_deviation_sq", "point_velocity_sq", "point_acceleration_sq",
-                       "angle", "angle_sq", "spring_elongation_sq"]
+                       "angle", "angle_sq", "spring_elongation_sq", "deflection", "deflection_sq"]
 IntegrandKind = Literal["point_deviation_sq", "point_velocity_sq", "point_acceleration_sq",
-                        "angle", "angle_sq", "spring_elongation_sq", "reaction_sq", "python"]
+                        "angle", "angle_sq", "spring_elongation_sq", "reaction_sq", "python",
+                        "deflection", "deflection_sq"]  # deflection*: beam points only
 
 
 class Objective(_Model):
@@ -366,7 +410,8 @@ class Config(_Model):
 
     model: ModelSection
     ground: Ground = Field(default_factory=Ground)
-    bodies: Annotated[list[Body], Field(min_length=1)]
+    bodies: list[Body] = []  # at least one body or beam (checks.py)
+    beams: list[Beam] = []
     joints: list[Joint] = []
     forces: list[Force] = []
     simulation: Simulation = Field(default_factory=Simulation)

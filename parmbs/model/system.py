@@ -31,6 +31,9 @@ class System:
         self.body_names = [b.name for b in bodies]
         self.body_index = {b.name: i for i, b in enumerate(bodies)}
         self.n = 3 * len(bodies)
+        from ..flexible.beams import BeamSet          # flexible bodies: coordinates after the rigid ones
+        self.beams = BeamSet(config, P, self.n)
+        self.n += self.beams.ncoord
         self.ground_slots = [self.n, self.n + 1, self.n + 2]
         g = config.model.gravity
         gx, gy = P.add("model.gravity.x", g[0]), P.add("model.gravity.y", g[1])
@@ -63,6 +66,7 @@ class System:
                             [pb["mass"], pb["inertia"]])
             self._add_force(("Gravity",), F.Gravity, {}, b.name, self._qb(b.name),
                             [pb["mass"], gx, gy])
+        self.beams.add_forces(self, gx, gy)
         for j in config.joints:
             self._add_joint(j)
         for f in config.forces:
@@ -126,6 +130,8 @@ class System:
             self._group(key, J.Driver, {"coordinate": coord, "function": fn}, j.name,
                         self._qb(body), pidx, 1)
             return
+        if self.beams.is_beam_point(j.a) or self.beams.is_beam_point(j.b):
+            return self.beams.add_joint(self, j)
         ba, pa = self._point(j.a)
         bb, pbb = self._point(j.b)
         qidx = self._qb(ba) + self._qb(bb)
@@ -154,7 +160,9 @@ class System:
         elif f.type in ("force", "torque"):
             fn, coef = from_config(f.function)
             fp = [P.add(f"{base}.function.{k}", c) for k, c in zip(fn.param_names(), coef)]
-            if f.type == "force":
+            if f.type == "force" and self.beams.is_beam_point(f.point):
+                self.beams.add_point_force(self, f, fn, fp)
+            elif f.type == "force":
                 body, pp = self._point(f.point)
                 pidx = pp + [P.add(f"{base}.value.x", f.value[0]), P.add(f"{base}.value.y", f.value[1])] + fp
                 self._add_force(("PointForce", fn.kind, fn.ncoef), F.PointForce, {"function": fn},
@@ -180,6 +188,7 @@ class System:
             q0[3 * i + 2] = b.initial.angle
         self.q_guess = q0
         self.independent = []   # (key, Driver group, velocity parameter index)
+        self.beams.initial_setup(self, q0)
         for b in self.config.bodies:
             pb = self.body_p[b.name]
             for k in b.independent:
@@ -202,6 +211,6 @@ class System:
         return self._qb(body), p[idx[0:2]] - p[idx[2:4]], idx
 
     def describe(self):
-        return {"bodies": len(self.body_names), "coordinates": self.n, "constraints": self.m,
+        return {"bodies": len(self.body_names), "beams": len(self.beams), "coordinates": self.n, "constraints": self.m,
                 "dof": self.n - self.m, "parameters": len(self.params) - 1,
                 "components": {type(g).__name__: g.ne for g in self.constraints + self.forces}}

@@ -27,7 +27,6 @@ Usage: .venv/bin/python benchmarks/peers/casadi_fivebar.py [--dts 1e-3,5e-4] [--
 Exit 2 if casadi is not installed (pip install '.[peers]').
 """
 import argparse
-import math
 import pathlib
 import statistics
 import sys
@@ -259,7 +258,8 @@ def main():
         if rich:
             print(f"{'Richardson (dt²)':<22} {np.max(rel(rich['grad'], ref['grad'])):>13.1e} "
                   f"{np.max(rel(rich['psi'], ref['psi'])):>12.1e}")
-    print("(times include the forward run; CasADi: median of", args.repeat, "calls, build/JIT-free SX VM; "
+    print("(times include the forward run; CasADi: median of", args.repeat, "calls after the build, SX virtual machine "
+          "without code generation; "
           "parmbs: Problem.forward + Problem.adjoint, serial)")
 
 

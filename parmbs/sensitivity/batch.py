@@ -52,15 +52,17 @@ METHODS = ("direct", "fd", "adjoint")
 class CostModel:
     """Per-time-step costs in units of one forward step (Newton solve of one step).
 
-    Defaults measured on the 2…8-link pendulum chains of ``benchmarks/batches.py``
-    (serial; see benchmarks/README.md).  Only ratios matter for the plan.
+    Defaults: the calibration of ``benchmarks/batches.py`` (10-link chain, 30
+    coordinates, rank 0 alone; see benchmarks/README.md), rounded.  Only ratios
+    matter for the plan; they decide e.g. whether splitting a scenario's columns
+    over groups pays for the replicated forward run.
     """
 
     forward: float = 1.0
-    tangent_base: float = 0.6      # direct: re-assembly + factorization of the step matrix, K, Cv, R_p
-    tangent_column: float = 0.12   # direct: one more tangent column (one solve + products)
-    adjoint_base: float = 0.9      # adjoint: assembly, transposed blocks
-    adjoint_column: float = 0.3    # adjoint: one more objective column (solve + local partials)
+    tangent_base: float = 0.85     # direct: re-assembly + factorization of the step matrix, K, Cv, R_p
+    tangent_column: float = 0.045  # direct: one more tangent column (one solve + products)
+    adjoint_base: float = 1.7      # adjoint: assembly, transposed blocks, design partials
+    adjoint_column: float = 0.09   # adjoint: one more objective column (solve + local partials)
 
     def fixed(self, method: str) -> float:
         return {"direct": self.forward + self.tangent_base, "fd": self.forward,
@@ -280,6 +282,7 @@ def batch_gradient(cfg, method, layout, cost_model: CostModel | None = None, fd_
 
     idx, vals, failure = [], [], None
     t_fwd = t_grad = 0.0
+    cpu0 = time.process_time()
     for b in range(layout.group_index, B, layout.groups):
         for task in pl.batches[b]:
             sc = scenarios[task.scenario]
@@ -320,11 +323,13 @@ def batch_gradient(cfg, method, layout, cost_model: CostModel | None = None, fd_
         if failure:
             break
 
+    cpu = time.process_time() - cpu0                    # this rank's compute, before any wait
     parallel.raise_if_any_failed(layout, failure)       # every rank, before any gather
     vec, full = parallel.gather_owned(layout, S * K * stride, idx, vals, to_all=True)
     from mpi4py import MPI
     timing = {"forward_s": layout.world.allreduce(t_fwd, op=MPI.MAX),
-              "gradient_s": layout.world.allreduce(t_grad, op=MPI.MAX)}
+              "gradient_s": layout.world.allreduce(t_grad, op=MPI.MAX),
+              "cpu_s_per_rank": layout.world.allgather(cpu)}
     values, grads = {}, {}
     for s, sc in enumerate(scenarios):
         values[sc.name], grads[sc.name] = {}, {}

@@ -319,6 +319,9 @@ def _cmd_gradient_batches(args, cfg):
     from .sensitivity.scenarios import resolve_scenarios
     groups = args.groups or cfg.parallel.groups
     key = "--groups" if args.groups else "parallel.groups"
+    if getattr(args, "restart", None):
+        raise InputError(args.config, "--restart", "restart is not supported with parallel groups or "
+                         "[[scenarios]] (the batches are short; rerun them)")
     method = args.method or cfg.sensitivity.method
     _check_method(method, args.config)
     if method == "cs":

@@ -157,33 +157,30 @@ def extrapolate(cal, comm, nd, steps):
     """Predicted efficiency at P ranks (one rank per group) from the measured inputs.
 
     Compute: a group's DDM time is steps·(forward + tangent_base + ⌈N/P⌉·tangent_column)
-    (the forward run and the per-step tangent set-up are replicated); a group's adjoint
-    load-case time is (S/P)·steps·(forward + adjoint_base + K·adjoint_column).
-    Communication: allreduce α·log2 P (α = measured 2-rank allreduce); gather of n
-    entries to every rank α·log2 P + β·8n with β from the measured 10^6 gather; Split
-    log2 P · α_split (α_split = measured 2-rank split).  Also with an inter-node
-    network (α = 5 µs, β = 1/(5 GB/s)) when that is slower.
+    (the forward run and the per-step tangent set-up are replicated in every group);
+    a group's adjoint time over S load cases is ⌈S/P⌉·steps·(forward + adjoint_base +
+    K·adjoint_column).  Communication: Split α_s·log2 P, error-flag allreduce α·log2 P,
+    gather of n entries to every rank α·log2 P + β·8n (α: measured 2-rank allreduce,
+    α_s: measured 2-rank split, β: slope of the measured 10^3 → 10^6 gathers).
+    Returns rows (work, size, {P: efficiency}) and (α, β).
     """
     alpha = comm["allreduce"]
     beta = max(comm["gather_1000000"] - comm["gather_1000"], 1e-12) / (8 * (10 ** 6 - 10 ** 3))
-    rows = []
     F = steps * (cal["forward"] + cal["tangent_base"])
     c = steps * cal["tangent_column"]
     A = steps * (cal["forward"] + cal["adjoint_base"] + 2 * cal["adjoint_column"])
-    for P in (2, 64, 1024):
-        for net in ("measured", "network"):
-            a = alpha if net == "measured" else max(alpha, 5e-6)
-            b = beta if net == "measured" else max(beta, 1 / 5e9)
-            L = math.log2(P)
-            comm_t = lambda n: comm["split"] * L + a * L + (a * L + b * 8 * n)  # noqa: E731
-            for N in (nd, 10 ** 5):
-                t1 = F + N * c
-                tp = F + math.ceil(N / P) * c + comm_t(2 * (N + 1))
-                rows.append(("DDM", P, net, f"N={N}", t1 / (P * tp)))
-            for S in (P, 8 * P):
-                t1 = S * A
-                tp = math.ceil(S / P) * A + comm_t(S * 2 * (nd + 1))
-                rows.append(("adjoint", P, net, f"S={S}", t1 / (P * tp)))
+    Ps = (2, 64, 1024)
+
+    def comm_t(P, n):
+        L = math.log2(P)
+        return comm["split"] * L + alpha * L + (alpha * L + beta * 8 * n)
+    rows = []
+    for N in (nd, 10 ** 4, 10 ** 5):
+        rows.append(("DDM", f"N = {N}", {P: (F + N * c) / (P * (F + math.ceil(N / P) * c + comm_t(P, 2 * (N + 1))))
+                                          for P in Ps}))
+    for per in (1, 8):
+        rows.append(("adjoint", f"S = {per}·P", {P: per * P * A / (P * (per * A + comm_t(P, per * P * 2 * (nd + 1))))
+                                                 for P in Ps}))
     return rows, alpha, beta
 
 
@@ -268,11 +265,14 @@ def main():
 
     # 5. cost model
     rows, alpha, beta = extrapolate(cal, cc, N, args.steps)
-    say(f"\ncost model (alpha = {alpha * 1e6:.2f} us per log2 P stage, beta = {beta * 1e9:.3f} ns/byte measured; "
-        f"'network': alpha >= 5 us, beta >= 0.2 ns/byte)")
-    say(f"  {'work':<8} {'P':>5} {'comm':<9} {'size':<10} {'efficiency':>10}")
-    for work, P, net, size, eff in rows:
-        say(f"  {work:<8} {P:>5} {net:<9} {size:<10} {eff:10.1%}")
+    say(f"\ncost model, one rank per group (alpha = {alpha * 1e6:.2f} us per log2 P stage, "
+        f"beta = {beta * 1e9:.3f} ns/byte, split {cc['split'] * 1e6:.0f} us per stage; all measured above)")
+    say(f"  {'work':<8} {'size':<12}" + "".join(f"{f'P = {P}':>10}" for P in rows[0][2]))
+    for work, size, eff in rows:
+        say(f"  {work:<8} {size:<12}" + "".join(f"{e:>10.1%}" for e in eff.values()))
+    need = 18 * (cal["forward"] + cal["tangent_base"]) / cal["tangent_column"]
+    say(f"  DDM reaches 95 % on 2 groups from N ~ {need:.0f} design variables "
+        f"(N·column >= 18·(forward + tangent set-up))")
     say(f"\nload after: {os.getloadavg()[0]:.2f}")
     W.Barrier()
     if W.rank == 0:

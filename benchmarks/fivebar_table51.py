@@ -1,0 +1,77 @@
+"""Five-bar: our dψ1/dL01, dψ1/dL02 beside seed 004 Table 5.1 (and seed 002 Table 1).
+
+L01, L02 are the spring natural lengths (``Ls1``, ``Ls2`` in configs/fivebar.toml);
+ψ1 = ∫₀⁵ |r₁ − r₁(0)|² dt.  The thesis rows are at h = 1e-2; its row 11 (complex-step
+differences) is the converged value and equals seed 002's reference column.  For each
+of our formulation × method pairs we print the value at h = 1e-2 and at h = 1e-3, and
+the gap to row 11.  Rows for index-1 and Maggi's formulation wait for issue 9.
+
+Usage: python benchmarks/fivebar_table51.py [--dts 1e-2,1e-3]
+"""
+import argparse
+import pathlib
+import time
+
+import numpy as np
+
+from parmbs.config import load_config
+from parmbs.sensitivity.problem import Problem
+
+CFG = pathlib.Path(__file__).resolve().parents[1] / "configs" / "fivebar.toml"
+THESIS = {  # seed 004 Table 5.1, h = 1e-2: (dψ/dL01, dψ/dL02)
+    "1: Direct index-3": (-4.2381, 3.2170), "2: Direct index-1": (-4.2383, 3.2169),
+    "3: Direct penalty": (-4.2305, 3.2154), "4: Direct Maggi's": (-4.2300, 3.2112),
+    "5: Adjoint index-3": (-4.2287, 3.2090), "6: Adjoint index-1": (-4.2294, 3.2094),
+    "7: Adjoint penalty": (-4.2293, 3.2137), "8: Adjoint Maggi's": (-4.2294, 3.2093),
+    "11: Complex step (reference)": (-4.2288, 3.2116),
+}
+REF = np.array(THESIS["11: Complex step (reference)"])
+OURS = [("1: Direct index-3", "index3", "trapezoidal", "direct"),
+        ("5: Adjoint index-3", "index3", "trapezoidal", "adjoint"),
+        ("3: Direct penalty", "penalty", "ts-cn", "direct"),
+        ("7: Adjoint penalty", "penalty", "ts-cn", "adjoint")]
+
+
+def gradient(formulation, integrator, method, dt):
+    cfg = load_config(str(CFG), [f"simulation.dt={dt}", f'simulation.formulation="{formulation}"',
+                                 f'simulation.integrator="{integrator}"'])
+    pr = Problem(cfg)
+    pr.objectives = [o for o in pr.objectives if o.name == "psi1"]
+    t0 = time.perf_counter()
+    if method == "adjoint":
+        g = pr.adjoint() if formulation == "penalty" else (pr.forward(), pr.adjoint())[1]
+    else:
+        g = pr.direct() if formulation == "penalty" else (pr.forward(), pr.direct())[1]
+    names = pr.design.names
+    g = g["psi1"]
+    return np.array([g[names.index("Ls1")], g[names.index("Ls2")]]), time.perf_counter() - t0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dts", default="1e-2,1e-3")
+    args = ap.parse_args()
+    dts = [float(x) for x in args.dts.split(",")]
+    print("five-bar, psi1 over 5 s: dpsi1/dL01, dpsi1/dL02 (seed 004 Table 5.1; row 11 = seed 002 Table 1)")
+    print(f"{'row':<30} {'thesis h=1e-2':>22} " + " ".join(f"{'parmbs h=' + format(dt, 'g'):>22} {'gap to row 11':>16}"
+                                                      for dt in dts) + "  time")
+    for row, form, integ, meth in OURS:
+        th = THESIS[row]
+        cells, times = [], []
+        for dt in dts:
+            try:
+                g, t = gradient(form, integ, meth, dt)
+                gap = np.abs(g - REF) / np.abs(REF)
+                cells.append(f"{g[0]:>10.4f} {g[1]:>10.4f}  {gap[0]:>7.1e} {gap[1]:>7.1e}")
+                times.append(f"{t:.1f}s")
+            except Exception as e:              # a scheme that fails at this dt: say so
+                cells.append(f"{'failed: ' + type(e).__name__:>39}")
+                times.append("-")
+        print(f"{row:<30} {th[0]:>10.4f} {th[1]:>10.4f}  " + "  ".join(cells) + "  " + "/".join(times))
+    print(f"{'11: Complex step (reference)':<30} {REF[0]:>10.4f} {REF[1]:>10.4f}")
+    for row in ("2: Direct index-1", "4: Direct Maggi's", "6: Adjoint index-1", "8: Adjoint Maggi's"):
+        print(f"{row:<30} {THESIS[row][0]:>10.4f} {THESIS[row][1]:>10.4f}  (formulation not in parmbs yet: issue 9)")
+
+
+if __name__ == "__main__":
+    main()

@@ -6,6 +6,7 @@ import pytest
 
 from parmbs.model import joints, forces  # noqa: F401  (registers the components)
 from parmbs.flexible import ancf, joints as beam_joints  # noqa: F401  (ANCF beams)
+from parmbs.flexible import plate, plate_joints  # noqa: F401  (plane-stress plates)
 from parmbs.model.component import REGISTRY, Constraint
 
 NE = 3
@@ -14,7 +15,11 @@ H = 1e-6
 
 #: components whose formulas depend on a constructor keyword: every variant is visited
 VARIANTS = {"BeamShape": [{"component": c} for c in range(4)],
-            "BeamPose": [{"coordinate": c} for c in ("x", "y", "angle", "unit")]}
+            "BeamPose": [{"coordinate": c} for c in ("x", "y", "angle", "unit")],
+            "PlateShape": [{"component": c} for c in range(2)],
+            "PlatePose": [{"coordinate": c} for c in ("x", "y", "angle", "unit")],
+            "PlateInertia": [{"law": law} for law in ("seed003", "linear")],
+            "PlateGravity": [{"law": law} for law in ("seed003", "linear")]}
 CASES = [(name, kw) for name in sorted(REGISTRY) for kw in VARIANTS.get(name, [{}])]
 
 
@@ -102,13 +107,16 @@ def test_registry_is_complete():
             "RotationalSpring", "PointForce", "Torque", "AncfInertia", "AncfGravity", "AncfElastic",
             "AncfElasticConservative", "RigidBeamRevolute", "BeamRigidRevolute", "BeamBeamRevolute",
             "RigidBeamWeld", "BeamRigidWeld", "BeamBeamWeld", "BeamPointForce", "BeamShape",
-            "BeamPose"} <= set(REGISTRY)
+            "BeamPose", "PlateInertia", "PlateGravity", "PlateElastic", "PlateShape", "PlatePose",
+            "RigidPlateRevolute", "PlateRigidRevolute", "PlatePlateRevolute", "RigidPlateWeld",
+            "PlateRigidWeld", "PlatePlateWeld"} <= set(REGISTRY)
 
 
 def test_potential_energies_match_forces():
     """For conservative elements r = ∂V/∂q (at zero velocity): energy and force agree."""
     rng = np.random.default_rng(3)
-    for name in ("Gravity", "Spring", "RotationalSpring", "AncfGravity", "AncfElasticConservative"):
+    for name in ("Gravity", "Spring", "RotationalSpring", "AncfGravity", "AncfElasticConservative",
+                 "PlateGravity", "PlateElastic"):
         comp, q, v, a, p = make(REGISTRY[name], rng)
         if name == "Spring":
             p[:, 9] = 0.0                       # no damping

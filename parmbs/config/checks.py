@@ -23,6 +23,7 @@ class _Checker:
         self.cfg, self.file = cfg, file
         self.bodies = {b.name: b for b in cfg.bodies}
         self.beams = {b.name: b for b in cfg.beams}
+        self.plates = {p.name: p for p in cfg.plates}
 
     def fail(self, key: str, message: str) -> ConfigError:
         return ConfigError(self.file, key, message)
@@ -37,6 +38,8 @@ class _Checker:
             raise self.fail(key, "must be a body, not ground")
         if name in self.beams:
             raise self.fail(key, f"{name!r} is a beam; this needs a rigid body")
+        if name in self.plates:
+            raise self.fail(key, f"{name!r} is a plate; this needs a rigid body")
         if name not in self.bodies:
             known = (["ground"] if allow_ground else []) + list(self.bodies)
             raise self.fail(key, f"unknown body {name!r} (known: {', '.join(known)})")
@@ -52,6 +55,13 @@ class _Checker:
         elif body in self.beams:
             from ..flexible.beams import point_names
             known = point_names(self.beams[body])
+        elif body in self.plates:
+            from ..flexible.plates import node_of, point_names
+            plate = self.plates[body]
+            if node_of(plate, point) is None:
+                raise self.fail(key, f"unknown point {point!r} on plate {body!r} (known: node_I_J with "
+                                f"I <= {plate.nx}, J <= {plate.ny}, {', '.join(point_names(plate))})")
+            return body
         else:
             self.body(body, key, allow_ground=True)
             known = ["com", *self.bodies[body].points]
@@ -80,10 +90,13 @@ class _Checker:
 
     def run(self) -> None:
         cfg = self.cfg
-        for section in ("bodies", "beams", "joints", "forces", "design", "objectives"):
+        for section in ("bodies", "beams", "plates", "joints", "forces", "design", "objectives"):
             self.unique(getattr(cfg, section), section)
-        if not cfg.bodies and not cfg.beams:
-            raise self.fail("bodies", "needs at least one body (or beam)")
+        if not cfg.bodies and not cfg.beams and not cfg.plates:
+            raise self.fail("bodies", "needs at least one body (or beam, or plate)")
+        for p in cfg.plates:
+            if p.name in self.bodies or p.name in self.beams or p.name == "ground":
+                raise self.fail(f"plates.{p.name}.name", f"name {p.name!r} is already a body or beam")
         for b in cfg.beams:
             if b.name in self.bodies or b.name == "ground":
                 raise self.fail(f"beams.{b.name}.name", f"name {b.name!r} is already a body")
@@ -109,8 +122,14 @@ class _Checker:
                 self.body(body, f"{prefix}.coordinate")
             else:
                 self.two_bodies(j.a, j.b, prefix, f"{j.type} joint")
+                ends = [ref.split(".")[0] for ref in (j.a, j.b)]
+                if any(e in self.plates for e in ends) and any(e in self.beams for e in ends):
+                    raise self.fail(f"{prefix}.b", "joints between plates and beams are not supported")
                 if j.type == "prismatic":
                     for end, ref in (("a", j.a), ("b", j.b)):
+                        if ref.split(".")[0] in self.plates:
+                            raise self.fail(f"{prefix}.{end}", "a prismatic joint cannot attach to a plate "
+                                            "(revolute and weld can)")
                         if ref.split(".")[0] in self.beams:
                             raise self.fail(f"{prefix}.{end}", "a prismatic joint cannot attach to a beam "
                                             "(revolute and weld can)")
@@ -124,6 +143,8 @@ class _Checker:
                     if ref.split(".")[0] in self.beams:
                         raise self.fail(f"{prefix}.{end}", "springs at beam points are not supported "
                                         "(point forces are)")
+                    if ref.split(".")[0] in self.plates:
+                        raise self.fail(f"{prefix}.{end}", "springs at plate points are not supported")
             elif f.type == "rotational_spring":
                 self.body(f.a, f"{prefix}.a", allow_ground=True)
                 self.body(f.b, f"{prefix}.b")
@@ -131,6 +152,8 @@ class _Checker:
                     raise self.fail(f"{prefix}.b", f"both ends on body {f.b!r}")
             elif f.type == "force":
                 self.point(f.point, f"{prefix}.point", allow_ground=False)
+                if f.point.split(".")[0] in self.plates:
+                    raise self.fail(f"{prefix}.point", "point forces at plate nodes are not supported yet")
             elif f.type == "torque":
                 self.body(f.body, f"{prefix}.body")
 
@@ -146,9 +169,11 @@ class _Checker:
                 f"(index3: {', '.join(INDEX3_INTEGRATORS)}; penalty: {', '.join(PENALTY_INTEGRATORS)})")
 
     def design(self) -> None:
-        from .paths import PathError, nominal_value
+        from .paths import PathError, field_path, nominal_value
 
         for d in self.cfg.design:
+            if field_path(self.cfg, d.path):        # a whole element field (design.py expands it)
+                continue
             try:
                 nominal_value(self.cfg, d.path)
             except PathError as exc:

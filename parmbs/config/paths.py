@@ -12,6 +12,10 @@ Allowed forms (NAME is an entity name, P a point name, K an integer index)::
     beams.NAME.length|width|height|side|density|E
     beams.NAME.points.P                                 (arclength)
     beams.NAME.initial.x|y|angle, beams.NAME.initial_velocity.x|y|angle
+    plates.NAME.size.x|y|thickness|E|nu|rho0|penalization
+    plates.NAME.initial.x|y|angle, plates.NAME.initial_velocity.x|y|angle
+    plates.NAME.density            (the whole element field: one design variable per
+                                    element; ``design.py`` expands it, see ``field_path``)
     forces.NAME.stiffness|damping|length|angle|value   (value: torque)
     forces.NAME.value.x|y                               (point force)
     forces.NAME.function.amplitude|omega|phase|offset
@@ -36,8 +40,9 @@ _ENTITY_FIELDS = {
     "forces": ("stiffness", "damping", "length", "angle", "value", "function"),
     "joints": ("function",),
     "beams": ("length", "width", "height", "side", "density", "E", "points", "initial", "initial_velocity"),
+    "plates": ("size", "thickness", "E", "nu", "rho0", "penalization", "density", "initial", "initial_velocity"),
 }
-_SINGULAR = {"bodies": "body", "forces": "force", "joints": "joint", "beams": "beam"}
+_SINGULAR = {"bodies": "body", "forces": "force", "joints": "joint", "beams": "beam", "plates": "plate"}
 _ROOT_FIELDS = {"model": "gravity", "ground": "points"}
 
 
@@ -64,7 +69,7 @@ def _locate(data: dict[str, Any], path: str) -> tuple[Any, Any]:
         node, rest, done = entries[segs[1]], segs[2:], segs[:2]
     else:
         raise PathError(f"{path!r}: must start with model.gravity, ground.points, "
-                        "bodies.NAME, beams.NAME, forces.NAME or joints.NAME")
+                        "bodies.NAME, beams.NAME, plates.NAME, forces.NAME or joints.NAME")
 
     container: Any = None
     index: Any = None
@@ -92,6 +97,13 @@ def _locate(data: dict[str, Any], path: str) -> tuple[Any, Any]:
         hint = " (add .x or .y)" if isinstance(node, list) else ""
         raise PathError(f"{path!r} is {kind}, not a number{hint}")
     return container, index
+
+
+def field_path(cfg: "Config", path: str) -> bool:
+    """True if ``path`` names a whole element field (``plates.NAME.density``)."""
+    segs = path.split(".")
+    return (len(segs) == 3 and segs[0] == "plates" and segs[2] == "density"
+            and segs[1] in {p.name for p in cfg.plates})
 
 
 def nominal_value(cfg: "Config", path: str) -> float:

@@ -34,6 +34,9 @@ class System:
         from ..flexible.beams import BeamSet          # flexible bodies: coordinates after the rigid ones
         self.beams = BeamSet(config, P, self.n)
         self.n += self.beams.ncoord
+        from ..flexible.plates import PlateSet        # plane-stress plates: after the beams
+        self.plates = PlateSet(config, P, self.n)
+        self.n += self.plates.ncoord
         self.ground_slots = [self.n, self.n + 1, self.n + 2]
         g = config.model.gravity
         gx, gy = P.add("model.gravity.x", g[0]), P.add("model.gravity.y", g[1])
@@ -67,6 +70,7 @@ class System:
             self._add_force(("Gravity",), F.Gravity, {}, b.name, self._qb(b.name),
                             [pb["mass"], gx, gy])
         self.beams.add_forces(self, gx, gy)
+        self.plates.add_forces(self, gx, gy)
         for j in config.joints:
             self._add_joint(j)
         for f in config.forces:
@@ -130,6 +134,8 @@ class System:
             self._group(key, J.Driver, {"coordinate": coord, "function": fn}, j.name,
                         self._qb(body), pidx, 1)
             return
+        if self.plates.is_plate_point(j.a) or self.plates.is_plate_point(j.b):
+            return self.plates.add_joint(self, j)
         if self.beams.is_beam_point(j.a) or self.beams.is_beam_point(j.b):
             return self.beams.add_joint(self, j)
         ba, pa = self._point(j.a)
@@ -189,6 +195,7 @@ class System:
         self.q_guess = q0
         self.independent = []   # (key, Driver group, velocity parameter index)
         self.beams.initial_setup(self, q0)
+        self.plates.initial_setup(self, q0)
         for b in self.config.bodies:
             pb = self.body_p[b.name]
             for k in b.independent:
@@ -207,10 +214,13 @@ class System:
     def point_offset(self, ref, p=None):
         """(body coordinate indices in the extended vector, s = P̄ − c̄) of a point."""
         p = self.p if p is None else p
+        if self.plates.is_plate_point(ref):       # a plate node: (x, y, ground's zero angle slot)
+            return self.plates.point_coords(ref) + [self.ground_slots[2]], np.zeros(2), [ZERO] * 4
         body, idx = self._point(ref)
         return self._qb(body), p[idx[0:2]] - p[idx[2:4]], idx
 
     def describe(self):
-        return {"bodies": len(self.body_names), "beams": len(self.beams), "coordinates": self.n, "constraints": self.m,
+        return {"bodies": len(self.body_names), "beams": len(self.beams), "plates": len(self.plates),
+                "coordinates": self.n, "constraints": self.m,
                 "dof": self.n - self.m, "parameters": len(self.params) - 1,
                 "components": {type(g).__name__: g.ne for g in self.constraints + self.forces}}

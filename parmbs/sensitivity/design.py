@@ -1,27 +1,70 @@
-"""Design variables: named entries of the model parameter vector p."""
+"""Design variables: named entries of the model parameter vector p.
+
+A design entry whose path is a scalar parameter (``forces.S1.length``) is one design
+column.  A path naming an element *field* (``plates.P.density``: one entry of p per
+element) expands into N columns, named ``P.density[e]``, in element order.  Each
+element's density is a separate entry of p read only by that element's components,
+so their ∂r/∂p blocks (``Force.r_p(..., cols)``) hold only the element-local column:
+∂R/∂ρ stays a sparse local operator and the adjoint gradient over all N costs one
+sparse transpose product per step, never a dense N_state × N_design block.
+
+``fields`` maps each design entry name to its slice of columns (a scalar entry: a
+slice of length 1) for output grouped by entry (gradient JSON/HDF5 of a field).
+"""
 import numpy as np
 
 from ..model.system import ModelError
 
+#: the direct (tangent) method propagates one dense state column per design variable
+DIRECT_MAX_COLUMNS = 200
+
 
 class DesignSpace:
     def __init__(self, system, design_cfg):
-        self.names = [d.name for d in design_cfg]
-        self.paths = [d.path for d in design_cfg]
-        self.index = []
+        self.names, self.paths, index, lower, upper = [], [], [], [], []
+        self.fields = {}
+        plates = getattr(system, "plates", None)
         for d in design_cfg:
-            if d.path not in system.params.index:
+            field = plates.field(d.path) if plates is not None else None
+            if field is not None:
+                plate = d.path.split(".")[1]
+                cols = [f"{plate}.density[{e}]" for e in range(len(field))]
+                idx = list(field)
+            elif d.path in system.params.index:
+                cols, idx = [d.name], [system.params.index[d.path]]
+            else:
                 raise ModelError(f"design.{d.name}.path",
                                  f"'{d.path}' is not a parameter of this model")
-            self.index.append(system.params.index[d.path])
-        self.index = np.array(self.index, dtype=np.int64)
+            self.fields[d.name] = slice(len(self.names), len(self.names) + len(cols))
+            self.names += cols
+            self.paths += [system.params.paths[i] for i in idx] if field is not None else [d.path]
+            index += idx
+            lower += [-np.inf if d.lower is None else d.lower] * len(cols)
+            upper += [np.inf if d.upper is None else d.upper] * len(cols)
+        self.index = np.array(index, dtype=np.int64)
+        if len(np.unique(self.index)) != len(self.index):
+            raise ModelError("design", "a parameter is designed twice (overlapping design entries)")
         self.map = -np.ones(len(system.p), np.int64)
         self.map[self.index] = np.arange(len(self.index))
-        self.lower = np.array([-np.inf if d.lower is None else d.lower for d in design_cfg])
-        self.upper = np.array([np.inf if d.upper is None else d.upper for d in design_cfg])
+        self.lower = np.array(lower, dtype=float)
+        self.upper = np.array(upper, dtype=float)
 
     def __len__(self):
         return len(self.names)
+
+    def is_field(self, name):
+        """True if the design entry ``name`` is an element field (more than a scalar)."""
+        s = self.fields[name]
+        return s.stop - s.start != 1 or self.names[s.start] != name
+
+    def check_direct(self, limit=DIRECT_MAX_COLUMNS):
+        """Refuse the direct method for more than ``limit`` design columns: its tangent
+        carries one dense state column per design variable (use the adjoint)."""
+        if len(self) > limit:
+            raise ModelError("sensitivity.method",
+                             f"the direct method carries one state column per design variable; "
+                             f"{len(self)} design columns exceed its limit of {limit} — use "
+                             f"method = \"adjoint\" for element fields")
 
     def values(self, p):
         return p[self.index].copy()

@@ -178,6 +178,84 @@ def _no_restart(args):
         raise InputError(args.config, "--restart", f"restarting from {args.restart} is not supported yet")
 
 
+class _closing:
+    """Close a checkpoint run's file on every rank at the end of a block (collective);
+    after a simulated kill (tests) leave it as a crash would."""
+
+    def __init__(self, ck):
+        self.ck = ck
+
+    def __enter__(self):
+        return self.ck
+
+    def __exit__(self, et, e, tb):
+        if self.ck is None:
+            return False
+        from .checkpoint import SimulatedKill
+        if et is not None and issubclass(et, SimulatedKill):
+            self.ck.store.abandon()
+        else:
+            try:
+                self.ck.store.close()
+            except Exception:  # noqa: BLE001 - the original error matters more
+                if et is None:
+                    raise
+        return False
+
+
+def _checkpoint_run(pr, cfg, args, method="adjoint"):
+    """Attach an HDF5 checkpoint file to ``pr`` (parmbs/checkpoint) when the run has one:
+
+    * ``--restart FILE.h5``: continue FILE (it must exist and belong to this config);
+      ``-o``, if given, must name the same file;
+    * ``-o OUT.h5``: a fresh checkpoint file that is also the output (index-3 steppers);
+    * ``checkpoint.schedule`` other than ``all``: ``checkpoint.file``, resumed
+      automatically when it exists for the same config;
+    * otherwise nothing: the trajectory stays in memory (returns None).
+    Whole-run PETSc TS steppers keep their trajectory in memory: only ``all``, no
+    --restart.  Finite differences and complex step do not use a file."""
+    restart, output = getattr(args, "restart", None), getattr(args, "output", None)
+    sched = cfg.checkpoint.schedule
+    if hasattr(pr.stepper, "forward"):
+        from .config import ConfigError
+        if sched != "all":
+            raise ConfigError(args.config, "checkpoint.schedule",
+                              f"schedule {sched!r} needs an index3 integrator; {cfg.simulation.integrator!r} "
+                              "(PETSc TS) keeps its trajectory in memory (use 'all')")
+        if restart:
+            raise InputError(args.config, "--restart", f"restarting is supported for the index3 integrators, "
+                             f"not {cfg.simulation.integrator!r}")
+        return None
+    if method not in ("adjoint", "direct"):
+        if restart:
+            raise InputError(args.config, "--restart", f"--method {method} does not use a checkpoint file")
+        return None
+    if restart:
+        if not os.path.exists(restart):
+            raise InputError(args.config, "--restart", f"{restart}: no such file")
+        if output and os.path.abspath(output) != os.path.abspath(restart):
+            raise InputError(args.config, "-o", f"with --restart the output is the restart file {restart}; "
+                             "omit -o or give the same file")
+        path = restart
+    elif output:
+        path = output
+        def remove():
+            if os.path.exists(output):
+                os.remove(output)
+        _on_root(remove, args.config, "-o")
+    elif sched != "all":
+        path = cfg.checkpoint.file
+    else:
+        return None
+    run = pr.use_checkpoint(path, comm=_comm())
+    run.path = path
+    k0 = run.resume_point()
+    if not run.store.created:
+        out(f"checkpoint {path}: resuming ({'forward complete' if k0 >= pr.nsteps else f'forward from step {k0}'}"
+            f"{'' if run.store.adjoint_marker[1] < 0 else f', adjoint at step {run.store.adjoint_marker[1]}'})")
+    return run
+
+
 def _forward(pr, cfg, tracker, writer=None, label="forward"):
     from .io.progress import make_progress
     progress = make_progress(cfg, label=label, rank=_rank())
@@ -243,12 +321,24 @@ def cmd_info(args):
 
 
 def cmd_simulate(args):
-    _no_restart(args)
     cfg = _load(args)
     pr = _problem(cfg, args)
     tracker = _Tracker()
-    writer = _writer(args.output, cfg, pr) if args.output else None
-    traj, wall = _forward(pr, cfg, tracker, writer)
+    ck = _checkpoint_run(pr, cfg, args)
+    if ck is not None:
+        with _closing(ck):
+            traj, wall = _forward(pr, cfg, tracker)
+            if args.plot and ck.sched.kind == "all":
+                traj = traj.full()
+        if args.plot and ck.sched.kind != "all":
+            raise InputError(args.config, "--plot", f"checkpoint.schedule {ck.sched.text!r} keeps only "
+                             "checkpoints, not the trajectory to plot (use 'all')")
+        out(f"wrote {ck.path} (checkpoint schedule {ck.sched.text}, {ck.store.writes} states written)")
+        args = argparse.Namespace(**{**vars(args), "output": None})
+        writer = None
+    else:
+        writer = _writer(args.output, cfg, pr) if args.output else None
+        traj, wall = _forward(pr, cfg, tracker, writer)
     sim = cfg.simulation
     its = np.asarray(traj.newton_its)
     vals = pr.objective_values(traj)
@@ -396,21 +486,25 @@ def _design_values(cfg):
 
 
 def cmd_gradient(args):
-    _no_restart(args)
     cfg = _load(args)
     if _batched(args, cfg):
+        _no_restart(args)
         return _cmd_gradient_batches(args, cfg)
     method = args.method or cfg.sensitivity.method
     _check_method(method, args.config)
     _check_cs(method, cfg, args.config)
     pr = _problem(cfg, args)
     tracker = _Tracker()
-    writer = _writer(args.output, cfg, pr) if args.output else None
-    traj, t_fwd = _forward(pr, cfg, tracker, writer)
-    values = pr.objective_values(traj)
-    t0 = time.perf_counter()
-    grads = _gradient(pr, cfg, method, tracker)
-    t_grad = time.perf_counter() - t0
+    ck = _checkpoint_run(pr, cfg, args, method)
+    writer = _writer(args.output, cfg, pr) if args.output and ck is None else None
+    with _closing(ck):
+        traj, t_fwd = _forward(pr, cfg, tracker, writer)
+        values = pr.objective_values(traj)
+        t0 = time.perf_counter()
+        grads = _gradient(pr, cfg, method, tracker)
+        t_grad = time.perf_counter() - t0
+    if ck is not None:
+        args = argparse.Namespace(**{**vars(args), "output": ck.path})
     names = list(pr.design.names)
     rho = pr.design.values(pr.sys.p)
     sim = cfg.simulation
@@ -551,7 +645,18 @@ def cmd_verify(args):
 
 
 def cmd_optimize(args):
-    raise InputError(args.config, "optimize", "not implemented yet")
+    """TAO on the adjoint gradient; every evaluation on disk; resumable (parmbs/optimize)."""
+    cfg = _load(args)
+    if args.restart and args.output and os.path.abspath(args.output) != os.path.abspath(args.restart):
+        raise InputError(args.config, "-o", "give either -o OUT.h5 (new run) or --restart FILE.h5, not both")
+    from .optimize import Optimization, plot_history
+    path = args.restart or args.output or f"{cfg.model.name}-optimize.h5"
+    opt = Optimization(cfg, path, restart=bool(args.restart), out=out)
+    code, rho = opt.run()
+    png = os.path.splitext(path)[0] + ".png"
+    _on_root(lambda: plot_history(opt.history, png, f"{cfg.model.name}: {opt.objective}"), png, "plot")
+    out(f"wrote {path} (/optimize) and {png}")
+    return code
 
 
 def cmd_plot(args):
@@ -589,7 +694,7 @@ def build_parser():
     sp.add_argument("config", metavar="CONFIG")
     sp.add_argument("-o", "--output", metavar="OUT.h5", help="write the trajectory to HDF5")
     sp.add_argument("--plot", metavar="OUT.png", help="write a PNG plot of the trajectory")
-    sp.add_argument("--restart", metavar="FILE.h5", help="(not supported yet)")
+    sp.add_argument("--restart", metavar="FILE.h5", help="continue the checkpoint file FILE.h5 (forward or adjoint)")
     sets(sp)
 
     sp = add("gradient", "objective values and their gradients")
@@ -598,7 +703,7 @@ def build_parser():
                     help="sensitivity method (default: the config's sensitivity.method)")
     sp.add_argument("--json", metavar="OUT.json", help="write the gradient JSON")
     sp.add_argument("-o", "--output", metavar="OUT.h5", help="write trajectory and /gradient to HDF5")
-    sp.add_argument("--restart", metavar="FILE.h5", help="(not supported yet)")
+    sp.add_argument("--restart", metavar="FILE.h5", help="continue the checkpoint file FILE.h5 (forward or adjoint)")
     sp.add_argument("--groups", type=int, metavar="G",
                     help="parallel groups: split design variables (direct, fd) or objectives/scenarios "
                     "(adjoint) into G batches (default: the config's parallel.groups)")
@@ -608,7 +713,7 @@ def build_parser():
     sp.add_argument("config", metavar="CONFIG")
     sets(sp)
 
-    sp = add("optimize", "design optimization (not implemented yet)")
+    sp = add("optimize", "design optimization (TAO on the adjoint gradient; restartable)")
     sp.add_argument("config", metavar="CONFIG")
     sp.add_argument("-o", "--output", metavar="OUT.h5")
     sp.add_argument("--restart", metavar="FILE.h5")

@@ -118,13 +118,11 @@ class CheckpointedRun:
             return StoredTrajectory(self, self.T, dict(zip(self._names(), rec[5])), np.zeros(0, np.int64), N)
         k0, x, psi, x0 = self._start(p)
         refs = refs_of(x0)
-        if on_step is not None and k0 > 0:
-            self._replay(k0, on_step)
         keep = self.sched.forward_keep(N)
         if k0 == 0:
             self._put(0, x, psi)
-            if on_step:
-                on_step(0, T[0], x)
+        if on_step:                    # on_step sees the steps computed in this job
+            on_step(k0, T[k0], x)
         if k0 >= keep:
             self.held[k0] = x
         its = np.zeros(N - k0, np.int64)
@@ -141,7 +139,7 @@ class CheckpointedRun:
             if progress:
                 progress(k + 1, N)
         if self.sched.kind == "all":
-            st.flush_rows()
+            st.sync()
         values = self._values(psi, x, p, refs)
         mu, grad, gref = pr._adjoint_local(N, T[N], x, p, refs)
         st.save_adjoint(N, x, mu, grad, gref, values, force=True)
@@ -161,15 +159,6 @@ class CheckpointedRun:
             st.put_slot(i, k, self.T[k], x, psi)
             if self.sched.kind == "revolve":
                 self.mem[k] = x
-
-    def _replay(self, k0, on_step):
-        """Feed rows 0..k0 of the file to ``on_step`` (resuming with an output writer)."""
-        if self.sched.kind != "all":
-            raise RuntimeError("cannot replay a checkpointed forward run that is not schedule 'all'")
-        B = self._block()
-        for a in range(0, k0 + 1, B):
-            for j, (t, x, _) in enumerate(self.store.read_rows(a, min(a + B - 1, k0))):
-                on_step(a + j, t, x)
 
     def _block(self):
         width = 8 * (3 * self.pr.sys.n + self.pr.sys.m + 2)

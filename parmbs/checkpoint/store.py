@@ -123,6 +123,7 @@ class CheckpointStore:
             interval = float(os.environ.get("PARMBS_CHECKPOINT_INTERVAL", DEFAULT_INTERVAL))
         self.interval = interval
         self.kill = _Kill()
+        self._pending = None                  # rank 0: error of a buffered write, raised collectively
         self.f = None
         self._rows = []                       # buffered ``all`` rows
         self._last = time.monotonic()
@@ -146,18 +147,24 @@ class CheckpointStore:
         self.created, self.valid_steps, self.slot_step, self.adjoint_marker = info
 
     # -- collective plumbing ----------------------------------------------------------------
-    def _root(self, fn, key):
+    def _root(self, fn, key, pending_first=True):
         """Run fn on rank 0; broadcast its result, or the same HDF5Error to every rank."""
         res, err = None, None
         if self.root:
             try:
+                if pending_first and self._pending is not None:   # a failed buffered row write
+                    raise self._pending
                 res = fn()
+            except SimulatedKill:
+                err = "kill"
             except HDF5Error as e:
                 err = (e.file, e.key, e.message)
             except (OSError, ValueError, KeyError, TypeError, RuntimeError) as e:
                 err = (self.path, key, _short(e))
         if self.comm.size > 1:
             res, err = self.comm.bcast((res, err), root=0)
+        if err == "kill":
+            raise SimulatedKill("write")
         if err is not None:
             if self.root and self.f is not None:
                 try:
@@ -178,7 +185,9 @@ class CheckpointStore:
         chunks = (rows,) + tuple(max(s, 1) for s in shape[1:])
         if shape[0] == 0 or any(s == 0 for s in shape[1:]):
             return g.create_dataset(name, shape=shape, dtype=dtype)
-        return g.create_dataset(name, shape=shape, dtype=dtype, chunks=chunks, dcpl=dcpl)
+        # maxshape: extendible like TrajectoryWriter's (never resized here: no metadata change)
+        return g.create_dataset(name, shape=shape, dtype=dtype, chunks=chunks, dcpl=dcpl,
+                                maxshape=(None,) + tuple(shape[1:]))
 
     def _create(self, h5py, config, problem):
         sys_, S, N = problem.sys, self.S, self.N
@@ -253,7 +262,7 @@ class CheckpointStore:
             raise HDF5Error(p, "/meta/config_sha256", "the file was written for a different config "
                             f"(resolved sha256 {sha[:12]}…, this config {self.sha[:12]}…: model, parameters, "
                             "dt, schedule or objectives changed); it cannot be resumed — delete it or "
-                            "use another checkpoint.file")
+                            "give another file")
         if int(ck.attrs.get("format", -1)) != FORMAT:
             raise HDF5Error(p, "/checkpoint", f"unsupported checkpoint format {ck.attrs.get('format')}")
         try:
@@ -278,11 +287,18 @@ class CheckpointStore:
     def put_row(self, k, t, x, psi):
         """Schedule ``all``: buffer row k (consecutive); flushed every ``interval`` s."""
         self.writes += 1
-        if not self.root:
+        if not self.root or self._pending is not None:
             return
         self._rows.append((k, t, [np.array(a, dtype=float) for a in x], np.array(psi, dtype=float)))
         if time.monotonic() - self._last >= self.interval or k == self.N:
-            self.flush_rows()
+            try:
+                self.flush_rows()
+            except (HDF5Error, SimulatedKill) as e:   # rank 0 alone: raised by the next collective call
+                self._pending = e
+
+    def sync(self):
+        """Collective: flush buffered rows; raise a pending write error on every rank."""
+        self._root(self.flush_rows if self.root else (lambda: None), "/trajectory")
 
     def flush_rows(self):
         """Rank 0: write the buffered rows, flush, then advance valid_steps and flush again."""
@@ -422,13 +438,15 @@ class CheckpointStore:
         """Collective: flush what is buffered and close."""
         def fin():
             try:
-                if self.schedule.kind == "all":
+                if self.schedule.kind == "all" and self._pending is None:
                     self.flush_rows()
             finally:
                 if self.f is not None:
                     self.f.close()
                     self.f = None
-        self._root(fin, "/trajectory")
+            if self._pending is not None:
+                raise self._pending
+        self._root(fin, "/trajectory", pending_first=False)
 
     def abandon(self):
         """Close without flushing the buffer (what a crash leaves; tests)."""

@@ -397,7 +397,7 @@ class Checkpoint(_Model):
 
 
 class Optimize(_Model):
-    method: Literal["tao-blmvm", "tao-lmvm", "mma"] = "tao-blmvm"
+    method: Literal["tao-blmvm", "tao-bqnls", "tao-lmvm", "mma"] = "tao-blmvm"
     objective: Str | None = None
     max_it: PosInt = 50
     gatol: NonNegReal = 1e-8

@@ -1,0 +1,251 @@
+"""Restartable gradient-based optimization: PETSc TAO on the adjoint gradient.
+
+    minimize ψ(ρ)  subject to  ρ_lower ≤ ρ ≤ ρ_upper     (``[optimize]``, ``[[design]]``)
+
+One evaluation = one forward run + one adjoint sweep of the chosen objective.  The
+optimizer works in scaled variables x_j = ρ_j / s_j with s_j = |ρ_j⁰| (1 where ρ_j⁰ = 0),
+so design variables of different units (a length in m, a stiffness in N/m) have
+gradients of comparable size; bounds are scaled alike.
+
+Restart (see ``log.py``): every evaluation is logged before the optimizer sees it; a
+resumed run replays the log through the same deterministic optimizer, so it continues
+the uninterrupted iterate sequence exactly.  SIGTERM / SIGUSR1 (what SLURM's
+``--signal`` sends before the time limit) set a flag; the run stops at the next
+safe point — before starting a new evaluation, when everything so far is on disk —
+and exits 0 with the command that resumes it.  Ranks agree on stopping through one
+allreduce per evaluation, so no rank is left in a collective call.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import time
+
+import numpy as np
+
+from .._petsc import PETSc
+from ..io.hdf5 import HDF5Error
+from ..model.system import ModelError
+from ..sensitivity.problem import Problem
+from .log import EvaluationLog, kill_hook
+
+TAO_TYPES = {"tao-blmvm": "blmvm", "tao-bqnls": "bqnls", "tao-lmvm": "lmvm"}
+#: [optimize] keys that only say how long to run: a restart may change them
+RUN_LENGTH_KEYS = ("max_it", "gatol", "grtol")
+
+
+class StopRequested(Exception):
+    """A stop signal arrived; raised at a safe point to unwind the optimizer."""
+
+
+class ReplayMismatch(Exception):
+    pass
+
+
+def optimization_sha256(config) -> str:
+    """sha256 of the resolved config without output keys and run-length rules."""
+    import tomli_w
+    from ..config.schema import _drop_none
+    d = config.to_dict()
+    d.get("checkpoint", {}).pop("file", None)
+    d.get("simulation", {}).pop("progress", None)
+    for k in RUN_LENGTH_KEYS:
+        d.get("optimize", {}).pop(k, None)
+    return hashlib.sha256(tomli_w.dumps(_drop_none(d)).encode("utf-8")).hexdigest()
+
+
+class _Signals:
+    """Install SIGTERM/SIGUSR1 handlers that only record the signal (restored on exit)."""
+
+    SIGNALS = tuple(s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGUSR1", None)) if s)
+
+    def __init__(self):
+        self.received = None
+        self._old = {}
+
+    def __enter__(self):
+        for s in self.SIGNALS:
+            try:
+                self._old[s] = signal.signal(s, self._handler)
+            except ValueError:          # not the main thread: signals cannot be caught here
+                pass
+        return self
+
+    def _handler(self, signum, frame):
+        self.received = signal.Signals(signum).name
+
+    def __exit__(self, *exc):
+        for s, h in self._old.items():
+            signal.signal(s, h)
+
+
+class Optimization:
+    """``parmbs optimize``: one objective, bound constraints, TAO, restartable."""
+
+    def __init__(self, config, path, restart=False, comm=None, out=print):
+        self.config, self.path, self.out = config, os.fspath(path), out
+        self.comm = comm or PETSc.COMM_WORLD
+        self.mpi = self.comm.tompi4py()
+        opt = config.optimize
+        if opt.method not in TAO_TYPES:
+            raise ModelError("optimize.method", f"{opt.method!r} is not available yet (use one of "
+                             f"{', '.join(TAO_TYPES)})")
+        self.problem = pr = Problem(config, comm=self.comm)
+        names = [o.name for o in pr.objectives]
+        if not names:
+            raise ModelError("objectives", "nothing to optimize: no [[objectives]]")
+        self.objective = opt.objective or names[0]
+        if self.objective not in names:
+            raise ModelError("optimize.objective", f"unknown objective {self.objective!r} "
+                             f"(known: {', '.join(names)})")
+        pr.objectives = [o for o in pr.objectives if o.name == self.objective]
+        if len(pr.design) == 0:
+            raise ModelError("design", "nothing to optimize: no [[design]] variables")
+        self.p0 = pr.sys.p.copy()
+        self.rho0 = pr.design.values(self.p0)
+        self.scale = np.where(self.rho0 != 0, np.abs(self.rho0), 1.0)
+        if not restart and self._has_record():
+            raise HDF5Error(self.path, "-o", "holds an optimization record already; continue it with "
+                            f"--restart {self.path} or choose another output file")
+        self.log = EvaluationLog(self.path, config, optimization_sha256(config), pr.design.names,
+                                 opt.method, self.objective, fresh=not restart, comm=self.mpi)
+        self.replayed = 0
+        done = self.log.history()
+        self.t_start = time.perf_counter() - (float(done[-1, 5]) if len(done) else 0.0)   # cumulative wall
+        self.signals = None
+
+    def _has_record(self):
+        """Does the output file hold an optimization record?  (Rank 0 looks, all learn:
+        a per-rank look could race with rank 0 creating the file.)"""
+        ok = False
+        if self.mpi.rank == 0 and os.path.exists(self.path):
+            try:
+                import h5py
+                with h5py.File(self.path, "r") as f:
+                    ok = "optimize" in f
+            except OSError:
+                ok = False
+        return self.mpi.bcast(ok, root=0)
+
+    # -- one evaluation ----------------------------------------------------------------------
+    def evaluate(self, rho):
+        """ψ(ρ) and ∇ψ(ρ): forward run + adjoint sweep."""
+        pr = self.problem
+        p = pr.design.apply(self.p0, rho)
+        pr.forward(p)
+        kill_hook("forward")
+        val = pr.objective_values(pr.traj, p)[self.objective]
+        grad = pr.adjoint(p)[self.objective]
+        kill_hook("adjoint")
+        return float(val), np.asarray(grad, float)
+
+    def _gather(self, x):
+        return np.concatenate(self.mpi.allgather(x.getArray(readonly=True).copy()))
+
+    def _objective_gradient(self, tao, x, g):
+        xs = self._gather(x)
+        rho = xs * self.scale
+        k = self.replayed
+        log = self.log
+        if k < log.evaluations:
+            if not np.array_equal(log.x[k], rho):
+                raise ReplayMismatch(k)
+            f, grad = log.fv[k], log.g[k]
+            if k + 1 == log.evaluations:
+                self.out(f"resumed: {log.evaluations} evaluations replayed from {self.path}")
+        else:
+            stop = self.signals.received if self.signals else None
+            if self.mpi.allreduce(1 if stop else 0) > 0:
+                raise StopRequested(stop or "signal on another rank")
+            f, grad = self.evaluate(rho)
+            log.append(rho, f, grad)
+        self.replayed = k + 1
+        lo, hi = g.getOwnershipRange()
+        g.setArray((grad * self.scale)[lo:hi])
+        return f
+
+    def _monitor(self, tao):
+        its, f, gnorm, cnorm, step, reason = tao.getSolutionStatus()
+        wall = time.perf_counter() - self.t_start
+        row = np.array([its, f, gnorm, step, self.replayed, wall], float)
+        if self.log.add_history(row):
+            self.out(f"it {its:4d}  psi {f: .10e}  |grad| {gnorm:.3e}  step {step:.3e}  "
+                     f"evals {self.replayed:4d}  {wall:8.1f} s")
+
+    # -- the run -----------------------------------------------------------------------------------
+    def run(self):
+        """Optimize; returns (exit code, final ρ or None)."""
+        opt, pr = self.config.optimize, self.problem
+        nd = len(pr.design)
+        tao = PETSc.TAO().create(self.comm)
+        tao.setType(TAO_TYPES[opt.method])
+        x = PETSc.Vec().createMPI(nd, comm=self.comm)
+        lo_, hi_ = x.getOwnershipRange()
+        x.setArray((self.rho0 / self.scale)[lo_:hi_])
+        tao.setSolution(x)
+        tao.setObjectiveGradient(self._objective_gradient, x.duplicate())
+        if opt.method != "tao-lmvm":
+            lb, ub = x.duplicate(), x.duplicate()
+            big = PETSc.INFINITY
+            lo = np.where(np.isfinite(pr.design.lower), pr.design.lower / self.scale, -big)
+            hi = np.where(np.isfinite(pr.design.upper), pr.design.upper / self.scale, big)
+            lb.setArray(lo[lo_:hi_])
+            ub.setArray(hi[lo_:hi_])
+            tao.setVariableBounds(lb, ub)
+        tao.setTolerances(gatol=opt.gatol, grtol=opt.grtol, gttol=0.0)
+        tao.setMaximumIterations(opt.max_it)
+        tao.setMonitor(self._monitor)
+        tao.setOptionsPrefix("parmbs_opt_")
+        tao.setFromOptions()
+        self.out(f"{self.config.model.name}: optimize {self.objective} over {nd} design variables with "
+                 f"{opt.method} (max {opt.max_it} iterations); record {self.path}")
+        code, rho = 0, None
+        try:
+            with _Signals() as self.signals:
+                tao.solve()
+            rho = self._gather(tao.getSolution()) * self.scale
+            self.log.finish(rho, pr.design.names)
+            its, f, gnorm, _, _, reason = tao.getSolutionStatus()
+            self.out(f"done: {_reason(reason)} after {its} iterations, {self.log.evaluations} evaluations; "
+                     f"psi = {f:.10e}, |grad| = {gnorm:.3e}")
+            for n, v in zip(pr.design.names, rho):
+                self.out(f"  {n:<12} = {v: .10e}")
+        except StopRequested as e:
+            self.out(f"stopped on {e.args[0]} at a safe point after {self.log.evaluations} evaluations "
+                     f"(all on disk); resume with: parmbs optimize {self.config.source} --restart {self.path}")
+        except ReplayMismatch as e:
+            raise HDF5Error(self.path, f"/optimize/x[{e.args[0]}]",
+                            "the resumed optimizer asked for a different design than the recorded run "
+                            "(other PETSc build or edited record); cannot resume exactly") from None
+        finally:
+            self.history = self.log.history()
+            self.log.close()
+            self.mpi.barrier()           # the file is closed when run() returns on any rank
+            for v in (tao, x):
+                v.destroy()
+        return code, rho
+
+
+def _reason(r):
+    names = {v: k for k, v in vars(PETSc.TAO.Reason).items() if isinstance(v, int)}
+    return names.get(r, str(r)).lower().replace("_", " ")
+
+
+def plot_history(history, png, title=""):
+    """ψ and |∇ψ| per iteration (log scale) to a PNG."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    h = np.asarray(history)
+    fig, ax = plt.subplots(1, 2, figsize=(9, 3.5))
+    if len(h):
+        ax[0].semilogy(h[:, 0], np.abs(h[:, 1]) + 1e-300, "o-")
+        ax[1].semilogy(h[:, 0], h[:, 2] + 1e-300, "o-")
+    ax[0].set(xlabel="iteration", ylabel="|ψ|", title=title)
+    ax[1].set(xlabel="iteration", ylabel="|∇ψ| (scaled)")
+    for a in ax:
+        a.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+    plt.close(fig)

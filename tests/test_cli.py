@@ -219,7 +219,8 @@ BAD_INPUT = {
     "plot non-HDF5": (["plot", FIVEBAR], "<file>"),
     "plot missing": (["plot", "nonexistent.h5"], "<file>"),
     "restart": (["simulate", FIVEBAR, "--restart", "old.h5"], "--restart"),
-    "optimize": (["optimize", FIVEBAR], "not implemented"),
+    "optimize unknown objective": (["optimize", FIVEBAR, *SHORT, "--set", "optimize.objective=nope"],
+                                   "optimize.objective"),
 }
 
 

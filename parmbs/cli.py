@@ -518,9 +518,9 @@ def cmd_gradient(args):
         "dt": sim.dt,
         "steps": pr.nsteps,
         "ranks": _comm().size,
-        "design": {n: float(v) for n, v in zip(names, rho)},
+        "design": _design_json(pr.design, rho, args.output, None),
         "objectives": {o: {"value": float(values[o]),
-                           "gradient": {n: float(g) for n, g in zip(names, np.asarray(grads[o]))}}
+                           "gradient": _design_json(pr.design, np.asarray(grads[o]), args.output, o)}
                        for o in grads},
         "timing": {"forward_s": round(t_fwd, 6), "gradient_s": round(t_grad, 6)},
     }
@@ -528,8 +528,9 @@ def cmd_gradient(args):
         f"gradient {t_grad:.3g} s, ranks {_comm().size}")
     for o, od in doc["objectives"].items():
         out(f"{o} = {od['value']:.12e}")
-        for n in names:
-            out(f"  d{o}/d{n:<10} = {od['gradient'][n]: .12e}")
+        for n, g in od["gradient"].items():
+            txt = f"{g: .12e}" if not isinstance(g, dict) else f"field of {g['size']}, norm {g['norm']:.6e}"
+            out(f"  d{o}/d{n:<10} = {txt}")
     if args.json:
         def write_json():
             with open(args.json, "w", encoding="utf-8") as fh:
@@ -539,9 +540,25 @@ def cmd_gradient(args):
         out(f"wrote {args.json}")
     if args.output:
         from .io.hdf5 import write_gradient
-        write_gradient(args.output, grads, names, config=cfg, values=values, comm=_comm())
+        write_gradient(args.output, grads, names, config=cfg, values=values, comm=_comm(),
+                       fields={n: sl for n, sl in pr.design.fields.items() if pr.design.is_field(n)}, design=rho)
         out(f"wrote {args.output} (/trajectory, /gradient)")
     return 0
+
+
+def _design_json(design, vec, output, objective):
+    """Design values or one gradient by entry name (DESIGN.md): scalars as numbers, an
+    element field as {"size", "norm", "hdf5"} (its values are in the -o file)."""
+    doc = {}
+    for name, sl in design.fields.items():
+        if design.is_field(name):
+            part = np.asarray(vec[sl], float)
+            where = f"/gradient/{objective}/{name}" if objective else f"/design/{name}"
+            doc[name] = {"size": int(part.size), "norm": float(np.linalg.norm(part)),
+                         "hdf5": f"{output}:{where}" if output else None}
+        else:
+            doc[name] = float(vec[sl.start])
+    return doc
 
 
 def _rel(a, b, floor):

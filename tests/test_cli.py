@@ -320,3 +320,22 @@ def test_progress_tqdm_on_tty():
         pg(k, 50)
     pg.close()
     assert "50/50" in s.getvalue()
+
+
+def test_gradient_json_element_field(tmp_path):
+    """An element-field design entry: {"size", "norm", "hdf5"} in the JSON, vectors in HDF5."""
+    import h5py
+    js, h5 = tmp_path / "g.json", tmp_path / "g.h5"
+    r = parmbs("gradient", ROOT / "configs" / "plate-pendulum.toml", "--set", "simulation.t_end=0.02",
+               "--json", js, "-o", h5)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(js.read_text())
+    (name, d), = doc["design"].items()
+    assert d["size"] > 1 and d["hdf5"] == f"{h5}:/design/{name}"
+    with h5py.File(h5, "r") as f:
+        assert f[f"design/{name}"].shape == (d["size"],)
+        for o, od in doc["objectives"].items():
+            g = od["gradient"][name]
+            vec = f[f"gradient/{o}/{name}"][:]
+            assert g["hdf5"] == f"{h5}:/gradient/{o}/{name}" and vec.shape == (g["size"],)
+            assert abs(np.linalg.norm(vec) - g["norm"]) <= 1e-12 * g["norm"] and g["norm"] > 0

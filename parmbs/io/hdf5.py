@@ -214,13 +214,20 @@ class TrajectoryWriter:
 # ----------------------------------------------------------------------------- gradients
 
 
-def write_gradient(path, grads, design_names, config=None, values=None, comm=None):
+def write_gradient(path, grads, design_names, config=None, values=None, comm=None, fields=None, design=None):
     """Write ``/gradient/<objective>/<design>`` scalars (rank 0; collective error).
 
     Appends to an existing file (as left by TrajectoryWriter); creates it with
     /meta and /config if it does not exist and ``config`` is given.
     ``values`` optionally maps objective names to objective values (attr ``value``).
+    ``fields`` maps an element-field design entry to its slice of columns: it is
+    written as one vector dataset ``/gradient/<objective>/<entry>``, and its design
+    values (``design``, all columns) as ``/design/<entry>``.
     """
+    fields = fields or {}
+    in_field = np.zeros(len(design_names), bool)
+    for sl in fields.values():
+        in_field[sl] = True
     path = os.fspath(path)
     comm = _comm(comm)
 
@@ -237,8 +244,17 @@ def write_gradient(path, grads, design_names, config=None, values=None, comm=Non
             for obj, grad in grads.items():
                 go = g.create_group(obj)
                 grad = np.asarray(grad, dtype=float)
-                for name, val in zip(design_names, grad):
-                    go.create_dataset(name, data=float(val))
+                for name, val, skip in zip(design_names, grad, in_field):
+                    if not skip:
+                        go.create_dataset(name, data=float(val))
+                for name, sl in fields.items():
+                    go.create_dataset(name, data=grad[sl])
+            if design is not None and fields:
+                if "design" in f:
+                    del f["design"]
+                gd = f.create_group("design")
+                for name, sl in fields.items():
+                    gd.create_dataset(name, data=np.asarray(design, float)[sl])
                 if values is not None and obj in values:
                     go.attrs["value"] = float(values[obj])
     _root_call(comm, write, path, "/gradient")

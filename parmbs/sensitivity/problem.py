@@ -132,6 +132,7 @@ class Problem:
     def direct(self, p=None):
         """∇ψ for every objective by the tangent (forward) sensitivity equations."""
         p = self.sys.p if p is None else p
+        self.design.check_direct()        # one dense column per design variable: refuse fields
         if hasattr(self.stepper, "direct"):
             return self.stepper.direct(self, p)
         traj = self.traj

@@ -428,24 +428,24 @@ def _cmd_gradient_batches(args, cfg):
         except parallel.GroupFailure as e:
             err(f"parmbs: error: {args.config}: computation failed: {e}")
             return e.code
-        names, rho = res.design, [float(v) for v in _design_values(cfg)]
         sim = cfg.simulation
 
-        def block(vals, grads):
-            return {o: {"value": float(vals[o]), "gradient": {n: float(g) for n, g in zip(names, grads[o])}}
+        def block(vals, grads, output):
+            # scalars by name; an element field as {"size", "norm", "hdf5"} (DESIGN.md)
+            return {o: {"value": float(vals[o]), "gradient": _design_json(res.space, grads[o], output, o)}
                     for o in res.objectives}
         doc = {
             "parmbs": __version__, "config": args.config, "config_sha256": cfg.text_sha256,
             "method": method, "formulation": sim.formulation, "integrator": sim.integrator,
             "dt": sim.dt, "steps": int(round(sim.t_end / sim.dt)), "ranks": _comm().size,
             "groups": layout.groups,
-            "design": dict(zip(names, rho)),
-            "objectives": block(res.total_values, res.total_gradients),
+            "design": _design_json(res.space, res.rho, args.output, None),
+            "objectives": block(res.total_values, res.total_gradients, args.output),
             "timing": {k: round(res.timing[k], 6) for k in ("forward_s", "gradient_s")},
         }
         if cfg.scenarios:
             doc["scenarios"] = {sc.name: {"weight": sc.weight,
-                                          "objectives": block(res.values[sc.name], res.gradients[sc.name])}
+                                          "objectives": block(res.values[sc.name], res.gradients[sc.name], None)}
                                 for sc in res.scenarios}
         out(f"{cfg.model.name}: {method} gradient, {layout.mode}, {layout.groups} group(s) on "
             f"{_comm().size} rank(s), {len(res.scenarios)} scenario(s), plan '{res.plan.strategy}' "
@@ -457,8 +457,9 @@ def _cmd_gradient_batches(args, cfg):
                     out(f"[{sc.name}] {o} = {res.values[sc.name][o]:.12e}")
         for o, od in doc["objectives"].items():
             out(f"{o} = {od['value']:.12e}" + (" (weighted sum over scenarios)" if cfg.scenarios else ""))
-            for n in names:
-                out(f"  d{o}/d{n:<10} = {od['gradient'][n]: .12e}")
+            for n, g in od["gradient"].items():
+                txt = f"{g: .12e}" if not isinstance(g, dict) else f"field of {g['size']}, norm {g['norm']:.6e}"
+                out(f"  d{o}/d{n:<10} = {txt}")
         if args.json:
             def write_json():
                 with open(args.json, "w", encoding="utf-8") as fh:
@@ -468,21 +469,15 @@ def _cmd_gradient_batches(args, cfg):
             out(f"wrote {args.json}")
         if args.output:
             from .io.hdf5 import write_gradient
-            write_gradient(args.output, res.total_gradients, names, config=cfg, values=res.total_values,
-                           comm=_comm())
+            sp = res.space
+            write_gradient(args.output, res.total_gradients, res.design, config=cfg, values=res.total_values,
+                           comm=_comm(), fields={n: sl for n, sl in sp.fields.items() if sp.is_field(n)},
+                           design=res.rho)
             out(f"wrote {args.output} (/gradient)")
         res.destroy()
         return 0
     finally:
         layout.free()
-
-
-def _design_values(cfg):
-    """ρ at the nominal design, read from the model's parameter vector like the serial path."""
-    from .model.system import System
-    from .sensitivity.design import DesignSpace
-    sys_ = System(cfg)
-    return DesignSpace(sys_, cfg.design).values(sys_.p)
 
 
 def cmd_gradient(args):

@@ -1,13 +1,14 @@
 """Batch-parallel gradients: work split across the groups of a ``parallel.Layout``.
 
 Work units
-    direct / fd — the design variables of each scenario (one tangent column, or one
-    pair of perturbed forward runs, per variable);
+    direct / fd — the design columns of each scenario (one tangent column, or one
+    pair of perturbed forward runs, per column; an element field has one column per
+    element, so a field is split between groups like scalars are);
     adjoint     — the objectives of each scenario (one adjoint column per objective).
 A *task* is (scenario, contiguous run of units); a *batch* is the list of tasks one
 group runs.  Every task builds its own ``Problem`` on the group's communicator from
-the scenario's config restricted to the task's design variables (direct, fd) or
-objectives (adjoint), runs the forward problem and then the gradient.  Columns of
+the scenario's config — restricted to the task's design columns (direct, fd:
+``Problem(design_columns=...)``) or objectives (adjoint) — runs the forward problem and then the gradient.  Columns of
 the direct and adjoint methods are independent of one another, so a restricted
 problem computes the same numbers as the full one (up to the order of BLAS sums:
 ≤ 1.3e-16 relative measured, ≤ 1e-12 asserted in tests/test_parallel*.py).
@@ -167,7 +168,8 @@ def plan(fixed: list[float], unit: list[float], nunits: list[int], groups: int) 
 class BatchResult:
     """Objective values and gradients, per scenario and summed over scenarios.
 
-    ``values[s][o]``, ``gradients[s][o]`` (numpy (nd,)) per scenario name;
+    ``values[s][o]``, ``gradients[s][o]`` (numpy (nd,), one entry per design column)
+    per scenario name;
     ``total_values[o] = Σ_s w_s values[s][o]`` and likewise ``total_gradients``.
     ``vec`` is the distributed PETSc Vec the results were gathered through (owned by
     the caller; ``destroy()`` it).
@@ -183,6 +185,8 @@ class BatchResult:
     plan: Plan
     timing: dict = field(default_factory=dict)
     vec: object = None
+    space: object = None            # the DesignSpace (columns; ``fields`` for element fields)
+    rho: object = None              # design values, one per column
 
     def destroy(self):
         if self.vec is not None:
@@ -193,34 +197,33 @@ class BatchResult:
 # ----------------------------------------------------------------------------- running
 
 
-def _describe_units(method, cfg, units):
+def _describe_units(method, cfg, units, design_names):
     if method == "adjoint":
         names = [cfg.objectives[i].name for i in units]
         return "objective" + ("s " if len(names) != 1 else " ") + ", ".join(names)
-    names = [cfg.design[i].name for i in units]
+    names = [design_names[i] for i in units]
     if not names:
         return "no design variables"
     return f"design {names[0]}" + (f"..{names[-1]} ({len(names)})" if len(names) > 1 else "")
 
 
-def _restricted(cfg, method, units):
-    if method == "adjoint":
-        return cfg.model_copy(update={"objectives": [cfg.objectives[i] for i in units]})
-    return cfg.model_copy(update={"design": [cfg.design[i] for i in units]})
-
-
 def run_task(cfg, method, units, comm, fd_step=None):
     """Forward + gradient of one task on ``comm``: (values dict, gradients dict, timings).
 
-    ``values`` covers every objective of the restricted problem; ``gradients`` maps
-    objective name to the gradient over the task's design variables (direct, fd)
-    or over all design variables (adjoint).
+    ``units`` are design columns (direct, fd: ``Problem(design_columns=...)``) or
+    objective indices (adjoint: the config restricted to those objectives).
+    ``values`` covers every objective of the problem; ``gradients`` maps objective
+    name to the gradient over the task's design columns (direct, fd) or over all
+    design columns (adjoint).
     """
     from .problem import Problem
 
     phase = ["setup"]
     try:
-        pr = Problem(_restricted(cfg, method, units), comm=comm)
+        if method == "adjoint":
+            pr = Problem(cfg.model_copy(update={"objectives": [cfg.objectives[i] for i in units]}), comm=comm)
+        else:
+            pr = Problem(cfg, comm=comm, design_columns=list(units))
         t0 = time.perf_counter()
         if method == "fd":
             phase[0] = "finite differences"
@@ -244,16 +247,26 @@ def run_task(cfg, method, units, comm, fd_step=None):
     return values, grads, {"forward_s": t_fwd, "gradient_s": t_grad}
 
 
-def scenario_costs(scenarios, method, model: CostModel):
-    """(fixed, unit, nunits) per scenario for ``plan``: cost × number of time steps."""
+def scenario_costs(scenarios, method, model: CostModel, ncolumns: int):
+    """(fixed, unit, nunits) per scenario for ``plan``: cost × number of time steps.
+
+    ``ncolumns``: design columns (an element field counts one per element)."""
     fixed, unit, nunits = [], [], []
     for sc in scenarios:
         cfg = sc.config
         steps = int(round(cfg.simulation.t_end / cfg.simulation.dt))
         fixed.append(steps * model.fixed(method))
         unit.append(steps * model.unit(method))
-        nunits.append(len(cfg.objectives) if method == "adjoint" else len(cfg.design))
+        nunits.append(len(cfg.objectives) if method == "adjoint" else ncolumns)
     return fixed, unit, nunits
+
+
+def design_space(cfg):
+    """The design columns of ``cfg`` (names, values): built from the model like Problem does."""
+    from ..model.system import System
+    from .design import DesignSpace
+    sys_ = System(cfg)
+    return DesignSpace(sys_, cfg.design), sys_.p
 
 
 def batch_gradient(cfg, method, layout, cost_model: CostModel | None = None, fd_step=None,
@@ -274,8 +287,9 @@ def batch_gradient(cfg, method, layout, cost_model: CostModel | None = None, fd_
     scenarios = scenarios if scenarios is not None else resolve_scenarios(cfg)
     model = cost_model or CostModel()
     B = nbatches or layout.groups
-    pl = plan(*scenario_costs(scenarios, method, model), B)
-    design = [d.name for d in cfg.design]
+    space, p0 = design_space(cfg)
+    design = list(space.names)
+    pl = plan(*scenario_costs(scenarios, method, model, len(design)), B)
     objectives = [o.name for o in cfg.objectives]
     S, K, nd = len(scenarios), len(objectives), len(design)
     stride = nd + 1
@@ -289,7 +303,7 @@ def batch_gradient(cfg, method, layout, cost_model: CostModel | None = None, fd_
             try:
                 v, g, tm = run_task(sc.config, method, task.units, layout.petsc_group, fd_step)
             except Exception as e:  # noqa: BLE001 - every failure must reach the collective check
-                what = _describe_units(method, sc.config, task.units)
+                what = _describe_units(method, sc.config, task.units, design)
                 msg = " ".join(str(e).split()) or type(e).__name__
                 if isinstance(e, np.linalg.LinAlgError):
                     msg = f"singular matrix ({msg})"
@@ -339,4 +353,5 @@ def batch_gradient(cfg, method, layout, cost_model: CostModel | None = None, fd_
             grads[sc.name][name] = row[1:].copy()
     tv = {o: float(sum(sc.weight * values[sc.name][o] for sc in scenarios)) for o in objectives}
     tg = {o: sum((sc.weight * grads[sc.name][o] for sc in scenarios), np.zeros(nd)) for o in objectives}
-    return BatchResult(design, objectives, scenarios, values, grads, tv, tg, pl, timing, vec)
+    return BatchResult(design, objectives, scenarios, values, grads, tv, tg, pl, timing, vec,
+                       space=space, rho=space.values(p0))

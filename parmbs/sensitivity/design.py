@@ -66,6 +66,25 @@ class DesignSpace:
                              f"{len(self)} design columns exceed its limit of {limit} — use "
                              f"method = \"adjoint\" for element fields")
 
+    def subset(self, columns):
+        """The design space of ``columns`` only (sorted column indices), for a batch of
+        the batch-parallel gradients: same parameters, fewer columns.  A field entry
+        cut by the batch keeps the columns it has left."""
+        import copy
+        cols = np.asarray(columns, dtype=np.int64)
+        sub = copy.copy(self)
+        sub.names = [self.names[c] for c in cols]
+        sub.paths = [self.paths[c] for c in cols]
+        sub.index, sub.lower, sub.upper = self.index[cols], self.lower[cols], self.upper[cols]
+        sub.map = -np.ones(len(self.map), np.int64)
+        sub.map[sub.index] = np.arange(len(cols))
+        sub.fields = {}
+        for name, sl in self.fields.items():
+            inside = np.nonzero((cols >= sl.start) & (cols < sl.stop))[0]
+            if len(inside):
+                sub.fields[name] = slice(int(inside[0]), int(inside[-1]) + 1)
+        return sub
+
     def values(self, p):
         return p[self.index].copy()
 

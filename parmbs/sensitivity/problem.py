@@ -38,12 +38,15 @@ class _StateView:
 
 
 class Problem:
-    def __init__(self, config, system=None, comm=None):
+    def __init__(self, config, system=None, comm=None, design_columns=None):
         """``comm``: the communicator the state's matrices are distributed over
-        (default PETSc.COMM_WORLD)."""
+        (default PETSc.COMM_WORLD).  ``design_columns``: differentiate only these
+        columns of the design space (a batch of sensitivity/batch.py)."""
         self.config = config
         self.sys = system or System(config)
         self.design = DesignSpace(self.sys, config.design)
+        if design_columns is not None:    # batch-parallel hook: a subset of the design columns
+            self.design = self.design.subset(design_columns)
         sim = config.simulation
         self.h = sim.dt
         self.nsteps = int(round(sim.t_end / sim.dt))

@@ -26,7 +26,7 @@ with L the explicit (predictor) part of x_{n+1}(x_n).
 import numpy as np
 
 from ..model.assembly import SparseOperator
-from ..model.evaluation import StateEval
+from ..model.evaluation import StateEval, EvalPlan
 
 
 class StepError(RuntimeError):
@@ -52,6 +52,7 @@ class NewmarkFamily:
                        + [(diag, diag)])
         self.zero_diag = [np.zeros((m, 1, 1))]
         self.op = SparseOperator(n + m, self.blocks, comm=comm, options=petsc_options)
+        self.plan = EvalPlan(system, self.design_map)     # index arrays shared by every state
         from .initial import InitialState
         self.init = InitialState(system, self.op, self.design_map, ndesign, newton, comm=comm)
 
@@ -73,7 +74,7 @@ class NewmarkFamily:
 
     # -- pieces shared by the three steps ---------------------------------------------------------
     def _eval(self, t, x, p):
-        return StateEval(self.sys, t, *x, p, self.design_map)
+        return StateEval(self.sys, t, *x, p, self.design_map, self.plan)
 
     def _set_matrix(self, ev):
         h, b, g = self.h, self.beta, self.gamma
@@ -97,8 +98,9 @@ class NewmarkFamily:
         h, b, g = self.h, self.beta, self.gamma
         t1 = t + h
         qp, vp = self._predict(x)
-        ev_old = ev_old or self._eval(t, x, p)
-        R_old = ev_old.residual(self.am, self.af) if (self.am or self.af) else 0.0
+        R_old = 0.0
+        if self.am or self.af:                 # trapezoidal/Newmark: no old-state residual
+            R_old = (ev_old or self._eval(t, x, p)).residual(self.am, self.af)
         a, lam = x[2].copy(), x[3].copy()
         n = self.sys.n
         tol = self.newton

@@ -42,17 +42,31 @@ def cs_jacobian(f, args, i, cols=None):
     x = np.asarray(args[i])
     k = x.shape[-1]
     cols = np.arange(k) if cols is None else np.asarray(cols)
-    E = np.zeros((len(cols), k))
-    E[np.arange(len(cols)), cols] = 1.0
-    E = E.reshape((len(cols),) + (1,) * (x.ndim - 1) + (k,))
-    xc = x[None, ...] + 1j * CS_H * E
+    nc = len(cols)
+    # x + i h e_j for every column j, built in place: this sits on every adjoint and
+    # tangent step, so it avoids the (nc, …, k) identity product of the textbook form
+    xc = np.zeros((nc,) + x.shape, dtype=complex)
+    if np.iscomplexobj(x):
+        xc[...] = x
+        xc.imag[np.arange(nc), ..., cols] += CS_H
+    else:
+        xc.real[...] = x
+        xc.imag[np.arange(nc), ..., cols] = CS_H
     # every array argument gets the new leading axis, so the output always has it
     # (size 1 where f does not depend on x: the derivative is then zero)
-    a = [np.asarray(y)[None, ...] if np.ndim(y) else y for y in args]
+    a = [_lead(y) for y in args]
     a[i] = xc
-    out = np.imag(f(*a)) / CS_H
-    out = np.broadcast_to(out, (len(cols),) + out.shape[1:])
-    return np.moveaxis(out, 0, -1)
+    out = np.asarray(f(*a)).imag / CS_H
+    if out.shape[0] != nc:
+        out = np.broadcast_to(out, (nc,) + out.shape[1:])
+    return out.transpose(tuple(range(1, out.ndim)) + (0,))
+
+
+def _lead(y):
+    """``y`` with a new leading axis of length 1 (scalars unchanged)."""
+    if type(y) is np.ndarray:
+        return y[None] if y.ndim else y
+    return np.asarray(y)[None] if np.ndim(y) else y
 
 
 class Component:

@@ -455,18 +455,7 @@ def _cmd_gradient_batches(args, cfg):
             for sc in res.scenarios:
                 for o in res.objectives:
                     out(f"[{sc.name}] {o} = {res.values[sc.name][o]:.12e}")
-        for o, od in doc["objectives"].items():
-            out(f"{o} = {od['value']:.12e}" + (" (weighted sum over scenarios)" if cfg.scenarios else ""))
-            for n, g in od["gradient"].items():
-                txt = f"{g: .12e}" if not isinstance(g, dict) else f"field of {g['size']}, norm {g['norm']:.6e}"
-                out(f"  d{o}/d{n:<10} = {txt}")
-        if args.json:
-            def write_json():
-                with open(args.json, "w", encoding="utf-8") as fh:
-                    json.dump(doc, fh, indent=2)
-                    fh.write("\n")
-            _on_root(write_json, args.json, "--json")
-            out(f"wrote {args.json}")
+        _report_gradient(doc, args, " (weighted sum over scenarios)" if cfg.scenarios else "")
         if args.output:
             from .io.hdf5 import write_gradient
             sp = res.space
@@ -521,8 +510,19 @@ def cmd_gradient(args):
     }
     out(f"{cfg.model.name}: {method} gradient, {pr.nsteps} steps, forward {t_fwd:.3g} s, "
         f"gradient {t_grad:.3g} s, ranks {_comm().size}")
+    _report_gradient(doc, args)
+    if args.output:
+        from .io.hdf5 import write_gradient
+        write_gradient(args.output, grads, names, config=cfg, values=values, comm=_comm(),
+                       fields={n: sl for n, sl in pr.design.fields.items() if pr.design.is_field(n)}, design=rho)
+        out(f"wrote {args.output} (/trajectory, /gradient)")
+    return 0
+
+
+def _report_gradient(doc, args, note=""):
+    """Print the gradients of a DESIGN.md gradient document; write it to --json."""
     for o, od in doc["objectives"].items():
-        out(f"{o} = {od['value']:.12e}")
+        out(f"{o} = {od['value']:.12e}{note}")
         for n, g in od["gradient"].items():
             txt = f"{g: .12e}" if not isinstance(g, dict) else f"field of {g['size']}, norm {g['norm']:.6e}"
             out(f"  d{o}/d{n:<10} = {txt}")
@@ -533,12 +533,6 @@ def cmd_gradient(args):
                 fh.write("\n")
         _on_root(write_json, args.json, "--json")
         out(f"wrote {args.json}")
-    if args.output:
-        from .io.hdf5 import write_gradient
-        write_gradient(args.output, grads, names, config=cfg, values=values, comm=_comm(),
-                       fields={n: sl for n, sl in pr.design.fields.items() if pr.design.is_field(n)}, design=rho)
-        out(f"wrote {args.output} (/trajectory, /gradient)")
-    return 0
 
 
 def _design_json(design, vec, output, objective):

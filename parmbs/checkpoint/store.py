@@ -44,7 +44,7 @@ import zlib
 
 import numpy as np
 
-from ..io.hdf5 import HDF5Error, _comm, _short, _write_header, coordinate_names
+from ..io.hdf5 import HDF5Error, _comm, _short, _write_header, coordinate_names, put_names
 
 FORMAT = 1
 _STATE = ("t", "q", "v", "a", "lambda")
@@ -199,8 +199,8 @@ class CheckpointStore:
         for name, width in (("t", None), ("q", self.n), ("v", self.n), ("a", self.n), ("lambda", self.m)):
             self._dset(h5py, data, name, (S,) if width is None else (S, width))
         for name in ("q", "v", "a"):
-            data[name].attrs["coordinates"] = coordinate_names(sys_)
-        data["lambda"].attrs["constraints"] = list(sys_.constraint_names)
+            put_names(data[name], "coordinates", coordinate_names(sys_))
+        put_names(data["lambda"], "constraints", sys_.constraint_names)
         self._dset(h5py, ck, "psi", (S, self.nobj))
         self._dset(h5py, ck, "crc", (S,), "u4")
         if self.schedule.kind != "all":
@@ -209,8 +209,8 @@ class CheckpointStore:
         sim = config.simulation
         if self.schedule.kind == "all":
             g = data
-            g.attrs["coordinates"] = coordinate_names(sys_)
-            g.attrs["bodies"] = list(sys_.body_names)
+            put_names(g, "coordinates", coordinate_names(sys_))
+            put_names(g, "bodies", sys_.body_names)
             g.attrs["steps"] = N
             g.attrs["dt"] = float(sim.dt)
             g.attrs["t_end"] = float(sim.t_end)

@@ -78,6 +78,33 @@ def _petsc_version():
         return "unknown"
 
 
+#: name lists longer than this go to /names/<key> datasets (an HDF5 attribute must
+#: fit in its 64 KiB object header: ~2000 names of a 21000-coordinate chain do not)
+MAX_NAME_ATTR = 1000
+
+
+def put_names(obj, key, names):
+    """Attach a list of names to ``obj``: as attribute ``key`` when short, else as the
+    string dataset ``/names/<key>`` (readers look in both places: ``get_names``)."""
+    names = list(names)
+    if len(names) <= MAX_NAME_ATTR:
+        obj.attrs[key] = names
+        return
+    import h5py
+    grp = obj.file.require_group("names")
+    if key not in grp:
+        grp.create_dataset(key, data=np.array(names, dtype=object), dtype=h5py.string_dtype("utf-8"))
+
+
+def get_names(obj, key):
+    if key in obj.attrs:
+        return [_plain(x) for x in obj.attrs[key]]
+    f = obj.file
+    if "names" in f and key in f["names"]:
+        return [_plain(x) for x in f["names"][key][()]]
+    return []
+
+
 def coordinate_names(system):
     return [f"{b}.{c}" for b in system.body_names for c in ("x", "y", "angle")]
 
@@ -133,11 +160,11 @@ class TrajectoryWriter:
                     chunks = (min(1024, rows),) if width is None else (min(1024, rows), max(width, 1))
                     d = g.create_dataset(name, shape=shape, maxshape=maxshape, chunks=chunks, dtype="f8")
                     if name in ("q", "v", "a"):
-                        d.attrs["coordinates"] = coordinate_names(system)
+                        put_names(d, "coordinates", coordinate_names(system))
                     elif name == "lambda":
-                        d.attrs["constraints"] = list(system.constraint_names)
-                g.attrs["coordinates"] = coordinate_names(system)
-                g.attrs["bodies"] = list(system.body_names)
+                        put_names(d, "constraints", system.constraint_names)
+                put_names(g, "coordinates", coordinate_names(system))
+                put_names(g, "bodies", system.body_names)
                 g.attrs["steps"] = self.nsteps
                 g.attrs["dt"] = float(sim.dt)
                 g.attrs["t_end"] = float(sim.t_end)
@@ -331,7 +358,7 @@ def read_trajectory(path):
             if arrays[name].shape[1] != n:
                 raise HDF5Error(path, f"/trajectory/{name}", f"width {arrays[name].shape[1]} != q's {n}")
         attrs = {k: _plain(v) for k, v in g.attrs.items()}
-        coords = list(attrs.get("coordinates", []))
+        coords = get_names(g, "coordinates")
     return TrajectoryData(path, arrays["t"], arrays["q"], arrays["v"], arrays["a"], arrays["lambda"],
                           text, meta, attrs, coords)
 

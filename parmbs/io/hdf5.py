@@ -106,7 +106,14 @@ def get_names(obj, key):
 
 
 def coordinate_names(system):
-    return [f"{b}.{c}" for b in system.body_names for c in ("x", "y", "angle")]
+    """One name per entry of q: rigid bodies' "B.x", "B.y", "B.angle" (centre of mass),
+    then each flexible set's own names (``coordinate_names()`` of beams, plates …), and
+    "q[i]" for any coordinate no set names, so the list always has n entries."""
+    names = [f"{b}.{c}" for b in system.body_names for c in ("x", "y", "angle")]
+    for part in (getattr(system, "beams", None), getattr(system, "plates", None)):
+        if part is not None and hasattr(part, "coordinate_names"):
+            names += part.coordinate_names()
+    return names + [f"q[{i}]" for i in range(len(names), system.n)]
 
 
 def _write_header(f, config, ranks):

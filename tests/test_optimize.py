@@ -116,7 +116,11 @@ def test_bad_input(tmp_path, reference):
                                     capture_output=True, text=True, timeout=300)
     _one_line_error(run("-o", tmp_path / "a.h5", *_sets(), "--set", "optimize.objective=nope"),
                     "optimize.objective", "nope")
-    _one_line_error(run("-o", tmp_path / "b.h5", *_sets(), "--set", "optimize.method=mma"), "optimize.method")
+    _one_line_error(run("-o", tmp_path / "b.h5", *_sets(), "--set", "optimize.method=mma"),
+                    "design.Ls1.lower", "mma")                     # MMA needs finite bounds
+    _one_line_error(run("-o", tmp_path / "b.h5", *_sets(), "--set",
+                        "optimize.constraints=[{objective='psi2',upper=1.0}]"),
+                    "optimize.constraints", "mma")                 # TAO: bounds only
     _one_line_error(run("--restart", tmp_path / "missing.h5", *_sets()), "missing.h5", "no such file")
     # an existing record is never overwritten by a fresh run
     path = tmp_path / "c.h5"

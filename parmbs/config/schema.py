@@ -421,13 +421,30 @@ class Checkpoint(_Model):
     file: Str = "run.h5"
 
 
+class Constraint(_Model):
+    """One ``[[optimize.constraints]]`` entry: ``lower <= c(ρ) <= upper`` where c is an
+    objective (``objective = "<[[objectives]] name>"``, gradient from the same adjoint
+    sweep) or the volume fraction of a density design field (``kind =
+    "volume_fraction"``, ``field = "plates.P.density"``: the mean of its element values).
+    Exactly one of ``objective``/``kind``; at least one bound (checked in checks.py)."""
+
+    objective: Name | None = None
+    kind: Literal["volume_fraction"] | None = None
+    field: Str | None = None
+    lower: Real | None = None
+    upper: Real | None = None
+
+
 class Optimize(_Model):
     method: Literal["tao-blmvm", "tao-bqnls", "tao-lmvm", "mma"] = "tao-blmvm"
     objective: Str | None = None
     max_it: PosInt = 50
     gatol: NonNegReal = 1e-8
     grtol: NonNegReal = 1e-8
-    constraints: list[dict[str, Any]] = []  # free-form for now
+    constraints: list[Constraint] = []  # MMA only (TAO: bounds only)
+    move: Annotated[float, Strict(), Field(allow_inf_nan=False, gt=0, le=1)] = 0.5  # MMA move limit
+    xtol: NonNegReal = 1e-6   # MMA stops when max |Δρ_j|/(upper_j − lower_j) <= xtol ...
+    ctol: NonNegReal = 1e-6   # ... and the largest relative constraint violation <= ctol
 
 
 class Parallel(_Model):

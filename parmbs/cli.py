@@ -393,8 +393,8 @@ def _check_method(method, file):
 
 def _check_cs(method, cfg, file):
     """Complex step runs our own steppers in complex arithmetic; PETSc TS is real."""
-    if method == "cs" and cfg.simulation.formulation != "index3":
-        raise InputError(file, "--method", f"complex step needs an index3 integrator; "
+    if method == "cs" and cfg.simulation.formulation not in ("index3", "index1", "maggi"):
+        raise InputError(file, "--method", f"complex step needs an index3 integrator (or index1, maggi); "
                          f"'{cfg.simulation.integrator}' runs in real-valued PETSc TS (use --method fd)")
 
 

@@ -205,6 +205,15 @@ class _Checker:
             raise self.fail(
                 "simulation.integrator",
                 f"integrator {sim.integrator!r} does not go with formulation {sim.formulation!r} ({choices})")
+        for name in sim.maggi.independent:       # Maggi's B (seed 004 eq. 2.26): "BODY.x|y|angle"
+            body, _, comp = name.partition(".")
+            if body in self.beams or body in self.plates:
+                continue                         # flexible coordinate names: checked by the model
+            if body not in self.bodies or comp not in ("x", "y", "angle"):
+                known = ", ".join(f"{b}.angle" for b in self.bodies) or "none"
+                raise self.fail("simulation.maggi.independent",
+                                f"{name!r} is not a coordinate: expected BODY.x, BODY.y or BODY.angle "
+                                f"of a body (e.g. {known})")
 
     def design(self) -> None:
         from .paths import PathError, field_path, nominal_value

@@ -335,11 +335,26 @@ class Index1(_Model):
 
 
 class Maggi(_Model):
-    """Options of Maggi's formulation (seed 004 §2.5, §3.1.4)."""
+    """Options of Maggi's formulation (seed 004 §2.5, §3.1.4).
+
+    ``independent``: the coordinates z = B q (the 0/1 selection B of eq. 2.26), named
+    like the HDF5 output: "BODY.x", "BODY.y", "BODY.angle" (centre of mass), or a
+    flexible body's coordinate names.  Exactly n − m of them (checked when the model is
+    built).  Empty (default): the bodies' ``independent`` lists, each read as the same
+    coordinate of the body's centre of mass."""
+    independent: Annotated[list[Str], AfterValidator(_no_duplicates)] = []
 
 
 class MatrixR(_Model):
-    """Options of the semi-recursive Matrix-R formulation (seed 002 §2–3)."""
+    """Options of the semi-recursive Matrix-R formulation (seed 002 §2–3).
+
+    ``cut``: the joints opened to turn the model into a kinematic tree of relative
+    coordinates (their constraints and every driver are kept as loop-closure
+    constraints with multipliers).  Default: automatic — a breadth-first spanning
+    tree from ground over the revolute and prismatic joints, every other joint cut.
+    Checked against the model in parmbs/formulations/relative.py."""
+
+    cut: Annotated[list[Name], AfterValidator(_no_duplicates)] | None = None
 
 
 class Simulation(_Model):

@@ -1,0 +1,350 @@
+"""Semi-recursive formulation in relative coordinates (seed 002 §2) with the implicit
+trapezoidal rule, and its exact discrete direct and adjoint sensitivities (seed 002
+§3: DDM eq. 48, AVM eqs. 68–69, here for the discrete scheme).
+
+Coordinates.  z: one relative coordinate per body (relative/Tree in relative.py), q =
+f(z; p) the bodies' COM coordinates, v = R ż, a = R z̈ + Ṙ ż with R = ∂q/∂z (seed 002
+eqs. 2–4; R is seed 002's R^v, the velocity transformation of the tree).  Joints
+outside the tree and drivers form the cut constraints Φ_c(q, t; p).
+
+Equations of motion: the virtual-power projection of seed 002 eq. (27)–(28) onto
+the tree, with the loop closure kept by multipliers λ_c instead of a second
+projection R^Φ onto independent coordinates (eqs. 16, 29):
+
+    F₁ = Rᵀ [ r(q, v, a; p) + Φ_c,qᵀ λ_c ] = 0      (r = M a − Q, from the components)
+    F₂ = Φ_c(f(z), t) / (βh²)             = 0
+
+For an open tree (no cut) this *is* the Matrix-R ODE RᵀMR z̈ = Rᵀ(Q − M Ṙ ż) (seed 002
+eq. 29 with R^Φ = I).  With loops it is the same continuous dynamics written as an
+index-3 DAE in z, which needs no independent-coordinate selection and no nested
+position problem; the loop constraints hold to the Newton tolerance at every step.
+Discretization: trapezoidal rule (β = ¼, γ = ½) on z exactly as
+integrators/newmark.py on q; unknowns u = (z̈_{n+1}, λ_{n+1}):
+
+    z_{n+1} = ẑ + βh² z̈_{n+1},  ẑ = z_n + h ż_n + (½−β) h² z̈_n
+    ż_{n+1} = ẑ' + γh z̈_{n+1},  ẑ' = ż_n + (1−γ) h z̈_n
+    J = [[F₁_z βh² + F₁_ż γh + F₁_z̈, (Φ_z)ᵀ], [Φ_z, 0]],   Φ_z = Φ_c,q R
+
+    F₁_z  = Rᵀ (K R + C ∂v/∂z + M ∂a/∂z) + ∂(Rᵀ w)/∂z |_{w = r + Φ_qᵀλ}
+    F₁_ż  = Rᵀ (C R + M ∂(Ṙż)/∂ż),   F₁_z̈ = Rᵀ M R
+    F₁_p  = Rᵀ (r_p + K f_p + C v_p + M a_p) + ∂(Rᵀ w)/∂p,  Φ_p = Φ_c,p + Φ_c,q f_p
+
+K, C, M (= ∂/∂q, ∂/∂v, ∂/∂a of r + Φ_qᵀλ), r_p and Φ_c come from the existing
+components (model/evaluation.py StateEval on relative.CutView).  The kinematic
+Jacobians (f_z = R, ∂v/∂z, ∂a/∂z, ∂a/∂ż, f_p, v_p, a_p, ∂(Rᵀw)/∂(z, p)) are
+complex-step derivatives of closed-form expressions (relative.Tree.kin): exact to
+round-off.  The z-space matrices are dense (the projected mass matrix RᵀMR of a
+chain is full) and small (nz = number of bodies): LU by LAPACK.
+
+States seen by Problem.  x = P(ξ; p) with ξ = (z, ż, z̈, λ_c): q = f(z), v = R ż,
+a = R z̈ + Ṙ ż, λ = λ_c on the cut rows and the tree joints' reactions on theirs
+(recovered from the full residual: Φ_t,qᵀ λ_t = −(r + Φ_c,qᵀ λ_c), consistent because
+Rᵀ(r + Φ_c,qᵀλ_c) = 0 and R spans the null space of Φ_t,q).  So objectives, design
+variables, reaction integrands and the initial state (integrators/initial.py, whose
+tangent and adjoint are used as they are) work unchanged.  ξ is recovered from x by
+the tree's closed-form inverse kinematics (z) and R⁺ = (RᵀR)⁻¹Rᵀ (ż, z̈):
+
+    L:  dz = R⁺(dq − f_p),  dż = R⁺(dv − v_z dz − v_p),  dz̈ = R⁺(da − a_z dz − a_ż dż − a_p)
+
+a left inverse of P's linearization on the states P produces, so one step's tangent
+is  dx₁ = P_ξ(ξ₁) S(dξ₀) + P_p(ξ₁),  dξ₀ = L(ξ₀)(dx₀ − P_p(ξ₀)),  and the adjoint step
+applies the transposes of the same maps in reverse order: adjoint = direct to
+round-off.
+"""
+import numpy as np
+from scipy.linalg import lu_factor, lu_solve, cho_factor, cho_solve
+
+from ..model.assembly import SparseOperator
+from ..model.component import CS_H
+from ..model.evaluation import StateEval, EvalPlan
+from ..integrators.newmark import StepError
+from .relative import Tree, CutView
+
+
+class _Lin:
+    """Everything one state ξ contributes: kinematics and, with ``dyn``, the residuals
+    and Jacobians of the z-space equations (attributes named as in the module doc)."""
+
+
+class MatrixRStepper:
+    name = "matrix-r"
+
+    def __init__(self, system, h, newton, cut=None, petsc_options=None, design_map=None, ndesign=0,
+                 comm=None):
+        self.sys, self.h, self.newton = system, h, newton
+        self.beta, self.gamma = 0.25, 0.5
+        self.tree = Tree(system, cut)
+        self.view = CutView(system, self.tree)
+        self.nz, self.mc = self.tree.nz, self.view.m
+        self.design_map = design_map if design_map is not None else -np.ones(len(system.p), np.int64)
+        self.nd = ndesign
+        self.plan = EvalPlan(self.view, self.design_map)
+        self.plan_full = EvalPlan(system, self.design_map)
+        self.Ep = np.zeros((ndesign, len(system.p)))      # design column j -> its entries of p
+        for i, j in enumerate(self.design_map):
+            if j >= 0:
+                self.Ep[j, i] = 1.0
+        self.rows_cut, self.rows_tree = self.tree.rows_cut, self.tree.rows_tree
+        # the full model's saddle operator, for InitialState's acceleration stage (as NewmarkFamily)
+        n, m = system.n, system.m
+        probe = StateEval(system, 0.0, system.q_guess, np.zeros(n), np.zeros(n), np.zeros(m), system.p)
+        ci = probe.constraint_index(n)
+        diag = np.arange(n, n + m).reshape(-1, 1)
+        blocks = (probe.force_index() + [(r, r) for r, _ in ci] + [(c, r) for r, c in ci] + ci + [(diag, diag)])
+        op = SparseOperator(n + m, blocks, comm=comm, options=petsc_options)
+        from ..integrators.initial import InitialState
+        self.init = InitialState(system, op, self.design_map, ndesign, newton, comm=comm)
+        self._memo = {}
+
+    # -- kinematics of one state ------------------------------------------------------------
+    def _kin(self, xi, p, with_p=False):
+        """q, v, a at ξ and their exact Jacobians, from one batched complex-step call of
+        Tree.kin: rows z + ih e_j (→ R = f_z, v_z, a_z), ż + ih e_j (→ a_ż) and
+        (z + ih e_j, ż = e_k) (→ ∂R_k/∂z_j, for ∂(Rᵀw)/∂z); with ``with_p`` a second
+        call in the design directions (f_p, v_p, a_p, ∂R_k/∂ρ_j)."""
+        z, zd, zdd = xi[0], xi[1], xi[2]
+        nz, n = self.nz, self.sys.n
+        I, ih = np.eye(nz), 1j * CS_H
+        ones = np.ones((nz, 1))
+        Zc = (z + ih * I)[:, None, :] * np.ones((1, nz, 1))
+        Zb = np.vstack([z + ih * I, ones * z, Zc.reshape(nz * nz, nz)])
+        ZDb = np.vstack([ones * zd, zd + ih * I, np.tile(I, (nz, 1))])
+        ZDDb = np.vstack([ones * zdd, ones * zdd, np.zeros((nz * nz, nz))])
+        q, v, a = self.tree.kin(Zb, ZDb, ZDDb, p)
+        K = _Lin()
+        K.q, K.v, K.a = q[0].real.copy(), v[0].real.copy(), a[0].real.copy()
+        A = slice(0, nz)
+        K.R = np.ascontiguousarray(q[A].imag.T / CS_H)
+        K.Vz, K.Az = v[A].imag.T / CS_H, a[A].imag.T / CS_H
+        K.Azd = a[nz:2 * nz].imag.T / CS_H
+        K.dR = v[2 * nz:].imag.reshape(nz, nz, n) / CS_H          # [j, k] = ∂R_k/∂z_j
+        K.RtR = None
+        if with_p:
+            nd = self.nd
+            if nd:
+                Pb = p + ih * np.vstack([self.Ep, np.repeat(self.Ep, nz, axis=0)])
+                Zp = np.vstack([np.ones((nd, 1)) * zd, np.tile(I, (nd, 1))])
+                Zpp = np.vstack([np.ones((nd, 1)) * zdd, np.zeros((nd * nz, nz))])
+                qp, vp, ap = self.tree.kin(z, Zp, Zpp, Pb)
+                K.Qp, K.Vp, K.Ap = (x[:nd].imag.T / CS_H for x in (qp, vp, ap))
+                K.dRp = vp[nd:].imag.reshape(nd, nz, n) / CS_H     # [j, k] = ∂R_k/∂ρ_j
+            else:
+                K.Qp = K.Vp = K.Ap = np.zeros((n, 0))
+                K.dRp = np.zeros((0, nz, n))
+        return K
+
+    def _chol(self, K):
+        if K.RtR is None:
+            K.RtR = cho_factor(K.R.T @ K.R)
+        return K.RtR
+
+    def _lin(self, t, xi, p, with_p=False, K=None):
+        """Residuals (F₁, Φ_c) and their Jacobians at ξ (module doc)."""
+        L = K or self._kin(xi, p, with_p)
+        lam = xi[3]
+        ev = StateEval(self.view, t, L.q, L.v, L.a, lam, p, self.design_map, self.plan)
+        L.ev = ev
+        n = self.sys.n
+        w = ev.residual()
+        R = L.R
+        L.F1 = R.T @ w
+        L.phi = ev.phi()
+        Kd, Cd, Md = ev.K().dense(), ev.Cv().dense(), ev.Ma().dense()
+        G = ev.G().dense() if self.mc else np.zeros((0, n))
+        L.Kd, L.Cd, L.Md, L.Gc = Kd, Cd, Md, G
+        MR = Md @ R
+        L.F1_z = R.T @ (Kd @ R + Cd @ L.Vz + Md @ L.Az) + np.einsum("jkn,n->kj", L.dR, w)
+        L.F1_zd = R.T @ (Cd @ R + Md @ L.Azd)
+        L.F1_zdd = R.T @ MR
+        L.Phiz = G @ R
+        if with_p:
+            Rp = ev.R_p(self.nd) @ np.eye(self.nd) if self.nd else np.zeros((n, 0))
+            L.F1_p = R.T @ (Rp + Kd @ L.Qp + Cd @ L.Vp + Md @ L.Ap) + np.einsum("jkn,n->kj", L.dRp, w)
+            L.Phi_p = ((ev.phi_p(self.nd) @ np.eye(self.nd) if self.nd else np.zeros((self.mc, 0)))
+                       + G @ L.Qp)
+        h, b, g = self.h, self.beta, self.gamma
+        J = np.block([[L.F1_z * (b * h * h) + L.F1_zd * (g * h) + L.F1_zdd, L.Phiz.T],
+                      [L.Phiz, np.zeros((self.mc, self.mc))]])
+        L.J = J
+        return L
+
+    # -- the presentation x = P(ξ) and its left inverse -----------------------------------------
+    def _tree_lambda(self, t, K, lam_c, p):
+        """λ on every model row: λ_c on the cut rows, tree reactions from
+        Φ_t,qᵀ λ_t = −(r + Φ_c,qᵀ λ_c) (least squares on a consistent system)."""
+        m = self.sys.m
+        lam = np.zeros(m)
+        lam[self.rows_cut] = lam_c
+        if len(self.rows_tree):
+            ev = StateEval(self.sys, t, K.q, K.v, K.a, lam, p, self.design_map, self.plan_full)
+            Gt = ev.G().dense()[self.rows_tree]
+            lam[self.rows_tree] = -np.linalg.solve(Gt @ Gt.T, Gt @ ev.residual())
+        return lam
+
+    def _present(self, t, xi, p, K=None):
+        K = K or self._kin(xi, p)
+        return (K.q, K.v, K.a, self._tree_lambda(t, K, xi[3], p))
+
+    def _full_eval(self, t, x, p):
+        """Full-model StateEval at x and the tree-row map W = (G_t G_tᵀ)⁻¹ G_t."""
+        ev = StateEval(self.sys, t, *x, p, self.design_map, self.plan_full)
+        G = ev.G().dense()
+        Gt = G[self.rows_tree]
+        W = np.linalg.solve(Gt @ Gt.T, Gt)
+        return ev, G, W
+
+    def _present_tangent(self, t, x, K, dxi, p):
+        """dx = P_ξ dξ + P_p (each (·, nd))."""
+        dz, dzd, dzdd, dl = dxi
+        dq = K.R @ dz + K.Qp
+        dv = K.Vz @ dz + K.R @ dzd + K.Vp
+        da = K.Az @ dz + K.Azd @ dzd + K.R @ dzdd + K.Ap
+        dlam = np.zeros((self.sys.m, dz.shape[1]))
+        dlam[self.rows_cut] = dl
+        if len(self.rows_tree):
+            # differentiate r + Φ_qᵀλ = 0 (full model): G_tᵀ dλ_t = −(K dq + C dv + M da + G_cᵀ dλ_c + r_p)
+            ev, G, W = self._full_eval(t, x, p)
+            y = ev.K() @ dq + ev.Cv() @ dv + ev.Ma() @ da + G.T @ dlam + ev.R_p(self.nd) @ np.eye(self.nd)
+            dlam[self.rows_tree] = -W @ y
+        return dq, dv, da, dlam
+
+    def _present_adjoint(self, t, x, K, mu, p):
+        """(P_ξᵀ μ, P_pᵀ μ) for μ on x (each (·, k))."""
+        mq, mv, ma, ml = (np.array(m, dtype=float) for m in mu)
+        mlc = ml[self.rows_cut].copy()
+        grad = 0.0
+        if len(self.rows_tree):
+            ev, G, W = self._full_eval(t, x, p)
+            yb = -W.T @ ml[self.rows_tree]                 # adjoint of y ↦ −W y
+            mq += ev.K().T @ yb
+            mv += ev.Cv().T @ yb
+            ma += ev.Ma().T @ yb
+            mlc += (G @ yb)[self.rows_cut]
+            grad = ev.R_p(self.nd).T @ yb
+        mz = K.R.T @ mq + K.Vz.T @ mv + K.Az.T @ ma
+        mzd = K.R.T @ mv + K.Azd.T @ ma
+        mzdd = K.R.T @ ma
+        grad = grad + K.Qp.T @ mq + K.Vp.T @ mv + K.Ap.T @ ma
+        return (mz, mzd, mzdd, mlc), grad
+
+    def _pinvT(self, K, y):
+        return K.R @ cho_solve(self._chol(K), y)
+
+    def _left_inverse(self, K, dx):
+        dq, dv, da, dl = dx
+        dz = cho_solve(self._chol(K), K.R.T @ (dq - K.Qp))
+        dzd = cho_solve(self._chol(K), K.R.T @ (dv - K.Vz @ dz - K.Vp))
+        dzdd = cho_solve(self._chol(K), K.R.T @ (da - K.Az @ dz - K.Azd @ dzd - K.Ap))
+        return dz, dzd, dzdd, dl[self.rows_cut]
+
+    def _left_inverse_adjoint(self, K, mxi):
+        mz, mzd, mzdd, mlc = mxi
+        ma = self._pinvT(K, mzdd)
+        mv = self._pinvT(K, mzd - K.Azd.T @ ma)
+        mq = self._pinvT(K, mz - K.Az.T @ ma - K.Vz.T @ mv)
+        ml = np.zeros((self.sys.m, mz.shape[1]))
+        ml[self.rows_cut] = mlc
+        grad = -(K.Qp.T @ mq + K.Vp.T @ mv + K.Ap.T @ ma)
+        return (mq, mv, ma, ml), grad
+
+    def _xi(self, x, p):
+        """ξ = (z, ż, z̈, λ_c) of a presented state (remembered for the last states)."""
+        key = (x[0].tobytes(), x[1].tobytes(), x[2].tobytes(), x[3].tobytes(), p.tobytes())
+        hit = self._memo.get(key)
+        if hit is not None:
+            return hit
+        q, v, a, lam = x
+        z = self.tree.positions(q, p)
+        R = self.tree.jacobian(z, p)
+        c = cho_factor(R.T @ R)
+        zd = cho_solve(c, R.T @ v)
+        zdd = cho_solve(c, R.T @ (a - self.tree.kin(z, zd, np.zeros_like(zd), p)[2]))
+        xi = (z, zd, zdd, np.array(lam[self.rows_cut], dtype=float))
+        self._remember(key, xi)
+        return xi
+
+    def _remember(self, key, xi):
+        if len(self._memo) > 8:
+            self._memo.pop(next(iter(self._memo)))
+        self._memo[key] = xi
+
+    # -- forward ---------------------------------------------------------------------------------
+    def initial(self, t0, p):
+        if np.iscomplexobj(p):
+            raise TypeError("matrix-r runs in real arithmetic (use --method adjoint, direct or fd)")
+        return self.init.solve(t0, p)
+
+    def step(self, k, t, x, p):
+        """x_{k+1} from x_k at t = t_k; returns (x_{k+1}, Newton iterations)."""
+        h, b, g = self.h, self.beta, self.gamma
+        t1 = t + h
+        z0, zd0, zdd0, l0 = self._xi(x, p)
+        zp = z0 + h * zd0 + (0.5 - b) * h * h * zdd0
+        zdp = zd0 + (1 - g) * h * zdd0
+        zdd, lam = zdd0.copy(), l0.copy()
+        nz, tol = self.nz, self.newton
+        for it in range(1, tol.max_it + 1):
+            xi = (zp + b * h * h * zdd, zdp + g * h * zdd, zdd, lam)
+            L = self._lin(t1, xi, p)
+            F = np.r_[L.F1, L.phi / (b * h * h)]
+            try:
+                du = np.linalg.solve(L.J, -F)
+            except np.linalg.LinAlgError:
+                raise StepError(f"step {k + 1} (t = {t1:.6g}): singular Newton matrix") from None
+            zdd = zdd + du[:nz]
+            lam = lam + du[nz:]
+            dz = b * h * h * np.max(np.abs(du[:nz]), initial=0.0)
+            if not np.all(np.isfinite(du)):
+                break
+            if dz <= tol.atol + tol.rtol * np.max(np.abs(xi[0]), initial=0.0):
+                xi1 = (zp + b * h * h * zdd, zdp + g * h * zdd, zdd, lam)
+                x1 = self._present(t1, xi1, p)
+                self._remember((x1[0].tobytes(), x1[1].tobytes(), x1[2].tobytes(), x1[3].tobytes(),
+                                p.tobytes()), xi1)
+                return x1, it
+        raise StepError(f"step {k + 1} (t = {t1:.6g}): Newton did not converge in {tol.max_it} "
+                        f"iterations (last position update {dz:.2e})")
+
+    # -- tangent (direct differentiation) --------------------------------------------------------
+    def tangent_step(self, t, x0, x1, dx0, p):
+        """dx_{k+1}/dρ from dx_k/dρ (four (·, nd) blocks)."""
+        h, b, g, nz = self.h, self.beta, self.gamma, self.nz
+        xi0, xi1 = self._xi(x0, p), self._xi(x1, p)
+        K0 = self._kin(xi0, p, with_p=True)
+        dz, dzd, dzdd, dl = self._left_inverse(K0, dx0)
+        dzp = dz + h * dzd + (0.5 - b) * h * h * dzdd
+        dzdp = dzd + (1 - g) * h * dzdd
+        L = self._lin(t + h, xi1, p, with_p=True)
+        r1 = L.F1_z @ dzp + L.F1_zd @ dzdp + L.F1_p
+        r2 = (L.Phiz @ dzp + L.Phi_p) / (b * h * h)
+        du = lu_solve(lu_factor(L.J), -np.vstack([r1, r2]))
+        dzdd1, dl1 = du[:nz], du[nz:]
+        dxi1 = (dzp + b * h * h * dzdd1, dzdp + g * h * dzdd1, dzdd1, dl1)
+        return self._present_tangent(t + h, x1, L, dxi1, p)
+
+    # -- discrete adjoint --------------------------------------------------------------------------
+    def adjoint_step(self, t, x0, x1, mu1, p):
+        """(μ_k, ∇ψ increment) from μ_{k+1} (blocks on x_{k+1}, one column per objective)."""
+        h, b, g, nz = self.h, self.beta, self.gamma, self.nz
+        xi0, xi1 = self._xi(x0, p), self._xi(x1, p)
+        L = self._lin(t + h, xi1, p, with_p=True)
+        (mz, mzd, mzdd, ml), grad = self._present_adjoint(t + h, x1, L, mu1, p)
+        nu = lu_solve(lu_factor(L.J), np.vstack([b * h * h * mz + g * h * mzd + mzdd, ml]), trans=1)
+        nu1, nu2 = nu[:nz], nu[nz:] / (b * h * h)
+        sq = L.F1_z.T @ nu1 + L.Phiz.T @ nu2
+        sv = L.F1_zd.T @ nu1
+        mz0 = mz - sq
+        mzd0 = h * mz0 + mzd - sv
+        mzdd0 = (0.5 - b) * h * h * mz0 + (1 - g) * h * (mzd - sv)
+        grad = grad - (L.F1_p.T @ nu1 + L.Phi_p.T @ nu2)
+        K0 = self._kin(xi0, p, with_p=True)
+        mu0, g0 = self._left_inverse_adjoint(K0, (mz0, mzd0, mzdd0, np.zeros_like(ml)))
+        return mu0, grad + g0
+
+
+def make_matrix_r_stepper(system, sim, design_map=None, ndesign=0, comm=None):
+    """The matrix-r stepper (trapezoidal rule; the only integrator this formulation takes)."""
+    if sim.integrator != "trapezoidal":
+        raise ValueError(f"matrix-r runs the trapezoidal rule, not {sim.integrator!r}")
+    return MatrixRStepper(system, sim.dt, sim.newton, cut=sim.matrix_r.cut, petsc_options=sim.petsc_options,
+                          design_map=design_map, ndesign=ndesign, comm=comm)

@@ -1,0 +1,239 @@
+"""Relative (joint) coordinates of a planar rigid model: the kinematic tree, its
+recursive kinematics q = f(z), and the cut (loop-closure) constraints.
+
+Seed 002 §2.1 (eqs. 1–4): every closed-loop system is an open tree in relative
+coordinates z plus constraints Φ on the joints that were cut.  Here:
+
+* tree: breadth-first from ground over the revolute and prismatic joints (or the
+  joints the user did not list in ``simulation.matrix_r.cut``); each body has one
+  parent joint, so z has one entry per body (revolute: angle θ_child − θ_parent,
+  prismatic: slide along the axis, in units of the axis vector ū);
+* kinematics: for planar joints the absolute angles are *linear* in z,
+  θ = S (ι z + c), with S the ancestor-or-self matrix (S_ij = 1 if body j lies on
+  the path from ground to body i), ι = 1 for revolute joints and c the prismatic
+  lock angles.  Every joint k then adds a translation d_k(θ, z) to all bodies of
+  its subtree, r = S d (the recursive accumulation of seed 002 eq. 1a, summed in
+  one product instead of body by body).  Velocities and accelerations are the same
+  sums of ḋ, d̈ (eqs. 2, 4): v = R ż, a = R z̈ + Ṙ ż, R = ∂q/∂z.
+  Everything broadcasts over leading axes and is complex-step safe, so the
+  derivatives of f, R ż and Ṙ ż with respect to z, ż and p are exact complex-step
+  Jacobians of closed-form expressions.
+* cut constraints: the model's own constraint components (joints.py) restricted to
+  the cut joints and the drivers (``CutView``), evaluated at q = f(z): no joint or
+  force formula is written twice.
+"""
+import copy
+
+import numpy as np
+
+from ..model.component import CS_H
+from ..model.kinematics import rot
+from ..model.parameters import ZERO
+from ..model.system import ModelError
+
+TREE_TYPES = ("revolute", "prismatic")
+
+
+def _xyth(x, y, th):
+    """Interleave per-body x, y, θ (…, nb) into coordinates (…, 3 nb)."""
+    x, y, th = np.broadcast_arrays(x, y, th)
+    out = np.empty(x.shape[:-1] + (x.shape[-1], 3), np.result_type(x, y, th))
+    out[..., 0], out[..., 1], out[..., 2] = x, y, th
+    return out.reshape(x.shape[:-1] + (-1,))
+
+
+def _ext(x):
+    """x with ground's slot (zero) appended on the last axis."""
+    return np.concatenate([x, np.zeros(x.shape[:-1] + (1,), x.dtype)], -1)
+
+
+class Tree:
+    """Spanning tree, relative coordinates and the map z ↦ (q, v, a).
+
+    Parameters come from the joint components' own parameter indices (point
+    offsets s = P̄ − c̄, axis ū, lock angle θ₀), so geometric design variables
+    move f(z; p) exactly as they move the joints."""
+
+    def __init__(self, system, cut=None, key="simulation.matrix_r.cut"):
+        cfg = system.config
+        if system.n != 3 * len(system.body_names):
+            raise ModelError("simulation.formulation", "matrix-r handles rigid bodies only (the model has "
+                             "flexible bodies); use formulation = \"index3\"")
+        self.sys = system
+        nb = len(system.body_names)
+        self.nb = self.nz = nb
+        joints = {j.name: j for j in cfg.joints}
+        cut = None if cut is None else list(cut)
+        for name in cut or []:
+            if name not in joints:
+                raise ModelError(key, f"no joint {name!r} in the model (joints: {', '.join(joints) or 'none'})")
+        where = {}
+        for g in system.constraints:
+            for e, name in enumerate(g.names):
+                where[name] = (g, e)
+        adj = {"ground": [], **{b: [] for b in system.body_names}}
+        for j in cfg.joints:
+            if j.type in TREE_TYPES and (cut is None or j.name not in cut):
+                ba, bb = j.a.split(".")[0], j.b.split(".")[0]
+                adj[ba].append((j, bb))
+                adj[bb].append((j, ba))
+        parent = {}
+        seen, queue = {"ground"}, ["ground"]
+        while queue:
+            node = queue.pop(0)
+            for j, other in adj[node]:
+                if other not in seen:
+                    seen.add(other)
+                    parent[other] = (j, node)
+                    queue.append(other)
+        lost = [b for b in system.body_names if b not in seen]
+        if lost:
+            why = "not listed in simulation.matrix_r.cut" if cut is not None else "revolute or prismatic"
+            raise ModelError(key if cut is not None else "joints",
+                             f"bodies {', '.join(lost)} are not connected to ground by joints ({why}): "
+                             "the relative-coordinate tree must reach every body")
+        self.tree_joints = [parent[b][0].name for b in system.body_names]
+        tree = set(self.tree_joints)
+        if cut is not None:
+            loose = [j.name for j in cfg.joints if j.type in TREE_TYPES and j.name not in tree and j.name not in cut]
+            if loose:
+                raise ModelError(key, f"joints {', '.join(loose)} close loops of the tree: add them to the cut list")
+        self.cut_joints = [j.name for j in cfg.joints if j.name not in tree]
+
+        bi = system.body_index
+        n = system.n
+        self.par = np.full(nb, nb, np.int64)
+        self.isrev = np.zeros(nb)
+        self.sig = np.zeros(nb)
+        self.axis_child = np.zeros(nb, bool)
+        self.spP, self.spC, self.scP, self.scC, self.uI = (np.full((nb, 2), ZERO, np.int64) for _ in range(5))
+        self.t0I = np.full(nb, ZERO, np.int64)
+        for name in system.body_names:
+            i = bi[name]
+            j, pname = parent[name]
+            g, e = where[j.name]
+            qa = g.qidx[e][0]
+            a_is_child = qa < n and qa // 3 == i
+            self.par[i] = bi[pname] if pname != "ground" else nb
+            pid = g.pidx[e]
+            Pa, ca, Pb, cb = pid[0:2], pid[2:4], pid[4:6], pid[6:8]
+            (self.spP[i], self.spC[i], self.scP[i], self.scC[i]) = \
+                (Pb, cb, Pa, ca) if a_is_child else (Pa, ca, Pb, cb)
+            if j.type == "revolute":
+                self.isrev[i] = 1.0
+            else:                       # prismatic: d = r_Pb − r_Pa = z A(θ_a) ū, θ_b = θ_a + θ₀
+                self.sig[i] = -1.0 if a_is_child else 1.0
+                self.axis_child[i] = a_is_child
+                self.uI[i], self.t0I[i] = pid[8:10], pid[10]
+        S = np.zeros((nb, nb))
+        for i in range(nb):
+            k = i
+            while k != nb:
+                S[i, k] = 1.0
+                k = self.par[k]
+        self.S = S
+        self.rows_tree = np.concatenate([g.rows[e] for g, e in (where[nm] for nm in self.tree_joints)]) \
+            if nb else np.zeros(0, np.int64)
+        cut_rows = [g.rows[e] for g in system.constraints for e, nm in enumerate(g.names) if nm not in tree]
+        self.rows_cut = np.sort(np.concatenate(cut_rows)) if cut_rows else np.zeros(0, np.int64)
+
+    # -- forward kinematics -------------------------------------------------------------
+    def kin(self, z, zd=None, zdd=None, p=None, order=2):
+        """(q, v, a) of the bodies' centres of mass for relative (z, ż, z̈); ``order``
+        0 or 1 stops after q or v.  Broadcasts over leading axes of every argument.
+
+        Per joint k (child body k, parent π(k), s_p/s_c the joint point's COM offsets
+        on parent/child, ū the prismatic axis on the body ``ax`` that carries it):
+            d_k = A(θ_π) s_p − A(θ_k) s_c + σ_k z_k A(θ_ax) ū,      r = S d
+        and its first and second time derivatives (A' = A R, A'' = −A), with
+        ω = S ι ż, α = S ι z̈.  x and y components are kept apart (no stacking)."""
+        ST, sig, isr, par, axc = self.S.T, self.sig, self.isrev, self.par, self.axis_child
+        th = (isr * z + sig * p[..., self.t0I]) @ ST
+        thp = _ext(th)[..., par]
+        spx = p[..., self.spP[:, 0]] - p[..., self.spC[:, 0]]
+        spy = p[..., self.spP[:, 1]] - p[..., self.spC[:, 1]]
+        scx = p[..., self.scP[:, 0]] - p[..., self.scC[:, 0]]
+        scy = p[..., self.scP[:, 1]] - p[..., self.scC[:, 1]]
+        ux, uy = p[..., self.uI[:, 0]], p[..., self.uI[:, 1]]
+        cp, sp = np.cos(thp), np.sin(thp)
+        cc, sc = np.cos(th), np.sin(th)
+        ca, sa = np.where(axc, cc, cp), np.where(axc, sc, sp)
+        Rpx, Rpy = cp * spx - sp * spy, sp * spx + cp * spy          # A(θ_π) s_p;  A R s = (−y, x)
+        Rcx, Rcy = cc * scx - sc * scy, sc * scx + cc * scy
+        Rux, Ruy = ca * ux - sa * uy, sa * ux + ca * uy
+        sz = sig * z
+        q = _xyth((Rpx - Rcx + sz * Rux) @ ST, (Rpy - Rcy + sz * Ruy) @ ST, th)
+        if order == 0:
+            return q
+        w = (isr * zd) @ ST
+        wp = _ext(w)[..., par]
+        wa = np.where(axc, w, wp)
+        szd = sig * zd
+        ddx = -Rpy * wp + Rcy * w + szd * Rux - sz * Ruy * wa
+        ddy = Rpx * wp - Rcx * w + szd * Ruy + sz * Rux * wa
+        v = _xyth(ddx @ ST, ddy @ ST, w)
+        if order == 1:
+            return q, v
+        al = (isr * zdd) @ ST
+        alp = _ext(al)[..., par]
+        ala = np.where(axc, al, alp)
+        szdd = sig * zdd
+        wp2, w2, wa2 = wp * wp, w * w, wa * wa
+        dddx = (-Rpy * alp - Rpx * wp2 + Rcy * al + Rcx * w2 + szdd * Rux - 2 * szd * Ruy * wa
+                + sz * (-Ruy * ala - Rux * wa2))
+        dddy = (Rpx * alp - Rpy * wp2 - Rcx * al + Rcy * w2 + szdd * Ruy + 2 * szd * Rux * wa
+                + sz * (Rux * ala - Ruy * wa2))
+        return q, v, _xyth(dddx @ ST, dddy @ ST, al)
+
+    def jacobian(self, z, p):
+        """R = ∂q/∂z (n × nz): v at unit relative velocities (v is linear in ż)."""
+        _, v = self.kin(z, np.eye(self.nz), None, p, order=1)
+        return v.T
+
+    # -- inverse kinematics -------------------------------------------------------------
+    def positions(self, q, p):
+        """z from absolute coordinates q (closed form for revolute/prismatic trees)."""
+        nb = self.nb
+        Q = q.reshape(nb, 3)
+        th = Q[:, 2]
+        the = _ext(th)
+        thp = the[self.par]
+        r = np.vstack([Q[:, :2], np.zeros((1, 2))])
+        sp = p[self.spP] - p[self.spC]
+        sc = p[self.scP] - p[self.scC]
+        u = p[self.uI]
+        thax = np.where(self.axis_child, th, thp)
+        e = (Q[:, :2] + rot(th, sc)) - (r[self.par] + rot(thp, sp))
+        Ru = rot(thax, u)
+        slide = self.sig * np.sum(Ru * e, -1) / np.maximum(np.sum(u * u, -1), 1e-300)
+        return np.where(self.isrev > 0, th - thp, slide)
+
+
+class CutView:
+    """The system seen with only the cut constraints (cut joints and drivers), rows
+    renumbered 0..mc−1 in the order of ``tree.rows_cut``; what StateEval needs
+    (n, m, forces, constraints, extend), like integrators/initial.py's view."""
+
+    def __init__(self, system, tree):
+        self.n, self.forces, self.extend = system.n, system.forces, system.extend
+        tree_set = set(tree.tree_joints)
+        new_row = np.full(system.m, -1, np.int64)
+        new_row[tree.rows_cut] = np.arange(len(tree.rows_cut))
+        self.constraints = []
+        for g in system.constraints:
+            sel = [e for e, nm in enumerate(g.names) if nm not in tree_set]
+            if not sel:
+                continue
+            c = copy.copy(g)
+            c.names = [g.names[e] for e in sel]
+            c.qidx, c.pidx = g.qidx[sel], g.pidx[sel]
+            c.rows = new_row[g.rows[sel]]
+            self.constraints.append(c)
+        self.m = len(tree.rows_cut)
+
+
+def cs_columns(fn, x, cols_delta):
+    """Complex-step Jacobian of ``fn`` (returning a tuple of arrays with a new leading
+    axis) along the directions ``cols_delta`` (k, len(x)): outputs (…, k) each."""
+    xc = x + 1j * CS_H * cols_delta
+    return tuple(np.moveaxis(o.imag / CS_H, 0, -1) for o in fn(xc))

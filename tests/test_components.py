@@ -7,6 +7,7 @@ import pytest
 from parmbs.model import joints, forces  # noqa: F401  (registers the components)
 from parmbs.flexible import ancf, joints as beam_joints  # noqa: F401  (ANCF beams)
 from parmbs.flexible import plate, plate_joints  # noqa: F401  (plane-stress plates)
+from parmbs.flexible import ffr_beam, ffr_joints  # noqa: F401  (floating-frame beams)
 from parmbs.model.component import REGISTRY, Constraint
 
 NE = 3
@@ -109,14 +110,15 @@ def test_registry_is_complete():
             "RigidBeamWeld", "BeamRigidWeld", "BeamBeamWeld", "BeamPointForce", "BeamShape",
             "BeamPose", "PlateInertia", "PlateGravity", "PlateElastic", "PlateShape", "PlatePose",
             "RigidPlateRevolute", "PlateRigidRevolute", "PlatePlateRevolute", "RigidPlateWeld",
-            "PlateRigidWeld", "PlatePlateWeld"} <= set(REGISTRY)
+            "PlateRigidWeld", "PlatePlateWeld",
+            "FfrInertia", "FfrGravity", "FfrElastic", "FfrRevolute", "FfrWeld", "FfrPointForce"} <= set(REGISTRY)
 
 
 def test_potential_energies_match_forces():
     """For conservative elements r = ∂V/∂q (at zero velocity): energy and force agree."""
     rng = np.random.default_rng(3)
     for name in ("Gravity", "Spring", "RotationalSpring", "AncfGravity", "AncfElasticConservative",
-                 "PlateGravity", "PlateElastic"):
+                 "PlateGravity", "PlateElastic", "FfrGravity", "FfrElastic"):
         comp, q, v, a, p = make(REGISTRY[name], rng)
         if name == "Spring":
             p[:, 9] = 0.0                       # no damping

@@ -25,6 +25,10 @@ class _Checker:
         self.beams = {b.name: b for b in cfg.beams}
         self.plates = {p.name: p for p in cfg.plates}
 
+    def ffr(self, name: str) -> bool:
+        """True if ``name`` is a floating-frame beam (``[[beams]] type = "ffr"``)."""
+        return name in self.beams and self.beams[name].type == "ffr"
+
     def fail(self, key: str, message: str) -> ConfigError:
         return ConfigError(self.file, key, message)
 
@@ -55,6 +59,11 @@ class _Checker:
         elif body in self.beams:
             from ..flexible.beams import point_names
             known = point_names(self.beams[body])
+            if self.beams[body].type == "ffr" and point in known:
+                from ..flexible.ffr_beams import node_of as ffr_node
+                if ffr_node(self.beams[body], point) is None:
+                    raise self.fail(key, f"point {point!r} of FFR beam {body!r} is not at a node "
+                                    "(joints, loads and outputs of FFR beams act at nodes)")
         elif body in self.plates:
             from ..flexible.plates import node_of, point_names
             plate = self.plates[body]
@@ -157,10 +166,13 @@ class _Checker:
             prefix = f"joints.{j.name}"
             if isinstance(j, Driver):
                 body, _ = j.coordinate.split(".")
-                self.body(body, f"{prefix}.coordinate")
+                if not self.ffr(body):              # an FFR beam's frame coordinate may be driven
+                    self.body(body, f"{prefix}.coordinate")
             else:
                 self.two_bodies(j.a, j.b, prefix, f"{j.type} joint")
                 ends = [ref.split(".")[0] for ref in (j.a, j.b)]
+                if any(self.ffr(e) for e in ends) and any(e in self.beams and not self.ffr(e) for e in ends):
+                    raise self.fail(f"{prefix}.b", "joints between ANCF and FFR beams are not supported")
                 if any(e in self.plates for e in ends) and any(e in self.beams for e in ends):
                     raise self.fail(f"{prefix}.b", "joints between plates and beams are not supported")
                 if j.type == "prismatic":
@@ -243,6 +255,9 @@ class _Checker:
                     if o.point is None:
                         raise self.fail(f"{prefix}.point", needs)
                     self.point(o.point, f"{prefix}.point", allow_ground=False)
+                    if self.ffr(o.point.split(".")[0]):
+                        raise self.fail(f"{prefix}.point", f"{kind!r} at FFR beam points is not supported "
+                                        "(use integrand = \"python\"; see configs/slider_crank_flex_outputs.py)")
                     if kind.startswith("deflection") and o.point.split(".")[0] not in self.beams:
                         raise self.fail(f"{prefix}.point", f"{kind!r} needs a point on a beam")
                 elif kind in ANGLE_KINDS:

@@ -145,12 +145,14 @@ def _beam_points(v: dict) -> dict:
 
 
 class Beam(_Model):
-    """A planar ANCF beam (parmbs/flexible): straight and unstretched at t = 0, root
-    frame (node 0, x along the beam) at ``initial``.  Points: root, tip, nodeK and
-    ``points`` (arclength from the root)."""
+    """A planar beam, straight and unstretched at t = 0, root frame (node 0, x along
+    the beam) at ``initial``.  Points: root, tip, nodeK and ``points`` (arclength from
+    the root).  ``type``: "ancf" (absolute nodal coordinates, parmbs/flexible/ancf.py) or
+    "ffr" (Euler–Bernoulli elements in a floating frame clamped at the root,
+    parmbs/flexible/ffr_beam.py; joints and loads at nodes; ``elastic`` unused)."""
 
     name: Name
-    type: Literal["ancf"] = "ancf"
+    type: Literal["ancf", "ffr"] = "ancf"
     length: PosReal
     elements: PosInt
     width: PosReal | None = None

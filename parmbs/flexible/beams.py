@@ -97,6 +97,8 @@ class BeamSet:
         self.P = P
         self.beams = {}
         for b in getattr(config, "beams", None) or []:
+            if b.type != "ancf":             # FFR beams: ffr_beams.FfrBeamSet
+                continue
             self.beams[b.name] = _Beam(b, P, offset)
             offset += self.beams[b.name].ncoord
         self.ncoord = sum(b.ncoord for b in self.beams.values())

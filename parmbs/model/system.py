@@ -34,6 +34,9 @@ class System:
         from ..flexible.beams import BeamSet          # flexible bodies: coordinates after the rigid ones
         self.beams = BeamSet(config, P, self.n)
         self.n += self.beams.ncoord
+        from ..flexible.ffr_beams import FfrBeamSet     # floating-frame beams: after the ANCF ones
+        self.ffr = FfrBeamSet(config, P, self.n)
+        self.n += self.ffr.ncoord
         from ..flexible.plates import PlateSet        # plane-stress plates: after the beams
         self.plates = PlateSet(config, P, self.n)
         self.n += self.plates.ncoord
@@ -70,6 +73,7 @@ class System:
             self._add_force(("Gravity",), F.Gravity, {}, b.name, self._qb(b.name),
                             [pb["mass"], gx, gy])
         self.beams.add_forces(self, gx, gy)
+        self.ffr.add_forces(self, gx, gy)
         self.plates.add_forces(self, gx, gy)
         for j in config.joints:
             self._add_joint(j)
@@ -127,6 +131,8 @@ class System:
         if j.type == "driver":
             body, coord = j.coordinate.rsplit(".", 1)
             fn, coef = from_config(j.function)
+            if self.ffr.is_ffr_body(body):
+                return self.ffr.add_driver(self, j, fn, coef)
             names = fn.param_names()
             pidx = [*self.body_p[body]["com"]] + [P.add(f"{base}.function.{k}", c)
                                                   for k, c in zip(names, coef)]
@@ -136,6 +142,8 @@ class System:
             return
         if self.plates.is_plate_point(j.a) or self.plates.is_plate_point(j.b):
             return self.plates.add_joint(self, j)
+        if self.ffr.is_ffr_point(j.a) or self.ffr.is_ffr_point(j.b):
+            return self.ffr.add_joint(self, j)
         if self.beams.is_beam_point(j.a) or self.beams.is_beam_point(j.b):
             return self.beams.add_joint(self, j)
         ba, pa = self._point(j.a)
@@ -166,7 +174,9 @@ class System:
         elif f.type in ("force", "torque"):
             fn, coef = from_config(f.function)
             fp = [P.add(f"{base}.function.{k}", c) for k, c in zip(fn.param_names(), coef)]
-            if f.type == "force" and self.beams.is_beam_point(f.point):
+            if f.type == "force" and self.ffr.is_ffr_point(f.point):
+                self.ffr.add_point_force(self, f, fn, fp)
+            elif f.type == "force" and self.beams.is_beam_point(f.point):
                 self.beams.add_point_force(self, f, fn, fp)
             elif f.type == "force":
                 body, pp = self._point(f.point)
@@ -195,6 +205,7 @@ class System:
         self.q_guess = q0
         self.independent = []   # (key, Driver group, velocity parameter index)
         self.beams.initial_setup(self, q0)
+        self.ffr.initial_setup(self, q0)
         self.plates.initial_setup(self, q0)
         for b in self.config.bodies:
             pb = self.body_p[b.name]
@@ -220,7 +231,7 @@ class System:
         return self._qb(body), p[idx[0:2]] - p[idx[2:4]], idx
 
     def describe(self):
-        return {"bodies": len(self.body_names), "beams": len(self.beams), "plates": len(self.plates),
+        return {"bodies": len(self.body_names), "beams": len(self.beams) + len(self.ffr), "plates": len(self.plates),
                 "coordinates": self.n, "constraints": self.m,
                 "dof": self.n - self.m, "parameters": len(self.params) - 1,
                 "components": {type(g).__name__: g.ne for g in self.constraints + self.forces}}

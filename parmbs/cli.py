@@ -663,7 +663,7 @@ def cmd_verify(args):
 
 
 def cmd_optimize(args):
-    """TAO on the adjoint gradient; every evaluation on disk; resumable (parmbs/optimize)."""
+    """TAO or MMA on the adjoint gradient; every evaluation on disk; resumable (parmbs/optimize)."""
     cfg = _load(args)
     if args.restart and args.output and os.path.abspath(args.output) != os.path.abspath(args.restart):
         raise InputError(args.config, "-o", "give either -o OUT.h5 (new run) or --restart FILE.h5, not both")
@@ -672,7 +672,8 @@ def cmd_optimize(args):
     opt = Optimization(cfg, path, restart=bool(args.restart), out=out)
     code, rho = opt.run()
     png = os.path.splitext(path)[0] + ".png"
-    _on_root(lambda: plot_history(opt.history, png, f"{cfg.model.name}: {opt.objective}"), png, "plot")
+    _on_root(lambda: plot_history(opt.history, png, f"{cfg.model.name}: {opt.objective}",
+                                  columns=opt.hist_columns), png, "plot")
     out(f"wrote {path} (/optimize) and {png}")
     return code
 
@@ -731,7 +732,7 @@ def build_parser():
     sp.add_argument("config", metavar="CONFIG")
     sets(sp)
 
-    sp = add("optimize", "design optimization (TAO on the adjoint gradient; restartable)")
+    sp = add("optimize", "design optimization (TAO or MMA on the adjoint gradient; restartable)")
     sp.add_argument("config", metavar="CONFIG")
     sp.add_argument("-o", "--output", metavar="OUT.h5")
     sp.add_argument("--restart", metavar="FILE.h5")

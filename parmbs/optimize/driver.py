@@ -1,8 +1,18 @@
-"""Restartable gradient-based optimization: PETSc TAO on the adjoint gradient.
+"""Restartable gradient-based optimization: PETSc TAO or MMA on the adjoint gradient.
 
     minimize ψ(ρ)  subject to  ρ_lower ≤ ρ ≤ ρ_upper     (``[optimize]``, ``[[design]]``)
+                               lower_i ≤ c_i(ρ) ≤ upper_i  (``[[optimize.constraints]]``, MMA only)
 
-One evaluation = one forward run + one adjoint sweep of the chosen objective.  The
+One evaluation = one forward run + one adjoint sweep of the chosen objective (and of
+the objectives that are constrained: the same sweep, one adjoint column each).
+
+MMA (``method = "mma"``, ``mma.py``): in ρ itself (MMA's asymptotes scale with
+upper − lower), objective ψ/|ψ(ρ⁰)|, constraints as in ``constraints.py``.  Its full
+state (x, xold1, xold2, low, upp, iteration, objective scale) is written to
+``/optimize/mma`` after every update (``log.MMAState``); ``--restart`` loads it and
+evaluates at its x again, so the iterate sequence continues exactly.
+
+TAO: the
 optimizer works in scaled variables x_j = ρ_j / s_j with s_j = |ρ_j⁰| (1 where ρ_j⁰ = 0),
 so design variables of different units (a length in m, a stiffness in N/m) have
 gradients of comparable size; bounds are scaled alike.
@@ -28,11 +38,15 @@ from ..checkpoint.store import resolved_sha256
 from ..io.hdf5 import HDF5Error
 from ..model.system import ModelError
 from ..sensitivity.problem import Problem
-from .log import EvaluationLog, kill_hook
+from .constraints import Constraints, violation
+from .log import HIST_COLS, EvaluationLog, MMAState, kill_hook
+from .mma import MMA, vec_from
 
 TAO_TYPES = {"tao-blmvm": "blmvm", "tao-bqnls": "bqnls", "tao-lmvm": "lmvm"}
 #: [optimize] keys that only say how long to run: a restart may change them
-RUN_LENGTH_KEYS = ("max_it", "gatol", "grtol")
+RUN_LENGTH_KEYS = ("max_it", "gatol", "grtol", "xtol", "ctol")
+#: MMA history columns (TAO's are log.HIST_COLS)
+MMA_HIST_COLS = ("iteration", "objective", "max_violation", "step", "evaluations", "wall_s")
 
 
 class StopRequested(Exception):
@@ -74,16 +88,18 @@ class _Signals:
 
 
 class Optimization:
-    """``parmbs optimize``: one objective, bound constraints, TAO, restartable."""
+    """``parmbs optimize``: one objective; bound constraints (TAO) or bounds and
+    ``[[optimize.constraints]]`` (MMA); restartable."""
 
     def __init__(self, config, path, restart=False, comm=None, out=print):
         self.config, self.path, self.out = config, os.fspath(path), out
         self.comm = comm or PETSc.COMM_WORLD
         self.mpi = self.comm.tompi4py()
         opt = config.optimize
-        if opt.method not in TAO_TYPES:
-            raise ModelError("optimize.method", f"{opt.method!r} is not available yet (use one of "
-                             f"{', '.join(TAO_TYPES)})")
+        if opt.method not in TAO_TYPES and opt.method != "mma":
+            raise ModelError("optimize.method", f"{opt.method!r} is not available (use one of "
+                             f"{', '.join(TAO_TYPES)}, mma)")
+        self.mma = opt.method == "mma"
         self.problem = pr = Problem(config, comm=self.comm)
         names = [o.name for o in pr.objectives]
         if not names:
@@ -92,17 +108,22 @@ class Optimization:
         if self.objective not in names:
             raise ModelError("optimize.objective", f"unknown objective {self.objective!r} "
                              f"(known: {', '.join(names)})")
-        pr.objectives = [o for o in pr.objectives if o.name == self.objective]
         if len(pr.design) == 0:
             raise ModelError("design", "nothing to optimize: no [[design]] variables")
+        self.constraints = Constraints(config, pr.design)
+        need = {self.objective, *self.constraints.objectives}
+        pr.objectives = [o for o in pr.objectives if o.name in need]
         self.p0 = pr.sys.p.copy()
         self.rho0 = pr.design.values(self.p0)
         self.scale = np.where(self.rho0 != 0, np.abs(self.rho0), 1.0)
         if not restart and self._has_record():
             raise HDF5Error(self.path, "-o", "holds an optimization record already; continue it with "
                             f"--restart {self.path} or choose another output file")
+        self.hist_columns = MMA_HIST_COLS if self.mma else HIST_COLS
+        self.restart = restart
         self.log = EvaluationLog(self.path, config, optimization_sha256(config), pr.design.names,
-                                 opt.method, self.objective, fresh=not restart, comm=self.mpi)
+                                 opt.method, self.objective, fresh=not restart, comm=self.mpi,
+                                 columns=self.hist_columns, keep=not self.mma)
         self.replayed = 0
         done = self.log.history()
         self.t_start = time.perf_counter() - (float(done[-1, 5]) if len(done) else 0.0)   # cumulative wall
@@ -122,16 +143,22 @@ class Optimization:
         return self.mpi.bcast(ok, root=0)
 
     # -- one evaluation ----------------------------------------------------------------------
-    def evaluate(self, rho):
-        """ψ(ρ) and ∇ψ(ρ): forward run + adjoint sweep."""
+    def evaluate_all(self, rho):
+        """Values and gradients of every objective in use: one forward run + one adjoint
+        sweep (one adjoint column per objective)."""
         pr = self.problem
         p = pr.design.apply(self.p0, rho)
         pr.forward(p)
         kill_hook("forward")
-        val = pr.objective_values(pr.traj, p)[self.objective]
-        grad = pr.adjoint(p)[self.objective]
+        vals = {k: float(v) for k, v in pr.objective_values(pr.traj, p).items()}
+        grads = {k: np.asarray(v, float) for k, v in pr.adjoint(p).items()}
         kill_hook("adjoint")
-        return float(val), np.asarray(grad, float)
+        return vals, grads
+
+    def evaluate(self, rho):
+        """ψ(ρ) and ∇ψ(ρ): forward run + adjoint sweep."""
+        vals, grads = self.evaluate_all(rho)
+        return vals[self.objective], grads[self.objective]
 
     def _gather(self, x):
         return np.concatenate(self.mpi.allgather(x.getArray(readonly=True).copy()))
@@ -169,6 +196,8 @@ class Optimization:
     # -- the run -----------------------------------------------------------------------------------
     def run(self):
         """Optimize; returns (exit code, final ρ or None)."""
+        if self.mma:
+            return self._run_mma()
         opt, pr = self.config.optimize, self.problem
         nd = len(pr.design)
         tao = PETSc.TAO().create(self.comm)
@@ -220,23 +249,116 @@ class Optimization:
         return code, rho
 
 
+    # -- MMA ------------------------------------------------------------------------------------------
+    def _mma_state(self, mma):
+        """The (5, nd) state on rank 0 (None elsewhere): every rank sends its slices."""
+        parts = [self.mpi.gather(getattr(mma, k).getArray(readonly=True).copy(), root=0) for k in MMAState.KEYS]
+        return np.array([np.concatenate(p) for p in parts]) if self.mpi.rank == 0 else None
+
+    def _run_mma(self):
+        """MMA iterations k = 0, 1, …: evaluate at x_k, record (evaluation row k, history
+        row k, one progress line), stop if converged or k = max_it, else update to x_{k+1}
+        and write the state.  Safe point: the top of the loop (the state of x_k on disk)."""
+        opt, pr, cons = self.config.optimize, self.problem, self.constraints
+        nd, m = len(pr.design), len(self.constraints)
+        comm = self.comm
+        x0 = vec_from(comm, self.rho0)
+        lo, hi = x0.getOwnershipRange()
+        mma = MMA(x0, vec_from(comm, pr.design.lower), vec_from(comm, pr.design.upper), m, move=opt.move)
+        store = MMAState(self.log)
+        rng = pr.design.upper - pr.design.lower
+        fscale = None
+        saved = store.load() if self.restart else None
+        if saved is not None:
+            it, state, fscale, _ = saved
+            for key, row in zip(MMAState.KEYS, state):
+                getattr(mma, key).setArray(row[lo:hi])
+            mma.it = it
+            self.log.truncate(it)
+            self.out(f"resumed: MMA state after {it} updates from {self.path}")
+        elif self.restart:
+            self.log.truncate(0)
+        self.out(f"{self.config.model.name}: optimize {self.objective} over {nd} design variables with "
+                 f"mma, {m} constraint rows{': ' + '; '.join(cons.labels) if m else ''} "
+                 f"(max {opt.max_it} iterations); record {self.path}")
+        code, rho, reason = 0, None, None
+        try:
+            with _Signals() as self.signals:
+                while True:
+                    k = mma.it
+                    stop = self.signals.received
+                    if self.mpi.allreduce(1 if stop else 0) > 0:
+                        raise StopRequested(stop or "signal on another rank")
+                    rho = self._gather(mma.x)
+                    vals, grads = self.evaluate_all(rho)
+                    f = vals[self.objective]
+                    self.log.append(rho, f, grads[self.objective])
+                    if fscale is None:
+                        fscale = abs(f) if f != 0 else 1.0
+                    fc, dfc = cons.evaluate(rho, vals, grads)
+                    viol = violation(fc)
+                    step = 0.0 if k == 0 else float(np.max(np.abs(rho - self._gather(mma.xold1)) / rng))
+                    wall = time.perf_counter() - self.t_start
+                    if self.log.add_history(np.array([k, f, viol, step, k + 1, wall], float)):
+                        self.out(f"it {k:4d}  psi {f: .10e}  viol {viol:.3e}  step {step:.3e}  {wall:8.1f} s")
+                    if k >= 1 and step <= opt.xtol and viol <= opt.ctol:
+                        reason = f"converged (step <= xtol = {opt.xtol:g}, violation <= ctol = {opt.ctol:g})"
+                        break
+                    if k >= opt.max_it:
+                        reason = f"max_it = {opt.max_it} reached"
+                        break
+                    mma.update(grads[self.objective][lo:hi] / fscale, fc, dfc[:, lo:hi])
+                    store.save(mma.it, self._mma_state(mma), fscale, self.log.evaluations)
+            self.log.finish(rho, pr.design.names)
+            self.out(f"done: {reason} after {mma.it} MMA updates; psi = {f:.10e}, "
+                     f"max violation = {viol:.3e}")
+            for label, c in cons.values(rho, vals):
+                self.out(f"  {label:<40} value {c: .10e}")
+            if nd <= 20:
+                for n, v in zip(pr.design.names, rho):
+                    self.out(f"  {n:<12} = {v: .10e}")
+        except StopRequested as e:
+            rho = None
+            self.out(f"stopped on {e.args[0]} at a safe point after {mma.it} MMA updates "
+                     f"(state on disk); resume with: parmbs optimize {self.config.source} --restart {self.path}")
+        finally:
+            self.history = self.log.history()
+            self.log.close()
+            self.mpi.barrier()
+            mma.destroy()
+            x0.destroy()
+        return code, rho
+
+
 def _reason(r):
     names = {v: k for k, v in vars(PETSc.TAO.Reason).items() if isinstance(v, int)}
     return names.get(r, str(r)).lower().replace("_", " ")
 
 
-def plot_history(history, png, title=""):
-    """ψ and |∇ψ| per iteration (log scale) to a PNG."""
+def plot_history(history, png, title="", columns=HIST_COLS):
+    """The history to a PNG: |ψ| per iteration, and |∇ψ| (TAO) or the max constraint
+    violation and the step max|Δρ|/(upper − lower) (MMA, ``columns = MMA_HIST_COLS``)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     h = np.asarray(history)
+    cols = list(columns)
     fig, ax = plt.subplots(1, 2, figsize=(9, 3.5))
+    it = h[:, 0] if len(h) else []
     if len(h):
-        ax[0].semilogy(h[:, 0], np.abs(h[:, 1]) + 1e-300, "o-")
-        ax[1].semilogy(h[:, 0], h[:, 2] + 1e-300, "o-")
+        ax[0].semilogy(it, np.abs(h[:, 1]) + 1e-300, "o-")
     ax[0].set(xlabel="iteration", ylabel="|ψ|", title=title)
-    ax[1].set(xlabel="iteration", ylabel="|∇ψ| (scaled)")
+    if "max_violation" in cols:
+        if len(h):
+            v, st = h[:, cols.index("max_violation")], h[:, cols.index("step")]
+            ax[1].semilogy(it, np.maximum(v, 1e-12), "o-", label="max constraint violation (relative, floor 1e-12)")
+            ax[1].semilogy(it[1:], np.maximum(st[1:], 1e-12), "s--", label="step max|Δρ|/(upper−lower)")
+            ax[1].legend(fontsize=8)
+        ax[1].set(xlabel="iteration", ylabel="violation, step")
+    else:
+        if len(h):
+            ax[1].semilogy(it, h[:, 2] + 1e-300, "o-")
+        ax[1].set(xlabel="iteration", ylabel="|∇ψ| (scaled)")
     for a in ax:
         a.grid(True, which="both", alpha=0.3)
     fig.tight_layout()

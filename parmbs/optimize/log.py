@@ -9,8 +9,12 @@ Layout (DESIGN.md ``/optimize/…``)::
     /optimize/crc      (R,)     CRC-32 of (row, x, f, g)
     /optimize          attrs    evaluations (rows that count), resolved_sha256, method, objective
     /optimize/history  (H, 6)   iteration, ψ, |∇ψ| (projected), step, evaluations, wall s
-    /optimize/history  attrs    rows
+                                (MMA: iteration, ψ, max constraint violation, step, evaluations, wall s)
+    /optimize/history  attrs    rows, columns
     /optimize/design   final ρ (attr names), written at the end
+    /optimize/mma/state0, state1   (5, nd)  MMA x, xold1, xold2, low, upp (two slots)
+    /optimize/mma/meta0, meta1     (4,)     iteration, objective scale, evaluations, CRC-32
+    /optimize/mma      attrs    current (the valid slot, −1 before the first update)
 
 Why a log of evaluations is the optimizer state: the optimizers (TAO's L-BFGS
 variants, MMA) are deterministic functions of the sequence of (ρ, ψ, ∇ψ) they have
@@ -20,6 +24,13 @@ the logged one — so the optimizer rebuilds every internal quantity (L-BFGS pai
 asymptotes, line-search state) exactly, and the resumed iterate sequence is the
 uninterrupted one.  Should the replay request a different ρ (other PETSc build,
 edited file) the run stops with a clear message instead of mixing two runs.
+
+MMA (``MMAState``) does not replay: its whole state — x, the two previous iterates, the
+asymptotes, the iteration counter and the objective scale — is written after every
+update into the slot the ``current`` attribute does not point at, flushed, and only then
+is ``current`` flipped (the same data-then-counter rule), so a kill at any instant
+leaves one complete, checksummed state.  A resumed MMA run evaluates ψ at the state's x
+again (forward and adjoint are deterministic, so bit-identical) and continues.
 
 Atomicity: a row is written and flushed, and only then is the ``evaluations``
 counter advanced and flushed.  Datasets are created with 256 rows; growing them
@@ -69,8 +80,12 @@ def _crc(k, x, f, g):
 class EvaluationLog:
     """Create (``fresh``) or reopen (resume) the optimization record of ``path``."""
 
-    def __init__(self, path, config, sha, names, method, objective, fresh, comm=None, rows=256):
+    def __init__(self, path, config, sha, names, method, objective, fresh, comm=None, rows=256,
+                 columns=HIST_COLS, keep=True):
+        """``keep``: hold every logged row in memory on every rank (what TAO's replay
+        needs); MMA passes False — it resumes from its state, not a replay."""
         self.path, self.comm = os.fspath(path), _comm(comm)
+        self.columns, self.keep = tuple(columns), keep
         self.root = self.comm.rank == 0
         self.nd, self.names = len(names), list(names)
         self.f = None
@@ -84,7 +99,7 @@ class EvaluationLog:
         except HDF5Error:
             self.close()
             raise
-        self.x, self.fv, self.g, self.hist_rows = self.comm.bcast(data, root=0)
+        self.x, self.fv, self.g, self.hist_rows, self.count = self.comm.bcast(data, root=0)
 
     # -- rank 0 ------------------------------------------------------------------------
     def _open(self, config, sha, method, objective, fresh, rows):
@@ -96,16 +111,16 @@ class EvaluationLog:
             dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
             for name, shape, dt in (("x", (rows, self.nd), "f8"), ("f", (rows,), "f8"),
                                     ("g", (rows, self.nd), "f8"), ("crc", (rows,), "u4"),
-                                    ("history", (rows, len(HIST_COLS)), "f8")):
+                                    ("history", (rows, len(self.columns)), "f8")):
                 grp.create_dataset(name, shape=shape, dtype=dt, maxshape=(None,) + shape[1:],
                                    chunks=(min(rows, 64),) + tuple(max(s, 1) for s in shape[1:]))
             grp.attrs.update({"evaluations": 0, "resolved_sha256": sha, "method": method,
                               "objective": objective, "names": np.array(self.names, dtype="S")})
             grp["history"].attrs["rows"] = 0
-            grp["history"].attrs["columns"] = ",".join(HIST_COLS)
+            grp["history"].attrs["columns"] = ",".join(self.columns)
             f.flush()
             self.f = f
-            return np.zeros((0, self.nd)), np.zeros(0), np.zeros((0, self.nd)), 0
+            return np.zeros((0, self.nd)), np.zeros(0), np.zeros((0, self.nd)), 0, 0
         if not os.path.exists(self.path):
             raise HDF5Error(self.path, "--restart", "no such file")
         try:
@@ -128,12 +143,14 @@ class EvaluationLog:
         if grp["x"].shape[1] != self.nd:
             raise HDF5Error(self.path, "/optimize/x", f"{grp['x'].shape[1]} design variables, expected {self.nd}")
         k = int(grp.attrs["evaluations"])
+        if not self.keep:
+            return self.x, self.fv, self.g, int(grp["history"].attrs["rows"]), k
         x, fv, g, crc = grp["x"][:k], grp["f"][:k], grp["g"][:k], grp["crc"][:k]
         for i in range(k):
             if _crc(i, x[i], fv[i], g[i]) != crc[i]:
                 raise HDF5Error(self.path, f"/optimize/x[{i}]",
                                 "evaluation record fails its checksum (corrupted file); refusing to resume")
-        return x, fv, g, int(grp["history"].attrs["rows"])
+        return x, fv, g, int(grp["history"].attrs["rows"]), k
 
     def _grow(self, ds, need):
         if ds.shape[0] < need:
@@ -148,7 +165,7 @@ class EvaluationLog:
     # -- every rank --------------------------------------------------------------------------
     @property
     def evaluations(self):
-        return len(self.fv)
+        return self.count
 
     def append(self, x, f, g):
         """Record evaluation number ``evaluations`` (data first, then the counter)."""
@@ -164,9 +181,17 @@ class EvaluationLog:
             grp.attrs["evaluations"] = k + 1
 
         self._root_write(write, f"/optimize/x[{k}]")
-        self.x = np.vstack([self.x, x[None]])
-        self.fv = np.r_[self.fv, f]
-        self.g = np.vstack([self.g, g[None]])
+        self.count = k + 1
+        if self.keep:
+            self.x = np.vstack([self.x, x[None]])
+            self.fv = np.r_[self.fv, f]
+            self.g = np.vstack([self.g, g[None]])
+
+    def truncate(self, k):
+        """Count only the first ``k`` evaluations (an MMA resume re-evaluates from row k)."""
+        if k < self.count:
+            self._root_write(lambda grp: grp.attrs.__setitem__("evaluations", k), "/optimize")
+            self.count = k
 
     def add_history(self, row):
         """History row ``row[0]`` (the iteration); rows already on disk are kept."""
@@ -206,3 +231,59 @@ class EvaluationLog:
             except Exception:  # pragma: no cover
                 pass
             self.f = None
+
+
+class MMAState:
+    """The MMA optimizer state in ``/optimize/mma`` of an open ``EvaluationLog``: two
+    checksummed slots, ``current`` flipped only after the new slot is on disk."""
+
+    KEYS = ("x", "xold1", "xold2", "low", "upp")
+
+    def __init__(self, log):
+        self.log, self.nd = log, log.nd
+
+        def create(grp):
+            if "mma" not in grp:
+                g = grp.create_group("mma")
+                for s in (0, 1):
+                    g.create_dataset(f"state{s}", shape=(len(self.KEYS), self.nd), dtype="f8")
+                    g.create_dataset(f"meta{s}", shape=(4,), dtype="f8")
+                g.attrs["current"] = -1
+                g.attrs["rows"] = ",".join(self.KEYS)
+        log._root_write(create, "/optimize/mma")
+
+    @staticmethod
+    def _crc(state, meta):
+        c = zlib.crc32(np.ascontiguousarray(state, dtype=np.float64).tobytes())
+        return zlib.crc32(np.ascontiguousarray(meta[:3], dtype=np.float64).tobytes(), c)
+
+    def save(self, it, state, fscale, evaluations):
+        """Write ``state`` ((5, nd) on rank 0, None elsewhere) after update ``it``."""
+        slot = it % 2
+
+        def write(grp):
+            g = grp["mma"]
+            meta = np.array([it, fscale, evaluations, 0.0])
+            meta[3] = self._crc(state, meta)
+            g[f"state{slot}"][...] = state
+            g[f"meta{slot}"][...] = meta
+            self.log.f.flush()
+            kill_hook("write")
+            g.attrs["current"] = slot
+        self.log._root_write(write, f"/optimize/mma/state{slot}")
+
+    def load(self):
+        """(iteration, state (5, nd), objective scale, evaluations) of the current slot, or
+        None before the first update; every rank gets the full arrays."""
+        def read():
+            g = self.log.f["optimize/mma"]
+            slot = int(g.attrs["current"])
+            if slot < 0:
+                return None
+            state, meta = g[f"state{slot}"][...], g[f"meta{slot}"][...]
+            if self._crc(state, meta) != int(meta[3]):
+                raise HDF5Error(self.log.path, f"/optimize/mma/state{slot}",
+                                "MMA state fails its checksum (corrupted file); refusing to resume")
+            return int(meta[0]), state, float(meta[1]), int(meta[2])
+        out = _root_call(self.log.comm, read, self.log.path, "/optimize/mma")
+        return self.log.comm.bcast(out, root=0)

@@ -1,0 +1,158 @@
+"""`parmbs optimize` with method = "mma" and [[optimize.constraints]].
+
+Model: the plate pendulum coarsened to 4 × 2 elements over 10 steps; minimize the
+strain energy ∫ U dt over the 8 element densities subject to volume fraction ≥ 0.8
+(lighter plates have less strain energy under self-weight, so the bound is active).
+Checks: convergence to a feasible point with the constraint active and a lower ψ than
+the uniform feasible design; stop/restart, SIGKILL (forward, adjoint, write) + restart
+and SIGUSR1 give the uninterrupted iterate sequence; the config's constraint errors."""
+import os
+import signal
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+import pytest
+
+from parmbs.config import ConfigError, load_config
+from parmbs.optimize import Optimization
+
+from conftest import CONFIGS
+
+PLATE = CONFIGS / "plate-pendulum.toml"
+VOL = 0.8
+SETS = ["optimize.method=mma", "optimize.objective=compliance",
+        f"optimize.constraints=[{{kind='volume_fraction',field='plates.P.density',lower={VOL}}}]",
+        "simulation.t_end=0.02", "simulation.progress=false", "optimize.max_it=30",
+        "plates.P.nx=4", "plates.P.ny=2", "plates.P.points={tip=[4,0]}"]
+
+
+def run_api(path, restart=False, extra=()):
+    cfg = load_config(str(PLATE), SETS + list(extra))
+    lines = []
+    opt = Optimization(cfg, path, restart=restart, out=lines.append)
+    code, rho = opt.run()
+    x = None
+    if opt.mpi.rank == 0:
+        with h5py.File(path, "r") as f:
+            x = f["optimize/x"][:f["optimize"].attrs["evaluations"]]
+    return rho, opt.mpi.bcast(x, root=0), opt.history, lines
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    return run_api(tmp_path_factory.mktemp("mma") / "ref.h5")
+
+
+def test_converges_feasible_and_active(reference, tmp_path):
+    rho, x, hist, lines = reference
+    assert any(l.startswith("done: converged") for l in lines), lines[-3:]
+    vol = rho.mean()
+    print(f"psi {hist[0, 1]:.6e} -> {hist[-1, 1]:.6e} in {int(hist[-1, 0])} updates; volume fraction {vol:.9f}")
+    assert vol >= VOL - 1e-6 * VOL                      # feasible (ctol = 1e-6 relative)
+    assert abs(vol - VOL) < 1e-5                        # and active
+    assert hist[-1, 2] <= 1e-6 and hist[-1, 3] <= 1e-6  # violation and step columns
+    assert np.all(rho >= 0.01) and np.all(rho <= 1.0)
+    # better than the uniform design of the same volume (feasible, not optimal)
+    opt = Optimization(load_config(str(PLATE), SETS), tmp_path / "u.h5", out=lambda *a: None)
+    psi_uniform, _ = opt.evaluate(np.full(len(rho), VOL))
+    opt.log.close()
+    assert hist[-1, 1] < psi_uniform < hist[0, 1]
+
+
+def test_state_in_hdf5(reference, tmp_path):
+    """The state on disk: the two slots, the current one checksummed, iteration = updates."""
+    path = tmp_path / "s.h5"
+    run_api(path, extra=["optimize.max_it=3"])
+    with h5py.File(path, "r") as f:
+        g = f["optimize/mma"]
+        slot = int(g.attrs["current"])
+        meta, state = g[f"meta{slot}"][:], g[f"state{slot}"][:]
+        assert int(meta[0]) == 3 and state.shape == (5, 8)
+        x = f["optimize/x"][:f["optimize"].attrs["evaluations"]]
+        assert f["optimize/history"].attrs["columns"].startswith("iteration,objective,max_violation")
+    assert np.array_equal(x, reference[1][:4])            # x_0 … x_3 evaluated (max_it reached at x_3)
+    assert np.array_equal(state[0], x[3])                 # x after 3 updates
+    assert np.array_equal(state[1], x[2]) and np.array_equal(state[2], x[1])   # xold1, xold2
+    assert np.all(state[3] < state[0]) and np.all(state[4] > state[0])        # low < x < upp
+
+
+def test_restart_after_stop_is_exact(reference, tmp_path):
+    path = tmp_path / "r.h5"
+    run_api(path, extra=["optimize.max_it=4"])
+    rho, x, hist, lines = run_api(path, restart=True)
+    assert "resumed: MMA state after 4 updates" in lines[0]
+    assert np.array_equal(x, reference[1])
+    assert np.array_equal(rho, reference[0])
+    assert np.array_equal(hist[:, :5], reference[2][:, :5])
+
+
+def _cli(args, env_extra=None):
+    env = dict(os.environ, PYTHONUNBUFFERED="1", **(env_extra or {}))
+    return subprocess.Popen([sys.executable, "-m", "parmbs", *map(str, args)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+
+
+def _sets(extra=()):
+    return [a for s in SETS + list(extra) for a in ("--set", s)]
+
+
+def _record(path):
+    with h5py.File(path, "r") as f:
+        return f["optimize/x"][:f["optimize"].attrs["evaluations"]], f["optimize/design"][:]
+
+
+SHORT = ["optimize.max_it=5"]          # the first 6 iterates are enough to compare
+
+
+@pytest.mark.parametrize("event", ["forward:3", "adjoint:3", "write:3", "write:4"])
+def test_sigkill_then_resume(reference, tmp_path, event):
+    """write:3 = the 2nd evaluation row, write:4 = the 2nd MMA state (between data and counter)."""
+    path = tmp_path / "k.h5"
+    p = _cli(["optimize", PLATE, "-o", path, *_sets(SHORT)], {"PARMBS_OPTIMIZE_KILL": event})
+    out, err = p.communicate(timeout=600)
+    assert p.returncode == -signal.SIGKILL, (p.returncode, out, err)
+    r = subprocess.run([sys.executable, "-m", "parmbs", "optimize", PLATE, "--restart", path, *_sets(SHORT)],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert "resumed: MMA state after" in r.stdout
+    x, rho = _record(path)
+    assert np.array_equal(x, reference[1][:6])
+    assert np.array_equal(rho, reference[1][5])
+    assert os.path.exists(tmp_path / "k.png")
+
+
+def test_sigusr1_stops_at_a_safe_point(reference, tmp_path):
+    path = tmp_path / "u.h5"
+    p = _cli(["optimize", PLATE, "-o", path, *_sets(SHORT)])
+    for line in p.stdout:
+        if line.startswith("it    1"):
+            p.send_signal(signal.SIGUSR1)
+            break
+    out, err = p.communicate(timeout=600)
+    assert p.returncode == 0, err
+    assert "stopped on SIGUSR1 at a safe point" in out and "--restart" in out
+    rho, x, _, _ = run_api(path, restart=True, extra=SHORT)
+    assert np.array_equal(x, reference[1][:6]) and np.array_equal(rho, reference[1][5])
+
+
+@pytest.mark.parametrize("constraint, key", [
+    ("{objective='nope',upper=1.0}", "optimize.constraints[0].objective"),
+    ("{objective='tip',upper=1.0,foo=1}", "optimize.constraints[0].foo"),
+    ("{objective='tip'}", "optimize.constraints[0].upper"),
+    ("{objective='tip',upper=1.0,lower=2.0}", "optimize.constraints[0].upper"),
+    ("{kind='volume_fraction',upper=0.5}", "optimize.constraints[0].field"),
+    ("{kind='volume_fraction',field='plates.Q.density',upper=0.5}", "optimize.constraints[0].field"),
+    ("{kind='volume_fraction',objective='tip',upper=0.5}", "optimize.constraints[0]"),
+])
+def test_constraint_config_errors(constraint, key):
+    with pytest.raises(ConfigError) as e:
+        load_config(str(PLATE), ["optimize.method=mma", f"optimize.constraints=[{constraint}]"])
+    assert e.value.key == key and "plate-pendulum.toml" in str(e.value)
+
+
+def test_tao_refuses_constraints():
+    with pytest.raises(ConfigError) as e:
+        load_config(str(PLATE), ["optimize.constraints=[{objective='tip',upper=1.0}]"])
+    assert e.value.key == "optimize.constraints" and "mma" in e.value.message

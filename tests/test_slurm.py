@@ -1,0 +1,162 @@
+"""jobs/optimize.sbatch on a real SLURM (a private single-node cluster, tests/slurm_cluster.py).
+
+The job runs `mpirun --oversubscribe parmbs optimize` on 2 tasks (five-bar, ψ1, 10 steps,
+4 TAO iterations).  It is sent SIGUSR1 the way `#SBATCH --signal=B:USR1@120` sends it
+(`scancel --signal=USR1 --batch`: to the batch shell only), either mid-run (after the
+second iteration) or at start-up (before parmbs has installed its handlers).  The
+script must stop parmbs, requeue the job (same id, Restarts=1), and the requeued run
+must resume from the record and finish with the iterates, design and history of an
+uninterrupted `mpirun -n 2` run (≤ 1e-12 relative; the replay makes them bitwise equal).
+
+Skipped, with the reason, where the daemons cannot run (no binaries, not root).
+Debian 12: apt-get install slurmd slurmctld slurm-client munge.  Part of the serial run
+of `make test` (marker `slurm`; never under mpirun)."""
+import os
+import subprocess
+import sys
+import time
+
+import h5py
+import numpy as np
+import pytest
+
+from conftest import CONFIGS, ROOT
+from slurm_cluster import SlurmCluster, Unavailable
+
+pytestmark = pytest.mark.slurm
+
+FIVEBAR = CONFIGS / "fivebar.toml"
+SBATCH = ROOT / "jobs" / "optimize.sbatch"
+PARMBS = os.path.join(os.path.dirname(sys.executable), "parmbs")
+SETS = ["simulation.t_end=0.1", "simulation.dt=1e-2", "optimize.objective=psi1", "optimize.max_it=4",
+        "simulation.progress=false"]
+MPIRUN = "mpirun --oversubscribe"
+RUN_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+           "OMPI_MCA_mpi_yield_when_idle": "1", "PYTHONUNBUFFERED": "1"}
+FINAL = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE")
+
+
+def _sets():
+    return [a for s in SETS for a in ("--set", s)]
+
+
+@pytest.fixture(scope="session")
+def slurm():
+    if int(os.environ.get("OMPI_COMM_WORLD_SIZE", "1")) > 1 or int(os.environ.get("PMI_SIZE", "1")) > 1:
+        pytest.skip("the SLURM test runs in the serial suite, not under mpirun")
+    cluster = SlurmCluster()
+    try:
+        cluster.start()
+    except Unavailable as e:
+        pytest.skip(f"no private SLURM on this machine: {e}")
+    yield cluster
+    cluster.cleanup()
+
+
+@pytest.fixture(scope="session")
+def reference(tmp_path_factory):
+    """The uninterrupted run with the job's launcher and rank count, outside SLURM (started
+    at once; it runs while the job runs)."""
+    path = tmp_path_factory.mktemp("slurm-ref") / "ref.h5"
+    p = subprocess.Popen([*MPIRUN.split(), "-n", "2", PARMBS, "optimize", str(FIVEBAR), "-o", str(path),
+                          *_sets()], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         env=dict(os.environ, **RUN_ENV))
+
+    done = {}
+
+    def result():
+        if not done:
+            out, _ = p.communicate(timeout=600)
+            assert p.returncode == 0, out
+            done.update(_record(path))
+        return done
+    return result
+
+
+def _record(path):
+    with h5py.File(path, "r") as f:
+        g = f["optimize"]
+        n = int(g.attrs["evaluations"])
+        return {"x": g["x"][:n], "f": g["f"][:n], "design": g["design"][:],
+                "history": g["history"][:g["history"].attrs["rows"], :5]}   # its, f, |g|, step, evals (not wall)
+
+
+def _submit_and_watch(slurm, tmp_path, signal_when, timeout=400):
+    """Submit the template, send SIGUSR1 to its batch shell once ``signal_when(out)``
+    holds for parmbs' output, and record every (JobState, Restarts) change until the
+    job ends.  Returns (jobid, [(t, event)], job log, parmbs output)."""
+    record = tmp_path / "run.h5"
+    out_path = tmp_path / "run.h5.out"
+    env = dict(slurm.env, PARMBS=PARMBS, MPIRUN=MPIRUN, **RUN_ENV)
+    t0 = time.monotonic()
+    jobid = slurm.run("sbatch", "--parsable", "--ntasks=2", "--time=5", f"--chdir={tmp_path}",
+                      f"--output={tmp_path}/job-%j.log", str(SBATCH), str(FIVEBAR), str(record), *_sets(),
+                      env=env).strip().split(";")[0]
+    events, last, signalled = [], None, False
+    while True:
+        info = slurm.job(jobid)
+        state = (info.get("JobState"), int(info.get("Restarts", -1)))
+        if state != last:
+            events.append((time.monotonic() - t0, f"{state[0]} (Restarts={state[1]}, {info.get('Reason')})"))
+            last = state
+        if state[0] in FINAL:
+            break
+        if not signalled and state == ("RUNNING", 0):
+            out = out_path.read_text() if out_path.exists() else ""
+            if signal_when(out, tmp_path):
+                slurm.run("scancel", "--signal=USR1", "--batch", jobid)
+                events.append((time.monotonic() - t0, "SIGUSR1 sent to the batch shell"))
+                signalled = True
+        if time.monotonic() - t0 > timeout:
+            slurm.run("scancel", jobid, check=False)
+            pytest.fail(f"job {jobid} not done in {timeout} s: {events}\n{_logs(tmp_path, jobid)}")
+        time.sleep(0.1)
+    log = (tmp_path / f"job-{jobid}.log").read_text()
+    out = out_path.read_text() if out_path.exists() else ""
+    print(f"\njob {jobid}:\n" + "\n".join(f"  {t:6.1f} s  {e}" for t, e in events))
+    print(log)
+    return jobid, events, log, out
+
+
+def _logs(tmp_path, jobid):
+    return "\n".join(f"--- {p.name}:\n{p.read_text()}" for p in sorted(tmp_path.iterdir())
+                     if p.suffix in (".log", ".out"))
+
+
+def _mid_run(out, tmp_path):
+    """Two iterations are on disk: stop in the middle of the optimization."""
+    return "\nit    1 " in out
+
+
+def _start_up(out, tmp_path):
+    """The batch shell has started (its first line is in the job log) and parmbs has
+    not printed anything yet: the signal meets it while it starts."""
+    return any("run 0:" in p.read_text() for p in tmp_path.glob("job-*.log")) and not out
+
+
+@pytest.mark.parametrize("when", [_mid_run, _start_up], ids=["mid-run", "start-up"])
+def test_signal_requeue_resume_equals_uninterrupted(slurm, reference, tmp_path, when):
+    jobid, events, log, out = _submit_and_watch(slurm, tmp_path, when)
+    states = [e for _, e in events]
+    # submit -> run -> signal -> requeued (pending until cred_expire) -> run again -> done
+    order = ["RUNNING (Restarts=0", "SIGUSR1 sent", "PENDING (Restarts=1", "RUNNING (Restarts=1",
+             "COMPLETED (Restarts=1"]
+    it = iter(states)
+    assert all(any(s.startswith(o) for s in it) for o in order), (states, _logs(tmp_path, jobid))
+    assert states[-1].startswith("COMPLETED (Restarts=1"), states
+    # the job's own account of it
+    assert "USR1: asking parmbs to stop at a safe point" in log
+    assert "run 0:" in log and "requeueing" in log
+    assert "run 1:" in log and "optimization finished" in log
+    if when is _mid_run:
+        assert "parmbs stopped at a safe point" in log
+        assert "stopped on SIGUSR1 at a safe point after" in out
+        n = int(out.split("stopped on SIGUSR1 at a safe point after ")[1].split()[0])
+        assert f"resumed: {n} evaluations replayed" in out
+        assert "--restart" in log.split("run 1:")[1].splitlines()[0]
+    got, ref = _record(tmp_path / "run.h5"), reference()
+    if when is _mid_run:
+        assert 2 <= n < len(ref["f"])                      # really stopped mid-run
+    for key in ("x", "f", "design", "history"):
+        assert got[key].shape == ref[key].shape, key
+        np.testing.assert_allclose(got[key], ref[key], rtol=1e-12, atol=0, err_msg=key)

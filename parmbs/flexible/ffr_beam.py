@@ -55,7 +55,7 @@ Fibre stress (``fibre_stress``): σ = E (u′ ∓ (h/2) v″) at the upper (+h/2
 """
 import numpy as np
 
-from ..model.component import Force, register
+from ..model.component import Force, register, cs_jacobian
 from ..model.kinematics import rot, stack, concat
 from .ancf import shape, dshape
 
@@ -130,29 +130,66 @@ def _kinematics(q, v, a, p):
     return l, S, Sp, ub, ubd, ubdd, vpd, vpdd
 
 
+class _SectionLinear(Force):
+    """A force linear in section coefficients: r = Σ_k c_k(ρ, w, h, E) r_k(t, q, v, a, p)
+    with r_k independent of p's section columns 0–3.  ∂r/∂p of those columns is then
+    Σ_k r_k ∂c_k/∂p (the scalar c_k complex-stepped, no extra residual evaluation);
+    other columns (L, n_el, g) fall back to the complex step of r."""
+    SECTION_COLS = (0, 1, 2, 3)
+
+    def coefs(self, p):
+        raise NotImplementedError
+
+    def parts(self, t, q, v, a, p):
+        raise NotImplementedError
+
+    def r(self, t, q, v, a, p):
+        c = self.coefs(p)
+        return sum(c[..., k, None] * rk for k, rk in enumerate(self.parts(t, q, v, a, p)))
+
+    def r_p(self, t, q, v, a, p, cols=None):
+        cols = np.arange(self.np_) if cols is None else np.asarray(cols)
+        sec = np.isin(cols, self.SECTION_COLS)
+        rk = self.parts(t, q, v, a, p)
+        lead = np.broadcast_shapes(q.shape[:-1], p.shape[:-1], *(x.shape[:-1] for x in rk))
+        out = np.zeros(lead + (self.nq, len(cols)), dtype=np.result_type(q, v, a, p))
+        if np.any(sec):
+            dc = cs_jacobian(self.coefs, [p], 0, cols[sec])                   # (…, K, k)
+            out[..., sec] = sum(x[..., :, None] * dc[..., k, None, :] for k, x in enumerate(rk))
+        if not np.all(sec):
+            out[..., ~sec] = cs_jacobian(self.r, [t, q, v, a, p], 4, cols[~sec])
+        return out
+
+
 @register
-class FfrInertia(Force):
-    """M(q) a + Q_v(q, v) of one FFR beam element (module docstring; seed 001 Eq. 33)."""
+class FfrInertia(_SectionLinear):
+    """M(q) a + Q_v(q, v) of one FFR beam element (module docstring; seed 001 Eq. 33).
+    Section coefficients (ρA, ρI)."""
     nq, np_ = 9, ELEM_NP
     inertial = True
     uses_q = uses_v = uses_a = True
 
-    def r(self, t, q, v, a, p):
+    def coefs(self, p):
         A, I = section(p)
-        rho = p[..., 0]
+        return stack([p[..., 0] * A, p[..., 0] * I], -1)
+
+    def parts(self, t, q, v, a, p):
         l, S, Sp, ub, ubd, ubdd, vpd, vpdd = _kinematics(q, v, a, p)
         th, thd, thdd = q[..., 2], v[..., 2], a[..., 2]
         RddB = rot(-th, a[..., 0:2])[..., None, :]                        # Aᵀ R̈ (…, 1, 2)
         b = (RddB + thdd[..., None, None] * _jt(ub) - (thd ** 2)[..., None, None] * ub
              + 2.0 * thd[..., None, None] * _jt(ubd) + ubdd)              # (…, G, 2)
-        W = (rho * A * l)[..., None] * GAUSS_W                            # (…, G)
-        Wr = (rho * I * l)[..., None] * GAUSS_W
+        W = l[..., None] * GAUSS_W                                        # (…, G), per unit ρA and ρI
+        Wr = W
         rot_acc = thdd[..., None] + vpdd                                  # θ̈ + v̈′ (…, G)
         fR = rot(th, np.einsum("...g,...gi->...i", W, b))
-        fth = np.einsum("...g,...g->...", W, np.sum(_jt(ub) * b, -1)) + np.einsum("...g,...g->...", Wr, rot_acc)
-        ff = (np.einsum("...g,...gij,...gi->...j", W, S, b)
-              + np.einsum("...g,...gj,...g->...j", Wr, Sp, rot_acc))
-        return concat([fR, fth[..., None], ff], -1)
+        fth = np.einsum("...g,...g->...", W, np.sum(_jt(ub) * b, -1))
+        ff = np.einsum("...g,...gij,...gi->...j", W, S, b)
+        rA = concat([fR, fth[..., None], ff], -1)
+        fth_r = np.einsum("...g,...g->...", Wr, rot_acc)
+        ff_r = np.einsum("...g,...gj,...g->...j", Wr, Sp, rot_acc)
+        rI = concat([0.0 * fR, fth_r[..., None], ff_r], -1)
+        return rA, rI
 
     def jacobians(self, t, q, v, a, p):
         """(∂r/∂q, ∂r/∂v, ∂r/∂a = M(q)) from one kinematics evaluation.
@@ -242,21 +279,25 @@ class FfrInertia(Force):
 
 
 @register
-class FfrGravity(Force):
-    """r = −∫ρA Lᵀ g dx̄ = −ρA [g l; ∫(J̃ū)·Aᵀg; ∫Sᵀ Aᵀg];  p = (element params, g_x, g_y)."""
+class FfrGravity(_SectionLinear):
+    """r = −∫ρA Lᵀ g dx̄ = −ρA [g l; ∫(J̃ū)·Aᵀg; ∫Sᵀ Aᵀg];  p = (element params, g_x, g_y).
+    Section coefficient ρA."""
     nq, np_ = 9, ELEM_NP + 2
 
-    def r(self, t, q, v, a, p):
+    def coefs(self, p):
         A, _ = section(p)
+        return (p[..., 0] * A)[..., None]
+
+    def parts(self, t, q, v, a, p):
         zero = 0.0 * q
         l, S, Sp, ub, *_ = _kinematics(q, zero, zero, p)
         g = p[..., ELEM_NP:ELEM_NP + 2]
         gb = rot(-q[..., 2], g)[..., None, :]                              # Aᵀ g
-        W = (p[..., 0] * A * l)[..., None] * GAUSS_W
-        fR = (p[..., 0] * A * l)[..., None] * g + 0.0 * q[..., 0:2]
+        W = l[..., None] * GAUSS_W                                        # per unit ρA
+        fR = l[..., None] * g + 0.0 * q[..., 0:2]
         fth = np.einsum("...g,...g->...", W, np.sum(_jt(ub) * gb, -1))
         ff = np.einsum("...g,...gij,...gi->...j", W, S, gb + 0.0 * ub)
-        return -concat([fR, fth[..., None], ff], -1)
+        return (-concat([fR, fth[..., None], ff], -1),)
 
     def jacobians(self, t, q, v, a, p):
         """∂r/∂q (symmetric: r is the gradient of V), with gb = Aᵀg, ∂gb/∂θ = −J̃ gb:
@@ -288,29 +329,42 @@ class FfrGravity(Force):
         return -np.einsum("...g,...g->...", W, np.sum(g * r, -1))
 
 
-def stiffness(p):
-    """K_e (…, 6, 6) on (u_i, v_i, φ_i, u_j, v_j, φ_j) (module docstring)."""
-    A, I = section(p)
-    E, l = p[..., 3], elem_length(p)
-    ka, kb = E * A / l, E * I / l ** 3
-    K = np.zeros(l.shape + (6, 6), dtype=np.result_type(p))
-    K[..., 0, 0] = K[..., 3, 3] = ka
-    K[..., 0, 3] = K[..., 3, 0] = -ka
+def stiffness_parts(p):
+    """(K_a, K_b) (…, 6, 6) with K_e = EA K_a + EI K_b: K_a = [[1, −1], [−1, 1]]/l on
+    (u_i, u_j), K_b the Hermite bending matrix / l³ on (v_i, φ_i, v_j, φ_j)."""
+    l = elem_length(p)
+    Ka = np.zeros(l.shape + (6, 6), dtype=l.dtype)
+    Ka[..., 0, 0] = Ka[..., 3, 3] = 1.0 / l
+    Ka[..., 0, 3] = Ka[..., 3, 0] = -1.0 / l
     B = np.array([[12, 6, -12, 6], [6, 4, -6, 2], [-12, -6, 12, -6], [6, 2, -6, 4]], float)
     P = np.array([[0, 1, 0, 1], [1, 2, 1, 2], [0, 1, 0, 1], [1, 2, 1, 2]])      # powers of l
     idx = [1, 2, 4, 5]
-    K[..., np.ix_(idx, idx)[0], np.ix_(idx, idx)[1]] = kb[..., None, None] * B * l[..., None, None] ** P
-    return K
+    Kb = np.zeros_like(Ka)
+    Kb[..., np.ix_(idx, idx)[0], np.ix_(idx, idx)[1]] = B * l[..., None, None] ** (P - 3)
+    return Ka, Kb
+
+
+def stiffness(p):
+    """K_e (…, 6, 6) on (u_i, v_i, φ_i, u_j, v_j, φ_j) (module docstring)."""
+    A, I = section(p)
+    E = p[..., 3]
+    Ka, Kb = stiffness_parts(p)
+    return (E * A)[..., None, None] * Ka + (E * I)[..., None, None] * Kb
 
 
 @register
-class FfrElastic(Force):
-    """r = k_ff e = K_e q_f (linear elastic forces in the body frame; seed 001 §3.2)."""
+class FfrElastic(_SectionLinear):
+    """r = k_ff e = K_e q_f (linear elastic forces in the body frame; seed 001 §3.2).
+    Section coefficients (EA, EI)."""
     nq, np_ = 9, ELEM_NP
 
-    def r(self, t, q, v, a, p):
-        f = np.einsum("...ij,...j->...i", stiffness(p), q[..., 3:9])
-        return concat([0.0 * q[..., 0:3], f], -1)
+    def coefs(self, p):
+        A, I = section(p)
+        return stack([p[..., 3] * A, p[..., 3] * I], -1)
+
+    def parts(self, t, q, v, a, p):
+        z = 0.0 * q[..., 0:3]
+        return tuple(concat([z, np.einsum("...ij,...j->...i", K, q[..., 3:9])], -1) for K in stiffness_parts(p))
 
     def r_q(self, t, q, v, a, p):
         K = stiffness(p)

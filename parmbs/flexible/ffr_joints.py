@@ -64,9 +64,34 @@ def side_gamma(q, v, p):
     return -rot(th, w) * (thd ** 2)[..., None] + 2.0 * thd[..., None] * drot(th, v[..., 3:5])
 
 
+def side_hessian(q, p, lam):
+    """∂((∂r/∂q)ᵀλ)/∂q (…, 6, 6) of one side: with w = s̄ + (u, v),
+    (∂r/∂q)ᵀλ = (λ, λ·A J̃ w, Aᵀλ, 0), so the only entries are
+    θθ: −λ·A w  and  θ(u, v) = (u, v)θ: (A J̃)ᵀ λ."""
+    w = side_offset(p) + q[..., 3:5]
+    th = q[..., 2]
+    H = np.zeros(np.broadcast_shapes(w.shape[:-1], lam.shape[:-1]) + (6, 6), dtype=np.result_type(q, p, lam))
+    H[..., 2, 2] = -np.sum(lam * rot(th, w), -1)
+    c = -drot(-th, lam)                                 # (A J̃)ᵀλ = J̃ᵀ Aᵀ λ
+    H[..., 2, 3:5] = c
+    H[..., 3:5, 2] = c
+    return H
+
+
 class _FfrPair(Constraint):
     nq = 2 * SIDE_NQ
     np_ = 2 * SIDE_NP
+
+    def hess_lam(self, t, q, p, lam):
+        """Analytic ∂(Φ_qᵀλ)/∂q of the position rows (side a minus side b; the weld's
+        angle row is linear in q)."""
+        lp = lam[..., 0:2]
+        Ha = side_hessian(q[..., :6], p[..., :6], lp)
+        Hb = side_hessian(q[..., 6:12], p[..., 6:12], lp)
+        H = np.zeros(np.broadcast_shapes(Ha.shape[:-2], Hb.shape[:-2]) + (12, 12), dtype=np.result_type(Ha, Hb))
+        H[..., :6, :6] = Ha
+        H[..., 6:, 6:] = -Hb
+        return H
 
     def _pos(self, q, p):
         ra, _ = side_point(q[..., :6], p[..., :6])

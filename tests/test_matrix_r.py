@@ -151,10 +151,10 @@ def test_prismatic_tree(tmp_path, swapped):
     """A prismatic guide in the tree (both a/b orders: axis on the parent or the child),
     its reaction (a tree joint's λ, recovered from the full residual) as objective."""
     path = slider_crank(tmp_path, swapped)
-    pr = problem(None, MR, path)
+    pr = problem(None, MR + ["simulation.t_end=0.1"], path)
     assert "guide" in pr.stepper.tree.tree_joints and pr.stepper.tree.cut_joints == ["JB"]
     tr = pr.forward()
-    ref = problem(None, [], path)
+    ref = problem(None, ["simulation.t_end=0.1"], path)
     tr3 = ref.forward()
     assert np.max(np.abs(tr.q - tr3.q)) < 1e-3          # same dynamics, O(h²) apart
     assert drift(pr, tr) <= 1e-10

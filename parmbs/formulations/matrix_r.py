@@ -51,14 +51,45 @@ is  dx₁ = P_ξ(ξ₁) S(dξ₀) + P_p(ξ₁),  dξ₀ = L(ξ₀)(dx₀ − P_p
 applies the transposes of the same maps in reverse order: adjoint = direct to
 round-off.
 """
+import warnings
+
 import numpy as np
-from scipy.linalg import lu_factor, lu_solve, cho_factor, cho_solve
+from scipy.linalg import lu_factor, lu_solve, cho_factor, cho_solve, LinAlgWarning
 
 from ..model.assembly import SparseOperator
 from ..model.component import CS_H
 from ..model.evaluation import StateEval, EvalPlan
 from ..integrators.newmark import StepError
 from .relative import Tree, CutView
+
+
+def _key(x, p):
+    return (x[0].tobytes(), x[1].tobytes(), x[2].tobytes(), x[3].tobytes(), p.tobytes())
+
+
+def dense(op):
+    """A LocalOperator (evaluation.py) as a dense array: one bincount over its blocks
+    (−1 rows/columns, ground slots, dropped)."""
+    N, M = op.shape
+    out = np.zeros((N + 1) * (M + 1))
+    for rows, cols, B in op.parts:
+        r = np.where(rows < 0, N, rows)[:, :, None]
+        c = np.where(cols < 0, M, cols)[:, None, :]
+        out += np.bincount((r * (M + 1) + c).ravel(), weights=np.broadcast_to(B, r.shape[:2] + c.shape[2:]).ravel(),
+                           minlength=out.size)
+    return out.reshape(N + 1, M + 1)[:N, :M]
+
+
+def _solve(J, F):
+    """J⁻¹ F by LU (LAPACK through scipy: several times faster than numpy.linalg for
+    these small dense systems); None if J is singular."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LinAlgWarning)
+        try:
+            x = lu_solve(lu_factor(J, check_finite=False), F, check_finite=False)
+        except (LinAlgWarning, ValueError, np.linalg.LinAlgError):
+            return None
+    return x if np.all(np.isfinite(x)) else None
 
 
 class _Lin:
@@ -98,36 +129,34 @@ class MatrixRStepper:
 
     # -- kinematics of one state ------------------------------------------------------------
     def _kin(self, xi, p, with_p=False):
-        """q, v, a at ξ and their exact Jacobians, from one batched complex-step call of
-        Tree.kin: rows z + ih e_j (→ R = f_z, v_z, a_z), ż + ih e_j (→ a_ż) and
-        (z + ih e_j, ż = e_k) (→ ∂R_k/∂z_j, for ∂(Rᵀw)/∂z); with ``with_p`` a second
-        call in the design directions (f_p, v_p, a_p, ∂R_k/∂ρ_j)."""
+        """q, v, a at ξ and their exact Jacobians, from batched complex-step calls of
+        Tree.kin: rows z + ih e_j (→ R = f_z, v_z, a_z) and ż + ih e_j (→ a_ż) in one
+        call, (z + ih e_j, ż = e_k) (→ ∂R_k/∂z_j, for ∂(Rᵀw)/∂z) at velocity level in
+        another; with ``with_p`` the same in the design directions (f_p, v_p, a_p,
+        ∂R_k/∂ρ_j)."""
         z, zd, zdd = xi[0], xi[1], xi[2]
         nz, n = self.nz, self.sys.n
         I, ih = np.eye(nz), 1j * CS_H
         ones = np.ones((nz, 1))
-        Zc = (z + ih * I)[:, None, :] * np.ones((1, nz, 1))
-        Zb = np.vstack([z + ih * I, ones * z, Zc.reshape(nz * nz, nz)])
-        ZDb = np.vstack([ones * zd, zd + ih * I, np.tile(I, (nz, 1))])
-        ZDDb = np.vstack([ones * zdd, ones * zdd, np.zeros((nz * nz, nz))])
-        q, v, a = self.tree.kin(Zb, ZDb, ZDDb, p)
+        q, v, a = self.tree.kin(np.vstack([z + ih * I, ones * z]), np.vstack([ones * zd, zd + ih * I]),
+                                zdd, p)
         K = _Lin()
         K.q, K.v, K.a = q[0].real.copy(), v[0].real.copy(), a[0].real.copy()
         A = slice(0, nz)
         K.R = np.ascontiguousarray(q[A].imag.T / CS_H)
         K.Vz, K.Az = v[A].imag.T / CS_H, a[A].imag.T / CS_H
-        K.Azd = a[nz:2 * nz].imag.T / CS_H
-        K.dR = v[2 * nz:].imag.reshape(nz, nz, n) / CS_H          # [j, k] = ∂R_k/∂z_j
+        K.Azd = a[nz:].imag.T / CS_H
+        _, vR = self.tree.kin((z + ih * I)[:, None, :], I, None, p, order=1)
+        K.dR = vR.imag / CS_H                                       # [j, k] = ∂R_k/∂z_j
         K.RtR = None
         if with_p:
             nd = self.nd
             if nd:
-                Pb = p + ih * np.vstack([self.Ep, np.repeat(self.Ep, nz, axis=0)])
-                Zp = np.vstack([np.ones((nd, 1)) * zd, np.tile(I, (nd, 1))])
-                Zpp = np.vstack([np.ones((nd, 1)) * zdd, np.zeros((nd * nz, nz))])
-                qp, vp, ap = self.tree.kin(z, Zp, Zpp, Pb)
-                K.Qp, K.Vp, K.Ap = (x[:nd].imag.T / CS_H for x in (qp, vp, ap))
-                K.dRp = vp[nd:].imag.reshape(nd, nz, n) / CS_H     # [j, k] = ∂R_k/∂ρ_j
+                Pc = p + ih * self.Ep
+                qp, vp, ap = self.tree.kin(z, zd, zdd, Pc)
+                K.Qp, K.Vp, K.Ap = (x.imag.T / CS_H for x in (qp, vp, ap))
+                _, vRp = self.tree.kin(z, I, None, Pc[:, None, :], order=1)
+                K.dRp = vRp.imag / CS_H                             # [j, k] = ∂R_k/∂ρ_j
             else:
                 K.Qp = K.Vp = K.Ap = np.zeros((n, 0))
                 K.dRp = np.zeros((0, nz, n))
@@ -149,8 +178,8 @@ class MatrixRStepper:
         R = L.R
         L.F1 = R.T @ w
         L.phi = ev.phi()
-        Kd, Cd, Md = ev.K().dense(), ev.Cv().dense(), ev.Ma().dense()
-        G = ev.G().dense() if self.mc else np.zeros((0, n))
+        Kd, Cd, Md = dense(ev.K()), dense(ev.Cv()), dense(ev.Ma())
+        G = dense(ev.G())
         L.Kd, L.Cd, L.Md, L.Gc = Kd, Cd, Md, G
         MR = Md @ R
         L.F1_z = R.T @ (Kd @ R + Cd @ L.Vz + Md @ L.Az) + np.einsum("jkn,n->kj", L.dR, w)
@@ -177,8 +206,8 @@ class MatrixRStepper:
         lam[self.rows_cut] = lam_c
         if len(self.rows_tree):
             ev = StateEval(self.sys, t, K.q, K.v, K.a, lam, p, self.design_map, self.plan_full)
-            Gt = ev.G().dense()[self.rows_tree]
-            lam[self.rows_tree] = -np.linalg.solve(Gt @ Gt.T, Gt @ ev.residual())
+            Gt = dense(ev.G())[self.rows_tree]
+            lam[self.rows_tree] = -cho_solve(cho_factor(Gt @ Gt.T), Gt @ ev.residual())
         return lam
 
     def _present(self, t, xi, p, K=None):
@@ -188,9 +217,9 @@ class MatrixRStepper:
     def _full_eval(self, t, x, p):
         """Full-model StateEval at x and the tree-row map W = (G_t G_tᵀ)⁻¹ G_t."""
         ev = StateEval(self.sys, t, *x, p, self.design_map, self.plan_full)
-        G = ev.G().dense()
+        G = dense(ev.G())
         Gt = G[self.rows_tree]
-        W = np.linalg.solve(Gt @ Gt.T, Gt)
+        W = cho_solve(cho_factor(Gt @ Gt.T), Gt)
         return ev, G, W
 
     def _present_tangent(self, t, x, K, dxi, p):
@@ -249,7 +278,7 @@ class MatrixRStepper:
 
     def _xi(self, x, p):
         """ξ = (z, ż, z̈, λ_c) of a presented state (remembered for the last states)."""
-        key = (x[0].tobytes(), x[1].tobytes(), x[2].tobytes(), x[3].tobytes(), p.tobytes())
+        key = _key(x, p)
         hit = self._memo.get(key)
         if hit is not None:
             return hit
@@ -263,6 +292,16 @@ class MatrixRStepper:
         self._remember(key, xi)
         return xi
 
+    def _kin_p(self, x, xi, p):
+        """_kin(ξ, with_p) of a presented state, remembered: a direct sweep meets each
+        state as x₁ of one step and x₀ of the next, the adjoint sweep the other way."""
+        key = ("kin",) + _key(x, p)
+        K = self._memo.get(key)
+        if K is None:
+            K = self._kin(xi, p, with_p=True)
+            self._remember(key, K)
+        return K
+
     def _remember(self, key, xi):
         if len(self._memo) > 8:
             self._memo.pop(next(iter(self._memo)))
@@ -274,8 +313,20 @@ class MatrixRStepper:
             raise TypeError("matrix-r runs in real arithmetic (use --method adjoint, direct or fd)")
         return self.init.solve(t0, p)
 
+    def _residual(self, t, xi, p):
+        """(F₁, Φ_c/(βh²)) alone: real kinematics, R and the component residuals."""
+        T = self.tree
+        q, v, a = T.kin(xi[0], xi[1], xi[2], p)
+        ev = StateEval(self.view, t, q, v, a, xi[3], p, self.design_map, self.plan)
+        return np.r_[T.jacobian(xi[0], p).T @ ev.residual(), ev.phi() / (self.beta * self.h ** 2)]
+
     def step(self, k, t, x, p):
-        """x_{k+1} from x_k at t = t_k; returns (x_{k+1}, Newton iterations)."""
+        """x_{k+1} from x_k at t = t_k; returns (x_{k+1}, Newton iterations).
+
+        Modified Newton: the (exact) matrix J is built and factored at the first
+        iterate and rebuilt only when an update shrinks by less than a factor 4; the
+        other iterations evaluate the residual alone (one real kinematics pass and the
+        components' residuals), which costs a fraction of J's complex-step Jacobians."""
         h, b, g = self.h, self.beta, self.gamma
         t1 = t + h
         z0, zd0, zdd0, l0 = self._xi(x, p)
@@ -283,25 +334,35 @@ class MatrixRStepper:
         zdp = zd0 + (1 - g) * h * zdd0
         zdd, lam = zdd0.copy(), l0.copy()
         nz, tol = self.nz, self.newton
+        lu, last = None, np.inf
         for it in range(1, tol.max_it + 1):
             xi = (zp + b * h * h * zdd, zdp + g * h * zdd, zdd, lam)
-            L = self._lin(t1, xi, p)
-            F = np.r_[L.F1, L.phi / (b * h * h)]
-            try:
-                du = np.linalg.solve(L.J, -F)
-            except np.linalg.LinAlgError:
-                raise StepError(f"step {k + 1} (t = {t1:.6g}): singular Newton matrix") from None
+            if lu is None:
+                L = self._lin(t1, xi, p)
+                F = np.r_[L.F1, L.phi / (b * h * h)]
+                with warnings.catch_warnings():
+                    warnings.simplefilter("error", LinAlgWarning)
+                    try:
+                        lu = lu_factor(L.J, check_finite=False)
+                    except (LinAlgWarning, ValueError):
+                        raise StepError(f"step {k + 1} (t = {t1:.6g}): singular Newton matrix") from None
+            else:
+                F = self._residual(t1, xi, p)
+            du = lu_solve(lu, -F, check_finite=False)
+            if not np.all(np.isfinite(du)):
+                dz = np.inf
+                break
             zdd = zdd + du[:nz]
             lam = lam + du[nz:]
             dz = b * h * h * np.max(np.abs(du[:nz]), initial=0.0)
-            if not np.all(np.isfinite(du)):
-                break
             if dz <= tol.atol + tol.rtol * np.max(np.abs(xi[0]), initial=0.0):
                 xi1 = (zp + b * h * h * zdd, zdp + g * h * zdd, zdd, lam)
                 x1 = self._present(t1, xi1, p)
-                self._remember((x1[0].tobytes(), x1[1].tobytes(), x1[2].tobytes(), x1[3].tobytes(),
-                                p.tobytes()), xi1)
+                self._remember(_key(x1, p), xi1)
                 return x1, it
+            if dz > 0.25 * last:
+                lu = None                      # slow contraction: rebuild J at the next iterate
+            last = dz
         raise StepError(f"step {k + 1} (t = {t1:.6g}): Newton did not converge in {tol.max_it} "
                         f"iterations (last position update {dz:.2e})")
 
@@ -310,11 +371,11 @@ class MatrixRStepper:
         """dx_{k+1}/dρ from dx_k/dρ (four (·, nd) blocks)."""
         h, b, g, nz = self.h, self.beta, self.gamma, self.nz
         xi0, xi1 = self._xi(x0, p), self._xi(x1, p)
-        K0 = self._kin(xi0, p, with_p=True)
+        K0 = self._kin_p(x0, xi0, p)
         dz, dzd, dzdd, dl = self._left_inverse(K0, dx0)
         dzp = dz + h * dzd + (0.5 - b) * h * h * dzdd
         dzdp = dzd + (1 - g) * h * dzdd
-        L = self._lin(t + h, xi1, p, with_p=True)
+        L = self._lin(t + h, xi1, p, with_p=True, K=self._kin_p(x1, xi1, p))
         r1 = L.F1_z @ dzp + L.F1_zd @ dzdp + L.F1_p
         r2 = (L.Phiz @ dzp + L.Phi_p) / (b * h * h)
         du = lu_solve(lu_factor(L.J), -np.vstack([r1, r2]))
@@ -327,7 +388,7 @@ class MatrixRStepper:
         """(μ_k, ∇ψ increment) from μ_{k+1} (blocks on x_{k+1}, one column per objective)."""
         h, b, g, nz = self.h, self.beta, self.gamma, self.nz
         xi0, xi1 = self._xi(x0, p), self._xi(x1, p)
-        L = self._lin(t + h, xi1, p, with_p=True)
+        L = self._lin(t + h, xi1, p, with_p=True, K=self._kin_p(x1, xi1, p))
         (mz, mzd, mzdd, ml), grad = self._present_adjoint(t + h, x1, L, mu1, p)
         nu = lu_solve(lu_factor(L.J), np.vstack([b * h * h * mz + g * h * mzd + mzdd, ml]), trans=1)
         nu1, nu2 = nu[:nz], nu[nz:] / (b * h * h)
@@ -337,7 +398,7 @@ class MatrixRStepper:
         mzd0 = h * mz0 + mzd - sv
         mzdd0 = (0.5 - b) * h * h * mz0 + (1 - g) * h * (mzd - sv)
         grad = grad - (L.F1_p.T @ nu1 + L.Phi_p.T @ nu2)
-        K0 = self._kin(xi0, p, with_p=True)
+        K0 = self._kin_p(x0, xi0, p)
         mu0, g0 = self._left_inverse_adjoint(K0, (mz0, mzd0, mzdd0, np.zeros_like(ml)))
         return mu0, grad + g0
 

@@ -1,0 +1,129 @@
+"""Formulation cost benchmark: forward, direct (5 design variables) and adjoint wall
+times of every available formulation, normalised to index-3 trapezoidal, in one run.
+
+Models: the five-bar (configs/fivebar.toml, 5 design variables, 3 objectives) and a
+closed chain of ``--links`` uniform bars hanging on a half circle between two ground
+pivots (generated here: ``links`` bodies, ``links + 1`` revolute joints, one loop,
+links − 2 degrees of freedom), with a spring from the middle vertex to ground; design
+variables: spring stiffness and length, a link mass and inertia, gravity.
+Formulations whose module is missing print "not available" (imported lazily).
+Usage: python benchmarks/formulations.py [--links 20] [--t-fivebar 1] [--t-chain 0.5] [--dt 1e-2]
+"""
+import argparse
+import pathlib
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+from parmbs.config import load_config
+from parmbs.sensitivity.problem import Problem
+
+FORMULATIONS = {
+    "index3 trapezoidal": ["simulation.formulation=index3", "simulation.integrator=trapezoidal"],
+    "index3 variational": ["simulation.formulation=index3", "simulation.integrator=variational"],
+    "penalty ts-cn": ["simulation.formulation=penalty", "simulation.integrator=ts-cn"],
+    "index1": ["simulation.formulation=index1", "simulation.integrator=trapezoidal"],
+    "maggi": ["simulation.formulation=maggi", "simulation.integrator=trapezoidal"],
+    "matrix-r": ["simulation.formulation=matrix-r", "simulation.integrator=trapezoidal"],
+}
+
+
+def closed_chain_toml(links):
+    """``links`` bars on a half circle of radius 1 below the ground line, pinned at both ends."""
+    ang = np.pi * np.arange(links + 1) / links
+    P = np.stack([1.0 - np.cos(ang), -np.sin(ang)], 1)
+    L = float(np.linalg.norm(P[1] - P[0]))
+    out = ['[model]\nname = "closed-chain"\ngravity = [0.0, -9.81]\n'
+           f'[ground]\npoints = {{ A = [0.0, 0.0], B = [{P[-1, 0]!r}, 0.0], C = [1.0, 0.5] }}\n']
+    for i in range(links):
+        d = P[i + 1] - P[i]
+        th = float(np.arctan2(d[1], d[0]))
+        indep = 'independent = ["angle"]\n' if i < links - 2 else ""
+        out.append(f'[[bodies]]\nname = "L{i}"\nmass = {0.2 + 0.001 * i}\ninertia = {0.2 * L * L / 12!r}\n'
+                   f'com = [{L / 2!r}, 0.0]\npoints = {{ O = [0.0, 0.0], E = [{L!r}, 0.0] }}\n'
+                   f'initial = {{ x = {P[i, 0]!r}, y = {P[i, 1]!r}, angle = {th!r} }}\n{indep}')
+    out.append('[[joints]]\ntype = "revolute"\nname = "J0"\na = "ground.A"\nb = "L0.O"\n')
+    for i in range(1, links):
+        out.append(f'[[joints]]\ntype = "revolute"\nname = "J{i}"\na = "L{i - 1}.E"\nb = "L{i}.O"\n')
+    out.append(f'[[joints]]\ntype = "revolute"\nname = "J{links}"\na = "L{links - 1}.E"\nb = "ground.B"\n')
+    mid = links // 2
+    out.append(f'[[forces]]\ntype = "spring"\nname = "S"\na = "L{mid}.O"\nb = "ground.C"\n'
+               f'stiffness = 20.0\ndamping = 0.0\nlength = 1.2\n')
+    out.append('[simulation]\nt_end = 1.0\ndt = 1e-2\nprogress = false\n')
+    for name, path in (("k", "forces.S.stiffness"), ("L0", "forces.S.length"), ("m3", "bodies.L3.mass"),
+                       ("I5", "bodies.L5.inertia"), ("g", "model.gravity.y")):
+        out.append(f'[[design]]\nname = "{name}"\npath = "{path}"\n')
+    out.append(f'[[objectives]]\nname = "dev"\nintegrand = "point_deviation_sq"\npoint = "L{mid}.O"\n')
+    out.append(f'[[objectives]]\nname = "speed"\nintegrand = "point_velocity_sq"\npoint = "L{mid}.O"\n')
+    return "".join(out)
+
+
+def timed(f):
+    t0 = time.perf_counter()
+    out = f()
+    return out, time.perf_counter() - t0
+
+
+def run_model(label, path, t_end, dt):
+    rows = {}
+    for name, ov in FORMULATIONS.items():
+        ov = ov + [f"simulation.t_end={t_end}", f"simulation.dt={dt}", "simulation.progress=false"]
+        try:
+            pr = Problem(load_config(path, ov))
+        except ImportError as e:
+            rows[name] = f"not available ({e})"
+            continue
+        try:
+            tr, tf = timed(pr.forward)
+            adj, ta = timed(pr.adjoint)
+            dr, td = timed(pr.direct)
+        except Exception as e:           # report, keep measuring the others
+            rows[name] = f"failed: {type(e).__name__}: {' '.join(str(e).split())[:100]}"
+            continue
+        err = max(np.max(np.abs(adj[k] - dr[k])) / max(np.max(np.abs(dr[k])), 1e-300) for k in adj)
+        its = getattr(tr, "newton_its", None)
+        its = float(np.mean(its)) if its is not None and len(its) else float("nan")
+        rows[name] = (tf, td, ta, err, its, {k: adj[k].copy() for k in adj})
+    ref = rows.get("index3 trapezoidal")
+    nsteps = int(round(t_end / dt))
+    print(f"\n{label}: {nsteps} steps of {dt:g} s")
+    print(f"{'formulation':<20} {'forward s':>9} {'direct s':>9} {'adjoint s':>9} "
+          f"{'fwd/ref':>8} {'dir/ref':>8} {'adj/ref':>8} {'Newton/step':>11} {'|adj-dir|':>9} {'|adj-adj_ref|':>13}")
+    for name, r in rows.items():
+        if isinstance(r, str):
+            print(f"{name:<20} {r}")
+            continue
+        tf, td, ta, err, its, g = r
+        if isinstance(ref, tuple):
+            nf, nd_, na = tf / ref[0], td / ref[1], ta / ref[2]
+            gap = max(np.max(np.abs(g[k] - ref[5][k])) / np.max(np.abs(ref[5][k])) for k in g)
+        else:
+            nf = nd_ = na = gap = float("nan")
+        print(f"{name:<20} {tf:>9.3f} {td:>9.3f} {ta:>9.3f} {nf:>8.2f} {nd_:>8.2f} {na:>8.2f} "
+              f"{its:>11.2f} {err:>9.1e} {gap:>13.1e}")
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--links", type=int, default=20)
+    ap.add_argument("--t-fivebar", type=float, default=1.0)
+    ap.add_argument("--t-chain", type=float, default=0.5)
+    ap.add_argument("--dt", type=float, default=1e-2)
+    args = ap.parse_args()
+    root = pathlib.Path(__file__).resolve().parents[1]
+    run_model("five-bar (4 bodies, 5 joints, 2 DOF; 5 design variables, 3 objectives)",
+              str(root / "configs" / "fivebar.toml"), args.t_fivebar, args.dt)
+    tmp = pathlib.Path(tempfile.mkdtemp())
+    f = tmp / "closed-chain.toml"
+    f.write_text(closed_chain_toml(args.links))
+    run_model(f"closed chain ({args.links} bodies, {args.links + 1} revolute joints, {args.links - 2} DOF; "
+              "5 design variables, 2 objectives)", str(f), args.t_chain, args.dt)
+    print("\nratios: wall time over index3 trapezoidal's in the same run (one run, machine shared: "
+          "expect ±20 %)", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -303,6 +303,10 @@ def cmd_info(args):
             items = getattr(part, kind).values()
             out(f"{kind:<13} {len(part)}: " + ", ".join(f"{b.name} ({b.nel} elements, {b.ncoord} coordinates)"
                                                       for b in items))
+    if len(sys_.ffr):
+        out(f"{'FFR beams':<13} {len(sys_.ffr)}: " + ", ".join(f"{b.name} ({b.nel} elements, {b.ncoord} coordinates: "
+                                                              "frame x, y, angle; nodal u, v, phi)"
+                                                              for b in sys_.ffr.beams.values()))
     nrigid = 3 * d['bodies']
     out(f"coordinates   {d['coordinates']}  ({nrigid} rigid: x, y, angle of each centre of mass"
         + (f"; {d['coordinates'] - nrigid} nodal" if d['coordinates'] > nrigid else "") + ")")

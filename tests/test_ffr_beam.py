@@ -241,3 +241,22 @@ def test_config_errors(tmp_path, change, key):
     with pytest.raises(ConfigError) as e:
         load_config(str(f))
     assert e.value.key == key
+
+
+def test_cli_info_and_hdf5_names(tmp_path, capsys):
+    """``parmbs info`` lists the FFR beams; the HDF5 trajectory names every coordinate
+    (frame x, y, angle and nodal u, v, phi)."""
+    import h5py
+    from parmbs import cli
+    cfg = str(CONFIGS / "slider-crank-flex.toml")
+    assert cli.main(["info", cfg]) == 0
+    assert "FFR beams     2: crank (4 elements, 15 coordinates" in capsys.readouterr().out
+    out = tmp_path / "run.h5"
+    assert cli.main(["simulate", cfg, "-o", str(out), "--set", "simulation.t_end=0.0003",
+                     "--set", "simulation.progress=false"]) == 0
+    from parmbs.io.hdf5 import coordinate_names
+    names = coordinate_names(System(load_config(cfg)))
+    assert names[:6] == ["slider.x", "slider.y", "slider.angle", "crank.x", "crank.y", "crank.angle"]
+    assert names[6:9] == ["crank.node1.u", "crank.node1.v", "crank.node1.phi"] and names[-1] == "rod.node4.phi"
+    with h5py.File(out) as f:
+        assert f["trajectory/q"].shape == (4, 33)

@@ -140,8 +140,8 @@ class _Checker:
                 if c.field is not None:
                     raise self.fail(f"{key}.field", "only for kind = \"volume_fraction\"")
             else:
-                fields = [d.path for d in self.cfg.design if d.path.endswith(".density")
-                          and d.path.split(".")[0] == "plates"]
+                from .paths import field_path
+                fields = [d.path for d in self.cfg.design if field_path(self.cfg, d.path)]
                 if c.field is None:
                     raise self.fail(f"{key}.field", f"required for kind {c.kind!r} "
                                     f"(a [[design]] density field: {', '.join(fields) or 'none'})")

@@ -23,7 +23,7 @@ def toy(x):
 
 
 def beam(x):
-    """The five-segment cantilever beam (Svanberg 1987 §4 / MMA notes): min weight
+    """The five-segment cantilever beam (Svanberg 1987's example, also in mmapy's): min weight
     s.t. the tip deflection bound  61/x₁³ + 37/x₂³ + 19/x₃³ + 7/x₄³ + 1/x₅³ ≤ 1."""
     k = np.array([61.0, 37.0, 19.0, 7.0, 1.0])
     return 0.0624 * x.sum(), np.full(5, 0.0624), np.array([k @ x**-3 - 1.0]), (-3 * k * x**-4)[None]
@@ -113,7 +113,7 @@ def test_same_iterates_as_mmapy(name):
 
 
 def test_beam_optimum():
-    """The beam's known optimum (Svanberg 1987 Table 1): weight ≈ 1.340."""
+    """The beam's known optimum (Svanberg 1987): weight ≈ 1.340."""
     fn, x0, lo, hi, _ = PROBLEMS["beam"]
     x = ours(fn, x0, lo, hi, 30)[-1][0]
     assert abs(fn(x)[0] - 1.3399) < 1e-3 and abs(fn(x)[2][0]) < 1e-6

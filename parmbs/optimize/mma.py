@@ -15,28 +15,29 @@ Which implementation is which
   checks the same iterates to 1e-8 on small problems.
 
 The problem (Svanberg 2007, "MMA and GCMMA – two methods for nonlinear optimization",
-the standard form of §1)::
+the standard form the notes start from; the section names below are the notes', the
+formulas are written out here and follow mmapy's code line by line)::
 
     min  f₀(x) + a₀ z + Σᵢ (cᵢ yᵢ + ½ dᵢ yᵢ²)
     s.t. fᵢ(x) − aᵢ z − yᵢ ≤ 0,   xmin ≤ x ≤ xmax,   y ≥ 0, z ≥ 0            (i = 1…m)
 
 With a₀ = 1, aᵢ = 0 and large cᵢ this is  min f₀  s.t.  fᵢ ≤ 0  (y > 0 only if the
 constraints cannot be met).  At the iterate x⁽ᵏ⁾ each fᵢ is replaced by its convex
-separable MMA approximation (Svanberg 1987, Int. J. Numer. Meth. Eng. 24, eq. (6);
-2007 notes §2)::
+separable MMA approximation (Svanberg 1987, Int. J. Numer. Meth. Eng. 24:359–373; the
+2007 notes' "MMA" section with the 1.001/0.001 split and the raa0 term)::
 
     f̃ᵢ(x) = Σⱼ [ pᵢⱼ/(uⱼ − xⱼ) + qᵢⱼ/(xⱼ − lⱼ) ] + rᵢ
     pᵢⱼ = (uⱼ − xⱼ⁽ᵏ⁾)² (1.001 (∂fᵢ/∂xⱼ)⁺ + 0.001 (∂fᵢ/∂xⱼ)⁻ + raa0/(xmaxⱼ − xminⱼ))
     qᵢⱼ = (xⱼ⁽ᵏ⁾ − lⱼ)² (0.001 (∂fᵢ/∂xⱼ)⁺ + 1.001 (∂fᵢ/∂xⱼ)⁻ + raa0/(xmaxⱼ − xminⱼ))
 
-with the moving asymptotes l, u (notes §3): l = x − asyinit·(xmax − xmin) in the first
+with the moving asymptotes l, u (the notes' asymptote update rules): l = x − asyinit·(xmax − xmin) in the first
 two iterations, afterwards ``lⱼ = xⱼ − γⱼ (xⱼ^{k−1} − lⱼ^{k−1})`` with γⱼ = asyincr
 (1.2) where the last two steps of xⱼ have the same sign, asydecr (0.7) where they
 oscillate, 1 otherwise, clipped to asymin…asymax times the range (u alike).  Move
 limits α ≤ x ≤ β: α = max(xmin, l + albefa (x − l), x − move (xmax − xmin)), β alike.
 
 The convex subproblem is solved by the primal-dual interior-point (Newton) method of
-the notes §5 (``subsolv``): relaxed KKT conditions with barrier ε = 1 → 10⁻⁷ (×0.1),
+the notes' "primal-dual method" section (``subsolv``): relaxed KKT conditions with barrier ε = 1 → 10⁻⁷ (×0.1),
 Newton steps reduced to the (m+1)×(m+1) system in (Δλ, Δz) because m ≪ n::
 
     [ D_λ + G D_x⁻¹ Gᵀ    a      ] [Δλ]   [ δ_λ + δ_y/D_y − G D_x⁻¹ δ_x ]
@@ -44,8 +45,9 @@ Newton steps reduced to the (m+1)×(m+1) system in (Δλ, Δz) because m ≪ n::
 
     Δx = −D_x⁻¹ (δ_x + Gᵀ Δλ),    G = ∂g̃/∂x  (m × n, local columns)
 
-G D_x⁻¹ Gᵀ and G D_x⁻¹ δ_x are the only n-sums in the Newton step (one Allreduce);
-step lengths (1.01 fraction-to-boundary) and residual norms are the others.
+Collectives per Newton step, whatever n: one Allreduce for G D_x⁻¹ Gᵀ, G D_x⁻¹ δ_x and
+g̃(x); one for the step length (1.01 fraction-to-boundary); one per back-tracking trial
+for the residual (g̃, Σr² and max|r| gathered together).
 """
 from __future__ import annotations
 
@@ -81,6 +83,18 @@ class _Reduce:
         out = np.empty_like(a)
         self.comm.Allreduce(a, out, op=self.MPI.MAX)
         return out
+
+    def sum_max(self, s, m):
+        """(Σ_ranks s, max_ranks m) in one collective (an Allgather of the few numbers,
+        summed in rank order)."""
+        s = np.atleast_1d(np.asarray(s, dtype=float))
+        m = np.atleast_1d(np.asarray(m, dtype=float))
+        if self.comm.size == 1:
+            return s, m
+        loc = np.concatenate([s, m])
+        out = np.empty((self.comm.size, len(loc)))
+        self.comm.Allgather(loc, out)
+        return out[:, :len(s)].sum(axis=0), out[:, len(s):].max(axis=0)
 
 
 def _lmax(a):
@@ -131,8 +145,8 @@ def mmasub(red, it, x, xmin, xmax, xold1, xold2, df0dx, fval, dfdx, low, upp, a0
 
 
 def subsolv(red, epsimin, low, upp, alfa, beta, p0, q0, P, Q, a0, a, b, c, d):
-    """Primal-dual Newton method for the MMA subproblem (notes §5; mmapy.subsolv, m < n
-    branch).  Returns (x, λ)."""
+    """Primal-dual Newton method for the MMA subproblem (notes' primal-dual method;
+    mmapy.subsolv, its m < n branch, used here for any m).  Returns (x, λ)."""
     m = len(b)
     epsi = 1.0
     x = 0.5 * (alfa + beta)
@@ -143,20 +157,20 @@ def subsolv(red, epsimin, low, upp, alfa, beta, p0, q0, P, Q, a0, a, b, c, d):
     zet = 1.0
 
     def residual(x, y, z, lam, xsi, eta, mu, zet, s, epsi):
-        """(‖r‖₂, ‖r‖∞) of the relaxed KKT residual (two Allreduces)."""
+        """(‖r‖₂, ‖r‖∞) of the relaxed KKT residual (one collective: g̃(x), Σr², max|r|)."""
         ux1, xl1 = upp - x, x - low
         plam = p0 + lam @ P
         qlam = q0 + lam @ Q
-        gvec = red.sum(P @ (1.0 / ux1) + Q @ (1.0 / xl1))
         rex = plam / (ux1 * ux1) - qlam / (xl1 * xl1) - xsi + eta
         rexsi = xsi * (x - alfa) - epsi
         reeta = eta * (beta - x) - epsi
+        sums, mx = red.sum_max(np.concatenate([P @ (1.0 / ux1) + Q @ (1.0 / xl1),
+                                               [rex @ rex + rexsi @ rexsi + reeta @ reeta]]),
+                               max(_lmax(np.abs(rex)), _lmax(np.abs(rexsi)), _lmax(np.abs(reeta))))
+        gvec, sq = sums[:m], sums[m]
         rm = np.concatenate([c + d * y - mu - lam, [a0 - zet - a @ lam], gvec - a * z - y + s - b,
                              mu * y - epsi, [zet * z - epsi], lam * s - epsi])
-        loc = np.array([rex @ rex + rexsi @ rexsi + reeta @ reeta])
-        nmax = max(_lmax(np.abs(rex)), _lmax(np.abs(rexsi)), _lmax(np.abs(reeta)))
-        sq, mx = red.sum(loc)[0], red.max(nmax)[0]
-        return np.sqrt(sq + rm @ rm), max(mx, _lmax(np.abs(rm)))
+        return np.sqrt(sq + rm @ rm), max(mx[0], _lmax(np.abs(rm)))
 
     while epsi > epsimin:
         residunorm, residumax = residual(x, y, z, lam, xsi, eta, mu, zet, s, epsi)
@@ -224,7 +238,7 @@ class MMA:
 
     ``update(f0 gradient, constraint values, constraint gradients)`` moves ``x`` to the
     minimizer of the MMA subproblem at the current ``x``.  a₀ = 1, aᵢ = 0, cᵢ = ``c``
-    (1000), dᵢ = ``d`` (1): the usual choice for min f₀ s.t. fᵢ ≤ 0 (notes §1)."""
+    (1000), dᵢ = ``d`` (1): the notes' choice for min f₀ s.t. fᵢ ≤ 0."""
 
     STATE = ("x", "xold1", "xold2", "low", "upp")
 

@@ -7,7 +7,10 @@ pivots (generated here: ``links`` bodies, ``links + 1`` revolute joints, one loo
 links − 2 degrees of freedom), with a spring from the middle vertex to ground; design
 variables: spring stiffness and length, a link mass and inertia, gravity.
 Formulations whose module is missing print "not available" (imported lazily).
-Usage: python benchmarks/formulations.py [--links 20] [--t-fivebar 1] [--t-chain 0.5] [--dt 1e-2]
+With ``--table1`` it instead runs the five-bar with matrix-r over 5 s at dt = 1e-3 and
+prints its adjoint gradients beside seed 002 Table 1 (SR Matrix-R direct and Reference
+columns).
+Usage: python benchmarks/formulations.py [--links 20] [--t-fivebar 1] [--t-chain 0.5] [--dt 1e-2] [--table1]
 """
 import argparse
 import pathlib
@@ -106,14 +109,37 @@ def run_model(label, path, t_end, dt):
     return rows
 
 
+#: seed 002 Table 1, design order Ls1, Ls2, m_A1, xG_A1, L_A1: (SR Matrix-R direct, Reference)
+TABLE1 = {"psi1": ([-4.2288, 3.2116, 0.31866, 0.44235, 3.3598], [-4.2288, 3.2116, 0.31866, 0.44235, 3.3598]),
+          "psi2": ([-15.452, 50.309, 0.97017, 0.74569, -27.359], [-15.452, 50.309, 0.97012, 0.74560, -27.359]),
+          "psi3": ([221.64, 2436.6, -32.497, -85.658, -2546.6], [221.64, 2436.6, -32.497, -85.657, -2546.6])}
+
+
+def table1(root):
+    pr = Problem(load_config(str(root / "configs" / "fivebar.toml"),
+                             FORMULATIONS["matrix-r"] + ["simulation.progress=false"]))
+    _, tf = timed(pr.forward)
+    g, ta = timed(pr.adjoint)
+    print(f"five-bar, matrix-r, 5 s at dt = 1e-3: forward {tf:.1f} s, adjoint {ta:.1f} s")
+    print(f"{'':>5} {'design':>6} {'matrix-r':>12} {'SR direct':>10} {'rel':>9} {'Reference':>10} {'rel':>9}")
+    for name, (srd, ref) in TABLE1.items():
+        for j, d in enumerate(pr.design.names):
+            v = g[name][j]
+            print(f"{name:>5} {d:>6} {v:>12.6g} {srd[j]:>10.5g} {v / srd[j] - 1:>9.1e} {ref[j]:>10.5g} "
+                  f"{v / ref[j] - 1:>9.1e}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--links", type=int, default=20)
     ap.add_argument("--t-fivebar", type=float, default=1.0)
     ap.add_argument("--t-chain", type=float, default=0.5)
     ap.add_argument("--dt", type=float, default=1e-2)
+    ap.add_argument("--table1", action="store_true", help="matrix-r five-bar against seed 002 Table 1")
     args = ap.parse_args()
     root = pathlib.Path(__file__).resolve().parents[1]
+    if args.table1:
+        return table1(root)
     run_model("five-bar (4 bodies, 5 joints, 2 DOF; 5 design variables, 3 objectives)",
               str(root / "configs" / "fivebar.toml"), args.t_fivebar, args.dt)
     tmp = pathlib.Path(tempfile.mkdtemp())

@@ -242,7 +242,7 @@ class MatrixRStepper:
         mq, mv, ma, ml = (np.array(m, dtype=float) for m in mu)
         mlc = ml[self.rows_cut].copy()
         grad = 0.0
-        if len(self.rows_tree):
+        if len(self.rows_tree) and np.any(ml[self.rows_tree]):     # (zero unless ψ reads tree reactions)
             ev, G, W = self._full_eval(t, x, p)
             yb = -W.T @ ml[self.rows_tree]                 # adjoint of y ↦ −W y
             mq += ev.K().T @ yb

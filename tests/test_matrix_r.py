@@ -127,9 +127,9 @@ def slider_crank(tmp_path, swapped):
     return str(path)
 
 
-CASES = [("fivebar", ["simulation.t_end=0.2", "simulation.dt=1e-2"]),
-         ("double-pendulum", ["simulation.t_end=0.2", "simulation.dt=1e-2"]),
-         ("fourbar", ["simulation.t_end=0.2", "simulation.dt=1e-2"])]
+CASES = [("fivebar", ["simulation.t_end=0.1", "simulation.dt=1e-2"]),
+         ("double-pendulum", ["simulation.t_end=0.1", "simulation.dt=1e-2"]),
+         ("fourbar", ["simulation.t_end=0.1", "simulation.dt=1e-2"])]
 
 
 @pytest.mark.parametrize("name,ov", CASES)

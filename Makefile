@@ -3,6 +3,7 @@
 SHELL := /bin/bash
 APT_PKGS := python3-petsc4py python3-mpi4py python3-h5py-mpi python3-numpy \
             python3-matplotlib python3-venv python3-pip openmpi-bin
+SLURM_PKGS := slurmd slurmctld slurm-client munge
 VENV := .venv
 PY := $(VENV)/bin/python
 export OMPI_ALLOW_RUN_AS_ROOT := 1
@@ -10,7 +11,7 @@ export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 export OMPI_MCA_rmaps_base_oversubscribe := 1
 MPIRUN := mpirun -n 2
 
-.PHONY: setup demo test test-serial test-mpi bench clean
+.PHONY: setup slurm-pkgs demo test test-serial test-mpi bench clean
 
 setup: $(VENV)/.stamp
 
@@ -31,7 +32,16 @@ demo: setup
 	$(MPIRUN) $(VENV)/bin/parmbs simulate configs/fivebar.toml -o out/fivebar.h5 --plot out/fivebar.png
 	$(VENV)/bin/parmbs gradient configs/fivebar.toml --json out/fivebar-gradient.json
 
-test-serial: setup
+# tests/test_slurm.py starts a private single-node SLURM; as root, install it if missing
+# (the test skips, saying why, where it cannot run)
+slurm-pkgs:
+	@export PATH="$$PATH:/usr/sbin"; \
+	if [ "$$(id -u)" = 0 ] && ! { command -v slurmctld && command -v slurmd && command -v munged; } >/dev/null; then \
+	  echo "installing SLURM for tests/test_slurm.py: $(SLURM_PKGS)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(SLURM_PKGS); \
+	fi
+
+test-serial: setup slurm-pkgs
 	$(PY) -m pytest -q tests
 
 test-mpi: setup

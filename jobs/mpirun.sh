@@ -8,8 +8,9 @@
 # optimization (--restart) instead of starting over.  Kill it at any time.
 set -euo pipefail
 CONFIG=${1:?usage: jobs/mpirun.sh CONFIG [NPROCS] [--set k=v ...]}
-NP=${2:-2}
-shift $(( $# >= 2 ? 2 : 1 ))
+shift
+NP=2
+if [[ ${1:-} =~ ^[0-9]+$ ]]; then NP=$1; shift; fi
 OUT=${OUT:-out}
 PARMBS=${PARMBS:-parmbs}
 MPIRUN=${MPIRUN:-mpirun}
@@ -19,5 +20,5 @@ export OMPI_ALLOW_RUN_AS_ROOT=${OMPI_ALLOW_RUN_AS_ROOT:-1} OMPI_ALLOW_RUN_AS_ROO
 
 $MPIRUN -n "$NP" $PARMBS simulate "$CONFIG" -o "$OUT/$NAME.h5" --plot "$OUT/$NAME.png" "$@"
 $MPIRUN -n "$NP" $PARMBS gradient "$CONFIG" --json "$OUT/$NAME-gradient.json" "$@"
-if [ -f "$OUT/$NAME-opt.h5" ]; then MODE=(--restart "$OUT/$NAME-opt.h5"); else MODE=(-o "$OUT/$NAME-opt.h5"); fi
+if [ -s "$OUT/$NAME-opt.h5" ]; then MODE=(--restart "$OUT/$NAME-opt.h5"); else MODE=(-o "$OUT/$NAME-opt.h5"); fi
 $MPIRUN -n "$NP" $PARMBS optimize "$CONFIG" "${MODE[@]}" "$@"

@@ -104,7 +104,7 @@ class SlurmCluster:
         self.dir = None
 
     # -- set-up ----------------------------------------------------------------------------
-    def start(self, timeout=30.0):
+    def start(self, timeout=60.0):
         missing = [b for b in BINARIES if not shutil.which(b, path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin")]
         if missing:
             raise Unavailable(f"SLURM/munge binaries not found: {', '.join(missing)} "
@@ -171,7 +171,7 @@ class SlurmCluster:
             else f"{what} not ready in time"
         tails = "\n".join(f"--- {log}:\n{_tail(log)}" for log in logs + tuple(
             os.path.join(self.dir, f"{n}.stdout") for n in self.procs))
-        self.stop()
+        self.cleanup()
         raise Unavailable(f"private SLURM did not start: {msg}\n{tails}")
 
     # -- queries ---------------------------------------------------------------------------
@@ -229,10 +229,12 @@ class SlurmCluster:
 
 
 if __name__ == "__main__":
-    with SlurmCluster() as c:
-        print(f"export SLURM_CONF={c.conf}    # logs in {c.dir}", flush=True)
-        try:
-            while True:
-                time.sleep(3600)
-        except KeyboardInterrupt:
-            pass
+    c = SlurmCluster().start()
+    print(f"export SLURM_CONF={c.conf}    # logs in {c.dir}; Ctrl-C ends it and removes them", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        c.cleanup()

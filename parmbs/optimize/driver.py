@@ -264,7 +264,10 @@ class Optimization:
         comm = self.comm
         x0 = vec_from(comm, self.rho0)
         lo, hi = x0.getOwnershipRange()
-        mma = MMA(x0, vec_from(comm, pr.design.lower), vec_from(comm, pr.design.upper), m, move=opt.move)
+        bounds = [vec_from(comm, pr.design.lower), vec_from(comm, pr.design.upper)]
+        mma = MMA(x0, *bounds, m, move=opt.move)          # MMA keeps copies
+        for v in bounds:
+            v.destroy()
         store = MMAState(self.log)
         rng = pr.design.upper - pr.design.lower
         fscale = None

@@ -126,6 +126,9 @@ class MatrixRStepper:
         from ..integrators.initial import InitialState
         self.init = InitialState(system, op, self.design_map, ndesign, newton, comm=comm)
         self._memo = {}
+        # only these integrands read λ: without them the tree reactions' tangent is not
+        # needed by any consumer of the direct sweep (it is left zero), see _present_tangent
+        self.lam_read = any(o.integrand in ("reaction_sq", "python") for o in system.config.objectives)
 
     # -- kinematics of one state ------------------------------------------------------------
     def _kin(self, xi, p, with_p=False):
@@ -223,14 +226,16 @@ class MatrixRStepper:
         return ev, G, W
 
     def _present_tangent(self, t, x, K, dxi, p):
-        """dx = P_ξ dξ + P_p (each (·, nd))."""
+        """dx = P_ξ dξ + P_p (each (·, nd)).  The tree rows of dλ are computed only when
+        an objective reads λ (``lam_read``): nothing else uses them (the left inverse L
+        reads the cut rows only), and they cost a full-model evaluation per step."""
         dz, dzd, dzdd, dl = dxi
         dq = K.R @ dz + K.Qp
         dv = K.Vz @ dz + K.R @ dzd + K.Vp
         da = K.Az @ dz + K.Azd @ dzd + K.R @ dzdd + K.Ap
         dlam = np.zeros((self.sys.m, dz.shape[1]))
         dlam[self.rows_cut] = dl
-        if len(self.rows_tree):
+        if len(self.rows_tree) and self.lam_read:
             # differentiate r + Φ_qᵀλ = 0 (full model): G_tᵀ dλ_t = −(K dq + C dv + M da + G_cᵀ dλ_c + r_p)
             ev, G, W = self._full_eval(t, x, p)
             y = ev.K() @ dq + ev.Cv() @ dv + ev.Ma() @ da + G.T @ dlam + ev.R_p(self.nd) @ np.eye(self.nd)

@@ -24,7 +24,7 @@ import time
 
 BINARIES = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "scontrol", "scancel", "sinfo")
 NODE = "localhost"
-CRED_EXPIRE = 5          # seconds a requeued job waits before it may start again (SLURM default 120)
+CRED_EXPIRE = 5          # s a requeued job waits before it may start again (SLURM: default 120, minimum 5)
 
 
 class Unavailable(RuntimeError):

@@ -1,17 +1,20 @@
 """jobs/optimize.sbatch on a real SLURM (a private single-node cluster, tests/slurm_cluster.py).
 
-The job runs `mpirun --oversubscribe parmbs optimize` on 2 tasks (five-bar, ψ1, 10 steps,
-4 TAO iterations).  It is sent SIGUSR1 the way `#SBATCH --signal=B:USR1@120` sends it
-(`scancel --signal=USR1 --batch`: to the batch shell only), either mid-run (after the
-second iteration) or at start-up (before parmbs has installed its handlers).  The
-script must stop parmbs, requeue the job (same id, Restarts=1), and the requeued run
-must resume from the record and finish with the iterates, design and history of an
-uninterrupted `mpirun -n 2` run (≤ 1e-12 relative; the replay makes them bitwise equal).
+The job runs `mpirun --oversubscribe parmbs optimize` on 2 tasks: TAO on the five-bar's
+ψ1 (10 steps, 4 iterations; a restart replays the evaluation log) and MMA on the plate
+pendulum with a volume constraint (6 updates; a restart loads the MMA state).  It is
+sent SIGUSR1 the way `#SBATCH --signal=B:USR1@120` sends it (`scancel --signal=USR1
+--batch`: to the batch shell only), mid-run (after iteration 1) or at start-up (before
+parmbs has installed its handlers).  The script must stop parmbs, requeue the job (same
+id, Restarts=1), and the requeued run must resume from the record and finish with the
+evaluations, design and history of an uninterrupted `mpirun -n 2` run (≤ 1e-12
+relative; in practice bitwise).
 
 Skipped, with the reason, where the daemons cannot run (no binaries, not root).
 Debian 12: apt-get install slurmd slurmctld slurm-client munge.  Part of the serial run
 of `make test` (marker `slurm`; never under mpirun)."""
 import os
+import re
 import subprocess
 import sys
 import time
@@ -25,19 +28,29 @@ from slurm_cluster import SlurmCluster, Unavailable
 
 pytestmark = pytest.mark.slurm
 
-FIVEBAR = CONFIGS / "fivebar.toml"
 SBATCH = ROOT / "jobs" / "optimize.sbatch"
 PARMBS = os.path.join(os.path.dirname(sys.executable), "parmbs")
-SETS = ["simulation.t_end=0.1", "simulation.dt=1e-2", "optimize.objective=psi1", "optimize.max_it=4",
-        "simulation.progress=false"]
+#: (config, --set list): TAO on the five-bar's ψ1 (replayed on restart), MMA on the plate
+#: pendulum with a volume constraint (resumed from its saved state)
+CASES = {
+    "tao": (CONFIGS / "fivebar.toml",
+            ["simulation.t_end=0.1", "simulation.dt=1e-2", "optimize.objective=psi1", "optimize.max_it=4",
+             "simulation.progress=false"]),
+    "mma": (CONFIGS / "plate-pendulum.toml",
+            ["optimize.method=mma", "optimize.objective=compliance",
+             "optimize.constraints=[{kind='volume_fraction',field='plates.P.density',lower=0.8}]",
+             "simulation.t_end=0.02", "simulation.progress=false", "optimize.max_it=6",
+             "plates.P.nx=4", "plates.P.ny=2", "plates.P.points={tip=[4,0]}"]),
+}
 MPIRUN = "mpirun --oversubscribe"
 RUN_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
            "OMPI_MCA_mpi_yield_when_idle": "1", "PYTHONUNBUFFERED": "1"}
 FINAL = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE")
 
 
-def _sets():
-    return [a for s in SETS for a in ("--set", s)]
+def _args(case):
+    config, sets = CASES[case]
+    return [str(config), *(a for s in sets for a in ("--set", s))]
 
 
 @pytest.fixture(scope="session")
@@ -55,33 +68,46 @@ def slurm():
 
 @pytest.fixture(scope="session")
 def reference(tmp_path_factory):
-    """The uninterrupted run with the job's launcher and rank count, outside SLURM (started
-    at once; it runs while the job runs)."""
-    path = tmp_path_factory.mktemp("slurm-ref") / "ref.h5"
-    p = subprocess.Popen([*MPIRUN.split(), "-n", "2", PARMBS, "optimize", str(FIVEBAR), "-o", str(path),
-                          *_sets()], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                         env=dict(os.environ, **RUN_ENV))
+    """reference(case) starts the uninterrupted run with the job's launcher and rank
+    count, outside SLURM (it runs while the job runs); calling the result waits for it."""
+    runs = {}
 
-    done = {}
+    def start(case):
+        if case not in runs:
+            path = tmp_path_factory.mktemp(f"slurm-ref-{case}") / "ref.h5"
+            config, *rest = _args(case)
+            p = subprocess.Popen([*MPIRUN.split(), "-n", "2", PARMBS, "optimize", config, "-o", str(path), *rest],
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                 env=dict(os.environ, **RUN_ENV))
+            runs[case] = [p, path, None]
 
-    def result():
-        if not done:
-            out, _ = p.communicate(timeout=600)
-            assert p.returncode == 0, out
-            done.update(_record(path))
-        return done
-    return result
+        def result():
+            run = runs[case]
+            if run[2] is None:
+                out, _ = run[0].communicate(timeout=600)
+                assert run[0].returncode == 0, out
+                run[2] = _record(run[1])
+            return run[2]
+        return result
+    yield start
+    for p, _, _ in runs.values():
+        if p.poll() is None:
+            p.kill()
+            p.wait()
 
 
 def _record(path):
+    """The evaluations, final design and history (without the wall-time column)."""
     with h5py.File(path, "r") as f:
         g = f["optimize"]
         n = int(g.attrs["evaluations"])
+        hist = g["history"]
+        keep = [i for i, c in enumerate(hist.attrs["columns"].split(",")) if c != "wall_s"]
         return {"x": g["x"][:n], "f": g["f"][:n], "design": g["design"][:],
-                "history": g["history"][:g["history"].attrs["rows"], :5]}   # its, f, |g|, step, evals (not wall)
+                "history": hist[:hist.attrs["rows"]][:, keep]}
 
 
-def _submit_and_watch(slurm, tmp_path, signal_when, timeout=400):
+def _submit_and_watch(slurm, tmp_path, case, signal_when, timeout=400):
     """Submit the template, send SIGUSR1 to its batch shell once ``signal_when(out)``
     holds for parmbs' output, and record every (JobState, Restarts) change until the
     job ends.  Returns (jobid, [(t, event)], job log, parmbs output)."""
@@ -90,7 +116,7 @@ def _submit_and_watch(slurm, tmp_path, signal_when, timeout=400):
     env = dict(slurm.env, PARMBS=PARMBS, MPIRUN=MPIRUN, **RUN_ENV)
     t0 = time.monotonic()
     jobid = slurm.run("sbatch", "--parsable", "--ntasks=2", "--time=5", f"--chdir={tmp_path}",
-                      f"--output={tmp_path}/job-%j.log", str(SBATCH), str(FIVEBAR), str(record), *_sets(),
+                      f"--output={tmp_path}/job-%j.log", str(SBATCH), *_args(case)[:1], str(record), *_args(case)[1:],
                       env=env).strip().split(";")[0]
     events, last, signalled = [], None, False
     while True:
@@ -134,9 +160,11 @@ def _start_up(out, tmp_path):
     return any("run 0:" in p.read_text() for p in tmp_path.glob("job-*.log")) and not out
 
 
-@pytest.mark.parametrize("when", [_mid_run, _start_up], ids=["mid-run", "start-up"])
-def test_signal_requeue_resume_equals_uninterrupted(slurm, reference, tmp_path, when):
-    jobid, events, log, out = _submit_and_watch(slurm, tmp_path, when)
+@pytest.mark.parametrize("case,when", [("tao", _mid_run), ("tao", _start_up), ("mma", _mid_run)],
+                         ids=["tao-mid-run", "tao-start-up", "mma-mid-run"])
+def test_signal_requeue_resume_equals_uninterrupted(slurm, reference, tmp_path, case, when):
+    ref = reference(case)
+    jobid, events, log, out = _submit_and_watch(slurm, tmp_path, case, when)
     states = [e for _, e in events]
     # submit -> run -> signal -> requeued (pending until cred_expire) -> run again -> done
     order = ["RUNNING (Restarts=0", "SIGUSR1 sent", "PENDING (Restarts=1", "RUNNING (Restarts=1",
@@ -148,15 +176,17 @@ def test_signal_requeue_resume_equals_uninterrupted(slurm, reference, tmp_path, 
     assert "USR1: asking parmbs to stop at a safe point" in log
     assert "run 0:" in log and "requeueing" in log
     assert "run 1:" in log and "optimization finished" in log
+    got, ref = _record(tmp_path / "run.h5"), ref()
     if when is _mid_run:
         assert "parmbs stopped at a safe point" in log
-        assert "stopped on SIGUSR1 at a safe point after" in out
-        n = int(out.split("stopped on SIGUSR1 at a safe point after ")[1].split()[0])
-        assert f"resumed: {n} evaluations replayed" in out
         assert "--restart" in log.split("run 1:")[1].splitlines()[0]
-    got, ref = _record(tmp_path / "run.h5"), reference()
-    if when is _mid_run:
-        assert 2 <= n < len(ref["f"])                      # really stopped mid-run
+        stop = re.search(r"stopped on SIGUSR1 at a safe point after (\d+) (evaluations|MMA updates)", out)
+        assert stop, out
+        n = int(stop.group(1))
+        resumed = f"resumed: {n} evaluations replayed" if case == "tao" else f"resumed: MMA state after {n} updates"
+        assert resumed in out
+        done = len(ref["f"]) if case == "tao" else len(ref["f"]) - 1      # evaluations / MMA updates
+        assert 2 <= n < done, (n, done)                                   # really stopped mid-run
     for key in ("x", "f", "design", "history"):
         assert got[key].shape == ref[key].shape, key
         np.testing.assert_allclose(got[key], ref[key], rtol=1e-12, atol=0, err_msg=key)

@@ -320,10 +320,11 @@ class MatrixRStepper:
 
     def _residual(self, t, xi, p):
         """(F₁, Φ_c/(βh²)) alone: real kinematics, R and the component residuals."""
-        T = self.tree
-        q, v, a = T.kin(xi[0], xi[1], xi[2], p)
-        ev = StateEval(self.view, t, q, v, a, xi[3], p, self.design_map, self.plan)
-        return np.r_[T.jacobian(xi[0], p).T @ ev.residual(), ev.phi() / (self.beta * self.h ** 2)]
+        nz = self.nz
+        # one pass: row 0 the state, rows 1.. unit ż (v = R e_k: the columns of R)
+        q, v, a = self.tree.kin(xi[0], np.vstack([xi[1], np.eye(nz)]), np.vstack([xi[2], np.zeros((nz, nz))]), p)
+        ev = StateEval(self.view, t, q, v[0], a[0], xi[3], p, self.design_map, self.plan)   # q: no ż axis
+        return np.r_[v[1:] @ ev.residual(), ev.phi() / (self.beta * self.h ** 2)]
 
     def step(self, k, t, x, p):
         """x_{k+1} from x_k at t = t_k; returns (x_{k+1}, Newton iterations).

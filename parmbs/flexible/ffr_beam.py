@@ -16,13 +16,14 @@ e = (u_i, v_i, φ_i, u_j, v_j, φ_j):
 
 Element component coordinates: (R_x, R_y, θ, e) — 9 entries.  Reference conditions
 are imposed by pointing removed nodal coordinates at ground's zero slots (the body
-set does this; ``ffr_beams.py``): the crank and rod are *clamped at their root*
+set does this; ``ffr_beams.py``): every FFR beam is *clamped at its root*
 (u₀ = v₀ = φ₀ = 0), so the body frame is the root's tangent frame and every other node
-keeps all three elastic coordinates (as seed 001 lists x̄, ȳ, θ̄ for the crank's node A).
+keeps all three elastic coordinates (as seed 001 lists x̄, ȳ, θ̄ for the crank's node A;
+the paper does not state its reference conditions).
 
 Inertia.  With the body-frame absolute acceleration
 
-    b̄ = Aᵀ R̈ + θ̈ J̃ū − θ̇² ū + 2 θ̇ J̃ ū̇ + ü̇    (J̃ = rot 90°;  Aᵀ r̈ written in the body frame)
+    b̄ = Aᵀ R̈ + θ̈ J̃ū − θ̇² ū + 2 θ̇ J̃ ū̇ + ṻ    (J̃ = rot 90°;  b̄ = Aᵀ r̈, the body-frame acceleration)
 
 the virtual work of the inertia forces, δW = −∫ρA δrᵀ r̈ dx̄ with δr = L δq,
 L = [I, A J̃ ū, A S], gives the element residual
@@ -35,9 +36,11 @@ integral is the rotary inertia of the cross-section (section angle θ + v′), s
 beam has the rigid-body inertia m(L² + h²)/12 about its centre.  Both integrands are
 polynomials of degree ≤ 6 in ξ; 4-point Gauss quadrature integrates them exactly, so
 the shape integrals ∫ρA SᵀS dx̄, ∫ρA S dx̄, … are never formed separately: one
-vectorized evaluation over (elements × 4 points) gives r, and ``r_a`` (= M(q)) is
-written analytically.  The other blocks (∂r/∂q, ∂r/∂v: the derivatives of the
-configuration-dependent mass and of Q_v; ∂r/∂p) are complex-step derivatives.
+vectorized evaluation over (elements × 4 points) gives r (the l-dependence of the
+shape functions at the Gauss points is tabulated once, ``gauss_shapes``).  ∂r/∂a = M(q),
+∂r/∂q and ∂r/∂v (the derivatives of the configuration-dependent mass and of Q_v) are
+analytic (``FfrInertia.jacobians``); ∂r/∂p of the section columns (ρ, w, h, E) uses that r
+is linear in ρA and ρI (``_SectionLinear``); only L, n_el complex-step the residual.
 
 Elastic forces (linear FFR, small deformation in the body frame; k = blockdiag(0, 0, k_ff)
 of seed 001 §3.2): r = K_e e with

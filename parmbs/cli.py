@@ -298,7 +298,7 @@ def cmd_info(args):
     rho = pr.design.values(sys_.p)
     out(f"model         {cfg.model.name}  ({args.config}, sha256 {cfg.text_sha256[:16]})")
     out(f"bodies        {d['bodies']} rigid" + (f": {', '.join(sys_.body_names)}" if d['bodies'] else ""))
-    for kind, part in (("beams", sys_.beams), ("plates", sys_.plates)):
+    for kind, part in (("beams", sys_.beams), ("plates", sys_.plates), ("continua", sys_.continua)):
         if len(part):
             items = getattr(part, kind).values()
             out(f"{kind:<13} {len(part)}: " + ", ".join(f"{b.name} ({b.nel} elements, {b.ncoord} coordinates)"

@@ -7,6 +7,7 @@ import pytest
 from parmbs.model import joints, forces  # noqa: F401  (registers the components)
 from parmbs.flexible import ancf, joints as beam_joints  # noqa: F401  (ANCF beams)
 from parmbs.flexible import plate, plate_joints  # noqa: F401  (plane-stress plates)
+from parmbs.flexible import continuum  # noqa: F401  (floating-frame plane-stress continua)
 from parmbs.flexible import ffr_beam, ffr_joints  # noqa: F401  (floating-frame beams)
 from parmbs.model.component import REGISTRY, Constraint
 
@@ -20,7 +21,9 @@ VARIANTS = {"BeamShape": [{"component": c} for c in range(4)],
             "PlateShape": [{"component": c} for c in range(2)],
             "PlatePose": [{"coordinate": c} for c in ("x", "y", "angle", "unit")],
             "PlateInertia": [{"law": law} for law in ("seed003", "linear")],
-            "PlateGravity": [{"law": law} for law in ("seed003", "linear")]}
+            "PlateGravity": [{"law": law} for law in ("seed003", "linear")],
+            "ContinuumInertia": [{"law": law} for law in ("seed003", "linear")],
+            "ContinuumGravity": [{"law": law} for law in ("seed003", "linear")]}
 CASES = [(name, kw) for name in sorted(REGISTRY) for kw in VARIANTS.get(name, [{}])]
 
 
@@ -111,6 +114,7 @@ def test_registry_is_complete():
             "BeamPose", "PlateInertia", "PlateGravity", "PlateElastic", "PlateShape", "PlatePose",
             "RigidPlateRevolute", "PlateRigidRevolute", "PlatePlateRevolute", "RigidPlateWeld",
             "PlateRigidWeld", "PlatePlateWeld",
+            "ContinuumInertia", "ContinuumGravity", "ContinuumElastic", "ContinuumRevolute", "ContinuumClamp",
             "FfrInertia", "FfrGravity", "FfrElastic", "FfrRevolute", "FfrWeld", "FfrPointForce"} <= set(REGISTRY)
 
 
@@ -118,7 +122,8 @@ def test_potential_energies_match_forces():
     """For conservative elements r = ∂V/∂q (at zero velocity): energy and force agree."""
     rng = np.random.default_rng(3)
     for name in ("Gravity", "Spring", "RotationalSpring", "AncfGravity", "AncfElasticConservative",
-                 "PlateGravity", "PlateElastic", "FfrGravity", "FfrElastic"):
+                 "PlateGravity", "PlateElastic", "FfrGravity", "FfrElastic", "ContinuumGravity",
+                 "ContinuumElastic"):
         comp, q, v, a, p = make(REGISTRY[name], rng)
         if name == "Spring":
             p[:, 9] = 0.0                       # no damping

@@ -24,6 +24,7 @@ class _Checker:
         self.bodies = {b.name: b for b in cfg.bodies}
         self.beams = {b.name: b for b in cfg.beams}
         self.plates = {p.name: p for p in cfg.plates}
+        self.continua = {c.name: c for c in cfg.continua}
 
     def ffr(self, name: str) -> bool:
         """True if ``name`` is a floating-frame beam (``[[beams]] type = "ffr"``)."""
@@ -44,6 +45,8 @@ class _Checker:
             raise self.fail(key, f"{name!r} is a beam; this needs a rigid body")
         if name in self.plates:
             raise self.fail(key, f"{name!r} is a plate; this needs a rigid body")
+        if name in self.continua:
+            raise self.fail(key, f"{name!r} is a continuum; this needs a rigid body")
         if name not in self.bodies:
             known = (["ground"] if allow_ground else []) + list(self.bodies)
             raise self.fail(key, f"unknown body {name!r} (known: {', '.join(known)})")
@@ -70,6 +73,13 @@ class _Checker:
             if node_of(plate, point) is None:
                 raise self.fail(key, f"unknown point {point!r} on plate {body!r} (known: node_I_J with "
                                 f"I <= {plate.nx}, J <= {plate.ny}, {', '.join(point_names(plate))})")
+            return body
+        elif body in self.continua:
+            from ..flexible.continua import node_of, point_names
+            cont = self.continua[body]
+            if node_of(cont, point) is None:
+                raise self.fail(key, f"unknown point {point!r} on continuum {body!r} (known: node_I_J with "
+                                f"I <= {cont.nx}, J <= {cont.ny}, {', '.join(point_names(cont))})")
             return body
         else:
             self.body(body, key, allow_ground=True)
@@ -99,13 +109,16 @@ class _Checker:
 
     def run(self) -> None:
         cfg = self.cfg
-        for section in ("bodies", "beams", "plates", "joints", "forces", "design", "objectives"):
+        for section in ("bodies", "beams", "plates", "continua", "joints", "forces", "design", "objectives"):
             self.unique(getattr(cfg, section), section)
-        if not cfg.bodies and not cfg.beams and not cfg.plates:
+        if not cfg.bodies and not cfg.beams and not cfg.plates and not cfg.continua:
             raise self.fail("bodies", "needs at least one body (or beam, or plate)")
         for p in cfg.plates:
             if p.name in self.bodies or p.name in self.beams or p.name == "ground":
                 raise self.fail(f"plates.{p.name}.name", f"name {p.name!r} is already a body or beam")
+        for c in cfg.continua:
+            if c.name in self.bodies or c.name in self.beams or c.name in self.plates or c.name == "ground":
+                raise self.fail(f"continua.{c.name}.name", f"name {c.name!r} is already a body, beam or plate")
         for b in cfg.beams:
             if b.name in self.bodies or b.name == "ground":
                 raise self.fail(f"beams.{b.name}.name", f"name {b.name!r} is already a body")
@@ -166,11 +179,20 @@ class _Checker:
             prefix = f"joints.{j.name}"
             if isinstance(j, Driver):
                 body, _ = j.coordinate.split(".")
-                if not self.ffr(body):              # an FFR beam's frame coordinate may be driven
+                if body not in self.continua and not self.ffr(body):  # continuum/FFR frames may be driven
                     self.body(body, f"{prefix}.coordinate")
             else:
                 self.two_bodies(j.a, j.b, prefix, f"{j.type} joint")
                 ends = [ref.split(".")[0] for ref in (j.a, j.b)]
+                for end, ref in (("a", j.a), ("b", j.b)):
+                    if ref.split(".")[0] in self.continua:
+                        other = j.b if end == "a" else j.a
+                        if j.type != "revolute":
+                            raise self.fail(f"{prefix}.type", f"a {j.type} joint cannot attach to a continuum "
+                                            "(revolute can)")
+                        if other.split(".")[0] not in self.bodies and other.split(".")[0] != "ground":
+                            raise self.fail(f"{prefix}.{'b' if end == 'a' else 'a'}",
+                                            "a continuum joins rigid bodies or ground only")
                 if any(self.ffr(e) for e in ends) and any(e in self.beams and not self.ffr(e) for e in ends):
                     raise self.fail(f"{prefix}.b", "joints between ANCF and FFR beams are not supported")
                 if any(e in self.plates for e in ends) and any(e in self.beams for e in ends):
@@ -195,6 +217,8 @@ class _Checker:
                                         "(point forces are)")
                     if ref.split(".")[0] in self.plates:
                         raise self.fail(f"{prefix}.{end}", "springs at plate points are not supported")
+                    if ref.split(".")[0] in self.continua:
+                        raise self.fail(f"{prefix}.{end}", "springs at continuum points are not supported")
             elif f.type == "rotational_spring":
                 self.body(f.a, f"{prefix}.a", allow_ground=True)
                 self.body(f.b, f"{prefix}.b")
@@ -204,6 +228,8 @@ class _Checker:
                 self.point(f.point, f"{prefix}.point", allow_ground=False)
                 if f.point.split(".")[0] in self.plates:
                     raise self.fail(f"{prefix}.point", "point forces at plate nodes are not supported yet")
+                if f.point.split(".")[0] in self.continua:
+                    raise self.fail(f"{prefix}.point", "point forces at continuum points are not supported yet")
             elif f.type == "torque":
                 self.body(f.body, f"{prefix}.body")
 
@@ -258,6 +284,9 @@ class _Checker:
                     if self.ffr(o.point.split(".")[0]):
                         raise self.fail(f"{prefix}.point", f"{kind!r} at FFR beam points is not supported "
                                         "(use integrand = \"python\"; see configs/slider_crank_flex_outputs.py)")
+                    if o.point.split(".")[0] in self.continua:
+                        raise self.fail(f"{prefix}.point", f"{kind!r} at continuum points is not supported "
+                                        "(use integrand = \"python\" with parmbs.flexible.continuum_objectives)")
                     if kind.startswith("deflection") and o.point.split(".")[0] not in self.beams:
                         raise self.fail(f"{prefix}.point", f"{kind!r} needs a point on a beam")
                 elif kind in ANGLE_KINDS:

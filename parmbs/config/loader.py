@@ -20,7 +20,7 @@ from .errors import ConfigError
 from .schema import Config
 
 #: Top-level sections that are arrays of named tables (addressed by ``name``).
-NAMED_LISTS = ("bodies", "beams", "plates", "joints", "forces", "design", "objectives")
+NAMED_LISTS = ("bodies", "beams", "plates", "continua", "joints", "forces", "design", "objectives")
 _BOOKKEEPING = ("source", "text_sha256")
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
 

@@ -14,7 +14,9 @@ Allowed forms (NAME is an entity name, P a point name, K an integer index)::
     beams.NAME.initial.x|y|angle, beams.NAME.initial_velocity.x|y|angle
     plates.NAME.size.x|y|thickness|E|nu|rho0|penalization
     plates.NAME.initial.x|y|angle, plates.NAME.initial_velocity.x|y|angle
-    plates.NAME.density            (the whole element field: one design variable per
+    continua.NAME.size.x|y|offset.x|y|thickness|E|nu|rho0|penalization|initial.*|initial_velocity.*
+    continua.NAME.density, plates.NAME.density
+                                   (the whole element field: one design variable per
                                     element; ``design.py`` expands it, see ``field_path``)
     forces.NAME.stiffness|damping|length|angle|value   (value: torque)
     forces.NAME.value.x|y                               (point force)
@@ -41,8 +43,10 @@ _ENTITY_FIELDS = {
     "joints": ("function",),
     "beams": ("length", "width", "height", "side", "density", "E", "points", "initial", "initial_velocity"),
     "plates": ("size", "thickness", "E", "nu", "rho0", "penalization", "density", "initial", "initial_velocity"),
+    "continua": ("size", "offset", "thickness", "E", "nu", "rho0", "penalization", "density", "initial",
+                 "initial_velocity"),
 }
-_SINGULAR = {"bodies": "body", "forces": "force", "joints": "joint", "beams": "beam", "plates": "plate"}
+_SINGULAR = {"bodies": "body", "forces": "force", "joints": "joint", "beams": "beam", "plates": "plate", "continua": "continuum"}
 _ROOT_FIELDS = {"model": "gravity", "ground": "points"}
 
 
@@ -69,7 +73,7 @@ def _locate(data: dict[str, Any], path: str) -> tuple[Any, Any]:
         node, rest, done = entries[segs[1]], segs[2:], segs[:2]
     else:
         raise PathError(f"{path!r}: must start with model.gravity, ground.points, "
-                        "bodies.NAME, beams.NAME, plates.NAME, forces.NAME or joints.NAME")
+                        "bodies.NAME, beams.NAME, plates.NAME, continua.NAME, forces.NAME or joints.NAME")
 
     container: Any = None
     index: Any = None
@@ -100,10 +104,11 @@ def _locate(data: dict[str, Any], path: str) -> tuple[Any, Any]:
 
 
 def field_path(cfg: "Config", path: str) -> bool:
-    """True if ``path`` names a whole element field (``plates.NAME.density``)."""
+    """True if ``path`` names a whole element field (``plates.NAME.density``,
+    ``continua.NAME.density``)."""
     segs = path.split(".")
-    return (len(segs) == 3 and segs[0] == "plates" and segs[2] == "density"
-            and segs[1] in {p.name for p in cfg.plates})
+    return (len(segs) == 3 and segs[0] in ("plates", "continua") and segs[2] == "density"
+            and segs[1] in {p.name for p in getattr(cfg, segs[0])})
 
 
 def nominal_value(cfg: "Config", path: str) -> float:

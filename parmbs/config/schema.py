@@ -214,6 +214,46 @@ class Plate(_Model):
         return self
 
 
+class Continuum(_Model):
+    """A plane-stress body in a floating frame of reference (parmbs/flexible/continuum.py,
+    continua.py): an Lx × Ly rectangle meshed with nx × ny bilinear quads, its lower-left
+    corner at ``offset`` in the body frame; coordinates: the frame pose (x, y, angle) and
+    small elastic nodal displacements in the frame.  Reference condition: every node
+    within ``clamp_radius`` of the frame origin is clamped (u = 0; at least two nodes).
+    ``density`` is the element field x_e (a number, or nx·ny numbers, e = j·nx + i):
+    E(x) = x^penalization E, ρ(x) by ``density_law``.  Undeformed at t = 0 with its frame
+    at ``initial``.  Points: origin (the frame origin), node_i_j, ``points = { NAME = [i, j] }``."""
+
+    name: Name
+    size: tuple[PosReal, PosReal]
+    nx: PosInt
+    ny: PosInt
+    offset: Vec2 = (0.0, 0.0)
+    clamp_radius: PosReal
+    thickness: PosReal
+    E: PosReal
+    nu: Annotated[float, Strict(), Field(allow_inf_nan=False, ge=0, lt=0.5)] = 0.3
+    rho0: PosReal
+    density: PosReal | list[PosReal] = 1.0
+    penalization: PosReal = 3.0
+    density_law: Literal["seed003", "linear"] = "seed003"
+    points: dict[Name, tuple[Annotated[int, Strict(), Field(ge=0)], Annotated[int, Strict(), Field(ge=0)]]] = {}
+    initial: Pose = Field(default_factory=Pose)
+    independent: Annotated[list[Literal["x", "y", "angle"]], AfterValidator(_no_duplicates)] = []
+    initial_velocity: Pose = Field(default_factory=Pose)
+
+    @model_validator(mode="after")
+    def _continuum_checks(self) -> "Continuum":
+        if isinstance(self.density, list) and len(self.density) != self.nx * self.ny:
+            raise ValueError(f"density has {len(self.density)} values, the mesh has nx*ny = {self.nx * self.ny} elements")
+        for k, (i, j) in self.points.items():
+            if k == "origin" or k.startswith("node_"):
+                raise ValueError(f"point name {k!r} is reserved (origin and node_i_j are predefined)")
+            if i > self.nx or j > self.ny:
+                raise ValueError(f"point {k!r} = [{i}, {j}] is outside the mesh (nodes 0..{self.nx} × 0..{self.ny})")
+        return self
+
+
 # ----------------------------------------------------------------------------- joints
 
 
@@ -471,7 +511,7 @@ class Parallel(_Model):
 #: Sections a scenario may override: the model and its simulation.  Design variables,
 #: objectives and the run set-up must be the same in every scenario (they define what
 #: is differentiated and how), so overriding them per scenario is an error.
-SCENARIO_SECTIONS = ("model", "ground", "bodies", "beams", "plates", "joints", "forces", "simulation")
+SCENARIO_SECTIONS = ("model", "ground", "bodies", "beams", "plates", "continua", "joints", "forces", "simulation")
 
 
 def _check_scenario_set(v: dict[str, Any]) -> dict[str, Any]:
@@ -509,6 +549,7 @@ class Config(_Model):
     bodies: list[Body] = []  # at least one body or beam (checks.py)
     beams: list[Beam] = []
     plates: list[Plate] = []
+    continua: list[Continuum] = []
     joints: list[Joint] = []
     forces: list[Force] = []
     simulation: Simulation = Field(default_factory=Simulation)

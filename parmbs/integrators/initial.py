@@ -22,13 +22,18 @@ class _AssemblyView:
     def __init__(self, system):
         self.n, self.forces = system.n, system.forces
         self.extend = system.extend
-        groups = []
-        for k, (key, drv, vel_idx) in enumerate(system.independent):
-            drv.rows = np.array([[system.m + k]])
+        groups, vel = [], []
+        row = system.m
+        for key, drv, vel_idx in system.independent:
+            # a group may hold many rows (a continuum's u = 0 rows: one group, not one per row)
+            k = drv.ne * drv.m
+            drv.rows = (row + np.arange(k)).reshape(drv.ne, drv.m)
+            row += k
             groups.append(drv)
+            vel.append(np.broadcast_to(np.asarray(vel_idx, np.int64), (k,)))
         self.constraints = list(system.constraints) + groups
-        self.m = system.m + len(groups)
-        self.vel_idx = np.array([v for _, _, v in system.independent], dtype=np.int64)
+        self.m = row
+        self.vel_idx = np.concatenate(vel) if vel else np.zeros(0, np.int64)
 
 
 class InitialState:
@@ -158,7 +163,11 @@ class InitialState:
         ev_ = self.pos_op.solve_many(mv, transpose=True)
         mq -= (ev.phi_q_w_q(v) + ev.phi_t_q()).T @ ev_
         grad -= (ev.phi_q_w_p(nd, v) + ev.phi_t_p(nd)).T @ ev_
-        grad += self._vel_sel().T @ ev_[m:]
+        # (∂v_ind/∂ρ)ᵀ η without the dense (independent rows × nd) selection matrix: a
+        # continuum's u̇ = 0 rows number 2·10⁵ against 10⁵ density columns
+        cols = self.design_map[self.view.vel_idx]
+        sel = cols >= 0
+        np.add.at(grad, cols[sel], ev_[m:][sel])
         eq = self.pos_op.solve_many(mq, transpose=True)
         grad -= ev.phi_p(nd).T @ eq
         return grad

@@ -40,6 +40,9 @@ class System:
         from ..flexible.plates import PlateSet        # plane-stress plates: after the beams
         self.plates = PlateSet(config, P, self.n)
         self.n += self.plates.ncoord
+        from ..flexible.continua import ContinuumSet  # floating-frame continua: after the plates
+        self.continua = ContinuumSet(config, P, self.n)
+        self.n += self.continua.ncoord
         self.ground_slots = [self.n, self.n + 1, self.n + 2]
         g = config.model.gravity
         gx, gy = P.add("model.gravity.x", g[0]), P.add("model.gravity.y", g[1])
@@ -75,6 +78,7 @@ class System:
         self.beams.add_forces(self, gx, gy)
         self.ffr.add_forces(self, gx, gy)
         self.plates.add_forces(self, gx, gy)
+        self.continua.add_forces(self, gx, gy)
         for j in config.joints:
             self._add_joint(j)
         for f in config.forces:
@@ -128,6 +132,8 @@ class System:
     def _add_joint(self, j):
         P = self.params
         base = f"joints.{j.name}"
+        if j.type == "driver" and self.continua.is_continuum(j.coordinate.rsplit(".", 1)[0]):
+            return self.continua.add_joint(self, j)
         if j.type == "driver":
             body, coord = j.coordinate.rsplit(".", 1)
             fn, coef = from_config(j.function)
@@ -140,6 +146,8 @@ class System:
             self._group(key, J.Driver, {"coordinate": coord, "function": fn}, j.name,
                         self._qb(body), pidx, 1)
             return
+        if self.continua.is_continuum_point(j.a) or self.continua.is_continuum_point(j.b):
+            return self.continua.add_joint(self, j)
         if self.plates.is_plate_point(j.a) or self.plates.is_plate_point(j.b):
             return self.plates.add_joint(self, j)
         if self.ffr.is_ffr_point(j.a) or self.ffr.is_ffr_point(j.b):
@@ -207,6 +215,7 @@ class System:
         self.beams.initial_setup(self, q0)
         self.ffr.initial_setup(self, q0)
         self.plates.initial_setup(self, q0)
+        self.continua.initial_setup(self, q0)
         for b in self.config.bodies:
             pb = self.body_p[b.name]
             for k in b.independent:
@@ -232,6 +241,7 @@ class System:
 
     def describe(self):
         return {"bodies": len(self.body_names), "beams": len(self.beams) + len(self.ffr), "plates": len(self.plates),
+                "continua": len(self.continua),
                 "coordinates": self.n, "constraints": self.m,
                 "dof": self.n - self.m, "parameters": len(self.params) - 1,
                 "components": {type(g).__name__: g.ne for g in self.constraints + self.forces}}

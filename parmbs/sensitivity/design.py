@@ -26,6 +26,8 @@ class DesignSpace:
         plates = getattr(system, "plates", None)
         for d in design_cfg:
             field = plates.field(d.path) if plates is not None else None
+            if field is None and getattr(system, "continua", None) is not None:
+                field = system.continua.field(d.path)       # continua.C.density
             if field is not None:
                 plate = d.path.split(".")[1]
                 cols = [f"{plate}.density[{e}]" for e in range(len(field))]

@@ -61,6 +61,24 @@ initial-state terms (Eq. 27's t = 0 brackets, erratum E9: q₀, q̇₀ depend on
 design) come from InitialState.adjoint.  The objective's time quadrature is the
 project's trapezoidal sum over the states (not Eq. 18's midpoint sum): the adjoint
 is the exact transpose of the discrete computation actually run.
+
+Where the seed's formulas needed its errata (digest §6) and what we do instead:
+  E5  c_n (Eq. 47) carries (h/2)G_nᵀλ_n; Eq. 13 with g_d = h g gives h G_nᵀλ_n.  We keep
+      Eq. 13's scaling (node impulse h G_nᵀλ_n, start step (h/2)G₀ᵀλ₀ as Eq. 17), and
+      report the continuous λ of (q_n, v_n), so λ-objectives mean the same as in the
+      Newmark steppers (tests: the stored q_n solve Eq. 13/17, λ_DEL = λ_n + O(h²)).
+  E6  (h/2)∂U((q_n + q_{n+1})/2)/∂q_n is read as (h/2)∇U at the midpoint (the forcing F_m).
+  E7  ∂c_n/∂a enters once (R_p of each stage, once).
+  E8  internal constraints carry adjoints like any row: every row of Φ has its
+      multiplier in J and S (planar rigid bodies in (x, y, θ) have none; ANCF has none).
+  E9  q₀, q̇₀ depend on geometric design variables: InitialState differentiates the
+      assembly (Φ = 0 plus independent coordinates), its velocity and (a₀, λ₀).
+  E1–E4 (ANCF element matrices, non-conservative elastic force, its l-derivatives) are
+      handled in parmbs/flexible/ancf.py; the steps never assume a symmetric tangent.
+Seed Eq. 25–26 ↔ here: its μ_n (adjoint of c_n) and η_{n+1} (of g_{n+1}) are, up to the
+scalings 2/h and h²/2 of R₁, R₂, the two parts of ν = J⁻ᵀ[μ_A; 0] of step n; its terminal
+system is the first adjoint step (μ_N from the objective's terminal/last-state partials),
+and its t = 0 brackets of Eq. 27 are InitialState.adjoint applied to (μ_q, μ_v, μ_a, μ_λ)₀.
 """
 import numpy as np
 
@@ -251,19 +269,24 @@ class Variational:
         e1m = self._ev(self.mass, t1, q1, zero, v1, np.zeros(0), p)
         emm = self._ev(self.mass, t + 0.5 * h, qm, vm, vm, np.zeros(0), p)
         ev1 = self._ev(self.sys, t1, q1, v1, a1, l1, p)
-        return dict(em=em, en=en, e1=e1x, e1m=e1m, emm=emm, ev1=ev1, v1=v1, a1=a1)
+        # ∂/∂ρ of the midpoint forces F_m (once), of M A and of M v_m
+        nd = self.nd
+        RpF = em.R_p(nd, 0.0, 1.0)
+        RpMA = self._ev(self.mass, t + 0.5 * h, qm, vm, A, np.zeros(0), p).R_p(nd)
+        return dict(em=em, en=en, e1=e1x, e1m=e1m, ev1=ev1, v1=v1, a1=a1,
+                    R1p=RpMA + RpF + en.R_p(nd), ptp=emm.R_p(nd) + RpF.scaled(-0.5 * h))
 
     # -- tangent (direct differentiation) --------------------------------------------------------
     def tangent_step(self, t, x0, x1, dx0, p):
         """dx_{k+1}/dρ from dx_k/dρ (each four (·, nd) blocks)."""
         h, n, nd = self.h, self.sys.n, self.nd
         L = self._linearize(t, x0, x1, p)
-        em, en, e1, e1m, emm, ev1 = (L[k] for k in ("em", "en", "e1", "e1m", "emm", "ev1"))
+        em, en, e1, e1m, ev1 = (L[k] for k in ("em", "en", "e1", "e1m", "ev1"))
         I = np.eye(nd)
         dq, dv = dx0[0], dx0[1]
         # stage 1: J [dA; dΛ] = −(∂R/∂(q_n, v_n) d(q_n, v_n) + ∂R/∂ρ)
         Km, Cm = em.K(), em.Cv()
-        r1 = Km @ (dq + 0.5 * h * dv) + Cm @ dv + en.K() @ dq + (em.R_p(nd) + en.R_p(nd)) @ I
+        r1 = Km @ (dq + 0.5 * h * dv) + Cm @ dv + en.K() @ dq + L["R1p"] @ I
         r2 = (2.0 / (h * h)) * (e1.G() @ (dq + h * dv) + e1.phi_p(nd) @ I)
         dz = self.J.solve_many(-np.vstack([r1, r2]))
         dA = dz[:n]
@@ -271,8 +294,7 @@ class Variational:
         dqm = dq + 0.5 * h * dv + 0.25 * h * h * dA
         dvm = dv + 0.5 * h * dA
         # stage 2: p̃ = M v_m − (h/2) F_m;  S [dv₁; dξ] = −(∂(M v₁ + G₁ᵀξ − p̃, G₁v₁ + Φ_t)/∂(q₁, p̃, ρ))
-        dpt = (em.Ma() @ dvm + emm.R_p(nd) @ I
-               - 0.5 * h * (Km @ dqm + Cm @ dvm + em.R_p(nd, 0.0, 1.0) @ I))
+        dpt = em.Ma() @ dvm + L["ptp"] @ I - 0.5 * h * (Km @ dqm + Cm @ dvm)
         v1 = L["v1"]
         r1 = e1.K() @ dq1 + (e1m.R_p(nd) + e1.R_p(nd)) @ I - dpt
         r2 = (e1.phi_q_w_q(v1) + e1.phi_t_q()) @ dq1 + (e1.phi_q_w_p(nd, v1) + e1.phi_t_p(nd)) @ I
@@ -292,7 +314,7 @@ class Variational:
         of tangent_step, stages in reverse (one column per objective)."""
         h, n, nd = self.h, self.sys.n, self.nd
         L = self._linearize(t, x0, x1, p)
-        em, en, e1, e1m, emm, ev1 = (L[k] for k in ("em", "en", "e1", "e1m", "emm", "ev1"))
+        em, en, e1, e1m, ev1 = (L[k] for k in ("em", "en", "e1", "e1m", "ev1"))
         mq1, mv1, ma1, ml1 = mu1
         v1, a1 = L["v1"], L["a1"]
         # stage 3
@@ -309,7 +331,7 @@ class Variational:
         Km, Cm = em.K(), em.Cv()                          # μ_p̃ = ζ_v
         mvm = em.Ma().T @ zv - 0.5 * h * (Cm.T @ zv)
         mqm = -0.5 * h * (Km.T @ zv)
-        grad += emm.R_p(nd).T @ zv - 0.5 * h * (em.R_p(nd, 0.0, 1.0).T @ zv)
+        grad += L["ptp"].T @ zv
         # stage 1: the explicit maps q₁, q_m, v_m of (q_n, v_n, A), then J⁻ᵀ
         muA = 0.5 * h * h * mq + 0.25 * h * h * mqm + 0.5 * h * mvm
         mqn = mq + mqm
@@ -319,7 +341,7 @@ class Variational:
         G1 = e1.G()
         mqn = mqn - (Km.T @ nu1 + en.K().T @ nu1) - G1.T @ nu2
         mvn = mvn - (0.5 * h * (Km.T @ nu1) + Cm.T @ nu1) - h * (G1.T @ nu2)
-        grad -= (em.R_p(nd) + en.R_p(nd)).T @ nu1 + e1.phi_p(nd).T @ nu2
+        grad -= L["R1p"].T @ nu1 + e1.phi_p(nd).T @ nu2
         return (mqn, mvn, np.zeros_like(ma1), np.zeros_like(ml1)), grad
 
 

@@ -133,7 +133,7 @@ class Variational:
         self.S = SparseOperator(n + m, blocks, comm=comm, options=petsc_options)
         from .initial import InitialState
         self.init = InitialState(system, self.S, self.design_map, ndesign, newton, comm=comm)
-        self._last = None      # (t, q, constraint eval) of the last step's end: next G_n
+        self._last = None      # (t, q, constraint eval, p) of the last step's end: next G_n
         self._mass_blocks = None   # (p, M blocks in the pattern's force order): M = M(p)
 
     # -- evaluations --------------------------------------------------------------------------
@@ -209,7 +209,8 @@ class Variational:
         q0, v0, a0, l0 = x
         t1 = t + h
         last = self._last
-        if last is not None and last[0] == t and last[1].shape == q0.shape and np.array_equal(last[1], q0):
+        if (last is not None and last[0] == t and last[1].shape == q0.shape and np.array_equal(last[1], q0)
+                and np.array_equal(last[3], p)):
             en = last[2]
         else:
             en = self._con(t, q0, p)
@@ -240,7 +241,7 @@ class Variational:
                 except np.linalg.LinAlgError:
                     raise StepError(f"step {k + 1} (t = {t1:.6g}): singular mass/constraint matrix "
                                     "(a body without mass or inertia?)") from None
-                self._last = (t1, q1, e1)
+                self._last = (t1, q1, e1, p.copy())
                 return (q1, v1, a1, l1), it
         raise StepError(f"step {k + 1} (t = {t1:.6g}): Newton did not converge in {tol.max_it} "
                         f"iterations (last position update {dq:.2e})")

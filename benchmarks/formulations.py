@@ -13,7 +13,7 @@ With ``--table1`` it instead runs the five-bar with matrix-r over 5 s at dt = 1e
 prints its adjoint gradients beside seed 002 Table 1 (SR Matrix-R direct and Reference
 columns).
 Usage: python benchmarks/formulations.py [--links 20] [--t-fivebar 1] [--dt 1e-2] [--t-chain 0.1]
-       [--dt-chain 1e-3] [--table1]
+       [--dt-chain 1e-3] [--profile] [--table1]
 """
 import argparse
 import pathlib
@@ -134,6 +134,30 @@ def table1(root):
                   f"{v / ref[j] - 1:>9.1e}")
 
 
+def profile_matrix_r(path, t_end, dt, what):
+    """CPU share of matrix-r's forward / direct / adjoint sweep by where the time goes."""
+    import cProfile
+    import pstats
+    from collections import defaultdict
+    pr = Problem(load_config(path, FORMULATIONS["matrix-r"] + [f"simulation.t_end={t_end}", f"simulation.dt={dt}",
+                                                                "simulation.progress=false"]))
+    pr.forward()
+    prof = cProfile.Profile(time.process_time)
+    prof.runcall({"forward": pr.forward, "direct": pr.direct, "adjoint": pr.adjoint}[what])
+    st = pstats.Stats(prof)
+    total = max(v[3] for v in st.stats.values())         # cumulative time of the sweep
+    cum = defaultdict(float)
+    for (fname, _, func), (_, _, _, ct, _) in st.stats.items():
+        if "formulations/relative" in fname and func in ("kin", "positions"):
+            cum["tree kinematics q, v, a = f(z, ż, z̈) and complex-step Jacobians (relative.py)"] += ct
+        elif "formulations/matrix_r" in fname and func in ("_tree_lambda", "_full_eval"):
+            cum["tree-joint reactions for the absolute-coordinate state (full-model evaluation)"] += ct
+    rest = total - sum(cum.values())
+    print(f"  matrix-r {what}: {total:.2f} s CPU under the profiler")
+    for b, v in list(cum.items()) + [("the rest: z-space equations (components, RᵀKR ..., LU), sweep", rest)]:
+        print(f"    {100 * v / total:5.1f} %  {b}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--links", type=int, default=20)
@@ -142,6 +166,7 @@ def main():
     ap.add_argument("--dt", type=float, default=1e-2, help="five-bar time step")
     ap.add_argument("--dt-chain", type=float, default=1e-3)
     ap.add_argument("--table1", action="store_true", help="matrix-r five-bar against seed 002 Table 1")
+    ap.add_argument("--profile", action="store_true", help="also: where matrix-r's time goes (both models)")
     args = ap.parse_args()
     root = pathlib.Path(__file__).resolve().parents[1]
     if args.table1:
@@ -153,6 +178,12 @@ def main():
     f.write_text(closed_chain_toml(args.links))
     run_model(f"closed chain ({args.links} bodies, {args.links + 1} revolute joints, {args.links - 2} DOF; "
               "5 design variables, 2 objectives)", str(f), args.t_chain, args.dt_chain)
+    if args.profile:
+        for label, path, t_end, dt in (("five-bar", str(root / "configs" / "fivebar.toml"), args.t_fivebar, args.dt),
+                                       ("closed chain", str(f), args.t_chain, args.dt_chain)):
+            print(f"\n{label}:")
+            for what in ("forward", "direct", "adjoint"):
+                profile_matrix_r(path, t_end, dt, what)
     print("\nratios: CPU time over index3 trapezoidal's in the same run (one run)", file=sys.stderr)
 
 

@@ -398,8 +398,10 @@ def _check_method(method, file):
 def _check_cs(method, cfg, file):
     """Complex step runs our own steppers in complex arithmetic; PETSc TS is real."""
     if method == "cs" and cfg.simulation.formulation not in ("index3", "index1", "maggi"):
+        why = (f"'{cfg.simulation.integrator}' runs in real-valued PETSc TS" if cfg.simulation.formulation == "penalty"
+               else f"formulation '{cfg.simulation.formulation}' takes its own derivatives by complex step")
         raise InputError(file, "--method", f"complex step needs an index3 integrator (or index1, maggi); "
-                         f"'{cfg.simulation.integrator}' runs in real-valued PETSc TS (use --method fd)")
+                         f"{why} (use --method fd)")
 
 
 # -- batch-parallel gradients (parallel.groups / --groups, [[scenarios]]) ------------------
@@ -672,13 +674,15 @@ def cmd_optimize(args):
     if args.restart and args.output and os.path.abspath(args.output) != os.path.abspath(args.restart):
         raise InputError(args.config, "-o", "give either -o OUT.h5 (new run) or --restart FILE.h5, not both")
     from .optimize import Optimization, plot_history
+    from .optimize.driver import _Signals
     path = args.restart or args.output or f"{cfg.model.name}-optimize.h5"
-    opt = Optimization(cfg, path, restart=bool(args.restart), out=out)
-    code, rho = opt.run()
-    png = os.path.splitext(path)[0] + ".png"
-    _on_root(lambda: plot_history(opt.history, png, f"{cfg.model.name}: {opt.objective}",
-                                  columns=opt.hist_columns), png, "plot")
-    out(f"wrote {path} (/optimize) and {png}")
+    with _Signals() as signals:         # from set-up to exit: a batch system's signal never kills us
+        opt = Optimization(cfg, path, restart=bool(args.restart), out=out, signals=signals)
+        code, rho = opt.run()
+        png = os.path.splitext(path)[0] + ".png"
+        _on_root(lambda: plot_history(opt.history, png, f"{cfg.model.name}: {opt.objective}",
+                                      columns=opt.hist_columns), png, "plot")
+        out(f"wrote {path} (/optimize) and {png}")
     return code
 
 

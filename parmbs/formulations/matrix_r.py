@@ -1,6 +1,9 @@
 """Semi-recursive formulation in relative coordinates (seed 002 §2) with the implicit
-trapezoidal rule, and its exact discrete direct and adjoint sensitivities (seed 002
-§3: DDM eq. 48, AVM eqs. 68–69, here for the discrete scheme).
+trapezoidal rule, and its exact discrete direct and adjoint sensitivities.  Seed 002
+§3 differentiates the continuous equations (TLM eq. 48, adjoint eqs. 68–69, then
+discretized); here, as everywhere in parmbs, the discrete scheme itself is
+differentiated (discretize-then-differentiate), so adjoint = direct to round-off and
+both equal the derivative of the computed objective.
 
 Coordinates.  z: one relative coordinate per body (relative/Tree in relative.py), q =
 f(z; p) the bodies' COM coordinates, v = R ż, a = R z̈ + Ṙ ż with R = ∂q/∂z (seed 002

@@ -674,13 +674,15 @@ def cmd_optimize(args):
     if args.restart and args.output and os.path.abspath(args.output) != os.path.abspath(args.restart):
         raise InputError(args.config, "-o", "give either -o OUT.h5 (new run) or --restart FILE.h5, not both")
     from .optimize import Optimization, plot_history
+    from .optimize.driver import _Signals
     path = args.restart or args.output or f"{cfg.model.name}-optimize.h5"
-    opt = Optimization(cfg, path, restart=bool(args.restart), out=out)
-    code, rho = opt.run()
-    png = os.path.splitext(path)[0] + ".png"
-    _on_root(lambda: plot_history(opt.history, png, f"{cfg.model.name}: {opt.objective}",
-                                  columns=opt.hist_columns), png, "plot")
-    out(f"wrote {path} (/optimize) and {png}")
+    with _Signals() as signals:         # from set-up to exit: a batch system's signal never kills us
+        opt = Optimization(cfg, path, restart=bool(args.restart), out=out, signals=signals)
+        code, rho = opt.run()
+        png = os.path.splitext(path)[0] + ".png"
+        _on_root(lambda: plot_history(opt.history, png, f"{cfg.model.name}: {opt.objective}",
+                                      columns=opt.hist_columns), png, "plot")
+        out(f"wrote {path} (/optimize) and {png}")
     return code
 
 

@@ -103,6 +103,28 @@ def test_sigusr1_stops_at_a_safe_point(reference, tmp_path):
     assert np.array_equal(x, reference[1]) and np.array_equal(rho, reference[0])
 
 
+def test_signal_during_setup_stops_before_the_first_evaluation(reference, tmp_path):
+    """`parmbs optimize` holds its SIGTERM/SIGUSR1 handlers from start-up to exit: a
+    signal that arrives while the problem is set up stops the run before its first
+    evaluation (exit 0, a complete record with 0 evaluations, not finished), and the
+    resumed run is the uninterrupted one.  The record is created atomically."""
+    from parmbs.optimize.driver import _Signals
+    path, lines = tmp_path / "early.h5", []
+    with _Signals() as sig:
+        os.kill(os.getpid(), signal.SIGUSR1)               # a real signal, during set-up
+        opt = Optimization(load_config(str(FIVEBAR), SETS), path, out=lines.append, signals=sig)
+        code, rho = opt.run()
+    assert code == 0 and rho is None
+    assert any(line.startswith("stopped on SIGUSR1") for line in lines), lines
+    assert not list(tmp_path.glob("*.creating-*"))
+    with h5py.File(path, "r") as f:
+        assert int(f["optimize"].attrs["evaluations"]) == 0 and not f["optimize"].attrs["finished"]
+    rho, x, _ = run_api(path, restart=True)
+    assert np.array_equal(x, reference[1]) and np.array_equal(rho, reference[0])
+    with h5py.File(path, "r") as f:
+        assert f["optimize"].attrs["finished"]
+
+
 def _one_line_error(r, *needles):
     assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
     lines = r.stderr.strip().splitlines()

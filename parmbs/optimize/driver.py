@@ -63,7 +63,12 @@ def optimization_sha256(config) -> str:
 
 
 class _Signals:
-    """Install SIGTERM/SIGUSR1 handlers that only record the signal (restored on exit)."""
+    """Install SIGTERM/SIGUSR1 handlers that only record the signal (restored on exit).
+
+    ``parmbs optimize`` holds one instance from start-up to exit (``Optimization(...,
+    signals=)``), so a signal during set-up stops the run before its first evaluation
+    and a signal after ``done:`` (while the plot is written) is ignored: neither kills
+    the ranks.  A run without an outer instance installs its own around the loop."""
 
     SIGNALS = tuple(s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGUSR1", None)) if s)
 
@@ -91,8 +96,9 @@ class Optimization:
     """``parmbs optimize``: one objective; bound constraints (TAO) or bounds and
     ``[[optimize.constraints]]`` (MMA); restartable."""
 
-    def __init__(self, config, path, restart=False, comm=None, out=print):
+    def __init__(self, config, path, restart=False, comm=None, out=print, signals=None):
         self.config, self.path, self.out = config, os.fspath(path), out
+        self._outer_signals = signals
         self.comm = comm or PETSc.COMM_WORLD
         self.mpi = self.comm.tompi4py()
         opt = config.optimize
@@ -127,7 +133,14 @@ class Optimization:
         self.replayed = 0
         done = self.log.history()
         self.t_start = time.perf_counter() - (float(done[-1, 5]) if len(done) else 0.0)   # cumulative wall
-        self.signals = None
+        self.signals = signals
+
+    def _signal_scope(self):
+        """The outer handlers if the caller installed them, else our own for the loop."""
+        if self._outer_signals is not None:
+            import contextlib
+            return contextlib.nullcontext(self._outer_signals)
+        return _Signals()
 
     def _has_record(self):
         """Does the output file hold an optimization record?  (Rank 0 looks, all learn:
@@ -224,7 +237,7 @@ class Optimization:
                  f"{opt.method} (max {opt.max_it} iterations); record {self.path}")
         code, rho = 0, None
         try:
-            with _Signals() as self.signals:
+            with self._signal_scope() as self.signals:
                 tao.solve()
             rho = self._gather(tao.getSolution()) * self.scale
             self.log.finish(rho, pr.design.names)
@@ -286,7 +299,7 @@ class Optimization:
                  f"(max {opt.max_it} iterations); record {self.path}")
         code, rho, reason = 0, None, None
         try:
-            with _Signals() as self.signals:
+            with self._signal_scope() as self.signals:
                 while True:
                     k = mma.it
                     stop = self.signals.received

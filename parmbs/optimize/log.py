@@ -7,7 +7,8 @@ Layout (DESIGN.md ``/optimize/…``)::
     /optimize/f        (R,)     objective values
     /optimize/g        (R, nd)  gradients
     /optimize/crc      (R,)     CRC-32 of (row, x, f, g)
-    /optimize          attrs    evaluations (rows that count), resolved_sha256, method, objective
+    /optimize          attrs    evaluations (rows that count), resolved_sha256, method, objective,
+                                finished (True once /optimize/design is written: the run is over)
     /optimize/history  (H, 6)   iteration, ψ, |∇ψ| (projected), step, evaluations, wall s
                                 (MMA: iteration, ψ, max constraint violation, step, evaluations, wall s)
     /optimize/history  attrs    rows, columns
@@ -105,7 +106,10 @@ class EvaluationLog:
     def _open(self, config, sha, method, objective, fresh, rows):
         import h5py
         if fresh:
-            f = h5py.File(self.path, "w")
+            # built under a temporary name and renamed: a kill during creation leaves no
+            # half-made record that --restart would refuse (or a job script would resume)
+            tmp = f"{self.path}.creating-{os.getpid()}"
+            f = h5py.File(tmp, "w")
             _write_header(f, config, self.comm.size)
             grp = f.create_group("optimize")
             dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
@@ -118,8 +122,10 @@ class EvaluationLog:
                               "objective": objective, "names": np.array(self.names, dtype="S")})
             grp["history"].attrs["rows"] = 0
             grp["history"].attrs["columns"] = ",".join(self.columns)
-            f.flush()
-            self.f = f
+            grp.attrs["finished"] = False
+            f.close()
+            os.replace(tmp, self.path)
+            self.f = h5py.File(self.path, "r+")
             return np.zeros((0, self.nd)), np.zeros(0), np.zeros((0, self.nd)), 0, 0
         if not os.path.exists(self.path):
             raise HDF5Error(self.path, "--restart", "no such file")
@@ -222,6 +228,7 @@ class EvaluationLog:
                 del grp["design"]
             ds = grp.create_dataset("design", data=rho)
             ds.attrs["names"] = np.array(names, dtype="S")
+            grp.attrs["finished"] = True      # what job scripts read: the run is over
         self._root_write(write, "/optimize/design")
 
     def close(self):

@@ -45,6 +45,11 @@ Differences to the thesis, written down:
   discretisation: it equals the direct gradient to round-off.
 * seed 004's cost function is g(q, q̇, ρ) (eq. 3.21); here objectives may also read a
   and λ (they are part of the discrete state).
+* Table 5.1 row 4 (DDM, h = 1e-2: −4.2300, 3.2112) is not reproduced by this scheme
+  with either quadrature of ψ (trapezoidal weights: −4.2294, 3.2106; right-endpoint
+  rule, which reproduces rows 1–2: −4.2383, 3.2165).  The thesis does not say how its
+  Maggi ODE was integrated (its code MBSVT uses Runge–Kutta methods, §1.4); at h = 1e-3
+  this scheme is within 1.8e-6 of the converged row 11 (benchmarks/fivebar_table51.py).
 
 Drift: none beyond Newton's tolerance.  E₃ and E₄ hold at every step, so
 |Φ(q_k)| ≤ h²/4·|E₃| and |Φ̇| ≤ h/2·|E₄| at the converged iterate; tests/test_maggi.py

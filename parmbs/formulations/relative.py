@@ -26,7 +26,6 @@ import copy
 
 import numpy as np
 
-from ..model.component import CS_H
 from ..model.kinematics import rot
 from ..model.parameters import ZERO
 from ..model.system import ModelError
@@ -241,10 +240,3 @@ class CutView:
             c.rows = new_row[g.rows[sel]]
             self.constraints.append(c)
         self.m = len(tree.rows_cut)
-
-
-def cs_columns(fn, x, cols_delta):
-    """Complex-step Jacobian of ``fn`` (returning a tuple of arrays with a new leading
-    axis) along the directions ``cols_delta`` (k, len(x)): outputs (…, k) each."""
-    xc = x + 1j * CS_H * cols_delta
-    return tuple(np.moveaxis(o.imag / CS_H, 0, -1) for o in fn(xc))

@@ -174,7 +174,9 @@ class ContinuumSet:
             law = c.cfg.density_law
             names = [f"{c.name}[{e}]" for e in range(c.nel)]
             _bulk(system, ("ContinuumInertia", law), continuum.ContinuumInertia, {"law": law}, names, qidx, mat)
-            if system.config.model.gravity[0] != 0.0 or system.config.model.gravity[1] != 0.0:
+            # weight only where it acts (or is designed): a 10⁵-element group is not free
+            g_designed = any(d.path.startswith("model.gravity") for d in system.config.design)
+            if system.config.model.gravity[0] != 0.0 or system.config.model.gravity[1] != 0.0 or g_designed:
                 _bulk(system, ("ContinuumGravity", law), continuum.ContinuumGravity, {"law": law}, names, qidx,
                       np.hstack([mat, ones * np.array([gx, gy])]))
             _bulk(system, ("ContinuumElastic",), continuum.ContinuumElastic, {}, names, u, ela)

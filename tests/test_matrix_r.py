@@ -214,3 +214,19 @@ def test_cli_complex_step_refused(tmp_path, capsys):
                "--set", "simulation.t_end=0.02", "--set", "simulation.dt=1e-2"])
     assert rc == 2
     assert "formulation 'matrix-r' takes its own derivatives by complex step" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("swapped", [False, True, None])
+def test_rtw_z_matches_complex_step(tmp_path, swapped):
+    """Tree.rtw_z, the closed-form ∂(R(z)ᵀw)/∂z, against the complex step of R(z)ᵀw."""
+    from parmbs.model.component import CS_H
+    pr = (problem("fivebar", MR + ["simulation.t_end=0.03"]) if swapped is None
+          else problem(None, MR + ["simulation.t_end=0.03"], slider_crank(tmp_path, swapped)))
+    tr = pr.forward()
+    st, p = pr.stepper, pr.sys.p
+    z = st._xi(tr.x(3), p)[0]
+    w = np.random.default_rng(1).standard_normal(pr.sys.n)
+    I = np.eye(st.nz)
+    _, v = st.tree.kin((z + 1j * CS_H * I)[:, None, :], I, None, p, order=1)    # [j, k] = R_k(z + ih e_j)
+    H_cs = (v @ w).imag.T / CS_H
+    assert np.max(np.abs(st.tree.rtw_z(z, p, w) - H_cs)) <= 1e-13 * np.max(np.abs(H_cs))

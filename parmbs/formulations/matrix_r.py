@@ -34,9 +34,10 @@ integrators/newmark.py on q; unknowns u = (z̈_{n+1}, λ_{n+1}):
 
 K, C, M (= ∂/∂q, ∂/∂v, ∂/∂a of r + Φ_qᵀλ), r_p and Φ_c come from the existing
 components (model/evaluation.py StateEval on relative.CutView).  The kinematic
-Jacobians (f_z = R, ∂v/∂z, ∂a/∂z, ∂a/∂ż, f_p, v_p, a_p, ∂(Rᵀw)/∂(z, p)) are
+Jacobians (f_z = R, ∂v/∂z, ∂a/∂z, ∂a/∂ż, f_p, v_p, a_p, ∂(Rᵀw)/∂p) are
 complex-step derivatives of closed-form expressions (relative.Tree.kin): exact to
-round-off.  The z-space matrices are dense (the projected mass matrix RᵀMR of a
+round-off; ∂(Rᵀw)/∂z is written out (relative.Tree.rtw_z, checked against the complex
+step in tests/test_matrix_r.py).  The z-space matrices are dense (the projected mass matrix RᵀMR of a
 chain is full) and small (nz = number of bodies): LU by LAPACK.
 
 States seen by Problem.  x = P(ξ; p) with ξ = (z, ż, z̈, λ_c): q = f(z), v = R ż,
@@ -135,11 +136,10 @@ class MatrixRStepper:
 
     # -- kinematics of one state ------------------------------------------------------------
     def _kin(self, xi, p, with_p=False):
-        """q, v, a at ξ and their exact Jacobians, from batched complex-step calls of
-        Tree.kin: rows z + ih e_j (→ R = f_z, v_z, a_z) and ż + ih e_j (→ a_ż) in one
-        call, (z + ih e_j, ż = e_k) (→ ∂R_k/∂z_j, for ∂(Rᵀw)/∂z) at velocity level in
-        another; with ``with_p`` the same in the design directions (f_p, v_p, a_p,
-        ∂R_k/∂ρ_j)."""
+        """q, v, a at ξ and their exact Jacobians, from one batched complex-step call of
+        Tree.kin: rows z + ih e_j (→ R = f_z, v_z, a_z) and ż + ih e_j (→ a_ż); with
+        ``with_p`` the design directions (f_p, v_p, a_p) and, at velocity level with
+        ż = e_k, ∂R_k/∂ρ_j (for ∂(Rᵀw)/∂ρ).  ∂(Rᵀw)/∂z is Tree.rtw_z, in closed form."""
         z, zd, zdd = xi[0], xi[1], xi[2]
         nz, n = self.nz, self.sys.n
         I, ih = np.eye(nz), 1j * CS_H
@@ -152,8 +152,6 @@ class MatrixRStepper:
         K.R = np.ascontiguousarray(q[A].imag.T / CS_H)
         K.Vz, K.Az = v[A].imag.T / CS_H, a[A].imag.T / CS_H
         K.Azd = a[nz:].imag.T / CS_H
-        _, vR = self.tree.kin((z + ih * I)[:, None, :], I, None, p, order=1)
-        K.dR = vR.imag / CS_H                                       # [j, k] = ∂R_k/∂z_j
         K.RtR = None
         if with_p:
             nd = self.nd
@@ -188,7 +186,7 @@ class MatrixRStepper:
         G = dense(ev.G())
         L.Kd, L.Cd, L.Md, L.Gc = Kd, Cd, Md, G
         MR = Md @ R
-        L.F1_z = R.T @ (Kd @ R + Cd @ L.Vz + Md @ L.Az) + np.einsum("jkn,n->kj", L.dR, w)
+        L.F1_z = R.T @ (Kd @ R + Cd @ L.Vz + Md @ L.Az) + self.tree.rtw_z(xi[0], p, w)
         L.F1_zd = R.T @ (Cd @ R + Md @ L.Azd)
         L.F1_zdd = R.T @ MR
         L.Phiz = G @ R

@@ -200,6 +200,42 @@ class Tree:
         _, v = self.kin(z, np.eye(self.nz), None, p, order=1)
         return v.T
 
+    def rtw_z(self, z, p, w):
+        """∂(R(z)ᵀ w)/∂z (nz × nz) for a fixed w (n,), in closed form.
+
+        (Rᵀw)_k is the generalized force of w on joint k: Σ_{i ∈ sub(k)} (r_i − P_k) × f_i
+        + τ_i for a revolute joint (P_k its point, f_i, τ_i the force and torque parts of
+        w on body i), σ_k u_k · Σ_{i ∈ sub(k)} f_i for a prismatic one (u_k = A(θ_ax) ū).
+        Joint j moves every point x of its subtree by t_j(x) = e × (x − P_j) (revolute)
+        or σ_j u_j (prismatic) and turns u_k with it, so
+
+            revolute k:   H_kj = Σ_i S_ik S_ij t_j(r_i) × f_i − S_π(k)j t_j(P_k) × F_k
+            prismatic k:  H_kj = σ_k S_ax(k)j ι_j (e × u_k) · F_k,     F_k = Σ_i S_ik f_i.
+        """
+        nb, S = self.nb, self.S
+        Q = self.kin(z, None, None, p, order=0).reshape(nb, 3)
+        r, th = Q[:, :2], Q[:, 2]
+        W = np.asarray(w).reshape(nb, 3)
+        f = W[:, :2]
+        P = r + rot(th, p[self.scP] - p[self.scC])                 # joint points (child side)
+        thp = _ext(th)[self.par]
+        u = rot(np.where(self.axis_child, th, thp), p[self.uI])
+        su = self.sig[:, None] * u
+        rev = self.isrev > 0
+        d = r[None, :, :] - P[:, None, :]                           # [j, i] = r_i − P_j
+        A = np.where(rev[:, None], -np.sum(d * f[None], -1),
+                     su[:, 0:1] * f[None, :, 1] - su[:, 1:2] * f[None, :, 0])   # t_j(r_i) × f_i
+        H = S.T @ (S * A.T)
+        F = S.T @ f
+        dP = P[:, None, :] - P[None, :, :]                          # [k, j] = P_k − P_j
+        T2 = np.where(rev[None, :], -np.sum(dP * F[:, None, :], -1),
+                      su[None, :, 0] * F[:, None, 1] - su[None, :, 1] * F[:, None, 0])
+        Sp = np.vstack([S, np.zeros((1, nb))])[self.par]           # S_π(k)j (ground: 0)
+        H = H - Sp * T2
+        Sax = np.where(self.axis_child[:, None], S, Sp)
+        eu_F = -u[:, 1] * F[:, 0] + u[:, 0] * F[:, 1]               # (e × u_k) · F_k
+        return np.where(rev[:, None], H, self.sig[:, None] * Sax * self.isrev[None, :] * eu_F[:, None])
+
     # -- inverse kinematics -------------------------------------------------------------
     def positions(self, q, p):
         """z from absolute coordinates q (closed form for revolute/prismatic trees)."""

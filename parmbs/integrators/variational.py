@@ -318,12 +318,16 @@ class Variational:
         em, en, e1, e1m, ev1 = (L[k] for k in ("em", "en", "e1", "e1m", "ev1"))
         mq1, mv1, ma1, ml1 = mu1
         v1, a1 = L["v1"], L["a1"]
-        # stage 3
-        eta = self.S.solve_many(np.vstack([ma1, ml1]), transpose=True)
-        ea, el = eta[:n], eta[n:]
-        mq = mq1 - ev1.K().T @ ea - (ev1.phi_q_w_q(a1) + ev1.gamma_q()).T @ el
-        mv = mv1 - ev1.Cv().T @ ea - ev1.gamma_v().T @ el
-        grad = -(ev1.R_p(nd).T @ ea + (ev1.phi_q_w_p(nd, a1) + ev1.gamma_p(nd)).T @ el)
+        # stage 3 (a₁, λ₁ feed no later step: with no objective reading them, μ_a = μ_λ = 0
+        # and the stage drops out exactly)
+        if np.any(ma1) or np.any(ml1):
+            eta = self.S.solve_many(np.vstack([ma1, ml1]), transpose=True)
+            ea, el = eta[:n], eta[n:]
+            mq = mq1 - ev1.K().T @ ea - (ev1.phi_q_w_q(a1) + ev1.gamma_q()).T @ el
+            mv = mv1 - ev1.Cv().T @ ea - ev1.gamma_v().T @ el
+            grad = -(ev1.R_p(nd).T @ ea + (ev1.phi_q_w_p(nd, a1) + ev1.gamma_p(nd)).T @ el)
+        else:
+            mq, mv, grad = mq1, mv1, np.zeros((nd, mq1.shape[1]))
         # stage 2
         zeta = self.S.solve_many(np.vstack([mv, np.zeros((self.sys.m, mv.shape[1]))]), transpose=True)
         zv, zx = zeta[:n], zeta[n:]

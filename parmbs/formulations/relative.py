@@ -17,7 +17,8 @@ coordinates z plus constraints Φ on the joints that were cut.  Here:
   sums of ḋ, d̈ (eqs. 2, 4): v = R ż, a = R z̈ + Ṙ ż, R = ∂q/∂z.
   Everything broadcasts over leading axes and is complex-step safe, so the
   derivatives of f, R ż and Ṙ ż with respect to z, ż and p are exact complex-step
-  Jacobians of closed-form expressions.
+  Jacobians of closed-form expressions; the one second derivative the Newton matrix
+  needs in every iteration, ∂(Rᵀw)/∂z, is written out (``Tree.rtw_z``).
 * cut constraints: the model's own constraint components (joints.py) restricted to
   the cut joints and the drivers (``CutView``), evaluated at q = f(z): no joint or
   force formula is written twice.

@@ -131,3 +131,12 @@ def test_rigid_spring_beam_joint_position_gradient():
     print(f"psi = {psi:.3e}, adjoint {g}, FD {gfd}")
     assert rel(rsb.xd_gradient(g4_dir, xd), g) <= 1e-9
     assert rel(gfd, g) <= 1e-6
+
+
+def test_state_dependent_mass_is_refused():
+    """The scheme needs L = ½ q̇ᵀMq̇ − U with constant M: a floating-frame beam's
+    inertia depends on q and v, so the stepper refuses it, naming the key."""
+    from parmbs.model.system import ModelError
+    with pytest.raises(ModelError, match="constant mass matrix") as e:
+        problem("slider-crank-flex", ["simulation.t_end=0.001"])
+    assert e.value.key == "simulation.integrator"

@@ -169,7 +169,7 @@ class Variational:
         G1 = e1.phi_q_blocks()
         self.S.set_values(F + self.zero_hess + G1 + [np.swapaxes(g, 1, 2) for g in G1] + self.zero_diag)
 
-    def _solve_S(self, e1r, rhs, ops):
+    def _solve_S(self, rhs, ops):
         """S⁻¹ rhs; for complex-step runs (complex state, real S) refined with the
         complex operator ``ops`` (a function z -> S_complex z) to the exact solution."""
         z = self.S.solve(rhs)
@@ -178,10 +178,10 @@ class Variational:
                 z = z + self.S.solve(rhs - ops(z))
         return z
 
-    def _project(self, t1, q1, qm, vm, p, e1=None):
+    def _project(self, t1, q1, qm, vm, p):
         """Stages 2–3: (v₁, ξ, a₁, λ₁) at q₁ from the midpoint state (factors S)."""
         n, h = self.sys.n, self.h
-        e1 = e1 or self._con(t1, q1, p)
+        e1 = self._con(t1, q1, p)
         zero = np.zeros(n, q1.dtype)
         emv = self._ev(self.dyn, t1 - 0.5 * h, qm, vm, vm, np.zeros(0), p)
         ptil = emv.residual(1.0, -0.5 * h)                    # M v_m − (h/2) F_m
@@ -192,10 +192,10 @@ class Variational:
             Mz = self._ev(self.mass, t1, q1, zero, z[:n], np.zeros(0), p).residual()
             return np.r_[Mz + G1.T @ z[n:], G1 @ z[:n]]
 
-        z = self._solve_S(e1, np.r_[ptil, -e1.phi_t()], Sop)
+        z = self._solve_S(np.r_[ptil, -e1.phi_t()], Sop)
         v1, xi = z[:n], z[n:]
         ev = self._ev(self.sys, t1, q1, v1, np.zeros(n, z.dtype), np.zeros(self.sys.m, z.dtype), p)
-        z = self._solve_S(e1, -np.r_[ev.residual(), ev.gamma()], Sop)
+        z = self._solve_S(-np.r_[ev.residual(), ev.gamma()], Sop)
         return v1, xi, z[:n], z[n:], e1
 
     # -- forward ------------------------------------------------------------------------------

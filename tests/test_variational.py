@@ -26,7 +26,9 @@ def rel(a, b):
 # needs a smaller one (1e-5 absolute would be a 2e-4 relative step)
 CASES = [("double-pendulum", ["simulation.t_end=0.2", "simulation.dt=0.005"], 1e-5),
          ("fivebar", ["simulation.t_end=0.2", "simulation.dt=0.01"], 1e-5),
-         ("flexible-pendulum", ["simulation.t_end=0.1", "simulation.dt=0.002"], 1e-6)]
+         ("flexible-pendulum", ["simulation.t_end=0.1", "simulation.dt=0.002"], 1e-6),
+         # rheonomic driver (Φ_t in the velocity projection), damper (midpoint forcing)
+         ("fourbar", ["simulation.t_end=0.1", "simulation.dt=0.005"], 1e-5)]
 
 
 @pytest.mark.parametrize("name,overrides,fd_step", CASES, ids=[c[0] for c in CASES])

@@ -11,7 +11,9 @@ per-step times (labelled as such).  The linear-solve time is the time spent insi
 the KSP (factorization + triangular solves) of the stepper's Newton operator,
 measured by wrapping ``SparseOperator.solve``; "step ÷ solve" is the forward step
 time over that.  ``--profile`` prints the cProfile top 25 of forward + adjoint; ``--cpu`` times with
-the process CPU time instead of wall-clock time (use it on a shared machine).
+the process CPU time instead of wall-clock time (use it on a shared machine);
+``--check`` compares g·d with a central difference of ψ along a random direction d
+(two more forward runs) — the gradient check at full scale.
 """
 import argparse
 import copy
@@ -38,6 +40,8 @@ def main():
     ap.add_argument("--nx", type=int)
     ap.add_argument("--ny", type=int)
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--check", action="store_true",
+                    help="also check g·d against a central difference of ψ along a random direction d")
     ap.add_argument("--cpu", action="store_true",
                     help="time with this process's CPU time (time.process_time): robust on a shared, "
                          "oversubscribed machine; the default is wall-clock time")
@@ -137,6 +141,18 @@ def main():
     adj_full = once + full_steps * per_adj
     print(f"EXTRAPOLATED to {full_steps} steps (linear in the measured per-step times): "
           f"forward ≈ {fwd_full:.0f} s, adjoint ≈ {adj_full:.0f} s, adjoint / forward ≈ {adj_full / fwd_full:.2f}")
+    if a.check:
+        p0 = pr.sys.p.copy()
+        rho = pr.design.values(p0)
+        d = np.random.default_rng(0).uniform(-1.0, 1.0, len(rho)) * rho
+        h = 1e-4
+        vals = []
+        for sgn in (1, -1):
+            p = pr.design.apply(p0, rho + sgn * h * d)
+            vals.append(pr.objective_values(pr.forward(p), p)["compliance"])
+        fd = (vals[0] - vals[1]) / (2 * h)
+        print(f"check: g·d = {g @ d:.10e}, central difference (h = {h:g}) = {fd:.10e}, "
+              f"relative difference {abs(g @ d - fd) / abs(fd):.2e}")
     if prof:
         pstats.Stats(prof).sort_stats("cumulative").print_stats(25)
 

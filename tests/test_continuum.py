@@ -247,3 +247,18 @@ def test_gravity_and_scalar_parameters():
             p = pr.design.apply(p0, r)
             vals.append(pr.objective_values(pr.forward(p), p)["compliance"])
         assert abs((vals[0] - vals[1]) / (2 * h) - g[j]) < 1e-6 * abs(g[j])
+
+
+@pytest.mark.parametrize("sets,key", [
+    (["continua.crank.clamp_radius=0.0001"], "continua.crank.clamp_radius"),
+    (["continua.crank.points.pin=[600, 10]"], "continua.crank"),
+    (["joints.guide.a=crank.origin"], "joints.guide.type"),
+])
+def test_bad_continuum_input_is_one_line_exit_2(sets, key):
+    import subprocess
+    import sys
+    args = [sys.executable, "-m", "parmbs", "info", CONFIG] + [a for s in sets for a in ("--set", s)]
+    r = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert f"{CONFIG}: {key}:" in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1

@@ -330,6 +330,28 @@ class ContinuumElastic(Force):
         fac, K = self.stiffness(p)
         return 0.5 * fac * np.einsum("...i,...ij,...j->...", q, K, q)
 
+    def energy_partials(self, q, p):
+        """U_e, ∂U_e/∂u_e (= r) and ∂U_e/∂p (ne, 9) at a real state, analytically:
+        U = ½ x^s E0 w, w = u_eᵀK̂u_e:  ∂U/∂x = s x^(s−1) E0 w/2 … ∂U/∂s = ln(x) U; the six
+        geometry/material columns of K̂ by a complex step of K̂ alone (one element when
+        K̂ is shared), contracted with u_e — no complex copy of the 10⁵-element state."""
+        fac, K = self.stiffness(p)
+        Ku = np.einsum("...ij,...j->...i", K, q)
+        w = 0.5 * np.einsum("...i,...i->...", q, Ku)
+        x, E0, s = p[..., 0], p[..., 1], p[..., 8]
+        dp = np.zeros(p.shape)
+        dp[..., 0] = s * x ** (s - 1.0) * E0 * w
+        dp[..., 1] = x ** s * w
+        dp[..., 8] = fac * np.log(x) * w
+        geo = p[..., 2:8]
+        if geo.shape[-2] > 1 and np.all(geo == geo[..., :1, :]):
+            geo = geo[..., :1, :]
+        from ..model.component import cs_jacobian
+        dK = cs_jacobian(lambda g: unit_stiffness(g[..., 0], g[..., 1], g[..., 2] / g[..., 4], g[..., 3] / g[..., 5]),
+                         [geo], 0)                                          # (…, 8, 8, 6)
+        dp[..., 2:8] = 0.5 * fac[..., None] * np.einsum("...i,...ijk,...j->...k", q, dK, q)
+        return fac * w, fac[..., None] * Ku, dp
+
     def jacobians(self, t, q, v, a, p):
         fac, K = self.stiffness(p)
         Kq = fac[..., None, None] * K

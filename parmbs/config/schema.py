@@ -394,9 +394,21 @@ class MatrixR(_Model):
     coordinates (their constraints and every driver are kept as loop-closure
     constraints with multipliers).  Default: automatic — a breadth-first spanning
     tree from ground over the revolute and prismatic joints, every other joint cut.
-    Checked against the model in parmbs/formulations/relative.py."""
+    Checked against the model in parmbs/formulations/relative.py.
+
+    ``coordinates``: "dependent" (default) integrates all relative coordinates z with
+    the cut constraints kept by multipliers (matrix_r.py); "independent" applies the
+    paper's second projection ż = R^Φ ż^i (seed 002 eqs. 24–29) and integrates the
+    independent relative coordinates z^i = B z, the dependent ones solved from the
+    loop closure at every step (matrix_r_independent.py).
+    ``independent``: with "independent", the tree joints whose relative coordinates
+    form z^i (a joint names the coordinate of the body it attaches to its parent).
+    Default: chosen automatically at the initial state by column pivoting on the
+    cut-constraint Jacobian Φ_z (the best-conditioned columns become dependent)."""
 
     cut: Annotated[list[Name], AfterValidator(_no_duplicates)] | None = None
+    coordinates: Literal["dependent", "independent"] = "dependent"
+    independent: Annotated[list[Name], AfterValidator(_no_duplicates)] | None = None
 
 
 class Simulation(_Model):

@@ -31,6 +31,9 @@ def make_stepper(system, sim, **kw):
         from .maggi import make_maggi_stepper
         return make_maggi_stepper(system, sim, **kw)
     if f == "matrix-r":
+        if sim.matrix_r.coordinates == "independent":
+            from .matrix_r_independent import make_matrix_r_independent_stepper
+            return make_matrix_r_independent_stepper(system, sim, **kw)
         from .matrix_r import make_matrix_r_stepper
         return make_matrix_r_stepper(system, sim, **kw)
     raise ValueError(f"no formulation {f!r}")

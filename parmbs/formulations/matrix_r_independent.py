@@ -1,0 +1,254 @@
+"""Semi-recursive Matrix R in *independent* relative coordinates (seed 002 §2.2–2.3,
+eqs. 9, 16, 24–29) with the trapezoidal rule: forward, direct and adjoint steps.
+
+``simulation.matrix_r.coordinates = "independent"``.  Relative coordinates z, the
+tree kinematics q = f(z; p), v = R ż, a = R z̈ + Ṙ ż and the cut constraints Φ_c are
+those of matrix_r.py / relative.py.  The paper's second projection: a 0/1 selection B
+picks d = nz − m_c independent relative coordinates z^i = B z (eq. 9), the dependent
+ones follow from the loop closure Φ_c(f(z), t) = 0 (eq. 10), ż = R^Φ ż^i + S^Φ b
+(eq. 24), and the dynamics are the ODE in z^i
+
+    (R^Φᵀ M^d R^Φ) z̈^i = R^Φᵀ (Q^d − M^d (S^Φ c − R^Φ Ḃ ż)),                 (eq. 29)
+    M^d = Rᵀ M R,   Q^d = Rᵀ (Q − M Ṙ ż)                                      (eq. 27)
+
+Discretization: the trapezoidal rule on that ODE, written as Maggi's scheme
+(maggi.py, seed 004 §2.5) in relative coordinates — one dense Newton system per step,
+unknowns y = (z̈_{n+1}, λ_c, ξ_z, ξ_ż), D = the nz × m_c selection of the dependent
+coordinates (B D = 0):
+
+    z_{n+1} = ẑ  + βh² (z̈_{n+1} + D ξ_z),   ẑ  = z_n + h ż_n + (½−β) h² z̈_n
+    ż_{n+1} = ẑ' + γh  (z̈_{n+1} + D ξ_ż),   ẑ' = ż_n + (1−γ) h z̈_n
+    E₁ = Rᵀ [ r(q, v, a; p) + Φ_c,qᵀ λ_c ] = 0        (nz)   eq. 28 with λ_c:
+    E₂ = Φ_c,q a + γ_c(q, v)             = 0        (m_c)  null(R^Φᵀ) = range(Φ_zᵀ)
+    E₃ = Φ_c(q, t) / (βh²)               = 0        (m_c)  positions (eq. 10)
+    E₄ = (Φ_c,q v + Φ_c,t) / (γh)        = 0        (m_c)  velocities (eq. 24)
+
+with (q, v, a) = kin(z, ż, z̈) (so Φ_c,q a + γ_c = Φ̈_c, the acceleration relation
+behind eq. 25).  B·(first two lines) is exactly the trapezoidal rule on z^i with
+z̈^i = B z̈; E₃, E₄ put z, ż on the constraint manifold (the dependent coordinates as
+functions of z^i); E₁, E₂ are eq. 29 with the multipliers kept instead of forming
+R^Φ: R^Φᵀ E₁ = 0 is eq. 28, and E₂ with B z̈ = z̈^i is eq. 25.  The ξ corrections move
+the dependent coordinates only.  The matrix J = ∂E/∂y is dense, (nz + 3 m_c)², LU by
+LAPACK, rebuilt at every Newton iterate (full Newton).
+
+Jacobians at fixed y (E_z, E_ż, E_z̈, E_λ, E_p): E₁'s and Φ_z are matrix_r.py's
+(_lin); E₂ and E₄ add, with W_a = ∂(Φ_q a)/∂q + γ_q and W_v = ∂(Φ_q v)/∂q + Φ_t,q
+from the components,
+
+    E₂_z = W_a R + γ_v V_z + Φ_q A_z,  E₂_ż = γ_v R + Φ_q A_ż,  E₂_z̈ = Φ_q R
+    E₄_z = W_v R + Φ_q V_z,            E₄_ż = Φ_q R
+    E₂_p = ∂(Φ_q a)/∂p + γ_p + W_a f_p + γ_v v_p + Φ_q a_p,   E₄_p likewise.
+
+Direct step (DDM of the discrete scheme, the discrete counterpart of seed 002 eq. 48):
+J dy = −(E_z dẑ + E_ż dẑ' + E_p).  Adjoint step (discrete counterpart of eqs. 68–69):
+its exact transpose, Jᵀ ν = (∂ξ_{n+1}/∂y)ᵀ μ_{n+1}, μ_ẑ = μ_z − E_zᵀν,
+μ_ẑ' = μ_ż − E_żᵀν, ∇ψ −= E_pᵀν.  States are presented to Problem as x = (q, v, a, λ)
+in absolute coordinates by matrix_r.py's map P and its left inverse, so adjoint =
+direct to round-off.
+
+Independent coordinates (``simulation.matrix_r.independent``): tree joint names, the
+joint naming the relative coordinate of the body it attaches to its parent.  Default:
+at the initial state, greedy column pivoting (Gram–Schmidt with the largest remaining
+column norm) on Φ_z = Φ_c,q R picks the m_c best-conditioned columns as dependent, the
+rest are z^i; chosen once per stepper, so every run of a Problem (FD included) uses
+the same B.  Φ_z D must be nonsingular at t = 0 (otherwise ModelError naming the key).
+
+Drift: none beyond Newton's tolerance.  E₃, E₄ hold at every step:
+|Φ_c(q_k)| ≤ βh² |E₃| and |Φ̇_c| ≤ γh |E₄| at the converged iterate; with newton
+rtol = atol = 1e-12 tests/test_matrix_r_independent.py checks max_k |Φ| ≤ 1e-10 and
+max_k |Φ_q v + Φ_t| ≤ 1e-9 on every row of the model.
+"""
+import warnings
+
+import numpy as np
+from scipy.linalg import lu_factor, lu_solve, LinAlgWarning
+
+from ..integrators.newmark import StepError
+from ..model.system import ModelError
+from .matrix_r import MatrixRStepper, _key, dense
+
+KEY = "simulation.matrix_r.independent"
+
+
+def pivot_columns(A, k):
+    """Indices of k columns of A chosen by greedy column pivoting (Gram–Schmidt,
+    largest remaining norm; ties within 1e-8 go to the lowest index), and the
+    smallest pivot norm relative to the largest column norm."""
+    A = np.array(A, dtype=float)
+    scale = max(np.max(np.linalg.norm(A, axis=0), initial=0.0), 1e-300)
+    picked, smallest = [], np.inf
+    for _ in range(k):
+        nrm = np.linalg.norm(A, axis=0)
+        nrm[picked] = -1.0
+        j = int(np.flatnonzero(nrm >= nrm.max() * (1 - 1e-8))[0])
+        smallest = min(smallest, nrm[j] / scale)
+        picked.append(j)
+        u = A[:, j] / max(nrm[j], 1e-300)
+        A = A - np.outer(u, u @ A)
+    return picked, smallest
+
+
+class MatrixRIndependent(MatrixRStepper):
+    name = "matrix-r-independent"
+
+    def __init__(self, system, h, newton, cut=None, independent=None, **kw):
+        super().__init__(system, h, newton, cut=cut, **kw)
+        nz, mc = self.nz, self.mc
+        self.nind = nz - mc
+        if self.nind < 0:
+            raise ModelError("simulation.matrix_r.coordinates",
+                             f"the tree has {nz} relative coordinates but {mc} cut-constraint rows: "
+                             "redundant constraints have no independent coordinates")
+        self.ind = None
+        if independent is not None:
+            names = list(independent)
+            joints = self.tree.tree_joints
+            bad = [nm for nm in names if nm not in joints]
+            if bad:
+                raise ModelError(KEY, f"{bad[0]!r} is not a joint of the relative-coordinate tree (tree joints: "
+                                      f"{', '.join(joints)}; cut: {', '.join(self.tree.cut_joints) or 'none'})")
+            if len(names) != self.nind:
+                raise ModelError(KEY, f"the model has {self.nind} degrees of freedom ({nz} relative coordinates, "
+                                      f"{mc} cut-constraint rows) but {len(names)} independent coordinates are "
+                                      f"listed ({', '.join(names) or 'none'})")
+            self._set_selection(sorted(joints.index(nm) for nm in names))
+
+    def _set_selection(self, ind):
+        self.ind = np.array(ind, dtype=np.int64)
+        self.dep = np.setdiff1d(np.arange(self.nz), self.ind)
+        self.D = np.eye(self.nz)[:, self.dep]
+        self.ind_names = [self.tree.tree_joints[i] for i in self.ind]
+
+    # -- forward ---------------------------------------------------------------------------
+    def initial(self, t0, p):
+        x0 = super().initial(t0, p)
+        xi = self._xi(x0, p)
+        L = self._lin(t0, xi, p)
+        if self.ind is None:
+            dep, _ = pivot_columns(L.Phiz, self.mc)
+            self._set_selection(np.setdiff1d(np.arange(self.nz), dep))
+        PD = L.Phiz[:, self.dep]
+        sv = np.linalg.svd(PD, compute_uv=False) if self.mc else np.ones(1)
+        if self.mc and sv[-1] <= 1e-10 * max(sv[0], np.max(np.abs(L.Phiz)), 1e-300):
+            raise ModelError(KEY, f"the independent coordinates ({', '.join(self.ind_names) or 'none'}) do not "
+                                  "determine the configuration at t = 0 (Φ_z D is singular, seed 002 eq. 10); "
+                                  "choose others")
+        return x0
+
+    def _elin(self, t, xi, p, with_p=False, K=None):
+        """matrix_r's _lin plus E₂, E₄ and the stacked E-Jacobians (module doc)."""
+        L = self._lin(t, xi, p, with_p, K)
+        ev, G, R = L.ev, L.Gc, L.R
+        h, b, g = self.h, self.beta, self.gamma
+        bh, gh = b * h * h, g * h
+        nz, mc = self.nz, self.mc
+        L.E2 = ev.phi_q_dot(L.a) + ev.gamma()
+        L.E4 = ev.phi_q_dot(L.v) + ev.phi_t()
+        Wa = dense(ev.phi_q_w_q(L.a)) + dense(ev.gamma_q())
+        Gv = dense(ev.gamma_v())
+        Wv = dense(ev.phi_q_w_q(L.v)) + dense(ev.phi_t_q())
+        Z = np.zeros((mc, nz))
+        L.Ez = np.vstack([L.F1_z, Wa @ R + Gv @ L.Vz + G @ L.Az, L.Phiz / bh, (Wv @ R + G @ L.Vz) / gh])
+        L.Ezd = np.vstack([L.F1_zd, Gv @ R + G @ L.Azd, Z, L.Phiz / gh])
+        L.Ezdd = np.vstack([L.F1_zdd, L.Phiz, Z, Z])
+        El = np.vstack([L.Phiz.T, np.zeros((3 * mc, mc))])
+        L.J = np.hstack([bh * L.Ez + gh * L.Ezd + L.Ezdd, El, bh * L.Ez @ self.D, gh * L.Ezd @ self.D])
+        L.E = np.r_[L.F1, L.E2, L.phi / bh, L.E4 / gh]
+        if with_p:
+            nd = self.nd
+            I = np.eye(nd)
+            if nd:
+                E2p = (ev.phi_q_w_p(nd, L.a) @ I + ev.gamma_p(nd) @ I + Wa @ L.Qp + Gv @ L.Vp + G @ L.Ap)
+                E4p = (ev.phi_q_w_p(nd, L.v) @ I + ev.phi_t_p(nd) @ I + Wv @ L.Qp + G @ L.Vp)
+            else:
+                E2p = E4p = np.zeros((mc, 0))
+            L.Ep = np.vstack([L.F1_p, E2p, L.Phi_p / bh, E4p / gh])
+        return L
+
+    def _split(self, y):
+        nz, mc = self.nz, self.mc
+        return y[:nz], y[nz:nz + mc], y[nz + mc:nz + 2 * mc], y[nz + 2 * mc:]
+
+    def _states(self, zp, zdp, y):
+        """ξ_{n+1} = (z, ż, z̈, λ_c) from the predictors and y (module doc)."""
+        h, b, g = self.h, self.beta, self.gamma
+        zdd, lam, xz, xzd = self._split(y)
+        return (zp + b * h * h * (zdd + self.D @ xz), zdp + g * h * (zdd + self.D @ xzd), zdd, lam)
+
+    def step(self, k, t, x, p):
+        """x_{k+1} from x_k at t = t_k; returns (x_{k+1}, Newton iterations)."""
+        h, b, g = self.h, self.beta, self.gamma
+        t1 = t + h
+        z0, zd0, zdd0, l0 = self._xi(x, p)
+        zp = z0 + h * zd0 + (0.5 - b) * h * h * zdd0
+        zdp = zd0 + (1 - g) * h * zdd0
+        y = np.r_[zdd0, l0, np.zeros(2 * self.mc)]
+        tol, nz, mc = self.newton, self.nz, self.mc
+        dz = np.inf
+        for it in range(1, tol.max_it + 1):
+            xi = self._states(zp, zdp, y)
+            L = self._elin(t1, xi, p)
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", LinAlgWarning)
+                try:
+                    dy = lu_solve(lu_factor(L.J, check_finite=False), -L.E, check_finite=False)
+                except (LinAlgWarning, ValueError):
+                    raise StepError(f"step {k + 1} (t = {t1:.6g}): singular Newton matrix (independent "
+                                    f"coordinates {', '.join(self.ind_names) or 'none'} near a singular "
+                                    "configuration?)") from None
+            if not np.all(np.isfinite(dy)):
+                break
+            y = y + dy
+            dz = b * h * h * max(np.max(np.abs(dy[:nz]), initial=0.0),
+                                 np.max(np.abs(dy[nz + mc:nz + 2 * mc]), initial=0.0))
+            if dz <= tol.atol + tol.rtol * np.max(np.abs(xi[0]), initial=0.0):
+                xi1 = self._states(zp, zdp, y)
+                x1 = self._present(t1, xi1, p)
+                self._remember(_key(x1, p), xi1)
+                return x1, it
+        raise StepError(f"step {k + 1} (t = {t1:.6g}): Newton did not converge in {tol.max_it} "
+                        f"iterations (last position update {dz:.2e})")
+
+    # -- tangent (direct differentiation) --------------------------------------------------------
+    def tangent_step(self, t, x0, x1, dx0, p):
+        """dx_{k+1}/dρ from dx_k/dρ (four (·, nd) blocks)."""
+        h, b, g = self.h, self.beta, self.gamma
+        xi0, xi1 = self._xi(x0, p), self._xi(x1, p)
+        dz, dzd, dzdd, _ = self._left_inverse(self._kin_p(x0, xi0, p), dx0)
+        dzp = dz + h * dzd + (0.5 - b) * h * h * dzdd
+        dzdp = dzd + (1 - g) * h * dzdd
+        L = self._elin(t + h, xi1, p, with_p=True, K=self._kin_p(x1, xi1, p))
+        dy = lu_solve(lu_factor(L.J), -(L.Ez @ dzp + L.Ezd @ dzdp + L.Ep))
+        dzdd1, dl1, dxz, dxzd = self._split(dy)
+        dxi1 = (dzp + b * h * h * (dzdd1 + self.D @ dxz), dzdp + g * h * (dzdd1 + self.D @ dxzd), dzdd1, dl1)
+        return self._present_tangent(t + h, x1, L, dxi1, p)
+
+    # -- discrete adjoint --------------------------------------------------------------------------
+    def adjoint_step(self, t, x0, x1, mu1, p):
+        """(μ_k, ∇ψ increment) from μ_{k+1} (blocks on x_{k+1}, one column per objective)."""
+        h, b, g = self.h, self.beta, self.gamma
+        bh, gh = b * h * h, g * h
+        xi0, xi1 = self._xi(x0, p), self._xi(x1, p)
+        L = self._elin(t + h, xi1, p, with_p=True, K=self._kin_p(x1, xi1, p))
+        (mz, mzd, mzdd, ml), grad = self._present_adjoint(t + h, x1, L, mu1, p)
+        Dt = self.D.T
+        rhs = np.vstack([bh * mz + gh * mzd + mzdd, ml, bh * (Dt @ mz), gh * (Dt @ mzd)])
+        nu = lu_solve(lu_factor(L.J), rhs, trans=1)
+        mzp = mz - L.Ez.T @ nu
+        mzdp = mzd - L.Ezd.T @ nu
+        grad = grad - L.Ep.T @ nu
+        mz0 = mzp
+        mzd0 = h * mzp + mzdp
+        mzdd0 = (0.5 - b) * h * h * mzp + (1 - g) * h * mzdp
+        mu0, g0 = self._left_inverse_adjoint(self._kin_p(x0, xi0, p), (mz0, mzd0, mzdd0, np.zeros_like(ml)))
+        return mu0, grad + g0
+
+
+def make_matrix_r_independent_stepper(system, sim, design_map=None, ndesign=0, comm=None):
+    """The stepper for ``simulation.formulation = "matrix-r"`` with
+    ``simulation.matrix_r.coordinates = "independent"`` (trapezoidal rule only)."""
+    if sim.integrator != "trapezoidal":
+        raise ValueError(f"matrix-r runs the trapezoidal rule, not {sim.integrator!r}")
+    return MatrixRIndependent(system, sim.dt, sim.newton, cut=sim.matrix_r.cut,
+                              independent=sim.matrix_r.independent, petsc_options=sim.petsc_options,
+                              design_map=design_map, ndesign=ndesign, comm=comm)

@@ -7,7 +7,10 @@ of our formulation × method pairs we print the value at h = 1e-2 and at h = 1e-
 the gap to row 11.  Our direct and adjoint gradients differentiate the same discrete
 scheme exactly, so rows 2/6 (index-1) and 4/8 (Maggi) agree to round-off, where the
 thesis' adjoint rows integrate continuous adjoint equations and differ from its
-direct rows by O(h) (see parmbs/formulations/index1.py, maggi.py).
+direct rows by O(h) (see parmbs/formulations/index1.py, maggi.py).  The rows
+"8: Adjoint Maggi's (variant)" are the thesis' own adjoint ODEs (eqs. 3.124, 3.131,
+3.146; simulation.maggi.adjoint, parmbs/formulations/maggi_avm.py) integrated backward
+by the trapezoidal rule: they differ from our row 4 by O(h²).
 
 ``--right-rule``: also print, for our own steppers at the first dt, the gradient of ψ1
 accumulated by the right-endpoint rectangle rule h Σ_{k=1..N} g(x_k) instead of our
@@ -43,11 +46,16 @@ OURS = [("1: Direct index-3", "index3", "trapezoidal", "direct"),
         ("8: Adjoint Maggi's", "maggi", "trapezoidal", "adjoint"),
         ("3: Direct penalty", "penalty", "ts-cn", "direct"),
         ("7: Adjoint penalty", "penalty", "ts-cn", "adjoint")]
+# the thesis' own adjoint ODEs for Maggi's formulation (simulation.maggi.adjoint,
+# parmbs/formulations/maggi_avm.py), each beside thesis row 8
+AVM_ROWS = [(f"8: Adjoint Maggi's ({v})", "maggi", "trapezoidal", "adjoint", v)
+            for v in ("first-order-explicit", "first-order-implicit", "second-order")]
 
 
-def gradient(formulation, integrator, method, dt, right_rule=False):
+def gradient(formulation, integrator, method, dt, right_rule=False, avm="discrete"):
     cfg = load_config(str(CFG), [f"simulation.dt={dt}", f'simulation.formulation="{formulation}"',
-                                 f'simulation.integrator="{integrator}"'])
+                                 f'simulation.integrator="{integrator}"']
+                      + ([f'simulation.maggi.adjoint="{avm}"'] if formulation == "maggi" else []))
     pr = Problem(cfg)
     pr.objectives = [o for o in pr.objectives if o.name == "psi1"]
     if right_rule:                  # ψ1 ≈ h Σ_{k=1..N} g(x_k) (our steppers read Problem.w)
@@ -69,15 +77,15 @@ def main():
     args = ap.parse_args()
     dts = [float(x) for x in args.dts.split(",")]
     print("five-bar, psi1 over 5 s: dpsi1/dL01, dpsi1/dL02 (seed 004 Table 5.1; row 11 = seed 002 Table 1)")
-    print(f"{'row':<30} {'thesis h=1e-2':>22} " + " ".join(f"{'parmbs h=' + format(dt, 'g'):>22} {'gap to row 11':>16}"
+    print(f"{'row':<44} {'thesis h=1e-2':>22} " + " ".join(f"{'parmbs h=' + format(dt, 'g'):>22} {'gap to row 11':>16}"
                                                       for dt in dts) + "  time"
           + (f"  {'right rule h=' + format(dts[0], 'g'):>22}" if args.right_rule else ""))
-    for row, form, integ, meth in OURS:
-        th = THESIS[row]
+    for row, form, integ, meth, *avm in OURS + AVM_ROWS:
+        th = THESIS[row.split(" (")[0] if avm else row]
         cells, times = [], []
         for dt in dts:
             try:
-                g, t = gradient(form, integ, meth, dt)
+                g, t = gradient(form, integ, meth, dt, avm=avm[0] if avm else "discrete")
                 gap = np.abs(g - REF) / np.abs(REF)
                 cells.append(f"{g[0]:>10.4f} {g[1]:>10.4f}  {gap[0]:>7.1e} {gap[1]:>7.1e}")
                 times.append(f"{t:.1f}s")
@@ -88,10 +96,10 @@ def main():
         if args.right_rule:
             extra = f"  {'-':>22}"
             if form != "penalty":
-                g, _ = gradient(form, integ, meth, dts[0], right_rule=True)
+                g, _ = gradient(form, integ, meth, dts[0], right_rule=True, avm=avm[0] if avm else "discrete")
                 extra = f"  {g[0]:>10.4f} {g[1]:>10.4f}"
-        print(f"{row:<30} {th[0]:>10.4f} {th[1]:>10.4f}  " + "  ".join(cells) + "  " + "/".join(times) + extra)
-    print(f"{'11: Complex step (reference)':<30} {REF[0]:>10.4f} {REF[1]:>10.4f}")
+        print(f"{row:<44} {th[0]:>10.4f} {th[1]:>10.4f}  " + "  ".join(cells) + "  " + "/".join(times) + extra)
+    print(f"{'11: Complex step (reference)':<44} {REF[0]:>10.4f} {REF[1]:>10.4f}")
 
 
 if __name__ == "__main__":

@@ -39,5 +39,10 @@ def open_run(problem, path, comm=None, interval=None):
                           f"the {cfg.simulation.integrator} integrator (PETSc TS, penalty formulation) keeps "
                           "its trajectory in memory: only schedule 'all' without a checkpoint file or "
                           "--restart is supported")
+    if cfg.simulation.formulation == "maggi" and cfg.simulation.maggi.adjoint != "discrete":
+        raise ConfigError(cfg.source or "<config>", "simulation.maggi.adjoint",
+                          f"{cfg.simulation.maggi.adjoint!r} integrates the thesis' adjoint ODE over the "
+                          "in-memory trajectory (parmbs/formulations/maggi_avm.py): a checkpoint file or "
+                          "--restart serves only 'discrete'")
     store = CheckpointStore(path, cfg, problem, sched, comm=comm, interval=interval)
     return CheckpointedRun(problem, store)

@@ -383,8 +383,16 @@ class Maggi(_Model):
     like the HDF5 output: "BODY.x", "BODY.y", "BODY.angle" (centre of mass), or a
     flexible body's coordinate names.  Exactly n − m of them (checked when the model is
     built).  Empty (default): the bodies' ``independent`` lists, each read as the same
-    coordinate of the body's centre of mass."""
+    coordinate of the body's centre of mass.
+
+    ``adjoint``: how ``--method adjoint`` differentiates.  "discrete" (default): the
+    exact transpose of the trapezoidal scheme (equals the direct gradient to round-off).
+    The thesis' continuous adjoint ODEs integrated backward (§3.2.4, agree with the
+    direct gradient to O(h²) only; parmbs/formulations/maggi_avm.py):
+    "first-order-explicit" (eq. 3.124), "first-order-implicit" (eq. 3.131),
+    "second-order" (eq. 3.146)."""
     independent: Annotated[list[Str], AfterValidator(_no_duplicates)] = []
+    adjoint: Literal["discrete", "first-order-explicit", "first-order-implicit", "second-order"] = "discrete"
 
 
 class MatrixR(_Model):

@@ -50,6 +50,7 @@ Differences to the thesis, written down:
   rule, which reproduces rows 1–2: −4.2383, 3.2165).  The thesis does not say how its
   Maggi ODE was integrated (its code MBSVT uses Runge–Kutta methods, §1.4); at h = 1e-3
   this scheme is within 1.8e-6 of the converged row 11 (benchmarks/fivebar_table51.py).
+  The thesis' adjoint ODEs themselves are maggi_avm.py (``simulation.maggi.adjoint``).
 
 Drift: none beyond Newton's tolerance.  E₃ and E₄ hold at every step, so
 |Φ(q_k)| ≤ h²/4·|E₃| and |Φ̇| ≤ h/2·|E₄| at the converged iterate; tests/test_maggi.py
@@ -301,6 +302,10 @@ def make_maggi_stepper(system, sim, design_map=None, ndesign=0, comm=None):
     """The Maggi stepper for ``simulation.formulation = "maggi"`` (trapezoidal rule)."""
     if sim.integrator != "trapezoidal":
         raise ValueError(f"no maggi stepper {sim.integrator!r}")
-    return MaggiTrapezoidal(system, sim.dt, independent=sim.maggi.independent, newton=sim.newton,
-                            petsc_options=sim.petsc_options, design_map=design_map, ndesign=ndesign,
-                            comm=comm)
+    st = MaggiTrapezoidal(system, sim.dt, independent=sim.maggi.independent, newton=sim.newton,
+                          petsc_options=sim.petsc_options, design_map=design_map, ndesign=ndesign,
+                          comm=comm)
+    if sim.maggi.adjoint != "discrete":   # the thesis' adjoint ODEs: a whole-run adjoint (maggi_avm.py)
+        from .maggi_avm import MaggiAVM
+        st.adjoint = MaggiAVM(st, sim.maggi.adjoint)
+    return st

@@ -33,6 +33,8 @@ FORMULATIONS = {
     "index1": ["simulation.formulation=index1", "simulation.integrator=trapezoidal"],
     "maggi": ["simulation.formulation=maggi", "simulation.integrator=trapezoidal"],
     "matrix-r": ["simulation.formulation=matrix-r", "simulation.integrator=trapezoidal"],
+    "matrix-r independent": ["simulation.formulation=matrix-r", "simulation.integrator=trapezoidal",
+                             "simulation.matrix_r.coordinates=independent"],
 }
 
 

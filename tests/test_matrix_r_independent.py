@@ -144,6 +144,12 @@ def test_bad_coordinates_value_is_config_error():
     assert "simulation.matrix_r.coordinates" in str(e.value) and "fivebar.toml" in str(e.value)
 
 
+def test_independent_list_without_independent_coordinates_is_config_error():
+    with pytest.raises(ConfigError) as e:
+        load_config(str(CONFIGS / "fivebar.toml"), ['simulation.matrix_r.independent=["JA", "J1"]'])
+    assert "simulation.matrix_r" in str(e.value) and "coordinates = \"independent\"" in str(e.value)
+
+
 def test_cli_bad_choice_exit_2(tmp_path, capsys):
     from parmbs.cli import main
     rc = main(["simulate", str(CONFIGS / "fivebar.toml"), "--set", "simulation.formulation=matrix-r",

@@ -418,6 +418,12 @@ class MatrixR(_Model):
     coordinates: Literal["dependent", "independent"] = "dependent"
     independent: Annotated[list[Name], AfterValidator(_no_duplicates)] | None = None
 
+    @model_validator(mode="after")
+    def _independent_needs_coordinates(self) -> "MatrixR":
+        if self.independent is not None and self.coordinates != "independent":
+            raise ValueError("'independent' is read only with coordinates = \"independent\"")
+        return self
+
 
 class Simulation(_Model):
     t_end: PosReal = 1.0

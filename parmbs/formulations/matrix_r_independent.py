@@ -29,7 +29,8 @@ z̈^i = B z̈; E₃, E₄ put z, ż on the constraint manifold (the dependent co
 functions of z^i); E₁, E₂ are eq. 29 with the multipliers kept instead of forming
 R^Φ: R^Φᵀ E₁ = 0 is eq. 28, and E₂ with B z̈ = z̈^i is eq. 25.  The ξ corrections move
 the dependent coordinates only.  The matrix J = ∂E/∂y is dense, (nz + 3 m_c)², LU by
-LAPACK, rebuilt at every Newton iterate (full Newton).
+LAPACK (modified Newton, as matrix_r.py: rebuilt only when the iteration contracts
+slowly).
 
 Jacobians at fixed y (E_z, E_ż, E_z̈, E_λ, E_p): E₁'s and Φ_z are matrix_r.py's
 (_lin); E₂ and E₄ add, with W_a = ∂(Φ_q a)/∂q + γ_q and W_v = ∂(Φ_q v)/∂q + Φ_t,q
@@ -64,6 +65,7 @@ import numpy as np
 from scipy.linalg import lu_factor, lu_solve, LinAlgWarning
 
 from ..integrators.newmark import StepError
+from ..model.evaluation import StateEval
 from ..model.system import ModelError
 from .matrix_r import MatrixRStepper, _key, dense
 
@@ -175,8 +177,21 @@ class MatrixRIndependent(MatrixRStepper):
         zdd, lam, xz, xzd = self._split(y)
         return (zp + b * h * h * (zdd + self.D @ xz), zdp + g * h * (zdd + self.D @ xzd), zdd, lam)
 
+    def _eresidual(self, t, xi, p):
+        """E alone (module doc): one real kinematics pass with the columns of R (rows 1..
+        of ż = e_k give v = R e_k) and the components' residuals and constraint terms."""
+        nz, h = self.nz, self.h
+        q, v, a = self.tree.kin(xi[0], np.vstack([xi[1], np.eye(nz)]), np.vstack([xi[2], np.zeros((nz, nz))]), p)
+        ev = StateEval(self.view, t, q, v[0], a[0], xi[3], p, self.design_map, self.plan)
+        return np.r_[v[1:] @ ev.residual(), ev.phi_q_dot(a[0]) + ev.gamma(), ev.phi() / (self.beta * h * h),
+                     (ev.phi_q_dot(v[0]) + ev.phi_t()) / (self.gamma * h)]
+
     def step(self, k, t, x, p):
-        """x_{k+1} from x_k at t = t_k; returns (x_{k+1}, Newton iterations)."""
+        """x_{k+1} from x_k at t = t_k; returns (x_{k+1}, Newton iterations).
+
+        Modified Newton as matrix_r.py's step: the exact J is built and factored at the
+        first iterate and rebuilt only when an update shrinks by less than a factor 4;
+        the other iterations evaluate E alone."""
         h, b, g = self.h, self.beta, self.gamma
         t1 = t + h
         z0, zd0, zdd0, l0 = self._xi(x, p)
@@ -184,18 +199,23 @@ class MatrixRIndependent(MatrixRStepper):
         zdp = zd0 + (1 - g) * h * zdd0
         y = np.r_[zdd0, l0, np.zeros(2 * self.mc)]
         tol, nz, mc = self.newton, self.nz, self.mc
-        dz = np.inf
+        dz, last, lu = np.inf, np.inf, None
         for it in range(1, tol.max_it + 1):
             xi = self._states(zp, zdp, y)
-            L = self._elin(t1, xi, p)
-            with warnings.catch_warnings():
-                warnings.simplefilter("error", LinAlgWarning)
-                try:
-                    dy = lu_solve(lu_factor(L.J, check_finite=False), -L.E, check_finite=False)
-                except (LinAlgWarning, ValueError):
-                    raise StepError(f"step {k + 1} (t = {t1:.6g}): singular Newton matrix (independent "
-                                    f"coordinates {', '.join(self.ind_names) or 'none'} near a singular "
-                                    "configuration?)") from None
+            if lu is None:
+                L = self._elin(t1, xi, p)
+                E = L.E
+                with warnings.catch_warnings():
+                    warnings.simplefilter("error", LinAlgWarning)
+                    try:
+                        lu = lu_factor(L.J, check_finite=False)
+                    except (LinAlgWarning, ValueError):
+                        raise StepError(f"step {k + 1} (t = {t1:.6g}): singular Newton matrix (independent "
+                                        f"coordinates {', '.join(self.ind_names) or 'none'} near a singular "
+                                        "configuration?)") from None
+            else:
+                E = self._eresidual(t1, xi, p)
+            dy = lu_solve(lu, -E, check_finite=False)
             if not np.all(np.isfinite(dy)):
                 break
             y = y + dy
@@ -206,6 +226,9 @@ class MatrixRIndependent(MatrixRStepper):
                 x1 = self._present(t1, xi1, p)
                 self._remember(_key(x1, p), xi1)
                 return x1, it
+            if dz > 0.25 * last:
+                lu = None                      # slow contraction: rebuild J at the next iterate
+            last = dz
         raise StepError(f"step {k + 1} (t = {t1:.6g}): Newton did not converge in {tol.max_it} "
                         f"iterations (last position update {dz:.2e})")
 

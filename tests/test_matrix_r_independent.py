@@ -69,6 +69,20 @@ def test_adjoint_direct_fd_and_drift(name, ov):
     check_gradients(pr, name)
 
 
+def test_prismatic_tree_and_tree_reaction(tmp_path):
+    """tests/test_matrix_r.py's slider-crank (a prismatic guide in the tree, axis on the
+    child), the guide's slide chosen independent; objectives include the guide's
+    reaction (a tree joint's λ, recovered from the full residual)."""
+    import test_matrix_r
+    path = test_matrix_r.slider_crank(tmp_path, True)
+    pr = problem(None, ["simulation.t_end=0.1"] + MRI + ['simulation.matrix_r.independent=["guide"]'], path)
+    tr = pr.forward()
+    assert pr.stepper.ind_names == ["guide"]
+    pos, vel = drift(pr, tr)
+    assert pos <= 1e-10 and vel <= 1e-9
+    check_gradients(pr, "slider")
+
+
 def test_explicit_choice_equals_automatic():
     """Naming the automatically chosen coordinates gives the same run."""
     a = problem("fivebar", SHORT + MRI)

@@ -177,14 +177,12 @@ class Beam(_Model):
         return self
 
 
-class Plate(_Model):
-    """A plane-stress continuum (parmbs/flexible/plate.py): an Lx × Ly rectangle meshed
-    with nx × ny bilinear quads, absolute nodal coordinates, St. Venant–Kirchhoff,
-    undeformed at t = 0 with its origin (node_0_0, local x along ``size[0]``) at
-    ``initial``.  ``density`` is the element field x_e (a number for a uniform field or
-    nx·ny numbers, element e = j·nx + i): E(x) = x^penalization E, ρ(x) by
-    ``density_law`` (seed003: 1e5 x⁶ ρ0 below 0.1, x ρ0 above; linear: x ρ0).
-    Points: node_i_j, origin, and ``points = { NAME = [i, j] }``."""
+class _MeshBody(_Model):
+    """What plates and continua share: an Lx × Ly rectangle meshed with nx × ny bilinear
+    quads, the material, the element density field x_e (a number for a uniform field or
+    nx·ny numbers, element e = j·nx + i) with E(x) = x^penalization E and ρ(x) by
+    ``density_law`` (seed003: 1e5 x⁶ ρ0 below 0.1, x ρ0 above; linear: x ρ0), named
+    nodes ``points = { NAME = [i, j] }`` (origin and node_i_j are predefined), pose."""
 
     name: Name
     size: tuple[PosReal, PosReal]
@@ -203,7 +201,7 @@ class Plate(_Model):
     initial_velocity: Pose = Field(default_factory=Pose)
 
     @model_validator(mode="after")
-    def _plate_checks(self) -> "Plate":
+    def _mesh_checks(self):
         if isinstance(self.density, list) and len(self.density) != self.nx * self.ny:
             raise ValueError(f"density has {len(self.density)} values, the mesh has nx*ny = {self.nx * self.ny} elements")
         for k, (i, j) in self.points.items():
@@ -214,44 +212,24 @@ class Plate(_Model):
         return self
 
 
-class Continuum(_Model):
-    """A plane-stress body in a floating frame of reference (parmbs/flexible/continuum.py,
-    continua.py): an Lx × Ly rectangle meshed with nx × ny bilinear quads, its lower-left
-    corner at ``offset`` in the body frame; coordinates: the frame pose (x, y, angle) and
-    small elastic nodal displacements in the frame.  Reference condition: every node
-    within ``clamp_radius`` of the frame origin is clamped (u = 0; at least two nodes).
-    ``density`` is the element field x_e (a number, or nx·ny numbers, e = j·nx + i):
-    E(x) = x^penalization E, ρ(x) by ``density_law``.  Undeformed at t = 0 with its frame
-    at ``initial``.  Points: origin (the frame origin), node_i_j, ``points = { NAME = [i, j] }``."""
+class Plate(_MeshBody):
+    """A plane-stress continuum (parmbs/flexible/plate.py) with absolute nodal
+    coordinates, St. Venant–Kirchhoff, undeformed at t = 0 with its origin (node_0_0,
+    local x along ``size[0]``) at ``initial``.  Mesh, material and density field: see
+    ``_MeshBody``."""
 
-    name: Name
-    size: tuple[PosReal, PosReal]
-    nx: PosInt
-    ny: PosInt
+
+class Continuum(_MeshBody):
+    """A plane-stress body in a floating frame of reference (parmbs/flexible/continuum.py,
+    continua.py), its mesh's lower-left corner at ``offset`` in the body frame;
+    coordinates: the frame pose (x, y, angle) and small elastic nodal displacements in
+    the frame.  Reference condition: every node within ``clamp_radius`` of the frame
+    origin is clamped (u = 0; at least two nodes).  Undeformed at t = 0 with its frame
+    at ``initial``.  Points: origin (the frame origin), node_i_j, named nodes.  Mesh,
+    material and density field: see ``_MeshBody``."""
+
     offset: Vec2 = (0.0, 0.0)
     clamp_radius: PosReal
-    thickness: PosReal
-    E: PosReal
-    nu: Annotated[float, Strict(), Field(allow_inf_nan=False, ge=0, lt=0.5)] = 0.3
-    rho0: PosReal
-    density: PosReal | list[PosReal] = 1.0
-    penalization: PosReal = 3.0
-    density_law: Literal["seed003", "linear"] = "seed003"
-    points: dict[Name, tuple[Annotated[int, Strict(), Field(ge=0)], Annotated[int, Strict(), Field(ge=0)]]] = {}
-    initial: Pose = Field(default_factory=Pose)
-    independent: Annotated[list[Literal["x", "y", "angle"]], AfterValidator(_no_duplicates)] = []
-    initial_velocity: Pose = Field(default_factory=Pose)
-
-    @model_validator(mode="after")
-    def _continuum_checks(self) -> "Continuum":
-        if isinstance(self.density, list) and len(self.density) != self.nx * self.ny:
-            raise ValueError(f"density has {len(self.density)} values, the mesh has nx*ny = {self.nx * self.ny} elements")
-        for k, (i, j) in self.points.items():
-            if k == "origin" or k.startswith("node_"):
-                raise ValueError(f"point name {k!r} is reserved (origin and node_i_j are predefined)")
-            if i > self.nx or j > self.ny:
-                raise ValueError(f"point {k!r} = [{i}, {j}] is outside the mesh (nodes 0..{self.nx} × 0..{self.ny})")
-        return self
 
 
 # ----------------------------------------------------------------------------- joints

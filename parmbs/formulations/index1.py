@@ -50,7 +50,7 @@ is that O(h) quadrature error, not the scheme.
 import numpy as np
 
 from ..integrators.initial import InitialState
-from ..integrators.newmark import StepError
+from ..integrators.newmark import StepError, saddle_point_pattern
 from ..model.assembly import SparseOperator
 from ..model.evaluation import EvalPlan, LocalOperator, StateEval
 
@@ -80,13 +80,8 @@ class Index1Trapezoidal:
         n, m = system.n, system.m
         self.design_map = design_map if design_map is not None else -np.ones(len(system.p), np.int64)
         self.nd = ndesign
-        probe = StateEval(system, 0.0, system.q_guess, np.zeros(n), np.zeros(n), np.zeros(m), system.p)
-        ci = probe.constraint_index(n)
-        diag = np.arange(n, n + m).reshape(-1, 1)
         # the index-3 stepper's pattern and block order, so InitialState can use this operator
-        self.blocks = (probe.force_index() + [(r, r) for r, _ in ci] + [(c, r) for r, c in ci] + ci
-                       + [(diag, diag)])
-        self.zero_diag = [np.zeros((m, 1, 1))]
+        self.blocks, self.zero_diag = saddle_point_pattern(system)
         self.op = SparseOperator(n + m, self.blocks, comm=comm, options=petsc_options)
         self.plan = EvalPlan(system, self.design_map)
         self.init = InitialState(system, self.op, self.design_map, ndesign, newton, comm=comm)

@@ -33,6 +33,20 @@ class StepError(RuntimeError):
     """Newton failed in a time step (message names step and time)."""
 
 
+def saddle_point_pattern(system):
+    """Block pattern of the (n + m) Newton matrix [[∂R/∂a, Φ_qᵀ], [Φ_q, 0]] shared by the
+    acceleration-form steppers (and InitialState, which reuses their operator): force
+    blocks, Hessian-of-constraint blocks, Φ_qᵀ, Φ_q and an explicit zero diagonal in the
+    λ block (PETSc's LU wants every diagonal entry).  Returns (blocks, zero_diag values)."""
+    n, m = system.n, system.m
+    probe = StateEval(system, 0.0, system.q_guess, np.zeros(n), np.zeros(n), np.zeros(m), system.p)
+    ci = probe.constraint_index(n)
+    diag = np.arange(n, n + m).reshape(-1, 1)
+    blocks = (probe.force_index() + [(r, r) for r, _ in ci] + [(c, r) for r, c in ci] + ci
+              + [(diag, diag)])
+    return blocks, [np.zeros((m, 1, 1))]
+
+
 class NewmarkFamily:
     name = "newmark-family"
 
@@ -44,13 +58,7 @@ class NewmarkFamily:
         n, m = system.n, system.m
         self.design_map = design_map if design_map is not None else -np.ones(len(system.p), np.int64)
         self.nd = ndesign
-        probe = StateEval(system, 0.0, system.q_guess, np.zeros(n), np.zeros(n), np.zeros(m), system.p)
-        ci = probe.constraint_index(n)
-        diag = np.arange(n, n + m).reshape(-1, 1)
-        # explicit zero diagonal in the λ block: PETSc's LU wants every diagonal entry
-        self.blocks = (probe.force_index() + [(r, r) for r, _ in ci] + [(c, r) for r, c in ci] + ci
-                       + [(diag, diag)])
-        self.zero_diag = [np.zeros((m, 1, 1))]
+        self.blocks, self.zero_diag = saddle_point_pattern(system)
         self.op = SparseOperator(n + m, self.blocks, comm=comm, options=petsc_options)
         self.plan = EvalPlan(system, self.design_map)     # index arrays shared by every state
         from .initial import InitialState

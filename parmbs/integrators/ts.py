@@ -25,9 +25,8 @@ import numpy as np
 
 from .._petsc import PETSc
 from ..model.assembly import SparseOperator
-from ..model.evaluation import StateEval
 from ..model.system import ModelError
-from .newmark import StepError
+from .newmark import StepError, saddle_point_pattern
 from .initial import InitialState
 
 PREFIX = "parmbs_ts_"
@@ -83,11 +82,7 @@ class TSStepper:
         sys = model.sys
         n, m = sys.n, sys.m
         # the index-3 acceleration operator InitialState expects (NewmarkFamily's pattern)
-        probe = StateEval(sys, 0.0, sys.q_guess, np.zeros(n), np.zeros(n), np.zeros(m), sys.p)
-        ci = probe.constraint_index(n)
-        diag = np.arange(n, n + m).reshape(-1, 1)
-        blocks = (probe.force_index() + [(r, r) for r, _ in ci] + [(c, r) for r, c in ci] + ci
-                  + [(diag, diag)])
+        blocks, _ = saddle_point_pattern(sys)
         self.accel_op = SparseOperator(n + m, blocks, comm=PETSc.COMM_SELF,
                                        options_prefix="parmbs_tsinit_", options=sim.petsc_options)
         self.init = InitialState(sys, self.accel_op, model.design_map, model.nd, sim.newton, comm=comm)

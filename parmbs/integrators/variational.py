@@ -85,7 +85,7 @@ import numpy as np
 from ..model.assembly import SparseOperator
 from ..model.evaluation import StateEval, EvalPlan
 from ..model.system import ModelError
-from .newmark import StepError
+from .newmark import StepError, saddle_point_pattern
 
 
 class _View:
@@ -119,15 +119,10 @@ class Variational:
         self.con = _View(system, [], system.constraints)
         self.plans = {id(v): EvalPlan(v, self.design_map) for v in (self.dyn, self.mass, self.con)}
         self.plans[id(system)] = EvalPlan(system, self.design_map)
-        probe = StateEval(system, 0.0, system.q_guess, np.zeros(n), np.zeros(n), np.zeros(m), system.p)
-        ci = probe.constraint_index(n)
-        diag = np.arange(n, n + m).reshape(-1, 1)
         # the Newmark pattern (forces, constraint Hessians, Φ_q, Φ_qᵀ, λ diagonal): the
         # initial state fills it, J and S use it with zero Hessian blocks
-        blocks = (probe.force_index() + [(r, r) for r, _ in ci] + [(c, r) for r, c in ci] + ci
-                  + [(diag, diag)])
+        blocks, self.zero_diag = saddle_point_pattern(system)
         self.zero_hess = [np.zeros((g.ne, g.nq, g.nq)) for g in system.constraints]
-        self.zero_diag = [np.zeros((m, 1, 1))]
         self.zero_force = [np.zeros((g.ne, g.nq, g.nq)) for g in system.forces]
         self.J = SparseOperator(n + m, blocks, comm=comm, options=petsc_options)
         self.S = SparseOperator(n + m, blocks, comm=comm, options=petsc_options)

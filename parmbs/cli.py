@@ -690,10 +690,10 @@ def cmd_plot(args):
     outp = args.output or (os.path.splitext(args.file)[0] + ".png")
 
     def run():
-        from .io.plot import plot_file
-        return plot_file(args.file, outp)
-    _on_root(run, args.file, "<file>")
-    out(f"wrote {outp}")
+        from .io.plot import plot_any
+        return plot_any(args.file, outp)     # a trajectory, or an optimization record (+ densities)
+    written = _on_root(run, args.file, "<file>")
+    out(f"wrote {', '.join(written or [outp])}")
     return 0
 
 

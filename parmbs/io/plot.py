@@ -171,3 +171,28 @@ def plot_file(h5_path, out_png):
         raise HDF5Error(h5_path, "/trajectory/q", f"width {data.q.shape[1]} does not match the "
                         f"stored config's {system.n} coordinates")
     return plot_trajectory(system, data.t, data.q, data.v, out_png)
+
+
+def plot_any(h5_path, out_png):
+    """``parmbs plot FILE.h5``: a trajectory file → ``plot_file``; an optimization record
+    (``/optimize``, no ``/trajectory``) → its history PNG at ``out_png`` and, for a
+    density design field of a plate or continuum, ``FILE.NAME.density.{png,xdmf,h5}``
+    (``density.py``).  Returns the paths written."""
+    import h5py
+    opt = False
+    try:                                 # anything unreadable: plot_file reports it
+        with h5py.File(h5_path, "r") as f:
+            opt = "optimize" in f and "trajectory" not in f
+            if opt:
+                g = f["optimize"]
+                hist = g["history"][:int(g["history"].attrs["rows"])]
+                cols = str(g["history"].attrs["columns"]).split(",")
+                title = str(g.attrs["objective"])
+    except (OSError, KeyError, ValueError):
+        opt = False
+    if not opt:
+        return [plot_file(h5_path, out_png)]
+    from ..optimize.driver import plot_history
+    from .density import write_record_density
+    plot_history(hist, out_png, title, columns=cols)
+    return [out_png, *write_record_density(h5_path)]

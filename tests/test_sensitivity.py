@@ -105,6 +105,26 @@ def test_python_callable_errors(tmp_path):
         pr.adjoint()
 
 
+def test_python_callable_in_a_package_with_relative_imports(tmp_path):
+    """callable = "pkg.mod:f" next to the config is imported as a package module, so a
+    relative import inside it works (and gives the plain file's gradient)."""
+    pkg = tmp_path / "userpkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "terms.py").write_text(USER_G)
+    (pkg / "objective.py").write_text("from .terms import g  # noqa: F401\n")
+    (tmp_path / "userobj.py").write_text(USER_G)
+    src = (CONFIGS / "double-pendulum.toml").read_text()
+    grads = []
+    for spec in ("userpkg.objective:g", "userobj:g"):
+        cfg = tmp_path / "dp.toml"
+        cfg.write_text(src + f'\n[[objectives]]\nname = "user"\nintegrand = "python"\ncallable = "{spec}"\n')
+        pr = Problem(load_config(str(cfg), ["simulation.t_end=0.05"]))
+        pr.forward()
+        grads.append(pr.adjoint()["user"])
+    assert np.max(np.abs(grads[0])) > 0 and np.array_equal(grads[0], grads[1])
+
+
 def test_taylor_remainder_is_second_order():
     pr = problem("fivebar", ["simulation.t_end=0.2"])
     pr.forward()

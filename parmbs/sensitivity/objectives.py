@@ -183,11 +183,22 @@ def load_callable(spec, config_file, key):
     import importlib.util
     import os
     from ..model.system import ModelError
+    import sys
     module, _, name = spec.partition(":")
     here = os.path.dirname(os.path.abspath(config_file)) if config_file else os.getcwd()
     path = os.path.join(here, *module.split(".")) + ".py"
     try:
-        if os.path.isfile(path):
+        if os.path.isfile(path) and "." in module:
+            # a package next to the config: import it as a package (from its parent
+            # directory), so relative imports inside it work
+            sys.path.insert(0, here)
+            try:
+                mod = importlib.import_module(module)
+            finally:
+                sys.path.remove(here)
+        elif os.path.isfile(path):
+            # a single file next to the config: loaded under a private name, so it
+            # cannot shadow (or be shadowed by) an installed module of the same name
             spec_ = importlib.util.spec_from_file_location(f"parmbs_user_{module}", path)
             mod = importlib.util.module_from_spec(spec_)
             spec_.loader.exec_module(mod)

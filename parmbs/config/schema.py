@@ -506,6 +506,7 @@ class Optimize(_Model):
     move: Annotated[float, Strict(), Field(allow_inf_nan=False, gt=0, le=1)] = 0.5  # MMA move limit
     xtol: NonNegReal = 1e-6   # MMA stops when max |Δρ_j|/(upper_j − lower_j) <= xtol ...
     ctol: NonNegReal = 1e-6   # ... and the largest relative constraint violation <= ctol
+    filter_radius: PosReal | None = None   # density filter radius [m] on plate/continuum density fields
 
 
 class Parallel(_Model):

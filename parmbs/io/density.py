@@ -12,6 +12,7 @@ the density as a ``Cell``-centred ``Scalar`` attribute — explicit and unambigu
 every reader (the ``2DCoRectMesh`` origin/spacing order differs between readers).
 
 ``record_density(h5)``: the final design of an optimization record (``/optimize/design``,
+or with a density filter the physical ``/optimize/design_physical``,
 else the last evaluated ``/optimize/x`` row) split into the density fields of the
 stored config's meshes (columns named ``C.density[e]``, ``design.py``).
 """
@@ -115,7 +116,10 @@ def record_density(h5_path):
             raise HDF5Error(h5_path, "/optimize", "missing (not a parmbs optimization record)")
         g = f["optimize"]
         names = [n.decode() if isinstance(n, bytes) else str(n) for n in g.attrs["names"]]
-        if "design" in g:
+        physical = "design_physical" in g      # a density filter's x̃ = W ρ: what the model saw
+        if physical:
+            x = g["design_physical"][()]
+        elif "design" in g:
             x = g["design"][()]
         else:
             k = int(g.attrs["evaluations"])
@@ -136,7 +140,11 @@ def record_density(h5_path):
         idx = [col.get(f"{body}.density[{e}]") for e in range(mesh.nx * mesh.ny)]
         if any(i is None for i in idx):
             raise HDF5Error(h5_path, "/optimize", f"design columns of {d.path} missing in the record")
-        out.append((mesh, kind, np.asarray(x)[np.array(idx)]))
+        field = np.asarray(x)[np.array(idx)]
+        if not physical and cfg.optimize.filter_radius is not None:   # unfinished filtered run
+            from ..optimize.density_filter import mesh_filter
+            field = mesh_filter(mesh, cfg.optimize.filter_radius).apply(field)
+        out.append((mesh, kind, field))
     return out
 
 

@@ -39,6 +39,7 @@ from ..io.hdf5 import HDF5Error
 from ..model.system import ModelError
 from ..sensitivity.problem import Problem
 from .constraints import Constraints, violation
+from .density_filter import DensityFilter
 from .log import HIST_COLS, EvaluationLog, MMAState, kill_hook
 from .mma import MMA, vec_from
 
@@ -117,6 +118,10 @@ class Optimization:
         if len(pr.design) == 0:
             raise ModelError("design", "nothing to optimize: no [[design]] variables")
         self.constraints = Constraints(config, pr.design)
+        self.filter = DensityFilter(config, pr.design, opt.filter_radius)   # identity without a radius
+        if opt.filter_radius is not None and not self.filter:
+            raise ModelError("optimize.filter_radius", "a density filter needs a plate or continuum "
+                             "density field among the [[design]] entries")
         need = {self.objective, *self.constraints.objectives}
         pr.objectives = [o for o in pr.objectives if o.name in need]
         self.p0 = pr.sys.p.copy()
@@ -156,16 +161,21 @@ class Optimization:
         return self.mpi.bcast(ok, root=0)
 
     # -- one evaluation ----------------------------------------------------------------------
-    def evaluate_all(self, rho):
+    def evaluate_all(self, rho, physical=False):
         """Values and gradients of every objective in use: one forward run + one adjoint
-        sweep (one adjoint column per objective)."""
+        sweep (one adjoint column per objective), at the physical densities x̃ = W ρ
+        (``density_filter.py``; W = I without ``filter_radius``).  Gradients with
+        respect to ρ (Wᵀ ∂ψ/∂x̃), or to x̃ with ``physical=True``."""
         pr = self.problem
-        p = pr.design.apply(self.p0, rho)
+        phys = self.filter.apply(rho) if self.filter else rho
+        p = pr.design.apply(self.p0, phys)
         pr.forward(p)
         kill_hook("forward")
         vals = {k: float(v) for k, v in pr.objective_values(pr.traj, p).items()}
         grads = {k: np.asarray(v, float) for k, v in pr.adjoint(p).items()}
         kill_hook("adjoint")
+        if self.filter and not physical:
+            grads = {k: self.filter.transpose(g) for k, g in grads.items()}
         return vals, grads
 
     def evaluate(self, rho):
@@ -240,7 +250,7 @@ class Optimization:
             with self._signal_scope() as self.signals:
                 tao.solve()
             rho = self._gather(tao.getSolution()) * self.scale
-            self.log.finish(rho, pr.design.names)
+            self.log.finish(rho, pr.design.names, physical=self.filter.apply(rho) if self.filter else None)
             its, f, gnorm, _, _, reason = tao.getSolutionStatus()
             self.out(f"done: {_reason(reason)} after {its} iterations, {self.log.evaluations} evaluations; "
                      f"psi = {f:.10e}, |grad| = {gnorm:.3e}")
@@ -306,12 +316,16 @@ class Optimization:
                     if self.mpi.allreduce(1 if stop else 0) > 0:
                         raise StopRequested(stop or "signal on another rank")
                     rho = self._gather(mma.x)
-                    vals, grads = self.evaluate_all(rho)
+                    phys = self.filter.apply(rho) if self.filter else rho
+                    vals, grads = self.evaluate_all(rho, physical=True)
+                    fc, dfc = cons.evaluate(phys, vals, grads)      # constraints on x̃ ...
+                    gobj = grads[self.objective]
+                    if self.filter:                                 # ... chained to ρ
+                        dfc, gobj = self.filter.transpose(dfc), self.filter.transpose(gobj)
                     f = vals[self.objective]
-                    self.log.append(rho, f, grads[self.objective])
+                    self.log.append(rho, f, gobj)
                     if fscale is None:
                         fscale = abs(f) if f != 0 else 1.0
-                    fc, dfc = cons.evaluate(rho, vals, grads)
                     viol = violation(fc)
                     step = 0.0 if k == 0 else float(np.max(np.abs(rho - self._gather(mma.xold1)) / rng))
                     wall = time.perf_counter() - self.t_start
@@ -323,12 +337,12 @@ class Optimization:
                     if k >= opt.max_it:
                         reason = f"max_it = {opt.max_it} reached"
                         break
-                    mma.update(grads[self.objective][lo:hi] / fscale, fc, dfc[:, lo:hi])
+                    mma.update(gobj[lo:hi] / fscale, fc, dfc[:, lo:hi])
                     store.save(mma.it, self._mma_state(mma), fscale, self.log.evaluations)
-            self.log.finish(rho, pr.design.names)
+            self.log.finish(rho, pr.design.names, physical=phys if self.filter else None)
             self.out(f"done: {reason} after {mma.it} MMA updates; psi = {f:.10e}, "
                      f"max violation = {viol:.3e}")
-            for label, c in cons.values(rho, vals):
+            for label, c in cons.values(phys, vals):
                 self.out(f"  {label:<40} value {c: .10e}")
             if nd <= 20:
                 for n, v in zip(pr.design.names, rho):

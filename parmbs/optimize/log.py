@@ -13,6 +13,7 @@ Layout (DESIGN.md ``/optimize/…``)::
                                 (MMA: iteration, ψ, max constraint violation, step, evaluations, wall s)
     /optimize/history  attrs    rows, columns
     /optimize/design   final ρ (attr names), written at the end
+    /optimize/design_physical  the filtered densities x̃ = W ρ the model saw (density filter only)
     /optimize/mma/state0, state1   (5, nd)  MMA x, xold1, xold2, low, upp (two slots)
     /optimize/mma/meta0, meta1     (4,)     iteration, objective scale, evaluations, CRC-32
     /optimize/mma      attrs    current (the valid slot, −1 before the first update)
@@ -222,12 +223,17 @@ class EvaluationLog:
             rows = self.f["optimize/history"][:self.hist_rows]
         return self.comm.bcast(rows, root=0)
 
-    def finish(self, rho, names):
+    def finish(self, rho, names, physical=None):
+        """The final design ρ, and with a density filter the physical x̃ = W ρ the model
+        was evaluated at (``/optimize/design_physical``)."""
         def write(grp):
-            if "design" in grp:
-                del grp["design"]
+            for key in ("design", "design_physical"):
+                if key in grp:
+                    del grp[key]
             ds = grp.create_dataset("design", data=rho)
             ds.attrs["names"] = np.array(names, dtype="S")
+            if physical is not None:
+                grp.create_dataset("design_physical", data=physical).attrs["names"] = np.array(names, dtype="S")
             grp.attrs["finished"] = True      # what job scripts read: the run is over
         self._root_write(write, "/optimize/design")
 

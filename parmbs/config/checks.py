@@ -67,19 +67,13 @@ class _Checker:
                 if ffr_node(self.beams[body], point) is None:
                     raise self.fail(key, f"point {point!r} of FFR beam {body!r} is not at a node "
                                     "(joints, loads and outputs of FFR beams act at nodes)")
-        elif body in self.plates:
+        elif body in self.plates or body in self.continua:
+            # one rule for both structured meshes: node_I_J, origin and named nodes
             from ..flexible.plates import node_of, point_names
-            plate = self.plates[body]
-            if node_of(plate, point) is None:
-                raise self.fail(key, f"unknown point {point!r} on plate {body!r} (known: node_I_J with "
-                                f"I <= {plate.nx}, J <= {plate.ny}, {', '.join(point_names(plate))})")
-            return body
-        elif body in self.continua:
-            from ..flexible.continua import node_of, point_names
-            cont = self.continua[body]
-            if node_of(cont, point) is None:
-                raise self.fail(key, f"unknown point {point!r} on continuum {body!r} (known: node_I_J with "
-                                f"I <= {cont.nx}, J <= {cont.ny}, {', '.join(point_names(cont))})")
+            what, mesh = ("plate", self.plates[body]) if body in self.plates else ("continuum", self.continua[body])
+            if node_of(mesh, point) is None:
+                raise self.fail(key, f"unknown point {point!r} on {what} {body!r} (known: node_I_J with "
+                                f"I <= {mesh.nx}, J <= {mesh.ny}, {', '.join(point_names(mesh))})")
             return body
         else:
             self.body(body, key, allow_ground=True)

@@ -25,8 +25,6 @@ Points: ``C.origin`` (the frame origin, a frame point without elastic displaceme
 ``C.node_i_j`` and ``points = { NAME = [i, j] }``.  Joints: revolute to a rigid body or
 ground (``ContinuumRevolute``); a driver may drive the frame coordinate ``C.angle|x|y``.
 """
-import re
-
 import numpy as np
 
 from ..model.parameters import ZERO
@@ -34,27 +32,12 @@ from ..model import joints as J
 from ..model.timefunctions import Polynomial
 from . import continuum
 from .beams import const
-
-_NODE_RE = re.compile(r"^node_([0-9]+)_([0-9]+)$")
-
-
-def point_names(cfg):
-    """Known point names of a continuum config, without the node_i_j family."""
-    return ["origin", *cfg.points]
+from .plates import node_of as mesh_node_of
 
 
 def node_of(cfg, name):
     """(i, j) of a point name, "origin" for the frame origin, or None if unknown."""
-    if name == "origin":
-        return "origin"
-    if name in cfg.points:
-        return tuple(int(v) for v in cfg.points[name])
-    m = _NODE_RE.match(name)
-    if m:
-        i, j = int(m.group(1)), int(m.group(2))
-        if i <= cfg.nx and j <= cfg.ny:
-            return i, j
-    return None
+    return mesh_node_of(cfg, name, origin="origin")
 
 
 class _Continuum:

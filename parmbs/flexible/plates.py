@@ -33,10 +33,11 @@ def point_names(cfg):
     return ["origin", *cfg.points]
 
 
-def node_of(cfg, name):
-    """(i, j) of a plate point name, or None if unknown."""
+def node_of(cfg, name, origin=(0, 0)):
+    """(i, j) of a point name of a structured mesh (plate or continuum), ``origin`` for
+    "origin" (a plate's node_0_0; a continuum passes its frame origin), None if unknown."""
     if name == "origin":
-        return 0, 0
+        return origin
     if name in cfg.points:
         return tuple(int(v) for v in cfg.points[name])
     m = _NODE_RE.match(name)

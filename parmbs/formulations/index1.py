@@ -50,11 +50,18 @@ is that O(h) quadrature error, not the scheme.
 import numpy as np
 
 from ..integrators.initial import InitialState
-from ..integrators.newmark import StepError, saddle_point_pattern
+from ..integrators.newmark import newton_acceleration_form, saddle_point_pattern
 from ..model.assembly import SparseOperator
 from ..model.evaluation import EvalPlan, LocalOperator, StateEval
 
 BETA, GAMMA = 0.25, 0.5          # the trapezoidal rule as a Newmark pair
+
+
+def predict(x, h):
+    """The explicit part (q̂, v̂) of the trapezoidal step from x_n = (q, v, a, λ):
+    q̂ = q + h v + (½ − β) h² a,  v̂ = v + (1 − γ) h a (index-1 and Maggi)."""
+    q, v, a, _ = x
+    return q + h * v + (0.5 - BETA) * h * h * a, v + (1 - GAMMA) * h * a
 
 
 def group_blocks(op, ngroups):
@@ -91,9 +98,7 @@ class Index1Trapezoidal:
         return StateEval(self.sys, t, *x, p, self.design_map, self.plan)
 
     def _predict(self, x):
-        q, v, a, _ = x
-        h = self.h
-        return q + h * v + (0.5 - BETA) * h * h * a, v + (1 - GAMMA) * h * a
+        return predict(x, self.h)
 
     def _accel_ops(self, ev):
         """The pieces of ∂R₂/∂q = (Φ_q a)_q + γ_q and ∂R₂/∂v = γ_v at x_{n+1} (m × n
@@ -133,28 +138,8 @@ class Index1Trapezoidal:
         h, b, g = self.h, BETA, GAMMA
         t1 = t + h
         qp, vp = self._predict(x)
-        a, lam = x[2].copy(), x[3].copy()
-        n = self.sys.n
-        tol = self.newton
-        dq = np.inf
-        for it in range(1, tol.max_it + 1):
-            q1, v1 = qp + b * h * h * a, vp + g * h * a
-            ev = self._eval(t1, (q1, v1, a, lam), p)
-            R = self._residual(ev)
-            self._set_matrix(ev.real())
-            try:
-                dz = self.op.solve(-R)
-            except np.linalg.LinAlgError:
-                raise StepError(f"step {k + 1} (t = {t1:.6g}): singular Newton matrix") from None
-            a += dz[:n]
-            lam += dz[n:]
-            dq = b * h * h * np.max(np.abs(dz[:n]))
-            if not np.all(np.isfinite(dz)):
-                break
-            if dq <= tol.atol + tol.rtol * np.max(np.abs(q1)):
-                return (qp + b * h * h * a, vp + g * h * a, a, lam), it
-        raise StepError(f"step {k + 1} (t = {t1:.6g}): Newton did not converge in {tol.max_it} "
-                        f"iterations (last position update {dq:.2e})")
+        return newton_acceleration_form(k, t1, qp, vp, x[2], x[3], b * h * h, g * h, self.newton, self.op,
+                                        self._set_matrix, lambda t_, x_: self._eval(t_, x_, p), self._residual)
 
     # -- tangent (direct differentiation, seed 004 eqs. 3.13–3.15) -----------------------------
     def tangent_step(self, t, x0, x1, dx0, p):

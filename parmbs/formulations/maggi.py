@@ -69,7 +69,7 @@ from ..io.hdf5 import coordinate_names
 from ..model.assembly import SparseOperator
 from ..model.evaluation import EvalPlan, LocalOperator, StateEval
 from ..model.system import ModelError
-from .index1 import BETA, GAMMA, group_blocks, shifted
+from .index1 import BETA, GAMMA, group_blocks, predict, shifted
 
 KEY = "simulation.maggi.independent"
 
@@ -153,9 +153,7 @@ class MaggiTrapezoidal:
         return StateEval(self.sys, t, *x, p, self.design_map, self.plan)
 
     def _predict(self, x):
-        q, v, a, _ = x
-        h = self.h
-        return q + h * v + (0.5 - BETA) * h * h * a, v + (1 - GAMMA) * h * a
+        return predict(x, self.h)
 
     def _split(self, y):
         n, m = self.sys.n, self.sys.m

@@ -47,6 +47,35 @@ def saddle_point_pattern(system):
     return blocks, [np.zeros((m, 1, 1))]
 
 
+def newton_acceleration_form(k, t1, qp, vp, a0, lam0, bh2, gh, tol, op, set_matrix, evaluate, residual):
+    """Newton on z = (a_{n+1}, λ_{n+1}) of the acceleration-form steppers (Newmark family,
+    index-1): q = q̂ + βh² a, v = v̂ + γh a, J dz = −R(z) with ``residual(ev)`` and the
+    matrix ``set_matrix(ev)`` of the stepper; converged when the position update βh²|da|
+    is below atol + rtol |q|.  Returns ((q, v, a, λ), iterations); StepError names the
+    step and time otherwise."""
+    a, lam = a0.copy(), lam0.copy()
+    n = len(a)
+    dq = np.inf
+    for it in range(1, tol.max_it + 1):
+        q1 = qp + bh2 * a
+        ev = evaluate(t1, (q1, vp + gh * a, a, lam))
+        R = residual(ev)
+        set_matrix(ev.real())
+        try:
+            dz = op.solve(-R)
+        except np.linalg.LinAlgError:
+            raise StepError(f"step {k + 1} (t = {t1:.6g}): singular Newton matrix") from None
+        a += dz[:n]
+        lam += dz[n:]
+        dq = bh2 * np.max(np.abs(dz[:n]))
+        if not np.all(np.isfinite(dz)):
+            break
+        if dq <= tol.atol + tol.rtol * np.max(np.abs(q1)):
+            return (qp + bh2 * a, vp + gh * a, a, lam), it
+    raise StepError(f"step {k + 1} (t = {t1:.6g}): Newton did not converge in {tol.max_it} "
+                    f"iterations (last position update {dq:.2e})")
+
+
 class NewmarkFamily:
     name = "newmark-family"
 
@@ -109,28 +138,10 @@ class NewmarkFamily:
         R_old = 0.0
         if self.am or self.af:                 # trapezoidal/Newmark: no old-state residual
             R_old = (ev_old or self._eval(t, x, p)).residual(self.am, self.af)
-        a, lam = x[2].copy(), x[3].copy()
-        n = self.sys.n
-        tol = self.newton
-        for it in range(1, tol.max_it + 1):
-            q1, v1 = qp + b * h * h * a, vp + g * h * a
-            ev = self._eval(t1, (q1, v1, a, lam), p)
-            R = np.r_[ev.residual(1 - self.am, 1 - self.af) + R_old, ev.phi() / (b * h * h)]
-            self._set_matrix(ev.real())
-            try:
-                dz = self.op.solve(-R)
-            except np.linalg.LinAlgError:
-                raise StepError(f"step {k + 1} (t = {t1:.6g}): singular Newton matrix") from None
-            a += dz[:n]
-            lam += dz[n:]
-            dq = b * h * h * np.max(np.abs(dz[:n]))
-            if not np.all(np.isfinite(dz)):
-                break
-            if dq <= tol.atol + tol.rtol * np.max(np.abs(q1)):
-                q1, v1 = qp + b * h * h * a, vp + g * h * a
-                return (q1, v1, a, lam), it
-        raise StepError(f"step {k + 1} (t = {t1:.6g}): Newton did not converge in {tol.max_it} "
-                        f"iterations (last position update {dq:.2e})")
+        return newton_acceleration_form(
+            k, t1, qp, vp, x[2], x[3], b * h * h, g * h, self.newton, self.op, self._set_matrix,
+            lambda t_, x_: self._eval(t_, x_, p),
+            lambda ev: np.r_[ev.residual(1 - self.am, 1 - self.af) + R_old, ev.phi() / (b * h * h)])
 
     # -- tangent (direct differentiation) ------------------------------------------------------
     def tangent_step(self, t, x0, x1, dx0, p):

@@ -9,7 +9,9 @@ from parmbs.flexible import ancf, joints as beam_joints  # noqa: F401  (ANCF bea
 from parmbs.flexible import plate, plate_joints  # noqa: F401  (plane-stress plates)
 from parmbs.flexible import continuum  # noqa: F401  (floating-frame plane-stress continua)
 from parmbs.flexible import ffr_beam, ffr_joints  # noqa: F401  (floating-frame beams)
+from parmbs.spatial import forces as spatial_forces, contact, tyre  # noqa: F401  (spatial force elements)
 from parmbs.model.component import REGISTRY, Constraint
+from spatial_states import STATES, VARIANTS as SPATIAL_VARIANTS
 
 NE = 3
 H = 1e-6
@@ -23,7 +25,7 @@ VARIANTS = {"BeamShape": [{"component": c} for c in range(4)],
             "PlateInertia": [{"law": law} for law in ("seed003", "linear")],
             "PlateGravity": [{"law": law} for law in ("seed003", "linear")],
             "ContinuumInertia": [{"law": law} for law in ("seed003", "linear")],
-            "ContinuumGravity": [{"law": law} for law in ("seed003", "linear")]}
+            "ContinuumGravity": [{"law": law} for law in ("seed003", "linear")], **SPATIAL_VARIANTS}
 CASES = [(name, kw) for name in sorted(REGISTRY) for kw in VARIANTS.get(name, [{}])]
 
 
@@ -39,6 +41,8 @@ def make(cls, rng, **kw):
     p = rng.uniform(0.5, 1.5, (NE, comp.np_))
     v = rng.uniform(-1.0, 1.0, q.shape)
     a = rng.uniform(-1.0, 1.0, q.shape)
+    if cls.__name__ in STATES:                  # spatial elements: ground masks, regimes of the switched laws
+        STATES[cls.__name__](comp, rng, q, v, a, p)
     return comp, q, v, a, p
 
 

@@ -28,7 +28,8 @@ Forces (eqs. 5.7, 5.9, 5.10), with s_x = κ/κ_c and s_y = α/α_c:
 F_n and the tyre force vanishes smoothly at lift-off.  Gap filled: clip and max are the
 C² blends ``smooth.clip_unit`` / ``smooth.max_one`` of width w (exact outside
 |s| ∈ [1 − w, 1 + w]; a pure-slip force saturates at exactly μ F_n; a combined-slip
-force may exceed the ellipse by at most the factor √((1 + 2w)/(1 + w))).  F_n, not
+force may exceed the ellipse by at most the factor √(1 + w), since the blended max is
+≥ max(1, ρ² − w)).  F_n, not
 |F_n|, multiplies (it is ≥ 0 except in a fast rebound).  Not in the seed: no rolling
 resistance, no camber effect; b is undefined for u ∥ n (wheel flat on the road).
 

@@ -9,6 +9,7 @@ from parmbs.flexible import ancf, joints as beam_joints  # noqa: F401  (ANCF bea
 from parmbs.flexible import plate, plate_joints  # noqa: F401  (plane-stress plates)
 from parmbs.flexible import continuum  # noqa: F401  (floating-frame plane-stress continua)
 from parmbs.flexible import ffr_beam, ffr_joints  # noqa: F401  (floating-frame beams)
+from parmbs.spatial import bodies as spatial_bodies, joints as spatial_joints, drivers  # noqa: F401  (spatial rigid)
 from parmbs.spatial import forces as spatial_forces, contact, tyre  # noqa: F401  (spatial force elements)
 from parmbs.model.component import REGISTRY, Constraint
 from spatial_states import STATES, VARIANTS as SPATIAL_VARIANTS
@@ -25,6 +26,7 @@ VARIANTS = {"BeamShape": [{"component": c} for c in range(4)],
             "PlateInertia": [{"law": law} for law in ("seed003", "linear")],
             "PlateGravity": [{"law": law} for law in ("seed003", "linear")],
             "ContinuumInertia": [{"law": law} for law in ("seed003", "linear")],
+            "OrientationRow": [{"component": k} for k in range(3)],
             "ContinuumGravity": [{"law": law} for law in ("seed003", "linear")], **SPATIAL_VARIANTS}
 CASES = [(name, kw) for name in sorted(REGISTRY) for kw in VARIANTS.get(name, [{}])]
 
@@ -119,7 +121,10 @@ def test_registry_is_complete():
             "RigidPlateRevolute", "PlateRigidRevolute", "PlatePlateRevolute", "RigidPlateWeld",
             "PlateRigidWeld", "PlatePlateWeld",
             "ContinuumInertia", "ContinuumGravity", "ContinuumElastic", "ContinuumRevolute", "ContinuumClamp",
-            "FfrInertia", "FfrGravity", "FfrElastic", "FfrRevolute", "FfrWeld", "FfrPointForce"} <= set(REGISTRY)
+            "FfrInertia", "FfrGravity", "FfrElastic", "FfrRevolute", "FfrWeld", "FfrPointForce",
+            "SpatialInertia", "SpatialGravity", "Normalization", "SpatialSpherical", "SpatialRevolute",
+            "SpatialUniversal", "SpatialCylindrical", "SpatialTranslational", "SpatialRigid", "RevoluteDriver",
+            "OrientationRow"} <= set(REGISTRY)
 
 
 def test_potential_energies_match_forces():
@@ -127,7 +132,7 @@ def test_potential_energies_match_forces():
     rng = np.random.default_rng(3)
     for name in ("Gravity", "Spring", "RotationalSpring", "AncfGravity", "AncfElasticConservative",
                  "PlateGravity", "PlateElastic", "FfrGravity", "FfrElastic", "ContinuumGravity",
-                 "ContinuumElastic"):
+                 "ContinuumElastic", "SpatialGravity"):
         comp, q, v, a, p = make(REGISTRY[name], rng)
         if name == "Spring":
             p[:, 9] = 0.0                       # no damping

@@ -105,8 +105,9 @@ class _Checker:
         cfg = self.cfg
         for section in ("bodies", "beams", "plates", "continua", "joints", "forces", "design", "objectives"):
             self.unique(getattr(cfg, section), section)
-        if not cfg.bodies and not cfg.beams and not cfg.plates and not cfg.continua:
-            raise self.fail("bodies", "needs at least one body (or beam, or plate)")
+        if not cfg.bodies and not cfg.beams and not cfg.plates and not cfg.continua and not (
+                cfg.spatial is not None and cfg.spatial.bodies):
+            raise self.fail("bodies", "needs at least one body (or beam, or plate, or [[spatial.bodies]])")
         for p in cfg.plates:
             if p.name in self.bodies or p.name in self.beams or p.name == "ground":
                 raise self.fail(f"plates.{p.name}.name", f"name {p.name!r} is already a body or beam")
@@ -121,6 +122,8 @@ class _Checker:
                 raise self.fail("bodies.ground.name", "'ground' is reserved for the fixed frame")
         self.joints()
         self.forces()
+        from .spatial_checks import check_spatial
+        check_spatial(self)                      # [spatial] (spatial_checks.py)
         self.simulation()
         self.design()
         self.objectives()
@@ -262,7 +265,7 @@ class _Checker:
 
     def objectives(self) -> None:
         forces = {f.name: f for f in self.cfg.forces}
-        joints = [j.name for j in self.cfg.joints]
+        joints = [j.name for j in self.cfg.joints] + [j.name for j in getattr(self.cfg.spatial, "joints", [])]
         for o in self.cfg.objectives:
             prefix = f"objectives.{o.name}"
             if o.integrand is None and o.terminal is None:

@@ -24,6 +24,13 @@ Allowed forms (NAME is an entity name, P a point name, K an integer index)::
     forces.NAME.function.coefficients.K
     joints.NAME.function.amplitude|omega|phase|offset
     joints.NAME.function.coefficients.K
+    spatial.gravity.x|y|z, spatial.ground.points.P.x|y|z
+    spatial.bodies.NAME.mass, spatial.bodies.NAME.inertia.xx|yy|zz|xy|xz|yz
+                                   (xy|xz|yz: full 3×3 inertia only; both symmetric
+                                    entries change together)
+    spatial.bodies.NAME.points.P.x|y|z, spatial.bodies.NAME.initial.position.x|y|z
+    spatial.bodies.NAME.initial_velocity.velocity.x|y|z|angular_velocity.x|y|z
+    spatial.joints.NAME.function.…, spatial.forces.NAME.…
 
 ``with_value`` is what finite differences use: a revalidated copy with one
 number changed.
@@ -60,7 +67,9 @@ def _locate(data: dict[str, Any], path: str) -> tuple[Any, Any]:
     if not all(segs):
         raise PathError(f"invalid path {path!r}")
     head = segs[0]
-    if head in _ROOT_FIELDS and len(segs) >= 2 and segs[1] == _ROOT_FIELDS[head]:
+    if head == "spatial":
+        node, rest, done = _spatial_root(data, path, segs)
+    elif head in _ROOT_FIELDS and len(segs) >= 2 and segs[1] == _ROOT_FIELDS[head]:
         node, rest, done = data[head], segs[1:], [head]
     elif head in _ENTITY_FIELDS and len(segs) >= 3:
         entries = {e["name"]: e for e in data[head]}
@@ -85,8 +94,20 @@ def _locate(data: dict[str, Any], path: str) -> tuple[Any, Any]:
                 raise PathError(f"{path!r}: {where} has no {seg!r} (known: {known})")
             container, index = node, seg
         elif isinstance(node, list):
-            if seg in ("x", "y") and len(node) == 2 and done[-1] != "coefficients":
-                idx = 0 if seg == "x" else 1
+            if done[-1] == "inertia" and seg in _INERTIA:
+                i, j = _INERTIA[seg]
+                if isinstance(node[0], list):        # full 3×3
+                    container, index = node[i], j
+                elif i == j:                         # principal [xx, yy, zz]
+                    container, index = node, i
+                else:
+                    raise PathError(f"{path!r}: a principal inertia has no {seg!r} (give a full 3×3 inertia)")
+                node = container[index]
+                done.append(seg)
+                continue
+            if (seg in ("x", "y", "z") and (len(node) == 3 or (len(node) == 2 and seg != "z"))
+                    and done[-1] != "coefficients"):
+                idx = ("x", "y", "z").index(seg)
             elif seg.isdigit() and int(seg) < len(node):
                 idx = int(seg)
             else:
@@ -101,6 +122,36 @@ def _locate(data: dict[str, Any], path: str) -> tuple[Any, Any]:
         hint = " (add .x or .y)" if isinstance(node, list) else ""
         raise PathError(f"{path!r} is {kind}, not a number{hint}")
     return container, index
+
+
+#: inertia component -> (row, column) of the 3×3 inertia
+_INERTIA = {"xx": (0, 0), "yy": (1, 1), "zz": (2, 2), "xy": (0, 1), "xz": (0, 2), "yz": (1, 2)}
+#: fields of each [spatial] entity through which a design path may go (forces: owner spatial-forces)
+_SPATIAL_FIELDS = {"bodies": ("mass", "inertia", "points", "initial", "initial_velocity"),
+                   "joints": ("function",), "forces": None}
+
+
+def _spatial_root(data, path, segs):
+    """(node, rest, done) of a ``spatial.…`` path for ``_locate``."""
+    sp = data.get("spatial")
+    if sp is None:
+        raise PathError(f"{path!r}: the config has no [spatial] section")
+    if len(segs) >= 2 and segs[1] in ("gravity", "ground"):
+        if segs[1] == "ground" and (len(segs) < 3 or segs[2] != "points"):
+            raise PathError(f"{path!r}: only spatial.ground.points.P.x|y|z is a design path")
+        return sp, segs[1:], segs[:1]
+    if len(segs) >= 4 and segs[1] in _SPATIAL_FIELDS:
+        entries = {e["name"]: e for e in sp.get(segs[1]) or []}
+        if segs[2] not in entries:
+            raise PathError(f"{path!r}: no spatial {segs[1][:-1] if segs[1] != 'bodies' else 'body'} named "
+                            f"{segs[2]!r} (known: {', '.join(entries) or 'none'})")
+        allowed = _SPATIAL_FIELDS[segs[1]]
+        if allowed is not None and segs[3] not in allowed:
+            raise PathError(f"{path!r}: {segs[3]!r} is not a design field of spatial.{segs[1]} "
+                            f"(allowed: {', '.join(allowed)})")
+        return entries[segs[2]], segs[3:], segs[:3]
+    raise PathError(f"{path!r}: must start with spatial.gravity, spatial.ground.points, spatial.bodies.NAME, "
+                    "spatial.joints.NAME or spatial.forces.NAME")
 
 
 def field_path(cfg: "Config", path: str) -> bool:
@@ -143,5 +194,10 @@ def with_value(cfg: "Config", path: str, value: float) -> "Config":
     except PathError as exc:
         raise ConfigError(cfg.source, path, str(exc)) from None
     container[index] = float(value)
+    segs = path.split(".")
+    if segs[0] == "spatial" and len(segs) >= 2 and segs[-2] == "inertia" and segs[-1] in ("xy", "xz", "yz"):
+        i, j = _INERTIA[segs[-1]]                # keep the full inertia symmetric
+        body = next(e for e in data["spatial"]["bodies"] if e["name"] == segs[2])
+        body["inertia"][j][i] = float(value)
     sha = hashlib.sha256(f"{cfg.text_sha256}\0{path}={float(value)!r}".encode()).hexdigest()
     return validate(data, cfg.source, sha)

@@ -516,7 +516,8 @@ class Parallel(_Model):
 #: Sections a scenario may override: the model and its simulation.  Design variables,
 #: objectives and the run set-up must be the same in every scenario (they define what
 #: is differentiated and how), so overriding them per scenario is an error.
-SCENARIO_SECTIONS = ("model", "ground", "bodies", "beams", "plates", "continua", "joints", "forces", "simulation")
+SCENARIO_SECTIONS = ("model", "ground", "bodies", "beams", "plates", "continua", "joints", "forces", "simulation",
+                     "spatial")
 
 
 def _check_scenario_set(v: dict[str, Any]) -> dict[str, Any]:
@@ -539,6 +540,9 @@ class Scenario(_Model):
     name: Name
     weight: Real = 1.0  # the summed gradient is Σ_s weight_s ∇ψ_s
     set: Annotated[dict[str, Any], AfterValidator(_check_scenario_set)]
+
+
+from .spatial_schema import Spatial  # noqa: E402  (the [spatial] section; needs the types above)
 
 
 class Config(_Model):
@@ -565,6 +569,7 @@ class Config(_Model):
     optimize: Optimize = Field(default_factory=Optimize)
     parallel: Parallel = Field(default_factory=Parallel)
     scenarios: list[Scenario] = []
+    spatial: Spatial | None = None  # spatial (3D) rigid bodies, spatial_schema.py
 
     source: str = Field(default="", exclude=True)
     text_sha256: str = Field(default="", exclude=True)

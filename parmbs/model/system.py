@@ -43,6 +43,9 @@ class System:
         from ..flexible.continua import ContinuumSet  # floating-frame continua: after the plates
         self.continua = ContinuumSet(config, P, self.n)
         self.n += self.continua.ncoord
+        from ..spatial.spatial_set import SpatialBodySet  # spatial (3D) rigid bodies: after the continua
+        self.spatial = SpatialBodySet(config, P, self.n)
+        self.n += self.spatial.ncoord
         self.ground_slots = [self.n, self.n + 1, self.n + 2]
         g = config.model.gravity
         gx, gy = P.add("model.gravity.x", g[0]), P.add("model.gravity.y", g[1])
@@ -79,10 +82,12 @@ class System:
         self.ffr.add_forces(self, gx, gy)
         self.plates.add_forces(self, gx, gy)
         self.continua.add_forces(self, gx, gy)
+        self.spatial.add_forces(self)
         for j in config.joints:
             self._add_joint(j)
         for f in config.forces:
             self._add_force_element(f)
+        self.spatial.add_joints(self)             # normalisation rows, spatial joints and drivers
         self.constraints, self.forces = [], []
         for key, (cls, kw, names, qidx, pidx, rows) in self._elements.items():
             if rows is None:
@@ -216,6 +221,7 @@ class System:
         self.ffr.initial_setup(self, q0)
         self.plates.initial_setup(self, q0)
         self.continua.initial_setup(self, q0)
+        self.spatial.initial_setup(self, q0)
         for b in self.config.bodies:
             pb = self.body_p[b.name]
             for k in b.independent:
@@ -241,7 +247,7 @@ class System:
 
     def describe(self):
         return {"bodies": len(self.body_names), "beams": len(self.beams) + len(self.ffr), "plates": len(self.plates),
-                "continua": len(self.continua),
+                "continua": len(self.continua), "spatial bodies": len(self.spatial),
                 "coordinates": self.n, "constraints": self.m,
                 "dof": self.n - self.m, "parameters": len(self.params) - 1,
                 "components": {type(g).__name__: g.ne for g in self.constraints + self.forces}}

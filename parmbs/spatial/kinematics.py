@@ -170,3 +170,20 @@ def quat_product(a, b):
 def pdot_from_omega(p, omega):
     """ṗ = ½ E(p)ᵀ ω for a global angular velocity ω (satisfies pᵀṗ = 0 on pᵀp = 1)."""
     return 0.5 * np.einsum("...ji,...j->...i", E_matrix(p), omega)
+
+
+# -- derivatives used by the components' analytic Φ_q ------------------------------
+E0 = np.array([1.0, 0.0, 0.0, 0.0])
+
+
+def rotation_jacobian(p, s):
+    """∂(A(p) s')/∂p (..., 3, 4), differentiating A = B(p, p): column k is 2 B(p, e_k) s',
+    in closed form 2 [e0 s' + ẽ s',  (eᵀs') I + e s'ᵀ − s' eᵀ − e0 s̃'].
+    Valid for any p (not only |p| = 1); complex-step safe."""
+    p, s = np.asarray(p), np.asarray(s)
+    e0, e = p[..., 0], p[..., 1:]
+    c0 = e0[..., None] * s + cross(e, s)
+    es = dot(e, s)
+    rest = (es[..., None, None] * EYE3 + e[..., :, None] * s[..., None, :]
+            - s[..., :, None] * e[..., None, :] - e0[..., None, None] * skew(s))
+    return 2.0 * np.concatenate([c0[..., :, None], rest], -1)

@@ -1,0 +1,80 @@
+"""Cross-reference checks of the ``[spatial]`` section (called from ``checks.py``).
+
+Each failure names the referencing key with entity names, e.g.
+``spatial.joints.hinge.axis_b: unknown axis 'w' on body 'arm' (known: x, y, z, u)``.
+"""
+from __future__ import annotations
+
+from .spatial_schema import PREDEFINED_AXES
+
+
+def check_spatial(ck) -> None:
+    """``ck``: the ``checks._Checker`` (its ``fail`` and ``unique``)."""
+    sp = ck.cfg.spatial
+    if sp is None:
+        return
+    ck.unique(sp.bodies, "spatial.bodies")
+    ck.unique(sp.joints, "spatial.joints")
+    ck.unique(sp.forces, "spatial.forces")
+    bodies = {b.name: b for b in sp.bodies}
+    planar = set(ck.bodies) | set(ck.beams) | set(ck.plates) | set(ck.continua)
+    for b in sp.bodies:
+        key = f"spatial.bodies.{b.name}"
+        if b.name == "ground":
+            raise ck.fail(f"{key}.name", "'ground' is reserved for the fixed frame")
+        if b.name in planar:
+            raise ck.fail(f"{key}.name", f"name {b.name!r} is already a planar body")
+
+    def body_of(ref, key):
+        body = ref.split(".")[0]
+        if body != "ground" and body not in bodies:
+            raise ck.fail(key, f"unknown spatial body {body!r} (known: {', '.join(['ground', *bodies])})")
+        return body
+
+    def point(ref, key):
+        body, name = ref.split(".")
+        body_of(ref, key)
+        known = list(sp.ground.points) if body == "ground" else ["com", *bodies[body].points]
+        if name not in known:
+            raise ck.fail(key, f"unknown point {name!r} on {'ground' if body == 'ground' else 'body ' + repr(body)} "
+                          f"(known: {', '.join(known) or 'none'})")
+        return body
+
+    def axis(ref, key, body_expected):
+        body, name = ref.split(".")
+        body_of(ref, key)
+        if body != body_expected:
+            raise ck.fail(key, f"axis {ref!r} must be on the same body as the joint's point ({body_expected!r})")
+        known = dict(PREDEFINED_AXES)
+        known.update(sp.ground.axes if body == "ground" else bodies[body].axes)
+        if name not in known:
+            raise ck.fail(key, f"unknown axis {name!r} on {'ground' if body == 'ground' else 'body ' + repr(body)} "
+                          f"(known: {', '.join(known)})")
+
+    joints = {j.name: j for j in sp.joints}
+    for j in sp.joints:
+        key = f"spatial.joints.{j.name}"
+        if j.type == "driver":
+            if j.joint is not None:
+                target = joints.get(j.joint)
+                if target is None or target.type not in ("revolute", "cylindrical"):
+                    known = [n for n, x in joints.items() if x.type in ("revolute", "cylindrical")]
+                    raise ck.fail(f"{key}.joint", f"{j.joint!r} is not a revolute or cylindrical joint "
+                                  f"(known: {', '.join(known) or 'none'})")
+            else:
+                body = j.coordinate.split(".")[0]
+                if body not in bodies:
+                    raise ck.fail(f"{key}.coordinate", f"unknown spatial body {body!r} "
+                                  f"(known: {', '.join(bodies) or 'none'})")
+            continue
+        ba, bb = point(j.a, f"{key}.a"), point(j.b, f"{key}.b")
+        if ba == bb:
+            raise ck.fail(f"{key}.b", f"{j.type} joint has both ends on {'ground' if ba == 'ground' else repr(ba)}")
+        if hasattr(j, "axis_a"):
+            axis(j.axis_a, f"{key}.axis_a", ba)
+            axis(j.axis_b, f"{key}.axis_b", bb)
+    given = [b for b in sp.bodies if b.independent is not None]
+    if given and len(given) != len(sp.bodies):
+        missing = next(b.name for b in sp.bodies if b.independent is None)
+        raise ck.fail(f"spatial.bodies.{missing}.independent",
+                      "list 'independent' on every spatial body (possibly empty) or on none (automatic choice)")

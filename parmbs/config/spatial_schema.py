@@ -1,0 +1,232 @@
+"""Pydantic models of the ``[spatial]`` section (spatial rigid multibody, issue 10;
+/work/helpers/SPATIAL.md).  Imported by ``schema.py`` (import that module, not this one).
+
+    [spatial]
+    gravity = [0.0, 0.0, -9.81]
+    [spatial.ground]
+    points = { O = [0, 0, 0] }          # global
+    axes = { z = [0, 0, 1] }            # normalised when the model is built
+    [[spatial.bodies]]
+    name = "arm"; mass = 1.0
+    inertia = [0.1, 0.1, 0.02]          # principal [J_xx, J_yy, J_zz] or a full symmetric 3×3, about the COM
+    points = { A = [0, 0, 0.5] }        # body frame, relative to the centre of mass
+    axes = { u = [0, 1, 0] }            # body frame (x, y, z are predefined)
+    initial = { position = [0, 0, 0], orientation = [1, 0, 0, 0] }   # or bryant = [φ, θ, ψ]
+    initial_velocity = { velocity = [0, 0, 0], angular_velocity = [0, 0, 0] }   # global frame
+    independent = ["rx", "ry", "rz"]    # optional; see SpatialBody
+    [[spatial.joints]]
+    type = "revolute"; name = "hinge"; a = "ground.O"; b = "arm.A"; axis_a = "ground.z"; axis_b = "arm.u"
+
+Cross-references (points, axes, joints named by drivers) are checked in
+``spatial_checks.py``.
+"""
+from __future__ import annotations
+
+import math
+from typing import Annotated, Literal, Union
+
+import numpy as np
+from pydantic import AfterValidator, Field, Strict, model_validator
+
+from .schema import Name, PosReal, Real, Str, TimeFunction, _Model, _no_duplicates, _no_com_point
+
+Vec3 = tuple[Real, Real, Real]
+Mat3 = tuple[Vec3, Vec3, Vec3]
+
+#: predefined body-fixed axes of every spatial body (and ground)
+PREDEFINED_AXES = {"x": (1.0, 0.0, 0.0), "y": (0.0, 1.0, 0.0), "z": (0.0, 0.0, 1.0)}
+#: coordinates a body may list as ``independent``: the COM position components and the
+#: three rotation components of the orientation (spatial_set.py, initial_setup)
+INDEPENDENT = ("x", "y", "z", "rx", "ry", "rz")
+
+
+def _nonzero3(v):
+    if v[0] == 0.0 and v[1] == 0.0 and v[2] == 0.0:
+        raise ValueError("axis must be nonzero")
+    return v
+
+
+Axis3 = Annotated[Vec3, AfterValidator(_nonzero3)]
+
+
+def _spd(v):
+    """A principal inertia (3 positive numbers) or a symmetric positive definite 3×3."""
+    if isinstance(v[0], (int, float)):
+        return v
+    J = np.array(v, float)
+    if not np.allclose(J, J.T, rtol=0, atol=1e-12 * max(1.0, np.abs(J).max())):
+        raise ValueError("full inertia must be symmetric")
+    if np.min(np.linalg.eigvalsh(J)) <= 0.0:
+        raise ValueError(f"inertia must be positive definite (eigenvalues {np.linalg.eigvalsh(J).round(12).tolist()})")
+    return v
+
+
+Inertia = Annotated[Union[tuple[PosReal, PosReal, PosReal], Mat3], AfterValidator(_spd)]
+
+
+class SpatialGround(_Model):
+    points: dict[Name, Vec3] = {}
+    axes: dict[Name, Axis3] = {}
+
+
+class SpatialPose(_Model):
+    """Initial pose: COM position and orientation, as Euler parameters (unit within
+    1e-6; normalised when the model is built) or Bryant angles [φ, θ, ψ] (x-y'-z'')."""
+
+    position: Vec3 = (0.0, 0.0, 0.0)
+    orientation: tuple[Real, Real, Real, Real] | None = None
+    bryant: Vec3 | None = None
+
+    @model_validator(mode="after")
+    def _one_orientation(self) -> "SpatialPose":
+        if self.orientation is not None and self.bryant is not None:
+            raise ValueError("give either 'orientation' (Euler parameters) or 'bryant' angles, not both")
+        if self.orientation is not None:
+            n = math.sqrt(sum(x * x for x in self.orientation))
+            if abs(n - 1.0) > 1e-6:
+                raise ValueError(f"orientation must be unit Euler parameters (|p| = {n:.9g})")
+        return self
+
+    def euler_parameters(self) -> np.ndarray:
+        from ..spatial.kinematics import from_bryant
+        if self.orientation is not None:
+            p = np.array(self.orientation, float)
+            return p / np.linalg.norm(p)
+        return from_bryant(self.bryant) if self.bryant is not None else np.array([1.0, 0.0, 0.0, 0.0])
+
+
+class SpatialVelocity(_Model):
+    """Initial COM velocity and angular velocity, both in the global frame."""
+
+    velocity: Vec3 = (0.0, 0.0, 0.0)
+    angular_velocity: Vec3 = (0.0, 0.0, 0.0)
+
+
+class SpatialBody(_Model):
+    """A rigid body: 7 coordinates (COM position, Euler parameters).
+
+    ``independent`` (optional): the coordinates the initial assembly keeps at their
+    given values (x, y, z of the COM; rx, ry, rz: the global rotation components, so the
+    given orientation) and whose velocities are taken from ``initial_velocity``.  If no
+    spatial body lists any, parmbs chooses them (spatial_set.py)."""
+
+    name: Name
+    mass: PosReal
+    inertia: Inertia
+    points: Annotated[dict[Name, Vec3], AfterValidator(_no_com_point)] = {}
+    axes: dict[Name, Axis3] = {}
+    initial: SpatialPose = Field(default_factory=SpatialPose)
+    initial_velocity: SpatialVelocity = Field(default_factory=SpatialVelocity)
+    independent: Annotated[list[Literal["x", "y", "z", "rx", "ry", "rz"]], AfterValidator(_no_duplicates)] | None = None
+
+
+def _check_axis_ref(v: str) -> str:
+    from .schema import _check_point_ref
+    try:
+        return _check_point_ref(v)
+    except ValueError:
+        raise ValueError(f"invalid axis reference {v!r} (expected 'BODY.AXIS' or 'ground.AXIS')") from None
+
+
+def _point_ref(v: str) -> str:
+    from .schema import _check_point_ref
+    return _check_point_ref(v)
+
+
+PointRef3 = Annotated[str, Strict(), AfterValidator(_point_ref)]
+AxisRef = Annotated[str, Strict(), AfterValidator(_check_axis_ref)]
+
+
+class _TwoPoint(_Model):
+    name: Name
+    a: PointRef3
+    b: PointRef3
+
+
+class SpatialSpherical(_TwoPoint):
+    """Points a and b coincide (3 rows)."""
+    type: Literal["spherical"]
+
+
+class SpatialRevolute(_TwoPoint):
+    """Spherical + axis_a ∥ axis_b (5 rows)."""
+    type: Literal["revolute"]
+    axis_a: AxisRef
+    axis_b: AxisRef
+
+
+class SpatialCylindrical(_TwoPoint):
+    """b slides along and turns about the line through a along axis_a; axis_b ∥ axis_a (4 rows)."""
+    type: Literal["cylindrical"]
+    axis_a: AxisRef
+    axis_b: AxisRef
+
+
+class SpatialTranslational(_TwoPoint):
+    """Cylindrical with the rotation about the axis locked at its initial value (5 rows)."""
+    type: Literal["translational"]
+    axis_a: AxisRef
+    axis_b: AxisRef
+
+
+class SpatialUniversal(_TwoPoint):
+    """Spherical + axis_a ⊥ axis_b (4 rows; the axes must be perpendicular initially)."""
+    type: Literal["universal"]
+    axis_a: AxisRef
+    axis_b: AxisRef
+
+
+class SpatialRigid(_TwoPoint):
+    """Spherical + relative orientation locked at its initial value (6 rows)."""
+    type: Literal["rigid"]
+
+
+class SpatialDriver(_Model):
+    """A rheonomic constraint.  ``joint`` (a revolute or cylindrical joint): the relative
+    rotation angle about its axis, measured from the initial configuration, equals
+    f(t) (steering); or ``coordinate = "BODY.x|y|z"``: that COM coordinate equals f(t)."""
+    type: Literal["driver"]
+    name: Name
+    joint: Name | None = None
+    coordinate: Str | None = None
+    function: TimeFunction
+
+    @model_validator(mode="after")
+    def _one_target(self) -> "SpatialDriver":
+        if (self.joint is None) == (self.coordinate is None):
+            raise ValueError("give exactly one of 'joint' (a revolute or cylindrical joint) or "
+                             "'coordinate' (\"BODY.x|y|z\")")
+        if self.coordinate is not None:
+            parts = self.coordinate.split(".")
+            if len(parts) != 2 or parts[1] not in ("x", "y", "z"):
+                raise ValueError(f"invalid coordinate {self.coordinate!r} (expected 'BODY.x', 'BODY.y' or 'BODY.z')")
+        return self
+
+
+SpatialJoint = Annotated[Union[SpatialSpherical, SpatialRevolute, SpatialCylindrical, SpatialTranslational,
+                               SpatialUniversal, SpatialRigid, SpatialDriver], Field(discriminator="type")]
+
+
+# ============================================================================ [[spatial.forces]]
+# OWNER: spatial-forces.  Add one model per force type (``type: Literal["..."]``,
+# ``name: Name``, ...) and list it in the Union below; remove the placeholder then.
+class _NoSpatialForce(_Model):
+    """Placeholder member of the union (pydantic needs one): always rejected."""
+    type: Literal["none"]
+    name: Name
+
+    @model_validator(mode="after")
+    def _reject(self):
+        raise ValueError("no spatial force types are implemented yet")
+
+
+SpatialForce = Annotated[Union[_NoSpatialForce], Field(discriminator="type")]
+# ============================================================================ end [[spatial.forces]]
+
+
+class Spatial(_Model):
+    gravity: Vec3 = (0.0, 0.0, -9.81)
+    ground: SpatialGround = Field(default_factory=SpatialGround)
+    bodies: list[SpatialBody] = []
+    joints: list[SpatialJoint] = []
+    forces: list[SpatialForce] = []

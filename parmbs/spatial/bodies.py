@@ -1,0 +1,105 @@
+"""Spatial rigid bodies in Euler parameters: inertia, gravity and the normalisation row.
+
+Body coordinates q_b = (r, p): centre of mass r and Euler parameters p (kinematics.py).
+Kinetic energy (Nikravesh 1988, ch. 6; ω' = 2 G ṗ):
+
+    T = ½ m ṙᵀṙ + ½ ω'ᵀ J' ω' = ½ m ṙᵀṙ + 2 ṗᵀ Gᵀ J' G ṗ,
+
+and Lagrange's equations give the Euler-parameter equations of motion (Nikravesh
+ch. 6; with Ġ = G(ṗ), Ġ ṗ = 0 and G(p) ṗ = −G(ṗ) p, so ∂T/∂p = −4 ĠᵀJ'G ṗ):
+
+    m r̈ = f,      4 Gᵀ J' G p̈ + 8 Ġᵀ J' G ṗ = n_p + 2 p λ_n,
+
+with the normalisation constraint Φ_n = pᵀp − 1 = 0 (one row per body, multiplier λ_n).
+
+**Singular mass block.**  G p = 0, so 4 GᵀJ'G has the null vector p: the rotational mass
+block alone is singular, and only the normalisation row 2pᵀ of Φ_q makes the saddle-point
+matrix regular.  PETSc's LU in natural order (model/assembly.py, below 200 unknowns)
+does not pivot: it eliminates the 4×4 block first and meets a (round-off) zero pivot —
+checked: without the term below, configs/spatial-double-pendulum.toml fails in its first
+step with "singular matrix (KSP reason −11)" under trapezoidal and genalpha alike.  Remedy, exact and solver-independent: ``SpatialInertia`` adds
+
+    c p (pᵀp̈ + ṗᵀṗ),    c = 4 (J'_xx + J'_yy + J'_zz)/3,
+
+to the rotational residual.  The term lies along p = ½ (Φ_n)_pᵀ, the normalisation
+row's own constraint direction, so it is absorbed entirely by λ_n (λ_n shifts by
+−c (pᵀp̈ + ṗᵀṗ)/2 — zero on exact solutions, where pᵀp̈ + ṗᵀṗ = ½ Φ̈_n = 0); q, v, a and
+every joint multiplier are unchanged, for every integrator, since the term is evaluated
+at the same state as Φ_qᵀλ.  The mass block becomes 4GᵀJ'G + c ppᵀ, positive definite
+(eigenvalues 4J'_i on p's complement, c along p).  MUMPS with pivoting would also work,
+but would make every spatial model pay for its analysis and change the solver that the
+rest of parmbs (and its tests) rely on for small models.
+"""
+import numpy as np
+
+from ..model.component import Constraint, Force, register
+from .kinematics import G_matrix, dot, mv
+
+
+def inertia_matrix(j):
+    """Symmetric J' (..., 3, 3) from (J_xx, J_yy, J_zz, J_xy, J_xz, J_yz) (..., 6)."""
+    xx, yy, zz, xy, xz, yz = (j[..., k] for k in range(6))
+    return np.stack([np.stack([xx, xy, xz], -1),
+                     np.stack([xy, yy, yz], -1),
+                     np.stack([xz, yz, zz], -1)], -2)
+
+
+@register
+class SpatialInertia(Force):
+    """r = (m r̈,  4 GᵀJ'G p̈ + 8 ĠᵀJ'G ṗ + c p (pᵀp̈ + ṗᵀṗ))  (module docstring);
+    p = (m, J'_xx, J'_yy, J'_zz, J'_xy, J'_xz, J'_yz) about the centre of mass, body frame."""
+    nq, np_ = 7, 7
+    inertial = True
+    uses_q = uses_v = uses_a = True
+
+    def r(self, t, q, v, a, p):
+        m, J = p[..., 0], inertia_matrix(p[..., 1:7])
+        e, ed, edd = q[..., 3:7], v[..., 3:7], a[..., 3:7]
+        G, Gd = G_matrix(e), G_matrix(ed)
+        GT = np.swapaxes(G, -1, -2)
+        GdT = np.swapaxes(Gd, -1, -2)
+        c = 4.0 / 3.0 * (p[..., 1] + p[..., 2] + p[..., 3])
+        rot = (4.0 * mv(GT, mv(J, mv(G, edd))) + 8.0 * mv(GdT, mv(J, mv(G, ed)))
+               + (c * (dot(e, edd) + dot(ed, ed)))[..., None] * e)
+        tr = m[..., None] * a[..., 0:3] + 0.0 * q[..., 0:3] + 0.0 * v[..., 0:3]
+        shape = np.broadcast_shapes(tr.shape[:-1], rot.shape[:-1])
+        return np.concatenate([np.broadcast_to(tr, shape + (3,)), np.broadcast_to(rot, shape + (4,))], -1)
+
+    def energy(self, t, q, v, p):
+        """T = ½ m ṙᵀṙ + 2 ṗᵀGᵀJ'Gṗ (= ½ ω'ᵀJ'ω')."""
+        w = 2.0 * mv(G_matrix(q[..., 3:7]), v[..., 3:7])
+        J = inertia_matrix(p[..., 1:7])
+        return 0.5 * p[..., 0] * dot(v[..., 0:3], v[..., 0:3]) + 0.5 * dot(w, mv(J, w))
+
+
+@register
+class SpatialGravity(Force):
+    """r = −m g at the centre of mass;  q = r (3), p = (m, g_x, g_y, g_z)."""
+    nq, np_ = 3, 4
+    uses_q = False
+
+    def r(self, t, q, v, a, p):
+        return -p[..., 0:1] * p[..., 1:4] + 0.0 * q
+
+    def energy(self, t, q, v, p):
+        """V = −m g·r."""
+        return -p[..., 0] * dot(p[..., 1:4], q)
+
+
+@register
+class Normalization(Constraint):
+    """Φ = pᵀp − 1 (1 row per body), Φ_q = 2pᵀ, γ = 2ṗᵀṗ;  q = p (4).  p = (unused zero)."""
+    nq, np_, m = 4, 1, 1
+
+    def phi(self, t, q, p):
+        return (dot(q, q) - 1.0 + 0.0 * p[..., 0])[..., None]
+
+    def phi_q(self, t, q, p):
+        return (2.0 * q + 0.0 * p[..., 0:1])[..., None, :]
+
+    def gamma(self, t, q, v, p):
+        return (2.0 * dot(v, v) + 0.0 * q[..., 0] + 0.0 * p[..., 0])[..., None]
+
+    def hess_lam(self, t, q, p, lam):
+        H = 2.0 * lam[..., 0, None, None] * np.eye(4)
+        return H + 0.0 * q[..., None, :] + 0.0 * p[..., 0, None, None]

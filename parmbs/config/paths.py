@@ -24,6 +24,7 @@ Allowed forms (NAME is an entity name, P a point name, K an integer index)::
     forces.NAME.function.coefficients.K
     joints.NAME.function.amplitude|omega|phase|offset
     joints.NAME.function.coefficients.K
+    joints.NAME.function.amplitudes|starts|durations.K  (sine_pulses)
     spatial.gravity.x|y|z, spatial.ground.points.P.x|y|z
     spatial.bodies.NAME.mass, spatial.bodies.NAME.inertia.xx|yy|zz|xy|xz|yz
                                    (xy|xz|yz: full 3×3 inertia only; both symmetric

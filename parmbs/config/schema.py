@@ -86,7 +86,23 @@ class Harmonic(_Model):
     offset: Real = 0.0
 
 
-TimeFunction = Annotated[Union[Polynomial, Harmonic], Field(discriminator="type")]
+class SinePulses(_Model):
+    """f(t) = sum_k amplitudes[k] * s((t - starts[k]) / durations[k]), s(tau) =
+    sin(2 pi tau) sin(pi tau)^2 on [0, 1], 0 elsewhere (C2 full-period pulses)."""
+
+    type: Literal["sine_pulses"]
+    amplitudes: Annotated[list[Real], AfterValidator(_nonempty)]
+    starts: list[Real]
+    durations: list[PosReal]
+
+    @model_validator(mode="after")
+    def _same_lengths(self) -> "SinePulses":
+        if not len(self.amplitudes) == len(self.starts) == len(self.durations):
+            raise ValueError("amplitudes, starts and durations must have the same length")
+        return self
+
+
+TimeFunction = Annotated[Union[Polynomial, Harmonic, SinePulses], Field(discriminator="type")]
 
 # ----------------------------------------------------------------------------- model, ground, bodies
 

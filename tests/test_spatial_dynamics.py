@@ -31,3 +31,27 @@ def test_double_pendulum_constraints_and_energy(integrator):
     print(f"{integrator}: max |Φ| = {viol:.2e}, relative energy drift {drift:.2e}")
     assert viol <= 1e-10
     assert drift <= 1e-5
+
+
+def test_plot_spatial_trajectory(tmp_path):
+    """``parmbs simulate --plot`` and ``parmbs plot`` of a spatial model: the energy panel
+    sums SpatialInertia + SpatialGravity energies over all rows (io/plot.energy, which
+    checks itself against StateEval.energy at the ends), paths and rotation angles."""
+    from parmbs.cli import main
+    from parmbs.io.hdf5 import read_trajectory
+    from parmbs.io.plot import energy
+    from parmbs.spatial.outputs import point_paths, rotation_angles
+    h5, png = tmp_path / "dp.h5", tmp_path / "dp.png"
+    cfg = str(CONFIGS / "spatial-double-pendulum.toml")
+    assert main(["simulate", cfg, "--set", "simulation.t_end=0.02", "-o", str(h5), "--plot", str(png)]) == 0
+    assert png.stat().st_size > 10_000
+    assert main(["plot", str(h5), "-o", str(tmp_path / "again.png")]) == 0
+    d = read_trajectory(h5)
+    pr = Problem(load_config(cfg, ["simulation.t_end=0.02"]))
+    E = energy(pr.sys, d.q, d.v, t=d.t)
+    E_ref = [StateEval(pr.sys, d.t[k], d.q[k], d.v[k], d.a[k], d.lam[k], pr.sys.p).energy() for k in range(len(d.t))]
+    assert np.allclose(E, E_ref, rtol=1e-12)
+    paths = point_paths(pr.sys, d.q)
+    assert np.allclose(paths["upper.top"], 0.0, atol=1e-12)          # hangs from ground.O
+    assert np.allclose(paths["upper.bottom"], paths["lower.top"], atol=1e-12)
+    assert np.all(rotation_angles(pr.sys, d.q)["upper"][1:] > 0.0)

@@ -99,9 +99,18 @@ def plot_trajectory(system, t, q, v, out_png, title=None):
     for name, xy in cfg.ground.points.items():
         ax.plot(xy[0], xy[1], "k^", ms=7)
         ax.annotate(f"ground.{name}", xy, textcoords="offset points", xytext=(3, 3), fontsize=7)
+    spatial = len(getattr(system, "spatial", ()))
+    if spatial:                                   # spatial bodies: side view x–z (parmbs/spatial/outputs.py)
+        from ..spatial.outputs import point_paths as spatial_paths
+        for ref, xyz in spatial_paths(system, q).items():
+            line, = ax.plot(xyz[:, 0], xyz[:, 2], lw=1.2, label=ref)
+            ax.plot(xyz[0, 0], xyz[0, 2], "o", ms=3, color=line.get_color())
+        for name, xyz in cfg.spatial.ground.points.items():
+            ax.plot(xyz[0], xyz[2], "k^", ms=7)
+            ax.annotate(f"ground.{name}", (xyz[0], xyz[2]), textcoords="offset points", xytext=(3, 3), fontsize=7)
     ax.set_aspect("equal", adjustable="datalim")
     ax.set_xlabel("x [m]")
-    ax.set_ylabel("y [m]")
+    ax.set_ylabel("z [m] (spatial: side view)" if spatial else "y [m]")
     ax.set_title("point paths (o: t = 0)")
     _legend(ax)
     ax.grid(alpha=0.3)
@@ -111,6 +120,10 @@ def plot_trajectory(system, t, q, v, out_png, title=None):
     for i, name in enumerate(coordinate_names(system)):
         if name.endswith(".angle"):          # rigid bodies and the frames of FFR bodies
             ax.plot(t, q[:, i], label=name[:-len(".angle")])
+    if spatial:                              # spatial bodies: rotation angle from t = 0
+        from ..spatial.outputs import rotation_angles
+        for name, ang in rotation_angles(system, q).items():
+            ax.plot(t, ang, label=f"{name} (rotation from t = 0)")
     ax.set_xlabel("t [s]")
     ax.set_ylabel("angle [rad]")
     ax.set_title("body and frame angles")

@@ -28,21 +28,25 @@ EYE3 = np.eye(3)
 def skew(u):
     """ũ with ũ w = u × w: (..., 3) -> (..., 3, 3)."""
     u = np.asarray(u)
-    z = np.zeros_like(u[..., 0])
-    return np.stack([np.stack([z, -u[..., 2], u[..., 1]], -1),
-                     np.stack([u[..., 2], z, -u[..., 0]], -1),
-                     np.stack([-u[..., 1], u[..., 0], z], -1)], -2)
+    out = np.zeros(u.shape[:-1] + (3, 3), u.dtype)
+    out[..., 0, 1], out[..., 0, 2] = -u[..., 2], u[..., 1]
+    out[..., 1, 0], out[..., 1, 2] = u[..., 2], -u[..., 0]
+    out[..., 2, 0], out[..., 2, 1] = -u[..., 1], u[..., 0]
+    return out
 
 
 def bilinear(a, b):
     """Symmetric bilinear form with B(p, p) = A(p):
-    B(a, b) = (a0 b0 − a·b) I + (a bᵀ + b aᵀ) + (a0 b̃ + b0 ã),  a, b (..., 4)."""
+    B(a, b) = (a0 b0 − a·b) I + (a bᵀ + b aᵀ) + (a0 b̃ + b0 ã),  a, b (..., 4)
+    (the last term written as one skew matrix of a0 b + b0 a: skew is linear)."""
     a, b = np.asarray(a), np.asarray(b)
     a0, av, b0, bv = a[..., 0], a[..., 1:], b[..., 0], b[..., 1:]
     s = a0 * b0 - np.einsum("...i,...i->...", av, bv)
-    return (s[..., None, None] * EYE3 + av[..., :, None] * bv[..., None, :]
-            + bv[..., :, None] * av[..., None, :]
-            + a0[..., None, None] * skew(bv) + b0[..., None, None] * skew(av))
+    out = av[..., :, None] * bv[..., None, :]
+    out = out + np.swapaxes(out, -1, -2) + skew(a0[..., None] * bv + b0[..., None] * av)
+    for k in range(3):
+        out[..., k, k] += s
+    return out
 
 
 def rotation(p):
@@ -96,9 +100,12 @@ def dot(a, b):
 
 def cross(a, b):
     """a × b over the last axis (complex-step safe)."""
-    return np.stack([a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1],
-                     a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2],
-                     a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]], -1)
+    a, b = np.asarray(a), np.asarray(b)
+    out = np.empty(np.broadcast_shapes(a.shape, b.shape), np.result_type(a, b))
+    out[..., 0] = a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1]
+    out[..., 1] = a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2]
+    out[..., 2] = a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
+    return out
 
 
 def point_position(qb, s):

@@ -78,3 +78,5 @@ def check_spatial(ck) -> None:
         missing = next(b.name for b in sp.bodies if b.independent is None)
         raise ck.fail(f"spatial.bodies.{missing}.independent",
                       "list 'independent' on every spatial body (possibly empty) or on none (automatic choice)")
+    from .spatial_forces_checks import check_spatial_forces
+    check_spatial_forces(ck)

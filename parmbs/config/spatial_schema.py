@@ -208,19 +208,10 @@ SpatialJoint = Annotated[Union[SpatialSpherical, SpatialRevolute, SpatialCylindr
 
 
 # ============================================================================ [[spatial.forces]]
-# OWNER: spatial-forces.  Add one model per force type (``type: Literal["..."]``,
-# ``name: Name``, ...) and list it in the Union below; remove the placeholder then.
-class _NoSpatialForce(_Model):
-    """Placeholder member of the union (pydantic needs one): always rejected."""
-    type: Literal["none"]
-    name: Name
+# OWNER: spatial-forces: the force types and the road are in spatial_forces_schema.py.
+from .spatial_forces_schema import SpatialForceUnion, SpatialRoad  # noqa: E402
 
-    @model_validator(mode="after")
-    def _reject(self):
-        raise ValueError("no spatial force types are implemented yet")
-
-
-SpatialForce = Annotated[Union[_NoSpatialForce], Field(discriminator="type")]
+SpatialForce = Annotated[SpatialForceUnion, Field(discriminator="type")]
 # ============================================================================ end [[spatial.forces]]
 
 
@@ -230,3 +221,4 @@ class Spatial(_Model):
     bodies: list[SpatialBody] = []
     joints: list[SpatialJoint] = []
     forces: list[SpatialForce] = []
+    road: SpatialRoad | None = None      # [spatial.road]; absent: the plane z = 0

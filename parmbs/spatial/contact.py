@@ -29,8 +29,9 @@ gradient of G_δ(x(q)), so the energy there is indicative.
 import numpy as np
 
 from ..model.component import register
-from .forces import SpatialElement, point_load, torque_load
-from .kinematics import point_position, point_velocity, omega_global, cross, dot
+from .forces import (SpatialElement, point_load, torque_load, point_position, point_velocity, omega_global,
+                     cross)
+from .kinematics import dot
 from .road import normal_and_gap, PlaneRoad
 from . import smooth
 

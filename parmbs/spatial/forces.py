@@ -29,30 +29,65 @@ import numpy as np
 
 from ..model.component import Force, register
 from ..model.timefunctions import Constant
-from .kinematics import (bilinear, E_matrix, rotation, point_position, point_velocity,
-                         omega_global, quat_product, dot, mv)
+from .kinematics import rotation, quat_product, dot, mv
 from . import smooth
 
+
+def cross(a, b):
+    """a × b over the last axis (complex-step safe; filled in place, no np.stack)."""
+    a, b = np.asarray(a), np.asarray(b)
+    out = np.empty(np.broadcast_shapes(a.shape, b.shape), dtype=np.result_type(a, b))
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    out[..., 0] = a1 * b2 - a2 * b1
+    out[..., 1] = a2 * b0 - a0 * b2
+    out[..., 2] = a0 * b1 - a1 * b0
+    return out
+
 IDENTITY = np.array([0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0])
-EYE4 = np.eye(4)
 
 
-def point_jacobian_p(pq, s):
-    """∂(A(p) s')/∂p (..., 3, 4): columns 2 B(p, e_k) s'."""
-    D = 2.0 * bilinear(pq[..., None, :], EYE4)              # (..., 4, 3, 3)
-    return np.einsum("...kij,...j->...ik", D, s)
+# -- closed forms of kinematics.py's products (no 3×3 matrices: these sit inside every
+#    complex-step Jacobian of every force element) ------------------------------------
+def bilinear_apply(a, b, s):
+    """B(a, b) s' = (a0 b0 − a·b) s' + a (b·s') + b (a·s') + a0 (b × s') + b0 (a × s')."""
+    a0, av, b0, bv = a[..., 0:1], a[..., 1:], b[..., 0:1], b[..., 1:]
+    return ((a0 * b0 - dot(av, bv)[..., None]) * s + av * dot(bv, s)[..., None] + bv * dot(av, s)[..., None]
+            + a0 * cross(bv, s) + b0 * cross(av, s))
+
+
+def point_position(qb, s):
+    """r + A(p) s' (kinematics.point_position)."""
+    return qb[..., :3] + bilinear_apply(qb[..., 3:7], qb[..., 3:7], s)
+
+
+def point_velocity(qb, vb, s):
+    """ṙ + 2 B(p, ṗ) s' (kinematics.point_velocity)."""
+    return vb[..., :3] + 2.0 * bilinear_apply(qb[..., 3:7], vb[..., 3:7], s)
+
+
+def omega_global(pq, pd):
+    """ω = 2 E(p) ṗ = 2 (−ṗ0 e + e0 ė + e × ė)."""
+    e0, e, d0, d = pq[..., 0:1], pq[..., 1:], pd[..., 0:1], pd[..., 1:]
+    return 2.0 * (e0 * d - d0 * e + cross(e, d))
 
 
 def point_load(qb, s, F):
-    """Generalized force (..., 7) of a global force F at the material point s' of a body."""
-    Qp = np.einsum("...ik,...i->...k", point_jacobian_p(qb[..., 3:7], s), F)
-    return np.concatenate([F, Qp], -1)
+    """Generalized force (..., 7) of a global force F at the material point s' of a body:
+    (F, (∂(A s')/∂p)ᵀ F), the columns 2 B(p, e_k) s' in closed form (kinematics.
+    rotation_jacobian): 2 (F·(e0 s' + e × s'),  (e·s') F + s' (e·F) − e (s'·F) + e0 s' × F)."""
+    pq = qb[..., 3:7]
+    e0, e = pq[..., 0:1], pq[..., 1:]
+    q0 = dot(F, e0 * s + cross(e, s))[..., None]
+    qe = dot(e, s)[..., None] * F + s * dot(e, F)[..., None] - e * dot(s, F)[..., None] + e0 * cross(s, F)
+    return np.concatenate([F, 2.0 * q0, 2.0 * qe], -1)
 
 
 def torque_load(qb, T):
-    """Generalized force (..., 7) of a global torque T: (0, 2 Eᵀ T)."""
-    Qp = 2.0 * np.einsum("...ik,...i->...k", E_matrix(qb[..., 3:7]), T)
-    return np.concatenate([0.0 * T, Qp], -1)
+    """Generalized force (..., 7) of a global torque T: (0, 2 Eᵀ T) = (0, −2 e·T, 2 (e0 T − e × T))."""
+    pq = qb[..., 3:7]
+    e0, e = pq[..., 0:1], pq[..., 1:]
+    return np.concatenate([0.0 * T, -2.0 * dot(e, T)[..., None], 2.0 * (e0 * T - cross(e, T))], -1)
 
 
 def conj(pq):

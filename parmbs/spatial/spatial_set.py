@@ -163,6 +163,8 @@ class SpatialBodySet:
             q = b.qidx()
             system._add_force(("SpatialInertia",), SpatialInertia, {}, b.name, q, [b.mass] + b.inertia)
             system._add_force(("SpatialGravity",), SpatialGravity, {}, b.name, q[:3], [b.mass] + self.gravity)
+        from .force_set import add_spatial_forces      # [[spatial.forces]], [spatial.road] (force_set.py)
+        add_spatial_forces(self, system)
 
     def add_joints(self, system):
         """Normalisation rows (one per body), then the joints and drivers in config order."""

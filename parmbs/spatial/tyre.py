@@ -40,8 +40,9 @@ centre plus the torque (−r n) × F_t.  p = (s'_c, g, u', R, k_n, c_n, μ_x, μ
 import numpy as np
 
 from ..model.component import register
-from .forces import SpatialElement, point_load, torque_load
-from .kinematics import point_position, point_velocity, omega_global, cross, dot, vector_global
+from .forces import (SpatialElement, point_load, torque_load, point_position, point_velocity, omega_global,
+                     bilinear_apply, cross)
+from .kinematics import dot
 from .road import normal_and_gap, PlaneRoad
 from . import smooth
 
@@ -68,7 +69,7 @@ class Tyre(SpatialElement):
         c = point_position(qw, sc)
         vc = point_velocity(qw, vw, sc)
         w = omega_global(qw[..., 3:7], vw[..., 3:7])
-        u = vector_global(qw, up / np.sqrt(dot(up, up))[..., None])
+        u = bilinear_apply(qw[..., 3:7], qw[..., 3:7], up / np.sqrt(dot(up, up))[..., None])
         n, r = normal_and_gap(self.road, c)
         return qw, sc, c, vc, w, u, n, r
 

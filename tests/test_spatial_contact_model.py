@@ -1,0 +1,92 @@
+"""A ball sliding on a plane with friction (configs/spatial-ball.toml): penalty contact
+and regularised friction in a full simulation — physics (rest height, μ g deceleration,
+rolling at 5/7 v₀) and exact discrete gradients (adjoint = direct, = central FD)."""
+import numpy as np
+import pytest
+
+from parmbs.config import ConfigError, load_config
+from parmbs.sensitivity.problem import Problem
+
+from conftest import CONFIGS
+
+
+@pytest.fixture(scope="module")
+def ball():
+    pr = Problem(load_config(str(CONFIGS / "spatial-ball.toml")))
+    pr.forward()
+    return pr
+
+
+def test_ball_rest_height_sliding_deceleration_and_rolling_speed(ball):
+    """z stays at ρ − (m g/k + δ/2) (static penalty solution); while sliding v_x = v₀ − μ g t
+    (friction μ F_n, |v_slip| ≫ ε); after t = 2 v₀/(7 μ g) the ball rolls at 5/7 v₀ with
+    ω ρ = v (no slip).  Tolerances: O(dt²) trapezoidal error (dt = 2.5 ms), ε/|v_slip|."""
+    tr, sys_ = ball.traj, ball.sys
+    i = sys_.spatial.bodies["ball"].offset
+    t, q, v = np.asarray(tr.t), np.asarray(tr.q), np.asarray(tr.v)
+    g, mu, k, delta, rho, v0 = 9.81, 0.3, 1e5, 1e-4, 0.1, 1.0
+    z_static = rho - (g / k + delta / 2)
+    assert np.max(np.abs(q[:, i + 2] - z_static)) < 2e-7
+    sliding = (t > 0.02) & (t < 0.08)
+    assert np.max(np.abs(v[sliding, i] - (v0 - mu * g * t[sliding]))) < 2e-4 * v0
+    rolling = t > 0.13
+    assert np.max(np.abs(v[rolling, i] - 5.0 / 7.0 * v0)) < 1e-4 * v0
+    p, pd = q[rolling, i + 3:i + 7], v[rolling, i + 3:i + 7]
+    wy = 2.0 * (p[:, 0] * pd[:, 2] - pd[:, 0] * p[:, 2] + p[:, 3] * pd[:, 1] - p[:, 1] * pd[:, 3])
+    assert np.max(np.abs(wy * rho - v[rolling, i])) < 1e-4 * v0
+
+
+def test_ball_gradients_adjoint_direct_fd(ball):
+    adj, dir_ = ball.adjoint(), ball.direct()
+    fd = ball.finite_differences(1e-5)
+    a, d, f = adj["vx_sq"], dir_["vx_sq"], fd["vx_sq"]
+    assert np.all(np.abs(a) > 1e-3)
+    assert np.max(np.abs(a - d)) / np.max(np.abs(a)) <= 1e-9
+    assert np.max(np.abs(a - f)) / np.max(np.abs(a)) <= 1e-6
+
+
+@pytest.mark.parametrize("edit,key", [
+    (("friction = 0.3", "friction = -0.3"), "spatial.forces"),
+    (('point = "ball.com"', 'point = "ball.nose"'), "spatial.forces.ground.point"),
+    (('point = "ball.com"', 'point = "rock.com"'), "spatial.forces.ground.point"),
+    (('type = "plane"', 'type = "table"\nx = [0.0, 1.0]\nz = [0.0, 0.1]'), "spatial.road"),
+    (('type = "plane"', 'type = "function"\nshape = "bump"\nwavelength = 2.0'), "spatial.road"),
+    (('radius = 0.1', 'radius = 0.1\nnormal = [0.0, 0.0, 1.0]'), "spatial.forces"),
+    (('type = "contact"', 'type = "tyre"\nwheel = "ball"\naxis = "ball.w"'), "spatial.forces"),
+])
+def test_bad_spatial_force_input_names_the_key(tmp_path, edit, key):
+    """Invalid [[spatial.forces]] / [spatial.road] input is a ConfigError naming the key."""
+    src = (CONFIGS / "spatial-ball.toml").read_text()
+    old, new = edit
+    assert old in src
+    with pytest.raises(ConfigError) as info:
+        load_config(_write(tmp_path, src.replace(old, new, 1)))
+    assert key in str(info.value), str(info.value)
+
+
+def _write(tmp_path, text):
+    path = tmp_path / "ball.toml"
+    path.write_text(text)
+    return str(path)
+
+
+def test_plane_surface_contact_equals_road_contact(tmp_path):
+    """surface = "plane" (origin, normal, no road) builds a PlaneContact whose residual
+    equals the RoadContact's on the same plane z = 0."""
+    from parmbs.model.system import System
+    src = (CONFIGS / "spatial-ball.toml").read_text()
+    plane = src.replace('[spatial.road]\ntype = "plane"\n', "").replace(
+        "slip_velocity = 1e-2", 'slip_velocity = 1e-2\nsurface = "plane"\nnormal = [0.0, 0.0, 2.0]')
+    systems = [System(load_config(_write(tmp_path, s))) for s in (src, plane)]
+    kinds = [[type(f).__name__ for f in s_.forces] for s_ in systems]
+    assert "RoadContact" in kinds[0] and "PlaneContact" in kinds[1]
+    rng = np.random.default_rng(2)
+    q, v = rng.uniform(-0.1, 0.1, 7), rng.uniform(-1, 1, 7)
+    q[2], q[3:7] = 0.0995, [1.0, 0.0, 0.0, 0.0]
+    out = []
+    for s_ in systems:
+        c = next(f for f in s_.forces if "Contact" in type(f).__name__)
+        ext = s_.extend(np.r_[q])[c.qidx]
+        out.append(c.r(0.0, ext, s_.extend(np.r_[v])[c.qidx], 0 * ext, s_.p[c.pidx]))
+    assert np.abs(out[0]).max() > 1.0
+    assert np.allclose(out[0], out[1], rtol=1e-13, atol=1e-12)

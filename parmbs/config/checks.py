@@ -9,7 +9,7 @@ import re
 from typing import TYPE_CHECKING, Iterable
 
 from .errors import ConfigError
-from .schema import (ANGLE_KINDS, FORMULATION_INTEGRATORS, POINT_KINDS,
+from .schema import (ANGLE_KINDS, FORMULATION_INTEGRATORS, POINT_KINDS, SPATIAL_OBJECTIVE_KINDS,
                      Driver, Spring)
 
 if TYPE_CHECKING:
@@ -274,7 +274,10 @@ class _Checker:
                 if kind is None:
                     continue
                 needs = f"required for {slot} {kind!r}"
-                if kind in POINT_KINDS:
+                if kind in SPATIAL_OBJECTIVE_KINDS:
+                    from .spatial_objective_checks import check_spatial_objective
+                    check_spatial_objective(self, o, kind)
+                elif kind in POINT_KINDS:
                     if o.point is None:
                         raise self.fail(f"{prefix}.point", needs)
                     self.point(o.point, f"{prefix}.point", allow_ground=False)

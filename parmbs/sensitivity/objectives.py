@@ -10,6 +10,7 @@ import numpy as np
 from ..model.component import cs_jacobian
 from ..model.forces import Spring
 from ..model.kinematics import point_position, point_velocity, point_acceleration, dot
+from ..spatial.objectives import SPATIAL_KINDS, spatial_term
 
 
 def _point_dev(t, q, v, a, lam, p, ref):
@@ -57,7 +58,9 @@ class Term:
         self.kind = kind
         zero = [0]
         self.lrows = np.zeros(0, np.int64)
-        if cfg.point is not None and system.beams.is_beam_point(cfg.point):
+        if kind in SPATIAL_KINDS:                                  # vehicle objectives on spatial bodies
+            self.fn, qidx, pidx = spatial_term(system, kind, cfg)
+        elif cfg.point is not None and system.beams.is_beam_point(cfg.point):
             from ..flexible.objectives import beam_term           # points on ANCF beams
             self.fn, qidx, pidx = beam_term(system, kind, cfg.point)
         elif kind.startswith("point_"):
@@ -224,7 +227,9 @@ class Objective:
             self.integrand = Term(system, cfg.integrand, cfg) if cfg.integrand else None
         self.terminal = Term(system, cfg.terminal, cfg) if cfg.terminal else None
         self.fixed_ref = None if cfg.reference is None else np.array(cfg.reference, float)
-        self.point = cfg.point
+        # r_ref(q₀) is a planar/beam point's (point_deviation_sq); spatial kinds read no reference
+        spatial = cfg.integrand in SPATIAL_KINDS or cfg.terminal in SPATIAL_KINDS
+        self.point = None if spatial else cfg.point
 
     def reference(self, system, q0, p):
         """r_ref: fixed, or r_P(q₀) of the assembled initial configuration."""

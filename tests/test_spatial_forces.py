@@ -121,7 +121,8 @@ def _random_pair(rng, ne=3):
 @pytest.mark.parametrize("case", ["spring", "nonlinear", "bump", "plane", "road", "tyre"])
 def test_conservative_forces_are_gradients_of_their_energy(case):
     """r(q, v = 0) = ∂V/∂q (complex-step gradient of ``energy``) for the conservative
-    parts (dampers off); exact also off pᵀp = 1 (random, unnormalised Euler parameters)."""
+    parts (dampers off; states outside the clamp band 0 < x < 1.5δ); exact also off
+    pᵀp = 1 (random, unnormalised Euler parameters)."""
     rng = np.random.default_rng(11)
     ne = 3
     if case in ("spring", "nonlinear", "bump"):
@@ -135,7 +136,7 @@ def test_conservative_forces_are_gradients_of_their_energy(case):
         else:
             l = SpatialSpring(["e"] * ne, np.zeros((ne, 14)), np.zeros((ne, 11))).length(
                 q, np.c_[base, np.ones((ne, 3))])
-            comp, p = one(SpatialBumpStop, np.c_[base, np.full(ne, 50.0), l + [0.05, 0.3, -0.1],
+            comp, p = one(SpatialBumpStop, np.c_[base, np.full(ne, 50.0), l + [0.2, 0.3, -0.1],
                                                  np.full(ne, 0.1), np.zeros(ne)])
     else:
         q = rng.uniform(-1, 1, (ne, 7))
@@ -145,16 +146,16 @@ def test_conservative_forces_are_gradients_of_their_energy(case):
         if case == "plane":
             comp, p = one(PlaneContact, np.c_[rng.uniform(-0.3, 0.3, (ne, 3)), np.zeros(ne),
                                               np.full(ne, 1.0), np.full(ne, 40.0), np.zeros((ne, 2)),
-                                              np.full(ne, 0.3), np.full(ne, 0.5), np.full(ne, 0.1),
+                                              np.full(ne, 0.01), np.full(ne, 0.5), np.full(ne, 0.1),
                                               rng.uniform(-0.3, 0.3, (ne, 3)), rng.uniform(0.5, 1, (ne, 3))])
         elif case == "road":
             comp, p = one(RoadContact, np.c_[rng.uniform(-0.3, 0.3, (ne, 3)), np.zeros(ne),
                                              np.full(ne, 1.0), np.full(ne, 40.0), np.zeros((ne, 2)),
-                                             np.full(ne, 0.3), np.full(ne, 0.5), np.full(ne, 0.1)], road=road)
+                                             np.full(ne, 0.01), np.full(ne, 0.5), np.full(ne, 0.1)], road=road)
         else:
             comp, p = one(Tyre, np.c_[rng.uniform(-0.3, 0.3, (ne, 3)), np.zeros(ne), np.tile([0, 1, 0], (ne, 1)),
                                       np.full(ne, 1.0), np.full(ne, 40.0), np.zeros(ne),
-                                      np.tile([0.9, 0.8, 0.1, 0.1, 0.1, 0.05, 0.3], (ne, 1))], road=road)
+                                      np.tile([0.9, 0.8, 0.1, 0.1, 0.1, 0.05, 0.01], (ne, 1))], road=road)
     zero = np.zeros_like(q)
     r = comp.r(0.0, q, zero, zero, p)
     assert np.max(np.abs(r)) > 1e-3                          # the elements are loaded
@@ -267,3 +268,54 @@ def test_smooth_switches():
     for xk in (0.0, d):
         assert abs(smooth.ramp(xk + 1e-9, d) - smooth.ramp(xk - 1e-9, d)) < 1e-8
     assert np.allclose(smooth.clip_unit(np.array([0.5, 1.5, -2.0]), 0.1), [0.5, 1.0, -1.0])
+    # the force clamp P_w: 0 below 0, identity above w, monotone and ≤ F between, C²
+    w = 2.0
+    F = np.linspace(-1.0, 3.0, 4001)
+    P = smooth.positive(F, w)
+    assert np.all(P[F <= 0] == 0) and np.allclose(P[F >= w], F[F >= w], rtol=0, atol=1e-15)
+    assert np.all(np.diff(P) >= 0) and np.all(P <= np.maximum(F, 0) + 1e-15)
+    d1 = smooth.positive(F + 1e-30j, w).imag / 1e-30
+    for Fk, slope in ((0.0, 0.0), (w, 1.0)):
+        for side in (-1e-7, 1e-7):
+            assert abs(smooth.positive(np.array(Fk + side + 1e-30j), w).imag / 1e-30 - slope) < 1e-6
+    d2 = np.diff(d1) / np.diff(F)
+    assert np.max(np.abs(np.diff(d2))) < 0.01                    # no jump in P'' (C²)
+
+
+@pytest.mark.parametrize("name", ["PlaneContact", "Tyre"])
+def test_fast_rebound_does_not_pull(name):
+    """Separating at 5 m/s from 1 mm penetration: the damper term alone would pull
+    (c σ ẋ < −k g); the clamped normal force is zero instead, and smooth."""
+    comp, p = ONSET[name]()
+    q = np.array([[0.0, 0.0, 0.5 - 1e-3, 1.0, 0.0, 0.0, 0.0]])
+    v = np.zeros((1, 7))
+    v[0, 2] = 5.0
+    r = comp.r(0.0, q, v, 0 * v, p)
+    assert np.all(r == 0.0)
+    v[0, 2] = -5.0                                                # approaching: pushes up
+    assert comp.r(0.0, q, v, 0 * v, p)[0, 2] < 0.0
+
+
+def test_batched_jacobians_equal_the_separate_blocks():
+    """SpatialElement.jacobians (one complex-step pass over q and v columns, used by the
+    steppers) returns r_q and r_v of the generic complex-step blocks (to round-off)."""
+    import sys
+    import os
+    sys.path.insert(0, os.path.dirname(__file__))
+    import test_components as T
+    from parmbs.model.component import REGISTRY
+    from parmbs.spatial.forces import SpatialElement
+    from spatial_states import ROADS
+    rng = np.random.default_rng(5)
+    names = sorted(n for n, c in REGISTRY.items() if issubclass(c, SpatialElement))
+    assert len(names) >= 9
+    for name in names:
+        kw = {"road": ROADS[1]} if name in ("RoadContact", "Tyre") else {}
+        comp, q, v, a, p = T.make(REGISTRY[name], rng, **kw)
+        Jq, Jv, Ja = comp.jacobians(0.2, q, v, a, p)
+        assert rel(Jq, comp.r_q(0.2, q, v, a, p)) < 1e-13, name
+        assert Ja is None
+        if comp.uses_v:
+            assert rel(Jv, comp.r_v(0.2, q, v, a, p)) < 1e-13, name
+        else:
+            assert Jv is None

@@ -5,16 +5,17 @@ unit normal n; r is the distance of P from the surface (``PlaneContact``: r = n�
 ``RoadContact``: ``road.normal_and_gap``), the penetration is x = ρ − r and its rate
 ẋ = −n·v_P (exact on a plane; on a curved road it leaves out the turning of n).
 
-Normal force (compression ≥ 0 in use), C² at the onset x = 0 (``smooth.py``):
+Normal force (compression ≥ 0), C² at the onset x = 0 (``smooth.py``):
 
-    F_n = k g_δ(x) + λ g_δ(x) ẋ + c σ_δ(x) ẋ
+    F_n = P_{kδ}( k g_δ(x) + λ g_δ(x) ẋ + c σ_δ(x) ẋ )
 
 k g_δ(x) is the penalty spring (g_δ → max(0, x) as δ → 0), λ g_δ(x) ẋ a Hunt–Crossley
 damping of exponent 1 (Hunt & Crossley 1975: damping proportional to penetration, so no
 force jump at impact), c σ_δ(x) ẋ a linear damper faded in over δ.  Both dampers vanish
-at the onset, so r, r_q, r_v are finite and continuous there.  A fast separation can
-make F_n slightly negative (the usual Hunt–Crossley stickiness when ẋ < −k/λ); it is
-not clipped, to keep the residual smooth.
+at the onset, so r, r_q, r_v are finite and continuous there.  P_w = ``smooth.positive``
+clamps the sum at zero (C²; identity above w = kδ, the spring force one smoothing width
+deep), so a fast rebound does not make the surface pull (without it, the damper pulls
+whenever ẋ < −k g/(c σ + λ g)).
 
 Friction (Coulomb, regularised):  F_t = −μ F_n v_t / √(|v_t|² + ε²), with v_t the
 tangential velocity of the sphere's material point at the contact C = P − ρ n,
@@ -22,9 +23,10 @@ v_C = v_P + ω × (−ρ n).  At v_t = 0 the direction is 0/ε = 0 (finite, no N
 |v_t| ≫ ε it is μ F_n against the slip.
 
 The load F = F_n n + F_t acts at C: point_load at the material point P (``forces.py``)
-plus the torque (−ρ n) × F_t.  Energy (for plots): k G_δ(x), exact potential of the
-spring part on a plane; on a curved road the force follows n, which is not the exact
-gradient of G_δ(x(q)), so the energy there is indicative.
+plus the torque (−ρ n) × F_t.  Energy (for plots): k G_δ(x), the exact potential of the
+spring part on a plane outside the onset band 0 < x < 1.5δ (where P clamps); on a
+curved road the force follows n, which is not the exact gradient of G_δ(x(q)), so the
+energy there is indicative.
 """
 import numpy as np
 
@@ -37,9 +39,9 @@ from . import smooth
 
 
 def normal_force(x, xdot, k, lam, c, delta):
-    """F_n = k g_δ(x) + λ g_δ(x) ẋ + c σ_δ(x) ẋ (module docstring)."""
+    """F_n = P_{kδ}(k g_δ(x) + λ g_δ(x) ẋ + c σ_δ(x) ẋ) (module docstring)."""
     g = smooth.ramp(x, delta)
-    return k * g + lam * g * xdot + c * smooth.step(x, delta) * xdot
+    return smooth.positive(k * g + lam * g * xdot + c * smooth.step(x, delta) * xdot, k * delta)
 
 
 class _SphereContact(SpatialElement):

@@ -27,7 +27,7 @@ L, eq. 5.3), so those become T = −F here.
 """
 import numpy as np
 
-from ..model.component import Force, register
+from ..model.component import CS_H, Force, register
 from ..model.timefunctions import Constant
 from .kinematics import rotation, quat_product, dot, mv
 from . import smooth
@@ -108,6 +108,24 @@ class SpatialElement(Force):
     def bodies(self, q, v, p):
         """[(q_b, v_b)] of every body (velocities of ground slots are zero in a model)."""
         return [(self.body(q, p, k), v[..., 7 * k:7 * k + 7]) for k in range(self.nb)]
+
+    def jacobians(self, t, q, v, a, p):
+        """(r_q, r_v, None) by ONE complex-step evaluation of r over 2·nq perturbations
+        (q-columns then v-columns stacked on a leading axis): the same numbers as
+        ``r_q``/``r_v`` (tests/test_spatial_forces.py), half the numpy calls."""
+        nq = self.nq
+        k = 2 * nq if self.uses_v else nq
+        j = np.arange(nq)
+        qc = np.zeros((k,) + q.shape, dtype=complex)
+        vc = np.zeros((k,) + v.shape, dtype=complex)
+        qc.real[...] = q
+        vc.real[...] = v
+        qc.imag[j, ..., j] = CS_H
+        if self.uses_v:
+            vc.imag[nq + j, ..., j] = CS_H
+        out = self.r(t, qc, vc, a, p).imag / CS_H
+        out = np.moveaxis(out, 0, -1)
+        return out[..., :nq], (out[..., nq:] if self.uses_v else None), None
 
 
 class PointToPoint(SpatialElement):
@@ -210,8 +228,8 @@ class SpatialNonlinearSpringDamper(PointToPoint):
 @register
 class SpatialBumpStop(PointToPoint):
     """Bump stop (seed 004 eq. 5.4: F_B = −k_B (s − s₀) for s < s₀, 0 beyond) with a
-    C² engagement: compression F_B = k_B g_δ(x) + c_B σ_δ(x) ẋ, x = s₀ − l (``smooth.py``),
-    T = −F_B.  δ → 0 recovers eq. 5.4 (the force is offset by at most k_B δ/2); at the
+    C² engagement: compression F_B = P_{k_B δ}(k_B g_δ(x) + c_B σ_δ(x) ẋ), x = s₀ − l
+    (``smooth.py``; P the C² clamp at zero, so the damper never pulls), T = −F_B.  δ → 0 recovers eq. 5.4 (the force is offset by at most k_B δ/2); at the
     onset x = 0 the force and its derivatives are exactly zero.  Gap filled: the seed's
     stop has no damping; c_B (default 0) is there for stops that need it.
     p = (s'_a, g_a, s'_b, g_b, k_B, s₀, δ, c_B)."""
@@ -220,10 +238,10 @@ class SpatialBumpStop(PointToPoint):
     def tension(self, l, ldot, p):
         k, s0, delta, c = p[..., 8], p[..., 9], p[..., 10], p[..., 11]
         x = s0 - l
-        return -(k * smooth.ramp(x, delta) - c * smooth.step(x, delta) * ldot)
+        return -smooth.positive(k * smooth.ramp(x, delta) - c * smooth.step(x, delta) * ldot, k * delta)
 
     def potential(self, l, p):
-        """V = k_B G_δ(s₀ − l)."""
+        """V = k_B G_δ(s₀ − l) (exact potential outside the band 0 < s₀ − l < 1.5δ)."""
         return p[..., 8] * smooth.ramp_integral(p[..., 9] - l, p[..., 10])
 
 

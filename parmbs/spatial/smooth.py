@@ -52,6 +52,18 @@ def ramp_integral(x, delta):
     return np.where(_re(x) <= 0.0, 0.0 * x, out)
 
 
+def positive(F, w):
+    """C² smooth clamp of a force at zero: 0 for F ≤ 0, F for F ≥ w, and
+    w (6ξ³ − 8ξ⁴ + 3ξ⁵), ξ = F/w, in between (monotone, 0 ≤ · ≤ F; the quintic with
+    value, slope and curvature matching at both ends).  Keeps a penalty contact from
+    pulling when its damper would (fast rebound), exact wherever the force exceeds w."""
+    F = np.asarray(F)
+    xi = F / w
+    inner = w * xi * xi * xi * (6.0 + xi * (-8.0 + 3.0 * xi))
+    out = np.where(np.real(F) >= np.real(w), F, inner)
+    return np.where(np.real(F) <= 0.0, 0.0 * F, out)
+
+
 def clip_unit(s, w):
     """Smooth clip of s to [−1, 1]: s for |s| ≤ 1 − w, ±1 for |s| ≥ 1 + w, C² in between:
     s − g_{2w}(s − 1 + w) + g_{2w}(−s − 1 + w)."""

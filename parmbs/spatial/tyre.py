@@ -5,9 +5,11 @@ A u'), radius R.  At the road point below the centre c (``road.normal_and_gap``)
 n the road normal, r the distance of c from the road (the "effective radius" of 5.8a).
 
 Normal force (eq. 5.6, F_n = −k_n (r − R) n for r < R, a linear spring-damper):
-    F_n = k_n g_δ(x) + c_n σ_δ(x) ẋ,   x = R − r,  ẋ = −n·v_c
+    F_n = P_{k_n δ}( k_n g_δ(x) + c_n σ_δ(x) ẋ ),   x = R − r,  ẋ = −n·v_c
 with the C² onset of ``smooth.py`` (δ → 0 recovers 5.6 for x > δ up to the offset
-k_n δ/2).  Gap filled: the seed gives no tyre damping value; c_n is a parameter.
+k_n δ/2) and the C² clamp P at zero (a tyre does not pull the wheel down in a fast
+rebound; contact.py).  Gap filled: the seed gives no tyre damping value; c_n is a
+parameter.
 
 Slip (eq. 5.8), b = (u × n)/|u × n| (longitudinal), n × b (lateral), ω = 2 E ṗ:
     v_slip = v_c − ω × (r n)   (the velocity of the wheel's material point at c − r n)
@@ -29,13 +31,13 @@ F_n and the tyre force vanishes smoothly at lift-off.  Gap filled: clip and max 
 C² blends ``smooth.clip_unit`` / ``smooth.max_one`` of width w (exact outside
 |s| ∈ [1 − w, 1 + w]; a pure-slip force saturates at exactly μ F_n; a combined-slip
 force may exceed the ellipse by at most the factor √(1 + w), since the blended max is
-≥ max(1, ρ² − w)).  F_n, not
-|F_n|, multiplies (it is ≥ 0 except in a fast rebound).  Not in the seed: no rolling
+≥ max(1, ρ² − w)).  F_n ≥ 0
+multiplies.  Not in the seed: no rolling
 resistance, no camber effect; b is undefined for u ∥ n (wheel flat on the road).
 
 The load F = F_n n + F_t acts at the contact point c − r n: point_load at the wheel
 centre plus the torque (−r n) × F_t.  p = (s'_c, g, u', R, k_n, c_n, μ_x, μ_y, κ_c,
-α_c, v_ε, w, δ).  Energy (plots): k_n G_δ(x).
+α_c, v_ε, w, δ).  Energy (plots): k_n G_δ(x) (exact outside the band 0 < x < 1.5δ).
 """
 import numpy as np
 
@@ -78,7 +80,7 @@ class Tyre(SpatialElement):
         qw, sc, c, vc, w, u, n, r = self.contact(q, v, p)
         R, kn, cn, mux, muy, kc, ac, veps, wsat, delta = (p[..., 7 + i] for i in range(10))
         x = R - r
-        Fn = kn * smooth.ramp(x, delta) + cn * smooth.step(x, delta) * (-dot(n, vc))
+        Fn = smooth.positive(kn * smooth.ramp(x, delta) + cn * smooth.step(x, delta) * (-dot(n, vc)), kn * delta)
         un = cross(u, n)
         b = un / np.sqrt(dot(un, un))[..., None]
         vslip = vc - cross(w, r[..., None] * n)

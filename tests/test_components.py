@@ -124,7 +124,8 @@ def test_registry_is_complete():
             "FfrInertia", "FfrGravity", "FfrElastic", "FfrRevolute", "FfrWeld", "FfrPointForce",
             "SpatialInertia", "SpatialGravity", "Normalization", "SpatialSpherical", "SpatialRevolute",
             "SpatialUniversal", "SpatialCylindrical", "SpatialTranslational", "SpatialRigid", "RevoluteDriver",
-            "OrientationRow"} <= set(REGISTRY)
+            "OrientationRow", "SpatialSpring", "SpatialNonlinearSpringDamper", "SpatialBumpStop", "SpatialBushing",
+            "SpatialPointForce", "SpatialTorque", "PlaneContact", "RoadContact", "Tyre"} <= set(REGISTRY)
 
 
 def test_potential_energies_match_forces():

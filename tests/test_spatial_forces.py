@@ -319,3 +319,25 @@ def test_batched_jacobians_equal_the_separate_blocks():
             assert rel(Jv, comp.r_v(0.2, q, v, a, p)) < 1e-13, name
         else:
             assert Jv is None
+
+
+def test_bushing_restoring_force_and_moment():
+    """Bushing between ground (a, identity pose) and a body b, unloaded at the identity:
+    b displaced by d and turned by a small angle φ about a unit axis u gets the force
+    −K_t d (+ C_t ḋ) and, about its COM, the moment −K_r φ u (to O(φ³)), as generalized
+    forces (Q_r = F, Q_p = 2 Eᵀ M on the unit sphere)."""
+    from parmbs.spatial.forces import SpatialBushing
+    from parmbs.spatial.kinematics import from_axis_angle, E_matrix
+    kt, kr, ct = np.array([1e4, 2e4, 3e4]), np.array([100.0, 200.0, 300.0]), np.array([10.0, 20.0, 30.0])
+    p = np.r_[0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, kt, kr, ct, 0, 0, 0][None]
+    comp = SpatialBushing(["e"], np.zeros((1, 14)), np.zeros((1, 24)))
+    d, u, phi = np.array([1e-3, -2e-3, 5e-4]), np.array([1.0, 2.0, 2.0]) / 3.0, 1e-3
+    pb = from_axis_angle(u, phi)
+    q = np.r_[np.zeros(7), d, pb][None]
+    v = np.zeros((1, 14))
+    v[0, 7:10] = [0.1, 0.0, -0.2]
+    r = comp.r(0.0, q, v, 0 * v, p)[0]
+    assert np.allclose(-r[7:10], -(kt * d + ct * v[0, 7:10]), rtol=1e-12)
+    M = -kr * phi * u
+    assert np.allclose(-r[10:14], 2.0 * E_matrix(pb).T @ M, rtol=1e-6, atol=1e-12)
+    assert np.allclose(r[0:3], -r[7:10])                         # equal and opposite on ground

@@ -116,3 +116,113 @@ def test_quarter_car_over_bump_gradients():
     assert np.all(np.abs(a) > 0)
     assert np.max(np.abs(a - d)) / np.max(np.abs(a)) <= 1e-9
     assert np.max(np.abs(a - f)) / np.max(np.abs(a)) <= 1e-6
+
+
+ALL_TYPES = """
+[model]
+name = "all-spatial-forces"
+[spatial]
+gravity = [0.0, 0.0, -9.81]
+[spatial.road]
+type = "table"
+x = [-1.0, 0.0, 1.0, 2.0]
+z = [0.0, 0.01, 0.0, 0.02]
+[spatial.ground]
+points = { DC = [1.045, 0.297, 0.632], M = [0.0, 0.0, 1.0] }
+[[spatial.bodies]]
+name = "arm"
+mass = 6.0
+inertia = [0.052099, 0.023235, 0.068864]
+points = { DA = [0.0, 0.0, 0.0], M = [0.0, 0.0, 0.0] }
+axes = { s = [0.0, 1.0, 0.0] }
+initial = { position = [1.045, 0.5, 0.241] }
+[[spatial.forces]]
+type = "spring_damper"
+name = "strut"
+law = "iltis"
+a = "ground.DC"
+b = "arm.DA"
+[[spatial.forces]]
+type = "spring_damper"
+name = "leaf"
+a = "ground.DC"
+b = "arm.DA"
+stiffness = 35906.0
+length = 0.5
+[[spatial.forces]]
+type = "bump_stop"
+name = "stop"
+a = "ground.DC"
+b = "arm.DA"
+stiffness = 1e7
+length = 0.93
+[[spatial.forces]]
+type = "bushing"
+name = "mount"
+a = "ground.M"
+b = "arm.M"
+stiffness = [1e3, 2e3, 3e3]
+rotational_stiffness = [10.0, 20.0, 30.0]
+[[spatial.forces]]
+type = "contact"
+name = "touch"
+point = "arm.com"
+radius = 0.3
+stiffness = 1e5
+friction = 0.5
+[[spatial.forces]]
+type = "tyre"
+name = "tyre"
+wheel = "arm"
+axis = "arm.s"
+radius = 0.3
+stiffness = 2e5
+[[spatial.forces]]
+type = "force"
+name = "push"
+point = "arm.DA"
+value = [0.0, 0.0, 10.0]
+function = { type = "harmonic", amplitude = 1.0, omega = 2.0 }
+[[spatial.forces]]
+type = "torque"
+name = "twist"
+body = "arm"
+value = [0.0, 5.0, 0.0]
+[simulation]
+t_end = 0.01
+dt = 1e-3
+[[design]]
+name = "k_mount_y"
+path = "spatial.forces.mount.stiffness.y"
+[[design]]
+name = "c_strut"
+path = "spatial.forces.strut.damping"
+"""
+
+
+def test_every_force_type_is_wired(tmp_path):
+    """One config with every [[spatial.forces]] type on a table road: one group per
+    kind, the documented parameter names (vector entries as design variables), and at
+    the Iltis table 5.4 strut points the seed's nominal strut force (−128 N tension,
+    eq. 5.5) — read through the System's parameter vector."""
+    from parmbs.model.system import System
+    sys_ = System(load_config(_write(tmp_path, ALL_TYPES)))
+    kinds = {type(f).__name__: f for f in sys_.forces}
+    assert {"SpatialNonlinearSpringDamper", "SpatialSpring", "SpatialBumpStop", "SpatialBushing", "RoadContact",
+            "Tyre", "SpatialPointForce", "SpatialTorque"} <= set(kinds)
+    idx = sys_.params.index
+    for path in ("spatial.forces.strut.stiffness", "spatial.forces.strut.spring.a3", "spatial.forces.strut.damper.d4",
+                 "spatial.forces.strut.breakpoints.v_hi", "spatial.forces.leaf.length", "spatial.forces.stop.smoothing",
+                 "spatial.forces.mount.rotational_stiffness.z", "spatial.forces.touch.friction",
+                 "spatial.forces.tyre.kappa_c", "spatial.forces.push.value.z", "spatial.forces.push.function.omega",
+                 "spatial.forces.twist.value.y"):
+        assert path in idx, path
+    assert sys_.p[idx["spatial.forces.strut.stiffness"]] == 2.8397e7
+    strut = kinds["SpatialNonlinearSpringDamper"]
+    q = sys_.extend(sys_.q_guess)[strut.qidx]
+    l, ldot = strut.geometry(q, 0 * q, sys_.p[strut.pidx])[4:6]
+    assert abs(strut.tension(l, ldot, sys_.p[strut.pidx])[0] + 128.0) < 0.05
+    qe, ve = sys_.extend(sys_.q_guess), sys_.extend(0.1 * np.ones(sys_.n))
+    for name, f in kinds.items():
+        r = f.r(0.3, qe[f.qidx], ve[f.qidx], 0 * qe[f.qidx], sys_.p[f.pidx])
+        assert np.all(np.isfinite(r)) and np.any(r != 0.0), name

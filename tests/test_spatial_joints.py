@@ -249,7 +249,7 @@ def test_drivers(tmp_path):
 
 def test_initial_conditions_consistent(tmp_path):
     """Inconsistent COM guesses of the double pendulum are corrected; pᵀp = 1 and pᵀṗ = 0
-    hold exactly at t0; the automatically chosen rotations carry the given ω."""
+    hold exactly at t0; the independent rotations carry the given ω."""
     from conftest import CONFIGS
     cfg = load_config(str(CONFIGS / "spatial-double-pendulum.toml"), ["simulation.t_end=0.002"])
     pr = Problem(cfg)

@@ -15,7 +15,7 @@ Generalized forces (r = −Q, the residual convention of ``model/component.py``)
 * a global force F at the material point s' of body b (P = r + A(p) s'):
   Q_r = F,  Q_p = (∂(A(p)s')/∂p)ᵀ F,  ∂(A(p)s')/∂p_k = 2 B(p, e_k) s'  (A = B(p, p)).
   This is the exact virtual work of the point's motion, also off pᵀp = 1, so a
-  conservative element has r = ∂V/∂q exactly (tests/test_components.py checks it).
+  conservative element has r = ∂V/∂q exactly (tests/test_spatial_forces.py checks it).
 * a global torque T on body b: Q_p = 2 E(p)ᵀ T (power T·ω with ω = 2 E ṗ, Nikravesh
   eq. 6.40); on pᵀp = 1 this is the same virtual work as above, off it they differ by
   a multiple of p, which only shifts the normalisation multiplier.
@@ -43,6 +43,7 @@ def cross(a, b):
     out[..., 1] = a2 * b0 - a0 * b2
     out[..., 2] = a0 * b1 - a1 * b0
     return out
+
 
 IDENTITY = np.array([0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0])
 

@@ -165,12 +165,15 @@ def _load(args):
 def _problem(cfg, args):
     from .sensitivity.problem import Problem
     try:
-        return Problem(cfg)
+        pr = Problem(cfg)
     except ImportError as e:  # e.g. the penalty formulation's module is not in this build
         sim = cfg.simulation
         raise InputError(args.config, "simulation.formulation",
                          f"formulation {sim.formulation!r} / integrator {sim.integrator!r} is not "
                          f"available in this build ({e})") from None
+    if getattr(pr.sys, "redundancy", None) is not None:     # one line: the rows dropped at set-up
+        out(pr.sys.redundancy.summary())
+    return pr
 
 
 def _no_restart(args):

@@ -123,7 +123,8 @@ class MaggiTrapezoidal:
         blocks = []
         for rows, _ in probe.force_index():                 # E₁ rows: [a | ξ_q | ξ_v]
             blocks.append((rows, np.hstack([rows, self._xi(rows, oq), self._xi(rows, ov)])))
-        for r, c in probe.constraint_index(0):
+        for r, c0 in probe.constraint_index(0):
+            c = np.where(c0 >= 0, c0, -N)                   # a dropped redundant row (−1) stays < 0
             blocks.append((r, np.hstack([r, self._xi(r, oq)])))                 # E₁: (Φ_qᵀλ)_q
             blocks.append((r, c + n))                                           # E₁: Φ_qᵀ
             blocks.append((c + n, np.hstack([r, self._xi(r, oq), self._xi(r, ov)])))   # E₂

@@ -98,7 +98,8 @@ class PenaltyEval:
         lam = a * Lam
         # put λ into the evaluator (Φ_q is memoized: depends on q, p only)
         ev.lam = lam
-        ev.C = [(g, q, v, aa, lam[g.rows], pp) for (g, q, v, aa, _, pp) in ev.C]
+        lam_g = np.append(lam, 0) if ev.plan.drop else lam      # a dropped redundant row (−1): λ = 0
+        ev.C = [(g, q, v, aa, lam_g[g.rows], pp) for (g, q, v, aa, _, pp) in ev.C]
         self.ev, self.lam, self.Lam = ev, lam, Lam
         self._c = {}
 

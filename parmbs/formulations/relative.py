@@ -147,6 +147,13 @@ class Tree:
             if nb else np.zeros(0, np.int64)
         cut_rows = [g.rows[e] for g in system.constraints for e, nm in enumerate(g.names) if nm not in tree]
         self.rows_cut = np.sort(np.concatenate(cut_rows)) if cut_rows else np.zeros(0, np.int64)
+        # redundant rows dropped at set-up (−1, model/redundancy.py): gone from the cut
+        # constraints; a tree joint is kept exactly by z, so none of its rows may be dropped
+        if np.any(self.rows_tree < 0):
+            red = [nm for nm in self.tree_joints if np.any(where[nm][0].rows[where[nm][1]] < 0)]
+            raise ModelError(key, f"redundant rows of the tree joint(s) {', '.join(red)} were dropped at set-up; "
+                             "matrix-r keeps tree joints exactly: list them in simulation.matrix_r.cut")
+        self.rows_cut = self.rows_cut[self.rows_cut >= 0]
 
     # -- forward kinematics -------------------------------------------------------------
     def kin(self, z, zd=None, zdd=None, p=None, order=2):
@@ -264,7 +271,7 @@ class CutView:
     def __init__(self, system, tree):
         self.n, self.forces, self.extend = system.n, system.forces, system.extend
         tree_set = set(tree.tree_joints)
-        new_row = np.full(system.m, -1, np.int64)
+        new_row = np.full(system.m + 1, -1, np.int64)       # [-1]: a dropped redundant row stays −1
         new_row[tree.rows_cut] = np.arange(len(tree.rows_cut))
         self.constraints = []
         for g in system.constraints:

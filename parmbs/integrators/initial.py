@@ -71,9 +71,8 @@ class InitialState:
             try:
                 dq = self.pos_op.solve(-E)
             except np.linalg.LinAlgError:
-                raise ModelError("joints", "initial assembly: the constraint Jacobian with the independent "
-                                 "coordinates is singular (redundant joints, or independent coordinates "
-                                 "that do not determine the configuration)") from None
+                from ..model.redundancy import explain_singular_assembly
+                raise ModelError("joints", explain_singular_assembly(sys, t0, q, p)) from None
             q += dq
             if np.max(np.abs(dq)) <= 1e-14 * (1 + np.max(np.abs(q))):
                 break

@@ -64,7 +64,8 @@ def newton_acceleration_form(k, t1, qp, vp, a0, lam0, bh2, gh, tol, op, set_matr
         try:
             dz = op.solve(-R)
         except np.linalg.LinAlgError:
-            raise StepError(f"step {k + 1} (t = {t1:.6g}): singular Newton matrix") from None
+            raise _singular(ev, k + 1, t1) or StepError(f"step {k + 1} (t = {t1:.6g}): singular Newton matrix") \
+                from None
         a += dz[:n]
         lam += dz[n:]
         dq = bh2 * np.max(np.abs(dz[:n]))
@@ -72,8 +73,15 @@ def newton_acceleration_form(k, t1, qp, vp, a0, lam0, bh2, gh, tol, op, set_matr
             break
         if dq <= tol.atol + tol.rtol * np.max(np.abs(q1)):
             return (qp + bh2 * a, vp + gh * a, a, lam), it
-    raise StepError(f"step {k + 1} (t = {t1:.6g}): Newton did not converge in {tol.max_it} "
-                    f"iterations (last position update {dq:.2e})")
+    raise _singular(ev, k + 1, t1) or StepError(f"step {k + 1} (t = {t1:.6g}): Newton did not converge in "
+                                                f"{tol.max_it} iterations (last position update {dq:.2e})")
+
+
+def _singular(ev, step, t):
+    """SingularConfiguration (exit 2, names the joints) when the failed Newton iterate sits
+    at a configuration where the constraint rows are dependent, else None."""
+    from ..model.redundancy import singular_configuration
+    return singular_configuration(ev.sys, t, ev.q, ev.p, step)
 
 
 class NewmarkFamily:

@@ -71,6 +71,13 @@ class EvalPlan:
         self.sys, self.design_map = system, design_map
         gidx = np.r_[np.arange(n), -np.ones(3, np.int64)]    # ext slot -> unknown
         self.rows = {id(g): gidx[g.qidx] for g in list(system.forces) + list(system.constraints)}
+        # constraint rows −1: redundant rows dropped at set-up (model/redundancy.py); their
+        # λ reads as 0 and their Φ, γ … entries go nowhere (off for every other model)
+        self.drop = any(np.any(g.rows < 0) for g in system.constraints)
+        #: per group with dropped rows, a (ne, m, 1) 0/1 mask zeroing their local Φ_q rows, so
+        #: local products over an element's rows (the penalty Jacobian's Φ_qᵀ α Λ_q) skip them
+        self.rowmask = {id(g): (g.rows >= 0)[:, :, None].astype(float)
+                        for g in system.constraints if np.any(g.rows < 0)}
         self._pc = {}
 
     def pcols(self, g):
@@ -101,7 +108,8 @@ class StateEval:
             loc = {id(g): (qe[g.qidx], ve[g.qidx], ae[g.qidx])
                    for g in list(system.forces) + list(system.constraints)}
         self.F = [(g, *loc[id(g)], p[g.pidx]) for g in system.forces]
-        self.C = [(g, *loc[id(g)], lam[g.rows], p[g.pidx]) for g in system.constraints]
+        lam_g = np.append(lam, 0) if plan.drop else lam     # a dropped row (−1) reads λ = 0
+        self.C = [(g, *loc[id(g)], lam_g[g.rows], p[g.pidx]) for g in system.constraints]
         self.design_map = design_map     # p index -> design column (−1 if not designed)
         self.dtype = np.result_type(q, v, a, lam, p)
         self._cache = {}
@@ -141,13 +149,17 @@ class StateEval:
         return out[:self.n]
 
     def phi_q_local(self, g, q, p):
+        mask = self.plan.rowmask.get(id(g)) if self.plan.drop else None
+        if mask is not None:
+            return self._memo(("phiq", id(g)), lambda: g.phi_q(self.t, q, p) * mask)
         return self._memo(("phiq", id(g)), lambda: g.phi_q(self.t, q, p))
 
     def _con_vector(self, fn, dtype=None):
-        out = np.zeros(self.m, dtype or self.dtype)
+        drop = self.plan.drop             # a spare last entry takes the dropped rows (−1)
+        out = np.zeros(self.m + drop, dtype or self.dtype)
         for g, q, v, a, lam, p in self.C:
             out[g.rows] = fn(g, q, v, p)
-        return out
+        return out[:self.m] if drop else out
 
     def energy(self):
         """Mechanical energy Σ (kinetic + potential) of the conservative elements."""
@@ -195,8 +207,9 @@ class StateEval:
         return [(self._rows(g), self._rows(g)) for g, *_ in self.F]
 
     def constraint_index(self, row_offset):
-        """(coordinate rows, constraint rows + offset) per constraint group."""
-        return [(self._rows(g), g.rows + row_offset) for g, *_ in self.C]
+        """(coordinate rows, constraint rows + offset) per constraint group (a dropped
+        row stays −1)."""
+        return [(self._rows(g), np.where(g.rows < 0, -1, g.rows + row_offset)) for g, *_ in self.C]
 
     # -- matrix-free operators ------------------------------------------------------------
     def _jac_parts(self, which, wi, wf):

@@ -97,6 +97,11 @@ class System:
         del self._elements
         self.p = P.array()
         self._initial_setup()
+        # redundant constraint rows (more independent coordinates than n − m): dropped
+        # here, before any formulation sizes its matrices (model/redundancy.py)
+        from .redundancy import drop_redundant_rows
+        self.redundancy = None
+        drop_redundant_rows(self)
 
     # -- helpers -----------------------------------------------------------------
     def _qb(self, body):

@@ -108,6 +108,8 @@ class Optimization:
                              f"{', '.join(TAO_TYPES)}, mma)")
         self.mma = opt.method == "mma"
         self.problem = pr = Problem(config, comm=self.comm)
+        if pr.sys.redundancy is not None:          # one line: the redundant rows dropped at set-up
+            out(pr.sys.redundancy.summary())
         names = [o.name for o in pr.objectives]
         if not names:
             raise ModelError("objectives", "nothing to optimize: no [[objectives]]")

@@ -58,6 +58,7 @@ class Term:
         self.kind = kind
         zero = [0]
         self.lrows = np.zeros(0, np.int64)
+        self.ldrop = False
         if kind in SPATIAL_KINDS:                                  # vehicle objectives on spatial bodies
             self.fn, qidx, pidx = spatial_term(system, kind, cfg)
         elif cfg.point is not None and system.beams.is_beam_point(cfg.point):
@@ -73,13 +74,16 @@ class Term:
         else:
             g, e = _find(system.constraints, cfg.joint)
             qidx, pidx, self.lrows = g.qidx[e], zero, g.rows[e]
+            # a redundant row dropped at set-up (−1, model/redundancy.py) reads λ = 0
+            self.ldrop = bool(np.any(self.lrows < 0))
         self.qidx, self.pidx = np.asarray(qidx), np.asarray(pidx)
         self.uses_ref = kind == "point_deviation_sq"
 
     def local(self, sys, t, x, p, ref):
         q, v, a, lam = x
         qe, ve, ae = sys.extend(q), sys.extend(v), sys.extend(a)
-        return [t, qe[self.qidx], ve[self.qidx], ae[self.qidx], lam[self.lrows], p[self.pidx], ref]
+        lam_e = np.append(lam, 0) if self.ldrop else lam
+        return [t, qe[self.qidx], ve[self.qidx], ae[self.qidx], lam_e[self.lrows], p[self.pidx], ref]
 
     def value(self, sys, t, x, p, ref):
         return float(np.real(self.raw(sys, t, x, p, ref)))
@@ -97,10 +101,10 @@ class Term:
             d = np.zeros(n + 3)
             d[self.qidx] = cs_jacobian(self.fn, args, i)
             out.append(d[:n])
-        dl = np.zeros(len(x[3]))
+        dl = np.zeros(len(x[3]) + self.ldrop)
         if len(self.lrows):
             dl[self.lrows] = cs_jacobian(self.fn, args, 4)
-        out.append(dl)
+        out.append(dl[:len(x[3])])
         dp = np.zeros(nd)
         cols = design_map[self.pidx]
         if np.any(cols >= 0):

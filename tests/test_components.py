@@ -122,7 +122,8 @@ def test_registry_is_complete():
             "PlateRigidWeld", "PlatePlateWeld",
             "ContinuumInertia", "ContinuumGravity", "ContinuumElastic", "ContinuumRevolute", "ContinuumClamp",
             "FfrInertia", "FfrGravity", "FfrElastic", "FfrRevolute", "FfrWeld", "FfrPointForce",
-            "SpatialInertia", "SpatialGravity", "Normalization", "SpatialSpherical", "SpatialRevolute",
+            "SpatialInertia", "SpatialGyroscopic", "EulerRegularization", "SpatialGravity", "Normalization",
+            "SpatialSpherical", "SpatialRevolute",
             "SpatialUniversal", "SpatialCylindrical", "SpatialTranslational", "SpatialRigid", "RevoluteDriver",
             "OrientationRow", "SpatialSpring", "SpatialNonlinearSpringDamper", "SpatialBumpStop", "SpatialBushing",
             "SpatialPointForce", "SpatialTorque", "PlaneContact", "RoadContact", "Tyre"} <= set(REGISTRY)

@@ -454,14 +454,14 @@ class Design(_Model):
 
 POINT_KINDS = ("point_deviation_sq", "point_velocity_sq", "point_acceleration_sq", "deflection", "deflection_sq")
 ANGLE_KINDS = ("angle", "angle_sq")
-SPATIAL_OBJECTIVE_KINDS = ("vertical_acceleration_sq", "roll_rate_sq")   # spatial bodies (spatial/objectives.py)
+SPATIAL_OBJECTIVE_KINDS = ("vertical_acceleration_sq", "vertical_acceleration_4", "roll_rate_sq")   # spatial bodies (spatial/objectives.py)
 TerminalKind = Literal["point_deviation_sq", "point_velocity_sq", "point_acceleration_sq",
                        "angle", "angle_sq", "spring_elongation_sq", "deflection", "deflection_sq",
-                       "vertical_acceleration_sq", "roll_rate_sq"]
+                       "vertical_acceleration_sq", "vertical_acceleration_4", "roll_rate_sq"]
 IntegrandKind = Literal["point_deviation_sq", "point_velocity_sq", "point_acceleration_sq",
                         "angle", "angle_sq", "spring_elongation_sq", "reaction_sq", "python",
                         "deflection", "deflection_sq",  # deflection*: beam points only
-                        "vertical_acceleration_sq", "roll_rate_sq"]  # spatial bodies only
+                        "vertical_acceleration_sq", "vertical_acceleration_4", "roll_rate_sq"]  # spatial bodies only
 
 
 class Objective(_Model):

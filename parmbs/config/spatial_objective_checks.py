@@ -25,7 +25,7 @@ def check_spatial_objective(ck, o, kind: str) -> None:
                           f"(known spatial bodies: {', '.join(bodies) or 'none'})")
         return bodies[name]
 
-    if kind == "vertical_acceleration_sq":
+    if kind in ("vertical_acceleration_sq", "vertical_acceleration_4"):
         if o.point is None:
             raise ck.fail(f"{prefix}.point", needs)
         bname, pname = o.point.split(".", 1)

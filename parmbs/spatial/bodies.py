@@ -12,33 +12,44 @@ ch. 6; with Ġ = G(ṗ), Ġ ṗ = 0 and G(p) ṗ = −G(ṗ) p, so ∂T/∂p = �
 
 with the normalisation constraint Φ_n = pᵀp − 1 = 0 (one row per body, multiplier λ_n).
 Written here in the equivalent Newton–Euler form (2Gᵀ times J'ω̇' + ω̃'J'ω' = n', with
-ω̇' = 2Gp̈ because Ġṗ = 0):
+ω̇' = 2Gp̈ because Ġṗ = 0), split into three force groups:
 
-    4 Gᵀ J' G p̈ + 2 Gᵀ (ω' × J'ω') ,   ω' = 2 G ṗ.
+    SpatialInertia      (m r̈, 4 Gᵀ J' G p̈)                 inertial (α_m in generalized-α)
+    SpatialGyroscopic   (0, 2 Gᵀ (ω' × J'ω')), ω' = 2 G ṗ    velocity force (α_f)
+    EulerRegularization (0, c p (pᵀp̈ + ṗᵀṗ))                 absorbed by λ_n (α_f), below
 
-Both agree on pᵀṗ = 0, but index-3 steppers enforce pᵀp = 1 only, so the discrete ṗ
-carries a component s = pᵀṗ ≠ 0; 8ĠᵀJ'Gṗ then adds an s-proportional term to Euler's
-equations (G(p)G(ṗ)ᵀ = s I + skew part), which made a free body spinning at 200 rad/s
-blow up under generalized-α (ρ∞ = 0.5, h = 2e-3), while this form leaves Euler's
-equations independent of s (same run: bounded).
+Why not 8ĠᵀJ'Gṗ: both agree on pᵀṗ = 0, but index-3 steppers enforce pᵀp = 1 only, so
+the discrete ṗ carries a component s = pᵀṗ ≠ 0, and 8ĠᵀJ'Gṗ adds an s-proportional
+term to Euler's equations (G(p)G(ṗ)ᵀ = s I + a skew part); its p-component (−2ω'ᵀJ'ω')
+also makes λ_n large, which generalized-α's old-state term α_f Φ_q(q_n)ᵀλ_n (along p_n,
+not p_{n+1}) feeds into the dynamics.  A free body spinning at 200 rad/s (h = 2e-3,
+ρ∞ = 0.5) blew up with it and stays bounded with this form.
+
+Known limits of the index-3 steppers on fast-spinning bodies (measured, not fixed here):
+the trapezoidal rule is second order but its alternating (−1)ⁿ mode grows at a rate
+≈ |ω|/2 (heavy top at 100 rad/s: ×3 every 0.023 s; Newton fails near t = 0.39 s at
+h = 1e-3); generalized-α stays bounded but is first order for Euler-parameter bodies
+(the α_m-interpolation of M(q) a with a rotating M; free body at 200 rad/s, ρ∞ = 0.8:
+energy loss 114, 68, 37 J of 387 J over 0.1 s at h = 2, 1, 0.5 ms).
 
 **Singular mass block.**  G p = 0, so 4 GᵀJ'G has the null vector p: the rotational mass
 block alone is singular, and only the normalisation row 2pᵀ of Φ_q makes the saddle-point
 matrix regular.  PETSc's LU in natural order (model/assembly.py, below 200 unknowns)
 does not pivot: it eliminates the 4×4 block first and meets a (round-off) zero pivot —
 checked: without the term below, configs/spatial-double-pendulum.toml fails in its first
-step with "singular matrix (KSP reason −11)" under trapezoidal and genalpha alike.  Remedy, exact and solver-independent: ``SpatialInertia`` adds
+step with "singular matrix (KSP reason −11)" under trapezoidal and genalpha alike.
+Remedy, exact and solver-independent: ``EulerRegularization`` adds
 
     c p (pᵀp̈ + ṗᵀṗ),    c = 4 (J'_xx + J'_yy + J'_zz)/3,
 
 to the rotational residual.  The term lies along p = ½ (Φ_n)_pᵀ, the normalisation
-row's own constraint direction, so it is absorbed entirely by λ_n (λ_n shifts by
+row's own constraint direction, and is weighted like Φ_qᵀλ (not ``inertial``), so it is
+absorbed entirely by λ_n at the new and at the old state (λ_n shifts by
 −c (pᵀp̈ + ṗᵀṗ)/2 — zero on exact solutions, where pᵀp̈ + ṗᵀṗ = ½ Φ̈_n = 0); q, v, a and
-every joint multiplier are unchanged, for every integrator, since the term is evaluated
-at the same state as Φ_qᵀλ.  The mass block becomes 4GᵀJ'G + c ppᵀ, positive definite
-(eigenvalues 4J'_i on p's complement, c along p).  MUMPS with pivoting would also work,
-but would make every spatial model pay for its analysis and change the solver that the
-rest of parmbs (and its tests) rely on for small models.
+every joint multiplier are unchanged, for every integrator.  The mass block becomes
+4GᵀJ'G + c ppᵀ, positive definite (eigenvalues 4J'_i on p's complement, c along p).
+MUMPS with pivoting would also work, but would make every spatial model pay for its
+analysis and change the solver that the rest of parmbs relies on for small models.
 """
 import numpy as np
 
@@ -56,22 +67,18 @@ def inertia_matrix(j):
 
 @register
 class SpatialInertia(Force):
-    """r = (m r̈,  4 GᵀJ'G p̈ + 2 Gᵀ(ω' × J'ω') + c p (pᵀp̈ + ṗᵀṗ)), ω' = 2Gṗ (module docstring);
+    """r = (m r̈,  4 GᵀJ'G p̈) — the part proportional to the acceleration (module
+    docstring); the velocity-quadratic part is ``SpatialGyroscopic``.
     p = (m, J'_xx, J'_yy, J'_zz, J'_xy, J'_xz, J'_yz) about the centre of mass, body frame."""
     nq, np_ = 7, 7
     inertial = True
-    uses_q = uses_v = uses_a = True
+    uses_q = uses_a = True
 
     def r(self, t, q, v, a, p):
         m, J = p[..., 0], inertia_matrix(p[..., 1:7])
-        e, ed, edd = q[..., 3:7], v[..., 3:7], a[..., 3:7]
-        G = G_matrix(e)
-        GT = np.swapaxes(G, -1, -2)
-        c = 4.0 / 3.0 * (p[..., 1] + p[..., 2] + p[..., 3])
-        w = 2.0 * mv(G, ed)                                   # ω' = 2 G ṗ
-        rot = (4.0 * mv(GT, mv(J, mv(G, edd))) + 2.0 * mv(GT, cross(w, mv(J, w)))
-               + (c * (dot(e, edd) + dot(ed, ed)))[..., None] * e)
-        tr = m[..., None] * a[..., 0:3] + 0.0 * q[..., 0:3] + 0.0 * v[..., 0:3]
+        G = G_matrix(q[..., 3:7])
+        rot = 4.0 * mv(np.swapaxes(G, -1, -2), mv(J, mv(G, a[..., 3:7])))
+        tr = m[..., None] * a[..., 0:3] + 0.0 * q[..., 0:3]
         shape = np.broadcast_shapes(tr.shape[:-1], rot.shape[:-1])
         return np.concatenate([np.broadcast_to(tr, shape + (3,)), np.broadcast_to(rot, shape + (4,))], -1)
 
@@ -80,6 +87,53 @@ class SpatialInertia(Force):
         w = 2.0 * mv(G_matrix(q[..., 3:7]), v[..., 3:7])
         J = inertia_matrix(p[..., 1:7])
         return 0.5 * p[..., 0] * dot(v[..., 0:3], v[..., 0:3]) + 0.5 * dot(w, mv(J, w))
+
+
+@register
+class SpatialGyroscopic(Force):
+    """r = 2 Gᵀ (ω' × J'ω'), ω' = 2 G ṗ: the velocity-quadratic part of the Euler-parameter
+    inertia forces (module docstring).  Not ``inertial``: generalized-α weights it with
+    α_f like the other velocity-dependent forces (C v in its linear analysis); only the
+    acceleration term M(q) a is weighted with α_m.
+    q = p (4), p = (J'_xx, J'_yy, J'_zz, J'_xy, J'_xz, J'_yz)."""
+    nq, np_ = 4, 6
+    uses_q = uses_v = True
+
+    def r(self, t, q, v, a, p):
+        J = inertia_matrix(p)
+        G = G_matrix(q)
+        w = 2.0 * mv(G, v)
+        return 2.0 * mv(np.swapaxes(G, -1, -2), cross(w, mv(J, w)))
+
+
+@register
+class EulerRegularization(Force):
+    """r = c p (pᵀp̈ + ṗᵀṗ), c = 4 (J'_xx + J'_yy + J'_zz)/3 (module docstring): regularises
+    the singular Euler-parameter mass block; absorbed by the normalisation multiplier.
+    Not ``inertial``: generalized-α weights it like Φ_qᵀλ (α_f), so at the old state too
+    it only shifts λ_n.  q = p (4), p = (J'_xx, J'_yy, J'_zz)."""
+    nq, np_ = 4, 3
+    uses_q = uses_v = uses_a = True
+
+    def r(self, t, q, v, a, p):
+        c = 4.0 / 3.0 * (p[..., 0] + p[..., 1] + p[..., 2])
+        return (c * (dot(q, a) + dot(v, v)))[..., None] * q
+
+    def jacobians(self, t, q, v, a, p):
+        c = (4.0 / 3.0 * (p[..., 0] + p[..., 1] + p[..., 2]))[..., None, None]
+        s = (dot(q, a) + dot(v, v))[..., None, None]
+        qq = q[..., :, None]
+        return (c * (s * np.eye(4) + qq * a[..., None, :]), c * 2.0 * qq * v[..., None, :],
+                c * qq * q[..., None, :])
+
+    def r_q(self, t, q, v, a, p):
+        return self.jacobians(t, q, v, a, p)[0]
+
+    def r_v(self, t, q, v, a, p):
+        return self.jacobians(t, q, v, a, p)[1]
+
+    def r_a(self, t, q, v, a, p):
+        return self.jacobians(t, q, v, a, p)[2]
 
 
 @register

@@ -7,6 +7,8 @@ The objectives of the buggy manoeuvres of seed 002 §4.2:
   point in the front of the chassis (step-descent manoeuvre).  With the body's
   coordinates q_b = (r, p) and P's body-local offset s' from the centre of mass,
       r̈_P = r̈ + Ä s',   Ä = 2 B(ṗ, ṗ) + 2 B(p, p̈)       (kinematics.py).
+* ``vertical_acceleration_4`` — g = r̈_Pz⁴, the ride objective of seed 004 eq. (5.13)
+  (four-post and speed-bump tests of the Iltis, §5.2.3: Ψ = ∫ z̈⁴_chassis dt).
 * ``roll_rate_sq`` — g = (ω'·u')², the squared angular velocity of a body about its
   body-fixed longitudinal axis u' (unit after normalisation; default the body x axis);
   seed 002 eq. (78), ψ = ∫ φ̇² dt (double-lane-change manoeuvre).  ω' = 2 G(p) ṗ
@@ -27,7 +29,7 @@ import numpy as np
 from ..model.parameters import ZERO
 from .kinematics import dot, omega_body, point_acceleration
 
-SPATIAL_KINDS = ("vertical_acceleration_sq", "roll_rate_sq")
+SPATIAL_KINDS = ("vertical_acceleration_sq", "vertical_acceleration_4", "roll_rate_sq")
 EX = np.array([1.0, 0.0, 0.0])      # default longitudinal axis: body x
 
 
@@ -47,6 +49,12 @@ def _vertical_acc_sq(t, q, v, a, lam, p, ref):
     return vertical_acceleration(q, v, a, p[..., 0:3]) ** 2
 
 
+def _vertical_acc_4(t, q, v, a, lam, p, ref):
+    """r̈_Pz⁴: the ride objective of seed 004 eq. (5.13), Ψ = ∫ z̈⁴_chassis dt (a VDV-like
+    measure, more sensitive to peaks than the squared acceleration; Iltis speed bump)."""
+    return vertical_acceleration(q, v, a, p[..., 0:3]) ** 4
+
+
 def _roll_rate_sq(t, q, v, a, lam, p, ref):
     return roll_rate(q, v, p[..., 0:3]) ** 2
 
@@ -56,7 +64,8 @@ def _roll_rate_sq_fixed(t, q, v, a, lam, p, ref, axis):
     return roll_rate(q, v, axis + 0.0 * p[..., :1]) ** 2
 
 
-FNS = {"vertical_acceleration_sq": _vertical_acc_sq, "roll_rate_sq": _roll_rate_sq}
+FNS = {"vertical_acceleration_sq": _vertical_acc_sq, "vertical_acceleration_4": _vertical_acc_4,
+       "roll_rate_sq": _roll_rate_sq}
 
 
 def spatial_term(system, kind, cfg):
@@ -66,7 +75,7 @@ def spatial_term(system, kind, cfg):
     body x axis) for the roll rate.  The body's coordinate indices and the point/axis
     parameter indices come from the spatial set (``system.spatial``)."""
     sp = system.spatial
-    if kind == "vertical_acceleration_sq":
+    if kind in ("vertical_acceleration_sq", "vertical_acceleration_4"):
         body, _ = cfg.point.split(".", 1)
         return FNS[kind], sp.body_qidx(body), sp.point_pidx(cfg.point)
     if cfg.axis is None:

@@ -35,7 +35,7 @@ import numpy as np
 from ..model.parameters import ZERO
 from ..model.timefunctions import Polynomial, from_config
 from . import joints as SJ
-from .bodies import Normalization, SpatialGravity, SpatialInertia
+from .bodies import EulerRegularization, Normalization, SpatialGravity, SpatialGyroscopic, SpatialInertia
 from .drivers import OrientationRow, RevoluteDriver
 from .kinematics import E_matrix, rotation
 
@@ -162,6 +162,8 @@ class SpatialBodySet:
         for b in self.bodies.values():
             q = b.qidx()
             system._add_force(("SpatialInertia",), SpatialInertia, {}, b.name, q, [b.mass] + b.inertia)
+            system._add_force(("SpatialGyroscopic",), SpatialGyroscopic, {}, b.name, q[3:], b.inertia)
+            system._add_force(("EulerRegularization",), EulerRegularization, {}, b.name, q[3:], b.inertia[:3])
             system._add_force(("SpatialGravity",), SpatialGravity, {}, b.name, q[:3], [b.mass] + self.gravity)
         from .force_set import add_spatial_forces      # [[spatial.forces]], [spatial.road] (force_set.py)
         add_spatial_forces(self, system)

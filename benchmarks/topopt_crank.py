@@ -42,6 +42,9 @@ def main():
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--check", action="store_true",
                     help="also check g·d against a central difference of ψ along a random direction d")
+    ap.add_argument("--no-schur", action="store_true",
+                    help="the plain path: element-assembled Newton matrix, one LU per Newton iteration "
+                         "(default: flexible/continuum_schur.py)")
     ap.add_argument("--cpu", action="store_true",
                     help="time with this process's CPU time (time.process_time): robust on a shared, "
                          "oversubscribed machine; the default is wall-clock time")
@@ -60,6 +63,9 @@ def main():
     data["simulation"]["t_end"] = a.steps * data["simulation"]["dt"]
     cfg = validate(copy.deepcopy(data), CONFIG)
 
+    if a.no_schur:
+        from parmbs._petsc import PETSc
+        PETSc.Options().setValue("parmbs_continuum_schur", "false")
     t0 = clock()
     pr = Problem(cfg)
     t_setup = clock() - t0
@@ -67,7 +73,7 @@ def main():
     print(f"model: {c['nx']}x{c['ny']} = {c['nx'] * c['ny']} elements, design variables {len(pr.design)}, "
           f"unknowns n+m = {n + m}; set-up (System, patterns) {t_setup:.1f} s", flush=True)
 
-    op = pr.stepper.op
+    op = pr.stepper.lin          # the Newton solver: SparseOperator (LU) or ContinuumSchurOperator
     solve_t = {"t": 0.0, "n": 0}
     inner_solve = op.solve
 
@@ -133,6 +139,10 @@ def main():
     print(f"adjoint: {t_adj:.2f} s (KSP solves {solve_t['t']:.2f} s); gradient over {len(g)} densities, "
           f"|g| = {np.linalg.norm(g):.3e}")
     print(f"adjoint / forward ({a.steps} steps, measured): {t_adj / t_fwd:.2f}")
+    sch = pr.stepper.schur
+    if sch is not None:
+        print(f"  Schur solver: {sch.nfactor} factorizations of the elastic block, {sch.nfsolve} solves with it, "
+              f"{sch.nrefine} refinement sweeps")
     once = sum(init_adj)                                   # initial-state adjoint
     per_adj = (t_adj - once) / a.steps                     # adjoint step + objective partials
     print(f"  adjoint per step {per_adj:.2f} s (of which adjoint_step {np.mean(adj_steps):.2f} s; forward "

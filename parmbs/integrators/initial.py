@@ -110,6 +110,9 @@ class InitialState:
 
     def _set_accel_matrix(self, ev):
         """[[r_a, Φ_qᵀ], [Φ_q, 0]] in the stepper's pattern (zero q-blocks)."""
+        if hasattr(self.accel_op, "set_newton"):     # the FFR continua's Schur solver
+            self.accel_op.set_newton(ev, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0, 1.0)
+            return
         F = ev.force_blocks(0.0, 0.0, 1.0)
         H = [0.0 * h for h in ev.hess_blocks()]
         G = ev.phi_q_blocks()

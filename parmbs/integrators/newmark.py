@@ -98,8 +98,17 @@ class NewmarkFamily:
         self.blocks, self.zero_diag = saddle_point_pattern(system)
         self.op = SparseOperator(n + m, self.blocks, comm=comm, options=petsc_options)
         self.plan = EvalPlan(system, self.design_map)     # index arrays shared by every state
+        # FFR continua: Newton matrices as structured operators, solved with a lagged
+        # factorization of the elastic block + Schur border + refinement (exact;
+        # flexible/continuum_schur.py); off with petsc option continuum_schur = false
+        self.lin, self.schur = self.op, None
+        from ..flexible import continuum_schur
+        from .._petsc import PETSc
+        if continuum_schur.usable(system) and PETSc.Options().getBool("parmbs_continuum_schur", True):
+            self.schur = self.lin = continuum_schur.ContinuumSchurOperator(system, self.plan, comm=comm)
+            self.plan.structured = self.schur.st
         from .initial import InitialState
-        self.init = InitialState(system, self.op, self.design_map, ndesign, newton, comm=comm)
+        self.init = InitialState(system, self.lin, self.design_map, ndesign, newton, comm=comm)
 
     # -- named parameter sets ---------------------------------------------------------------
     @classmethod
@@ -124,6 +133,9 @@ class NewmarkFamily:
     def _set_matrix(self, ev):
         h, b, g = self.h, self.beta, self.gamma
         wi, wf = 1 - self.am, 1 - self.af
+        if self.schur is not None:
+            self.schur.set_newton(ev, b * h * h, g * h, 1.0, wi, wf, wf * b * h * h, wf)
+            return
         F = ev.force_blocks(b * h * h, g * h, 1.0, wi, wf)
         H = [wf * b * h * h * Hb for Hb in ev.hess_blocks()]
         G = ev.phi_q_blocks()
@@ -146,10 +158,18 @@ class NewmarkFamily:
         R_old = 0.0
         if self.am or self.af:                 # trapezoidal/Newmark: no old-state residual
             R_old = (ev_old or self._eval(t, x, p)).residual(self.am, self.af)
-        return newton_acceleration_form(
-            k, t1, qp, vp, x[2], x[3], b * h * h, g * h, self.newton, self.op, self._set_matrix,
-            lambda t_, x_: self._eval(t_, x_, p),
-            lambda ev: np.r_[ev.residual(1 - self.am, 1 - self.af) + R_old, ev.phi() / (b * h * h)])
+        if self.schur is not None:
+            # Newton needs no exact solve: J̃ (the lagged elastic factor) differs from J by
+            # ~1e-9 relative, which leaves the quadratic convergence as it is
+            self.schur.exact = False
+        try:
+            return newton_acceleration_form(
+                k, t1, qp, vp, x[2], x[3], b * h * h, g * h, self.newton, self.lin, self._set_matrix,
+                lambda t_, x_: self._eval(t_, x_, p),
+                lambda ev: np.r_[ev.residual(1 - self.am, 1 - self.af) + R_old, ev.phi() / (b * h * h)])
+        finally:
+            if self.schur is not None:
+                self.schur.exact = True
 
     # -- tangent (direct differentiation) ------------------------------------------------------
     def tangent_step(self, t, x0, x1, dx0, p):
@@ -168,7 +188,7 @@ class NewmarkFamily:
             eo = self._eval(t, x0, p)
             r1 += (eo.K(self.am, self.af) @ dq + eo.Cv(self.am, self.af) @ dv + eo.Ma(self.am, self.af) @ da
                    + self.af * (eo.G().T @ dl) + eo.R_p(nd, self.am, self.af) @ I)
-        dz = self.op.solve_many(-np.vstack([r1, r2]))
+        dz = self.lin.solve_many(-np.vstack([r1, r2]))
         n = self.sys.n
         da1, dl1 = dz[:n], dz[n:]
         return dqp + b * h * h * da1, dvp + g * h * da1, da1, dl1
@@ -184,7 +204,7 @@ class NewmarkFamily:
         n = self.sys.n
         ev = self._eval(t + h, x1, p)
         self._set_matrix(ev)
-        nu = self.op.solve_many(np.vstack([b * h * h * mq1 + g * h * mv1 + ma1, ml1]), transpose=True)
+        nu = self.lin.solve_many(np.vstack([b * h * h * mq1 + g * h * mv1 + ma1, ml1]), transpose=True)
         nu1, nu2 = nu[:n], nu[n:] / (b * h * h)
         sq = ev.K(wi, wf).T @ nu1 + ev.G().T @ nu2          # ∂R/∂q_{k+1}ᵀ ν at fixed z
         sv = ev.Cv(wi, wf).T @ nu1

@@ -23,15 +23,19 @@ class LocalOperator:
     ``A @ X`` and ``A.T @ Y`` act on dense column blocks (size, k).
     """
 
-    def __init__(self, nrows, ncols, parts=()):
+    def __init__(self, nrows, ncols, parts=(), extra=()):
         self.shape = (nrows, ncols)
         self.parts = [pt for pt in parts if pt[2].size]
+        # assembled operators added as they are (``@``, ``.T``, ``scaled``): the FFR
+        # continua's structured Jacobians (flexible/continuum_structured.py)
+        self.extra = list(extra)
 
     def __add__(self, other):
-        return LocalOperator(*self.shape, self.parts + other.parts)
+        return LocalOperator(*self.shape, self.parts + other.parts, self.extra + other.extra)
 
     def scaled(self, c):
-        return LocalOperator(*self.shape, [(r, cc, c * B) for r, cc, B in self.parts])
+        return LocalOperator(*self.shape, [(r, cc, c * B) for r, cc, B in self.parts],
+                             [e.scaled(c) for e in self.extra])
 
     def __matmul__(self, X):
         X = np.asarray(X)
@@ -40,6 +44,8 @@ class LocalOperator:
         k = X2.shape[1]
         if not self.parts:
             out = np.zeros((self.shape[0], k), X2.dtype)
+            for e in self.extra:
+                out = out + e @ X2
             return out[:, 0] if vec else out
         # one appended zero row serves every −1 column.  Parts are summed one by one in
         # their order with einsum, as always: penalty-formulation gradients amplify any
@@ -48,12 +54,14 @@ class LocalOperator:
         out = np.zeros((self.shape[0], k), np.result_type(X2, *(B for _, _, B in self.parts)))
         for rows, cols, B in self.parts:
             out += scatter_add_cols(self.shape[0], rows, np.einsum("eab,ebk->eak", B, Xe[cols]))
+        for e in self.extra:
+            out = out + e @ X2
         return out[:, 0] if vec else out
 
     @property
     def T(self):
         return LocalOperator(self.shape[1], self.shape[0],
-                             [(c, r, np.swapaxes(B, 1, 2)) for r, c, B in self.parts])
+                             [(c, r, np.swapaxes(B, 1, 2)) for r, c, B in self.parts], [e.T for e in self.extra])
 
     def dense(self):
         return self @ np.eye(self.shape[1])
@@ -142,8 +150,12 @@ class StateEval:
         was measured no faster on small models and changes the summation order, which
         the weakly damped a/λ modes of index-3 schemes amplify (MPI vs serial test)."""
         out = np.zeros(self.n + 3, self.dtype)
+        st = self._structured()
         for g, q, v, a, p in self.F:
-            out += scatter_add(self.n + 3, g.qidx, (wi if g.inertial else wf) * g.r(self.t, q, v, a, p))
+            if st is None or id(g) not in st.ids:
+                out += scatter_add(self.n + 3, g.qidx, (wi if g.inertial else wf) * g.r(self.t, q, v, a, p))
+        if st is not None:
+            st.residual(self.q, self.v, self.a, wi, wf, out)
         for g, q, v, a, lam, p in self.C:
             out += scatter_add(self.n + 3, g.qidx, wf * np.einsum("emk,em->ek", self.phi_q_local(g, q, p), lam))
         return out[:self.n]
@@ -216,7 +228,10 @@ class StateEval:
         """(rows, rows, w J) of every force group whose Jacobian ``which`` (0: ∂r/∂q,
         1: ∂r/∂v, 2: ∂r/∂a) is not identically zero (the groups' uses_* flags)."""
         parts = []
+        st = self._structured()
         for g, q, v, a, p in self.F:
+            if st is not None and id(g) in st.ids:
+                continue
             J = self._memo(("jac", id(g)), lambda: g.jacobians(self.t, q, v, a, p))[which]
             if J is not None:
                 r = self._rows(g)
@@ -228,15 +243,29 @@ class StateEval:
         parts = self._jac_parts(0, wi, wf)
         if with_hessian:
             parts += [(self._rows(g), self._rows(g), wf * H) for (g, *_), H in zip(self.C, self.hess_blocks())]
-        return LocalOperator(self.n, self.n, parts)
+        return LocalOperator(self.n, self.n, parts, self._structured_jac(1.0, 0.0, 0.0, wi, wf))
 
     def Cv(self, wi=1.0, wf=1.0):
         """∂R/∂v (n × n)."""
-        return LocalOperator(self.n, self.n, self._jac_parts(1, wi, wf))
+        return LocalOperator(self.n, self.n, self._jac_parts(1, wi, wf), self._structured_jac(0.0, 1.0, 0.0, wi, wf))
 
     def Ma(self, wi=1.0, wf=1.0):
         """∂R/∂a (n × n)."""
-        return LocalOperator(self.n, self.n, self._jac_parts(2, wi, wf))
+        return LocalOperator(self.n, self.n, self._jac_parts(2, wi, wf), self._structured_jac(0.0, 0.0, 1.0, wi, wf))
+
+    def _structured(self):
+        """The plan's ContinuumStructure (groups evaluated as assembled sparse operators,
+        flexible/continuum_structured.py), set up for this design; None without one or
+        at a complex design (complex-step gradients run the element kernels)."""
+        st = getattr(self.plan, "structured", None)
+        if st is None or np.iscomplexobj(self.p):
+            return None
+        st.set_design(self.p)
+        return st
+
+    def _structured_jac(self, cq, cv, ca, wi, wf):
+        st = self._structured()
+        return [] if st is None else [st.jacobian(self.q, self.v, self.a, cq, cv, ca, wi, wf)]
 
     def G(self):
         """Φ_q (m × n)."""

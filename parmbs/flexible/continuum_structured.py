@@ -1,0 +1,271 @@
+"""The FFR continuum's Jacobians as constant sparse matrices with scalar coefficients.
+
+Why.  Evaluating ∂r/∂(q, v, a) of ``ContinuumInertia`` element by element (11 × 11
+blocks of 10⁵ elements) and refactoring the assembled (n + m) Newton matrix every
+iteration cost ≈ 1 s + 2.5 s per Newton iteration at 10⁵ elements.  For small
+deformation in a floating frame (seed 003 §2.1, Eq. 7, 66–70) every block that
+couples two elastic coordinates is a combination of three constant matrices with
+scalars taken from the frame's motion, and everything else is a border of three
+frame rows and columns.
+
+Assembled quantities (c_e the Gauss mass of element e, N_g, J, X_g as in
+``continuum.py``; sums over elements and Gauss points, u the elastic coordinates):
+
+    M = Σ c N_gᵀN_g,  G = Σ c N_gᵀ J N_g,  K = Σ x^s E0 K̂_e          (nf × nf, sparse)
+    B = Σ c N̄ᵀ (nf × 2),  b_X = Σ c N_gᵀX_g,  b_JX = Σ c N_gᵀ J X_g   (vectors)
+    m0 = Σ 4c,  x0 = Σ c X_g,  I0 = Σ c |X_g|²                         (frame scalars)
+
+With S = x0 + Bᵀu (= Σ c s_g), s_u = b_X + M u (= Σ c N_gᵀ s_g), j_u = b_JX + G u
+(= Σ c N_gᵀ J s_g), the Jacobians of the inertia residual Σ c L̄_gᵀ ā_g (Eq. 66–70)
+are, block by block (R, θ the frame rows/columns, f the elastic ones):
+
+    ∂r/∂a:  RR m0 I, Rθ A J S, θθ I0 + 2b_Xᵀu + uᵀMu, Rf A Bᵀ, θf j_uᵀ, ff M  (symmetric)
+    ∂r/∂v:  Rθ A(−2θ̇ S + 2J Bᵀu̇), θθ 2 s_uᵀu̇, fθ −2θ̇ s_u + 2G u̇,
+            Rf 2θ̇ A J Bᵀ, θf 2θ̇ s_uᵀ, ff 2θ̇ G
+    ∂r/∂q:  Rθ −m0 A J_b + A J Σā, θθ −(J S)·J_b, fθ −B J_b,
+            Rf A(θ̈ J − θ̇² I)Bᵀ, θf 2θ̈ s_uᵀ − J_bᵀBᵀ − (G ü)ᵀ + 2θ̇ (M u̇)ᵀ,
+            ff θ̈ G − θ̇² M
+    with J_b = J AᵀR̈ and Σā = m0 AᵀR̈ + (θ̈ J − θ̇²) S + Bᵀü + 2θ̇ J Bᵀu̇,
+
+and ∂r/∂q of the elastic force is K.  The residual itself is, on the f rows,
+M ü + B AᵀR̈ + θ̈ j_u − θ̇² s_u + 2θ̇ G u̇ (+ K u), on the R rows A Σā and on the θ
+row (J S)·AᵀR̈ + θ̈ (I0 + 2b_Xᵀu + uᵀMu) + j_uᵀü + 2θ̇ s_uᵀu̇.  These are the same
+algebra as ``ContinuumInertia.jacobians`` summed over the mesh (checked against the
+element assembly in tests/test_continuum_structured.py); each costs O(nnz) vector
+operations instead of O(ne · 121) per evaluation.
+"""
+import numpy as np
+import scipy.sparse as sp
+
+from ..model.assembly import BlockPattern, scatter_add_cols
+from .continuum import ContinuumInertia, ContinuumElastic, _NG, _NBAR, _CM, _CJ, _GPOS, _cells, _gauss_mass
+
+_J2 = np.array([[0.0, -1.0], [1.0, 0.0]])
+
+
+def _A(th):
+    c, s = np.cos(th), np.sin(th)
+    return np.array([[c, -s], [s, c]])
+
+
+def structured_groups(system):
+    """The force groups this module takes over: every ContinuumInertia and ContinuumElastic."""
+    return [g for g in system.forces if isinstance(g, (ContinuumInertia, ContinuumElastic))]
+
+
+class ContinuumStructure:
+    """Per-design constant matrices and vectors of every FFR continuum of a system.
+
+    ``fidx``: the unknowns that are elastic continuum coordinates (sorted), the
+    "f" set; ``frames``: one (R_x, R_y, θ) unknown triple per continuum.  Matrices are
+    scipy CSR in f numbering; M and G per frame (their coefficients depend on the
+    frame's θ̇, θ̈), K once."""
+
+    def __init__(self, system, plan):
+        self.sys = system
+        self.groups = structured_groups(system)
+        self.ids = {id(g) for g in self.groups}
+        self.inertia = [g for g in self.groups if isinstance(g, ContinuumInertia)]
+        self.elastic = [g for g in self.groups if isinstance(g, ContinuumElastic)]
+        n = system.n
+        rows = {id(g): plan.rows[id(g)] for g in self.groups}
+        uf = np.concatenate([rows[id(g)][:, 3:11].ravel() for g in self.inertia]
+                            + [rows[id(g)].ravel() for g in self.elastic])
+        self.fidx = np.unique(uf[uf >= 0])
+        self.nf = len(self.fidx)
+        fpos = -np.ones(n, np.int64)
+        fpos[self.fidx] = np.arange(self.nf)
+        self.fpos = fpos
+        fp = lambda r: np.where(r >= 0, fpos[np.maximum(r, 0)], -1)
+        # element blocks in f numbering; frames = unique (R, θ) triples
+        self.uf_in = [fp(rows[id(g)][:, 3:11]) for g in self.inertia]
+        self.uf_el = [fp(rows[id(g)]) for g in self.elastic]
+        fr = np.vstack([rows[id(g)][:, 0:3] for g in self.inertia]) if self.inertia else np.zeros((0, 3), np.int64)
+        self.frames, inv = np.unique(fr, axis=0, return_inverse=True)
+        inv = inv.ravel()
+        splits = np.cumsum([g.ne for g in self.inertia])[:-1]
+        self.frame_of = np.split(inv, splits)            # per inertia group: frame of each element
+        self.pattern = BlockPattern(self.nf, [(u, u) for u in self.uf_in] + [(u, u) for u in self.uf_el])
+        self._p = None
+
+    def _csr(self, data):
+        return sp.csr_matrix((data, self.pattern.indices, self.pattern.indptr), shape=(self.nf, self.nf))
+
+    def set_design(self, p):
+        """Recompute the constant matrices when p changed (once per design)."""
+        if self._p is not None and np.array_equal(self._p, p):
+            return False
+        self._p = p.copy()
+        nf, nk = self.nf, len(self.frames)
+        zin = [np.zeros((g.ne, 8, 8)) for g in self.inertia]
+        zel = [np.zeros((g.ne, 8, 8)) for g in self.elastic]
+        self.M, self.G, self.B, self.bX, self.bJX = [], [], [], [], []
+        self.m0, self.x0, self.I0 = np.zeros(nk), np.zeros((nk, 2)), np.zeros(nk)
+        for k in range(nk):
+            mb, gb = [], []
+            B = np.zeros((nf, 2))
+            bX, bJX = np.zeros(nf), np.zeros(nf)
+            for g, uf, fo in zip(self.inertia, self.uf_in, self.frame_of):
+                P = p[g.pidx]
+                c = np.where(fo == k, _gauss_mass(P, g.law), 0.0)
+                hx, hy, cx, cy = _cells(P)
+                X = np.stack([cx[:, None] + _GPOS[:, 0] * hx[:, None],
+                              cy[:, None] + _GPOS[:, 1] * hy[:, None]], -1)          # (ne, 4, 2)
+                mb.append(c[:, None, None] * _CM)
+                gb.append(c[:, None, None] * _CJ)
+                B += scatter_add_cols(nf, uf, c[:, None, None] * _NBAR.T[None])
+                bX += scatter_add_cols(nf, uf, (c[:, None] * np.einsum("gik,egi->ek", _NG, X))[..., None])[:, 0]
+                bJX += scatter_add_cols(nf, uf, (c[:, None] * np.einsum("gik,egi->ek", _NG, X @ _J2.T))[..., None])[:, 0]
+                self.m0[k] += 4.0 * c.sum()
+                self.x0[k] += np.einsum("e,egi->i", c, X)
+                self.I0[k] += np.einsum("e,egi,egi->", c, X, X)
+            self.M.append(self._csr(self.pattern.values(mb + zel)))
+            self.G.append(self._csr(self.pattern.values(gb + zel)))
+            self.B.append(B)
+            self.bX.append(bX)
+            self.bJX.append(bJX)
+        kb = []
+        for g in self.elastic:
+            fac, Kh = g.stiffness(p[g.pidx])
+            kb.append(fac[:, None, None] * Kh)
+        self.K = self._csr(self.pattern.values(zin + kb))
+        return True
+
+    def basis(self, k):
+        """Φ_k = [B, b_X, b_JX] (nf × 4): the constant part of frame k's border."""
+        return np.column_stack([self.B[k], self.bX[k], self.bJX[k]])
+
+    # -- the state-dependent pieces ---------------------------------------------------------
+    def frame_state(self, q, v, a):
+        """Per frame: dict of θ, θ̇, θ̈, R̈, A, u, u̇, ü restricted to f and the products
+        S, s_u, j_u, G u̇ ... used by both the Jacobians and the residual."""
+        f = self.fidx
+        u, w, ud = q[f], v[f], a[f]
+        out = []
+        for k, (iR0, iR1, ith) in enumerate(self.frames):
+            M, G, B = self.M[k], self.G[k], self.B[k]
+            Mu, Gu, Mw, Gw, Ga, Ma = M @ u, G @ u, M @ w, G @ w, G @ ud, M @ ud
+            th, dth, ddth = q[ith], v[ith], a[ith]
+            A = _A(th)
+            Rdd = a[[iR0, iR1]]
+            S = self.x0[k] + B.T @ u
+            out.append(dict(idx=(iR0, iR1, ith), th=th, dth=dth, ddth=ddth, A=A, ATR=A.T @ Rdd,
+                            S=S, su=self.bX[k] + Mu, ju=self.bJX[k] + Gu, Gw=Gw, Ga=Ga, Mw=Mw, Ma=Ma,
+                            Btw=B.T @ w, Bta=B.T @ ud, SS=self.I0[k] + 2 * self.bX[k] @ u + u @ Mu))
+        return out
+
+    def residual(self, q, v, a, wi, wf, out):
+        """Adds wi r_inertia + wf r_elastic of every continuum to ``out`` (n,)."""
+        f = self.fidx
+        rf = wf * (self.K @ q[f])
+        for k, s in enumerate(self.frame_state(q, v, a)):
+            iR0, iR1, ith = s["idx"]
+            dth, ddth = s["dth"], s["ddth"]
+            rf += wi * (s["Ma"] + self.B[k] @ s["ATR"] + ddth * s["ju"] - dth ** 2 * s["su"] + 2 * dth * s["Gw"])
+            sa = self.m0[k] * s["ATR"] + ddth * (_J2 @ s["S"]) - dth ** 2 * s["S"] + s["Bta"] + 2 * dth * (_J2 @ s["Btw"])
+            out[[iR0, iR1]] += wi * (s["A"] @ sa)
+            out[ith] += wi * ((_J2 @ s["S"]) @ s["ATR"] + ddth * s["SS"] + s["ju"] @ a[f] + 2 * dth * s["su"] @ v[f])
+        out[f] += rf
+        return out
+
+    def jacobian(self, q, v, a, cq, cv, ca, wi, wf):
+        """cq ∂r/∂q + cv ∂r/∂v + ca ∂r/∂a (inertia weighted wi, elastic wf) as a
+        ``StructuredJacobian``."""
+        frames = []
+        dt = np.result_type(q, v, a)
+        for k, s in enumerate(self.frame_state(q, v, a)):
+            th, dth, ddth, A, S = s["th"], s["dth"], s["ddth"], s["A"], s["S"]
+            B, su, ju = self.B[k], s["su"], s["ju"]
+            JS = _J2 @ S
+            Jb = _J2 @ s["ATR"]
+            sa = self.m0[k] * s["ATR"] + ddth * JS - dth ** 2 * S + s["Bta"] + 2 * dth * (_J2 @ s["Btw"])
+            # border = constant basis Φ = [B, b_X, b_JX] (nf × 4) times coefficients + a
+            # state-dependent remainder: col = Φ Cc + Rc (f rows × frame columns),
+            # row = (Φ Cr)ᵀ + Rr (frame rows × f columns); the solver reuses F⁻¹Φ
+            Cc, Cr = np.zeros((4, 3), dt), np.zeros((4, 3), dt)
+            Rc, Rr = np.zeros((self.nf, 3), dt), np.zeros((3, self.nf), dt)
+            ff = np.zeros((3, 3), dt)
+            Gu, Mu = s["ju"] - self.bJX[k], s["su"] - self.bX[k]
+            I2 = np.eye(2)
+            if ca:                                   # ∂r/∂a
+                Cc[0:2, 0:2] += ca * A.T
+                Cc[3, 2] += ca
+                Rc[:, 2] += ca * Gu
+                Cr[0:2, 0:2] += ca * A.T
+                Cr[3, 2] += ca
+                Rr[2] += ca * Gu
+                ff[0:2, 0:2] += ca * self.m0[k] * I2
+                ff[0:2, 2] += ca * (A @ JS)
+                ff[2, 0:2] += ca * (A @ JS)
+                ff[2, 2] += ca * s["SS"]
+            if cv:                                   # ∂r/∂v
+                ff[0:2, 2] += cv * (A @ (-2 * dth * S + 2 * (_J2 @ s["Btw"])))
+                ff[2, 2] += cv * 2 * (su @ v[self.fidx])
+                Cc[2, 2] += -2 * dth * cv
+                Rc[:, 2] += cv * (-2 * dth * Mu + 2 * s["Gw"])
+                Cr[0:2, 0:2] += cv * 2 * dth * (A @ _J2).T
+                Cr[2, 2] += cv * 2 * dth
+                Rr[2] += cv * 2 * dth * Mu
+            if cq:                                   # ∂r/∂q
+                ff[0:2, 2] += cq * (-self.m0[k] * (A @ Jb) + A @ (_J2 @ sa))
+                ff[2, 2] += cq * (-(JS @ Jb))
+                Cc[0:2, 2] += -cq * Jb
+                Cr[0:2, 0:2] += cq * (A @ (ddth * _J2 - dth ** 2 * I2)).T
+                Cr[2, 2] += cq * 2 * ddth
+                Cr[0:2, 2] += -cq * Jb
+                Rr[2] += cq * (2 * ddth * Mu - s["Ga"] + 2 * dth * s["Mw"])
+            Phi = self.basis(k)
+            col = Phi @ Cc + Rc
+            row = (Phi @ Cr).T + Rr
+            cM = wi * (ca - cq * dth ** 2)
+            cG = wi * (2 * cv * dth + cq * ddth)
+            frames.append((s["idx"], wi * col, wi * row, wi * ff, cM, cG,
+                           (k, wi * Cc, wi * Rc, wi * Cr, wi * Rr)))
+        return StructuredJacobian(self, frames, wf * cq)
+
+
+class StructuredJacobian:
+    """Σ_k (cM_k M_k + cG_k G_k) + cK K on f × f plus, per frame, the dense border:
+    f rows × frame columns (``col``), frame rows × f columns (``row``) and the 3 × 3
+    frame block (``ff``).  Acts on n-vectors or (n, k) blocks (``@``, ``.T @``)."""
+
+    def __init__(self, st, frames, cK, transposed=False):
+        self.st, self.frames, self.cK, self.transposed = st, frames, cK, transposed
+        self.shape = (st.sys.n, st.sys.n)
+
+    @property
+    def T(self):
+        return StructuredJacobian(self.st, self.frames, self.cK, not self.transposed)
+
+    def ff_matrix(self):
+        """The f × f block as one scipy CSR (pattern of M, G, K)."""
+        st = self.st
+        data = self.cK * st.K.data
+        for k, (_, _, _, _, cM, cG, _) in enumerate(self.frames):
+            data = data + cM * st.M[k].data + cG * st.G[k].data
+        return sp.csr_matrix((data, st.K.indices, st.K.indptr), shape=st.K.shape)
+
+    def scaled(self, c):
+        return StructuredJacobian(self.st, [(i, c * a, c * b, c * d, c * e, c * g,
+                                             (x[0], c * x[1], c * x[2], c * x[3], c * x[4]))
+                                            for i, a, b, d, e, g, x in self.frames], c * self.cK, self.transposed)
+
+    def __matmul__(self, X):
+        X = np.asarray(X)
+        f = self.st.fidx
+        A = self.ff_matrix()
+        if self.transposed:
+            A = A.T
+        out = np.zeros(X.shape, np.result_type(X, float))
+        xf = X[f]
+        yf = A @ xf
+        for idx, col, row, ff, *_ in self.frames:
+            idx = list(idx)
+            if self.transposed:
+                yf += row.T @ X[idx]
+                out[idx] += col.T @ xf + ff.T @ X[idx]
+            else:
+                yf += col @ X[idx]
+                out[idx] += row @ xf + ff @ X[idx]
+        out[f] += yf
+        return out

@@ -86,6 +86,7 @@ from ..model.assembly import SparseOperator
 from ..model.evaluation import StateEval, EvalPlan
 from ..model.system import ModelError
 from .newmark import StepError, saddle_point_pattern
+from ..model.redundancy import singular_configuration
 
 
 class _View:
@@ -222,7 +223,8 @@ class Variational:
             try:
                 dz = self.J.solve(-R)
             except np.linalg.LinAlgError:
-                raise StepError(f"step {k + 1} (t = {t1:.6g}): singular Newton matrix") from None
+                raise singular_configuration(self.sys, t1, q1, p, k + 1) \
+                    or StepError(f"step {k + 1} (t = {t1:.6g}): singular Newton matrix") from None
             A += dz[:n]
             lam += dz[n:]
             dq = 0.5 * h * h * np.max(np.abs(dz[:n]))
@@ -238,8 +240,9 @@ class Variational:
                                     "(a body without mass or inertia?)") from None
                 self._last = (t1, q1, e1, p.copy())
                 return (q1, v1, a1, l1), it
-        raise StepError(f"step {k + 1} (t = {t1:.6g}): Newton did not converge in {tol.max_it} "
-                        f"iterations (last position update {dq:.2e})")
+        raise singular_configuration(self.sys, t1, q1, p, k + 1) \
+            or StepError(f"step {k + 1} (t = {t1:.6g}): Newton did not converge in {tol.max_it} "
+                         f"iterations (last position update {dq:.2e})")
 
     # -- the linearization shared by tangent and adjoint -----------------------------------------
     def _linearize(self, t, x0, x1, p):

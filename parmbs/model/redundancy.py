@@ -228,12 +228,12 @@ def drop_redundant_rows(system, t0=0.0):
             dropped = [system.constraint_names[i] for i in np.nonzero(~keep)[0]]
             raise ModelError(keys, f"the model has {n} coordinates and {m} constraint rows of rank {r} "
                              f"({', '.join(dropped) or 'none'} redundant) at the initial configuration: "
-                             f"{n - r} degree(s) of freedom, but {n_ind} independent coordinate(s) are given")
-        q_new = _assemble(system, keep, t0, q, p)          # the square system InitialState solves
-        if np.array_equal(_selection(system, t0, q_new, p)[0], keep):
-            q = q_new
+                             f"{n - r} degrees of freedom, but {n_ind} independent coordinate(s) are given")
+        q = _assemble(system, keep, t0, q, p)              # the square system InitialState solves
+        keep_new, ratios_new = _selection(system, t0, q, p)
+        if np.array_equal(keep_new, keep):
+            ratios = ratios_new
             break
-        q = q_new
     else:
         raise ModelError("joints", "the redundant rows found change with every assembly of the initial "
                          "configuration: it is (nearly) singular; move the initial guesses")
@@ -298,5 +298,5 @@ def explain_singular_assembly(system, t, q, p):
     names = ", ".join(system.constraint_names[i] for i in weak)
     d = system.n - system.m + len(weak)
     return (f"initial assembly: the constraint rows {names} depend on the rows before them (redundant "
-            f"constraints): the model then has {d} degree(s) of freedom, not {system.n - system.m}; give {d} "
+            f"constraints): the model then has {d} degrees of freedom, not {system.n - system.m}; give {d} "
             "independent coordinate(s) and parmbs drops the redundant rows")

@@ -251,8 +251,10 @@ class FunctionRoadConfig(_Road):
     def _keys_of_shape(self) -> "FunctionRoadConfig":
         used = {"flat": set(), "bump": {"height", "length", "x0"}, "step": {"height", "length", "x0"},
                 "sinusoid": {"amplitude", "wavelength", "phase"}}[self.shape]
+        # a key counts as given when it differs from its default: a config round-tripped
+        # through to_dict() (with_value, scenarios, to_toml) has every key set
         extra = sorted(k for k in ("height", "length", "x0", "amplitude", "wavelength", "phase")
-                       if k in self.model_fields_set and k not in used)
+                       if k not in used and getattr(self, k) != type(self).model_fields[k].default)
         if extra:
             raise ValueError(f"{', '.join(repr(k) for k in extra)} not used by shape = {self.shape!r}")
         return self

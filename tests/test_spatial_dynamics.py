@@ -55,3 +55,16 @@ def test_plot_spatial_trajectory(tmp_path):
     assert np.allclose(paths["upper.top"], 0.0, atol=1e-12)          # hangs from ground.O
     assert np.allclose(paths["upper.bottom"], paths["lower.top"], atol=1e-12)
     assert np.all(rotation_angles(pr.sys, d.q)["upper"][1:] > 0.0)
+
+
+def test_energy_error_is_second_order():
+    """Trapezoidal rule, undamped double pendulum over 0.3 s: the largest energy error
+    falls by ≈ 4 per halving of dt (measured ratios must lie in [3, 5.5])."""
+    errs = []
+    for dt in (4e-3, 2e-3, 1e-3):
+        pr, tr = run("spatial-double-pendulum", ["simulation.t_end=0.3", f"simulation.dt={dt}"])
+        E = energy(pr, tr)
+        errs.append(np.max(np.abs(E - E[0])))
+    ratios = [errs[0] / errs[1], errs[1] / errs[2]]
+    print(f"energy errors {errs}, ratios {ratios}")
+    assert all(3.0 <= r <= 5.5 for r in ratios)

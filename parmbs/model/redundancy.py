@@ -37,12 +37,21 @@ and every objective of λ (``reaction_sq`` of a joint with a dropped row reads 0
 that row) follows that choice, and so do their gradients: another choice of dropped
 rows would give other λ values and λ-objectives, not other q, v, a.
 
+Design variables.  The selection is made once, at the nominal parameters, and kept for
+every perturbed or optimised design (the model's structure must not change inside a
+gradient).  A parameter that breaks the redundancy (crank C3's length in
+configs/parallelogram.toml) then moves the reduced model only: its gradient is exact
+for the reduced model, whereas the full model would lock or fail to assemble.
+
 Singular configurations (``singular_configuration``): when a Newton matrix becomes
-singular mid-run because the kept rows of Φ_q lose rank (a change point, a dead
-centre: not a constant redundancy, which step 4 removed), the steppers raise
-``SingularConfiguration`` — a ModelError, exit code 2 — naming the step, the time
-and the joints whose rows are dependent there (the left null vector of the row-
-normalised Φ_q, rows weighing ≥ 10 % of its largest entry).
+singular (or Newton fails) mid-run because the kept rows of Φ_q lose rank (a change
+point, a dead centre: not a constant redundancy, which step 4 removed), the Newmark
+family, index-1 and variational steppers raise ``SingularConfiguration`` — a
+ModelError, exit code 2 — naming the step, the time and the joints whose rows are
+dependent there (the left null vector of the row-normalised Φ_q at the failed Newton
+iterate, rows weighing ≥ 10 % of its largest entry); other failures stay StepError
+(exit 1).  Maggi, matrix-r and penalty keep their StepError.  Models with more than
+DIAGNOSE_MAX_ROWS constraint rows are not diagnosed (dense SVD).
 """
 import copy
 
@@ -59,6 +68,9 @@ DROP_TOL = 1e-9
 KEEP_TOL = 1e-6
 #: a configuration is singular when σ_min/σ_max of the row-normalised Φ_q is below this
 SINGULAR_TOL = 1e-8
+#: failure diagnoses (dense factorisations of Φ_q) only for models with at most this many
+#: constraint rows: a large flexible model's failed step is not held up by an O(m³) SVD
+DIAGNOSE_MAX_ROWS = 1000
 
 
 class SingularConfiguration(ModelError):
@@ -265,7 +277,7 @@ def singular_configuration(system, t, q, p, step, tol=SINGULAR_TOL):
     """A SingularConfiguration naming the joints whose (kept) rows of Φ_q are dependent
     at (t, q), or None when the row-normalised Φ_q is not singular there (σ_min/σ_max
     ≥ tol: the failure has another cause)."""
-    if system.m == 0:
+    if system.m == 0 or system.m > DIAGNOSE_MAX_ROWS:
         return None
     from .evaluation import StateEval
     q, z = np.real(q), np.zeros(system.n)
@@ -290,8 +302,10 @@ def explain_singular_assembly(system, t, q, p):
     """The message for a singular initial-assembly matrix [Φ_q; Φ_ind,q] at the Newton
     iterate q: names the constraint rows that depend on the rows declared before them
     (a redundant model given n − m independent coordinates), else the general cause."""
-    keep, ratios = _selection(system, t, np.real(q), np.real(p))
-    weak = np.nonzero(ratios < KEEP_TOL)[0]
+    weak = []
+    if 0 < system.m <= DIAGNOSE_MAX_ROWS:
+        keep, ratios = _selection(system, t, np.real(q), np.real(p))
+        weak = np.nonzero(ratios < KEEP_TOL)[0]
     if not len(weak):
         return ("initial assembly: the constraint Jacobian with the independent coordinates is singular: "
                 "the independent coordinates do not determine the configuration")

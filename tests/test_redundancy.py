@@ -86,10 +86,11 @@ CASES = [{"integrator": "trapezoidal"}, {"integrator": "genalpha"},
          {"formulation": "index1", "integrator": "trapezoidal"},
          {"formulation": "maggi", "integrator": "trapezoidal"},
          {"formulation": "matrix-r", "integrator": "trapezoidal"},
+         {"formulation": "matrix-r", "integrator": "trapezoidal", "matrix_r": {"coordinates": "independent"}},
          {"formulation": "penalty", "integrator": "ts-cn"}]
 
 
-@pytest.mark.parametrize("sim", CASES, ids=lambda s: "-".join(map(str, s.values())))
+@pytest.mark.parametrize("sim", CASES, ids=lambda s: "-".join(str(v) if not isinstance(v, dict) else "independent" for v in s.values()))
 def test_gradients_adjoint_direct_fd(sim):
     pr = _problem(sim)
     tr = pr.forward()

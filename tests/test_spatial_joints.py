@@ -49,7 +49,7 @@ axis_a = "ground.d"
 axis_b = "s.z"
 {extra}
 [simulation]
-t_end = 0.3
+t_end = 0.15
 dt = 3e-3
 """
 
@@ -109,7 +109,7 @@ name = "weld"
 a = "A.W"
 b = "B.W"
 [simulation]
-t_end = 0.3
+t_end = 0.15
 dt = 3e-3
 """
 
@@ -160,7 +160,7 @@ b = "bob.top"
 axis_a = "ground.x"
 axis_b = "bob.y"
 [simulation]
-t_end = 0.3
+t_end = 0.15
 dt = 2e-3
 integrator = "genalpha"
 """
@@ -227,7 +227,7 @@ name = "lift"
 coordinate = "slider.z"
 function = { type = "harmonic", amplitude = 0.2, omega = 5.0, offset = 0.0 }
 [simulation]
-t_end = 0.3
+t_end = 0.15
 dt = 3e-3
 """
 

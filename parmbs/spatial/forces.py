@@ -30,7 +30,7 @@ import numpy as np
 from ..model.component import CS_H, Force, register
 from ..model.timefunctions import Constant
 from .kinematics import rotation, quat_product, dot, mv
-from . import smooth
+from . import force_kernels, smooth
 
 
 def cross(a, b):
@@ -146,10 +146,41 @@ class PointToPoint(SpatialElement):
         ldot = dot(e, point_velocity(qb, vb, sb) - point_velocity(qa, va, sa))
         return qa, qb, sa, sb, l, ldot, e
 
+    #: r, r_q, r_v in the closed forms of force_kernels.py (one cached geometry per
+    #: iterate, only T(l, l̇) complex-stepped); False: the forms below and the 28-column
+    #: complex step (kept as the reference: tests and benchmarks/spatial_speed.py)
+    analytic = True
+
+    def _kgeometry(self, q, v, p):
+        c = getattr(self, "_gcache", None)
+        if (c is not None and c[0].shape == q.shape and c[1].shape == v.shape and c[2].shape == p.shape
+                and np.array_equal(c[0], q) and np.array_equal(c[1], v) and np.array_equal(c[2], p)):
+            return c[3]
+        G = force_kernels.P2PGeometry(q, v, p)
+        if not any(np.iscomplexobj(x) for x in (q, v, p)):
+            self._gcache = (q.copy(), v.copy(), p.copy(), G)
+        return G
+
     def r(self, t, q, v, a, p):
+        if self.analytic:
+            G = self._kgeometry(q, v, p)
+            return force_kernels.residual(G, self.tension(G.l, G.ldot, p))
         qa, qb, sa, sb, l, ldot, e = self.geometry(q, v, p)
         Te = self.tension(l, ldot, p)[..., None] * e
         return np.concatenate([-point_load(qa, sa, Te), point_load(qb, sb, Te)], -1)
+
+    def jacobians(self, t, q, v, a, p):
+        if not self.analytic or any(np.iscomplexobj(x) for x in (q, v, p)):
+            return super().jacobians(t, q, v, a, p)
+        G = self._kgeometry(q, v, p)
+        rq, rv = force_kernels.jacobians(G, *force_kernels.law_derivatives(self.tension, G, p))
+        return rq, rv, None
+
+    def r_q(self, t, q, v, a, p):
+        return self.jacobians(t, q, v, a, p)[0] if self.analytic else super().r_q(t, q, v, a, p)
+
+    def r_v(self, t, q, v, a, p):
+        return self.jacobians(t, q, v, a, p)[1] if self.analytic else super().r_v(t, q, v, a, p)
 
     def length(self, q, p):
         return self.geometry(q, 0.0 * q, p)[4]

@@ -34,6 +34,7 @@ through it).  Joints (rows):
 import numpy as np
 
 from ..model.component import Constraint, register
+from .joint_kernels import JointKernel
 from .kinematics import E0, bilinear, dot, mv, rotation, rotation_dot, rotation_jacobian
 
 NQ = 14
@@ -145,11 +146,43 @@ class _SpatialJoint(Constraint):
             out.append(fn(F, *args))
         return out
 
+    #: Φ, Φ_q and ∂(Φ_qᵀλ)/∂q from the batched closed forms of joint_kernels.py (one
+    #: cached geometry per iterate); False: the per-primitive forms above and the
+    #: complex-step Hessian (kept as the reference: tests and benchmarks/spatial_speed.py)
+    analytic = True
+
+    def _geometry(self, q, p):
+        """joint_kernels.JointGeometry at (q, p), reused while q and p are unchanged (Φ,
+        Φ_q and the Hessian of one Newton iterate share it)."""
+        c = getattr(self, "_gcache", None)
+        if (c is not None and c[0].shape == q.shape and c[1].shape == p.shape
+                and np.array_equal(c[0], q) and np.array_equal(c[1], p)):
+            return c[2]
+        G = self._kernel().geometry(q, p)
+        if not (np.iscomplexobj(q) or np.iscomplexobj(p)):
+            self._gcache = (q.copy(), p.copy(), G)
+        return G
+
+    @classmethod
+    def _kernel(cls):
+        if "_kern" not in cls.__dict__:
+            cls._kern = JointKernel(cls.prims, cls.nvec)
+        return cls._kern
+
     def phi(self, t, q, p):
+        if self.analytic:
+            return self._kernel().phi(self._geometry(q, p))
         return cat(self._rows(Frames(q, p), p, 0), 1)
 
     def phi_q(self, t, q, p):
+        if self.analytic:
+            return self._kernel().phi_q(self._geometry(q, p))
         return cat(self._rows(Frames(q, p), p, 1), 2)
+
+    def hess_lam(self, t, q, p, lam):
+        if self.analytic:
+            return self._kernel().hess_lam(self._geometry(q, p), lam)
+        return super().hess_lam(t, q, p, lam)
 
     def gamma(self, t, q, v, p):
         return cat(self._rows(Frames(q, p, v), p, 2), 1)

@@ -310,9 +310,17 @@ def cmd_info(args):
         out(f"{'FFR beams':<13} {len(sys_.ffr)}: " + ", ".join(f"{b.name} ({b.nel} elements, {b.ncoord} coordinates: "
                                                               "frame x, y, angle; nodal u, v, phi)"
                                                               for b in sys_.ffr.beams.values()))
+    nsp = len(getattr(sys_, "spatial", ()))
+    if nsp:                                 # spatial rigid bodies (parmbs/spatial)
+        out(f"{'spatial':<13} {nsp} bodies: {', '.join(sys_.spatial.bodies)}; {len(cfg.spatial.joints)} joints: "
+            + (", ".join(f"{j.name} ({j.type})" for j in cfg.spatial.joints) or "none")
+            + "; independent: " + ", ".join(drv.names[0] for key, drv, _ in sys_.independent
+                                            if key.startswith("spatial.")))
     nrigid = 3 * d['bodies']
+    nodal = d['coordinates'] - nrigid - 7 * nsp
     out(f"coordinates   {d['coordinates']}  ({nrigid} rigid: x, y, angle of each centre of mass"
-        + (f"; {d['coordinates'] - nrigid} nodal" if d['coordinates'] > nrigid else "") + ")")
+        + (f"; {7 * nsp} spatial: x, y, z, e0..e3 of each" if nsp else "")
+        + (f"; {nodal} nodal" if nodal > 0 else "") + ")")
     out(f"constraints   {d['constraints']}  ({len(cfg.joints)} joints: "
         f"{', '.join(f'{j.name} ({j.type})' for j in cfg.joints) or 'none'})")
     out(f"DOF           {d['dof']}  (independent coordinates: "

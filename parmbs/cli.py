@@ -335,6 +335,9 @@ def cmd_info(args):
                 f"mean {r.mean():.6g}   {pr.design.paths[sl.start].rsplit('[', 1)[0]}")
         else:
             out(f"  {entry:<12} = {rho[sl.start]:<14.8g} {pr.design.paths[sl.start]}")
+    for dd in cfg.design:                   # linked parameters (config/links.py)
+        for dr in dd.drives:
+            out(f"    drives {dr.path} = {dr.expression}  ({cfg.resolve_path(dr.path):.8g})")
     out(f"objectives    {len(cfg.objectives)}" + (":" if cfg.objectives else ""))
     for o in cfg.objectives:
         what = " ".join(str(x) for x in (o.integrand and f"∫ {o.integrand}", o.terminal and f"terminal {o.terminal}",

@@ -117,7 +117,7 @@ class CheckpointStore:
         self.schedule = schedule
         self.N = problem.nsteps
         self.n, self.m = problem.sys.n, problem.sys.m
-        self.nobj, self.nd = len(problem.objectives), len(problem.design)
+        self.nobj, self.nd = len(problem.objectives), problem.design.ncols   # parameter columns
         self.S = schedule.slots(self.N)
         self.sha = resolved_sha256(config)
         if interval is None:

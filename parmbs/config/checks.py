@@ -142,11 +142,25 @@ class _Checker:
             key = f"optimize.constraints[{i}]"
             if (c.objective is None) == (c.kind is None):
                 raise self.fail(key, "give exactly one of 'objective' (an [[objectives]] name) or "
-                                "kind = \"volume_fraction\"")
+                                "kind = \"volume_fraction\" or \"parameter\"")
             if c.objective is not None:
                 if c.objective not in names:
                     raise self.fail(f"{key}.objective", f"unknown objective {c.objective!r} "
                                     f"(known: {', '.join(names) or 'none'})")
+                if c.field is not None:
+                    raise self.fail(f"{key}.field", "only for kind = \"volume_fraction\"")
+                if c.parameter is not None:
+                    raise self.fail(f"{key}.parameter", "only for kind = \"parameter\"")
+            elif c.kind == "parameter":
+                from .links import Links
+                links = Links(self.cfg, self.file)
+                known = list(links.design) + list(links.constants) + list(links.exprs)
+                if c.parameter is None:
+                    raise self.fail(f"{key}.parameter", f"required for kind \"parameter\" (a [parameters] or "
+                                    f"scalar [[design]] name: {', '.join(known) or 'none'})")
+                if c.parameter not in known:
+                    raise self.fail(f"{key}.parameter", f"unknown parameter {c.parameter!r} "
+                                    f"(known: {', '.join(known) or 'none'})")
                 if c.field is not None:
                     raise self.fail(f"{key}.field", "only for kind = \"volume_fraction\"")
             else:
@@ -158,6 +172,8 @@ class _Checker:
                 if c.field not in fields:
                     raise self.fail(f"{key}.field", f"{c.field!r} is not a [[design]] density field "
                                     f"(known: {', '.join(fields) or 'none'})")
+                if c.parameter is not None:
+                    raise self.fail(f"{key}.parameter", "only for kind = \"parameter\"")
             if c.lower is None and c.upper is None:
                 raise self.fail(f"{key}.upper", "need 'upper' and/or 'lower'")
             if c.lower is not None and c.upper is not None and not c.lower < c.upper:
@@ -262,6 +278,8 @@ class _Checker:
                 raise self.fail(f"design.{d.name}.path", str(exc)) from None
             if d.lower is not None and d.upper is not None and not d.lower < d.upper:
                 raise self.fail(f"design.{d.name}.upper", f"upper = {d.upper} must be greater than lower = {d.lower}")
+        from .links import check_links
+        check_links(self.cfg, self.file)          # [parameters] and [[design]] drives
 
     def objectives(self) -> None:
         forces = {f.name: f for f in self.cfg.forces}

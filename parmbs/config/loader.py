@@ -80,7 +80,8 @@ def validate(data: dict[str, Any], file: str, sha: str = "", origins: dict[str, 
             message += f" (+{len(errors) - 1} more error{'s' if len(errors) > 2 else ''})"
         raise ConfigError(file, key, message) from None
     check_config(cfg, file)
-    return cfg
+    from .links import resolve_links
+    return resolve_links(cfg, file)           # driven values follow the design (links.py)
 
 
 # ----------------------------------------------------------------------------- overrides

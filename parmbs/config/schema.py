@@ -445,11 +445,20 @@ class Simulation(_Model):
 # ----------------------------------------------------------------------------- design, objectives
 
 
+class Drive(_Model):
+    """One ``drives`` entry of a ``[[design]]``: the config scalar at ``path`` follows
+    ``expression`` of the design variables and ``[parameters]`` (links.py)."""
+
+    path: Str
+    expression: Str
+
+
 class Design(_Model):
     name: Name
     path: Str  # checked against the config in checks.py / paths.py
     lower: Real | None = None
     upper: Real | None = None
+    drives: list[Drive] = []    # linked parameters (config/links.py)
 
 
 POINT_KINDS = ("point_deviation_sq", "point_velocity_sq", "point_acceleration_sq", "deflection", "deflection_sq")
@@ -506,12 +515,15 @@ class Constraint(_Model):
     """One ``[[optimize.constraints]]`` entry: ``lower <= c(ρ) <= upper`` where c is an
     objective (``objective = "<[[objectives]] name>"``, gradient from the same adjoint
     sweep) or the volume fraction of a density design field (``kind =
-    "volume_fraction"``, ``field = "plates.P.density"``: the mean of its element values).
-    Exactly one of ``objective``/``kind``; at least one bound (checked in checks.py)."""
+    "volume_fraction"``, ``field = "plates.P.density"``: the mean of its element values)
+    or a named scalar (``kind = "parameter"``, ``parameter = "l"``: a ``[parameters]`` or
+    scalar ``[[design]]`` name, explicit in ρ: config/links.py).  Exactly one of
+    ``objective``/``kind``; at least one bound (checked in checks.py)."""
 
     objective: Name | None = None
-    kind: Literal["volume_fraction"] | None = None
+    kind: Literal["volume_fraction", "parameter"] | None = None
     field: Str | None = None
+    parameter: Name | None = None   # kind = "parameter": a [parameters] or scalar [[design]] name
     lower: Real | None = None
     upper: Real | None = None
 
@@ -582,6 +594,7 @@ class Config(_Model):
     joints: list[Joint] = []
     forces: list[Force] = []
     simulation: Simulation = Field(default_factory=Simulation)
+    parameters: dict[str, Real | Str] = {}   # named scalars/expressions for drives (links.py)
     design: list[Design] = []
     objectives: list[Objective] = []
     sensitivity: Sensitivity = Field(default_factory=Sensitivity)

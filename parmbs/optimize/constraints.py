@@ -15,7 +15,10 @@ c(ρ) is either
 * the volume fraction of a density design field (``kind = "volume_fraction"``,
   ``field = "plates.P.density"``): V(ρ) = (1/N) Σₑ ρₑ over the field's N element
   densities (equal-area elements of a uniform plate mesh), ∂V/∂ρₑ = 1/N on the field's
-  columns, 0 elsewhere — explicit in the design vector, no simulation needed.
+  columns, 0 elsewhere — explicit in the design vector, no simulation needed, or
+* a named scalar of ``[parameters]`` or a scalar design variable (``kind =
+  "parameter"``, ``parameter = "l"``; config/links.py), e.g. seed 000 Eq. 55's
+  l = |C − D| ≥ 0.001 m: explicit in ρ, ∂c/∂ρ by a complex step of its expressions.
 """
 from __future__ import annotations
 
@@ -33,6 +36,11 @@ class Constraints:
                 label, ref = c.objective, c.objective
                 if ref not in self.objectives:
                     self.objectives.append(ref)
+            elif c.kind == "parameter":
+                from ..config.links import Links
+                self.links = Links(config)
+                self.at = {n: design.fields[n].start for n in self.links.design}
+                label, ref = c.parameter, c.parameter
             else:
                 d = next(d for d in config.design if d.path == c.field)    # checked in checks.py
                 ref = design.fields[d.name]
@@ -58,6 +66,8 @@ class Constraints:
         for i, (_, kind, ref, sign, bound, scale) in enumerate(self.rows):
             if kind == "objective":
                 c, dc = values[ref], np.asarray(grads[ref], float)
+            elif kind == "parameter":
+                c, dc = self.parameter(rho, ref)
             else:
                 n = ref.stop - ref.start
                 c = float(np.sum(rho[ref])) / n
@@ -71,9 +81,20 @@ class Constraints:
         """The constrained quantities c(ρ) per config row (for the final report)."""
         out = []
         for label, kind, ref, *_ in self.rows:
-            out.append((label, values[ref] if kind == "objective"
-                        else float(np.sum(rho[ref])) / (ref.stop - ref.start)))
+            out.append((label, values[ref] if kind == "objective" else self.parameter(rho, ref)[0]
+                        if kind == "parameter" else float(np.sum(rho[ref])) / (ref.stop - ref.start)))
         return out
+
+    def parameter(self, rho, name, h=1e-30):
+        """(c, ∂c/∂ρ) of the named scalar ``name`` at ρ: its value and a complex step
+        of size h per design variable (exact to rounding, links.py)."""
+        vals = {n: float(rho[j]) for n, j in self.at.items()}
+        c = float(self.links.env(vals)[name])
+        dc = np.zeros(self.nd)
+        for n, j in self.at.items():
+            env = self.links.env({**vals, n: vals[n] + 1j * h})
+            dc[j] = np.imag(env[name]) / h
+        return c, dc
 
 
 def violation(f):

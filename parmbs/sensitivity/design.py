@@ -10,6 +10,15 @@ sparse transpose product per step, never a dense N_state × N_design block.
 
 ``fields`` maps each design entry name to its slice of columns (a scalar entry: a
 slice of length 1) for output grouped by entry (gradient JSON/HDF5 of a field).
+
+Linked parameters (``[[design]] drives``, ``config/links.py``): a design variable ρ_j
+sets the entry of p at its path and, through expressions, further entries p_k = f_k(ρ)
+(the beam length l = |C − D| of seed 000 Eq. 53).  The steppers differentiate with
+respect to the *parameter columns* — the ``len(self)`` designed entries followed by
+the driven ones, ``ncols`` in all, addressed by ``map`` — and ``chain`` takes their
+gradient to the design variables, dψ/dρ = Jᵀ ∂ψ/∂p_cols with J = [I; ∂f/∂ρ]
+(``jacobian``: complex step of the expressions, exact to rounding).  Without drives
+ncols = len(self) and ``chain`` is the identity.
 """
 import numpy as np
 
@@ -44,15 +53,67 @@ class DesignSpace:
             lower += [-np.inf if d.lower is None else d.lower] * len(cols)
             upper += [np.inf if d.upper is None else d.upper] * len(cols)
         self.index = np.array(index, dtype=np.int64)
-        if len(np.unique(self.index)) != len(self.index):
-            raise ModelError("design", "a parameter is designed twice (overlapping design entries)")
-        self.map = -np.ones(len(system.p), np.int64)
-        self.map[self.index] = np.arange(len(self.index))
+        self._links, driven = None, []
+        if any(d.drives for d in design_cfg):
+            from ..config.links import Links
+            self._links = Links(system.config)
+            self._pidx = {d.name: system.params.index[d.path] for d in design_cfg
+                          if d.name in self._links.design}
+            for key, path, _ in self._links.drives:
+                if path not in system.params.index:
+                    raise ModelError(key + "path", f"'{path}' is not a parameter of this model")
+                driven.append(system.params.index[path])
+        self.driven_index = np.array(driven, dtype=np.int64)
         self.lower = np.array(lower, dtype=float)
         self.upper = np.array(upper, dtype=float)
+        self._set_columns(len(system.p))
+
+    def _set_columns(self, np_):
+        """Parameter columns: the designed entries, then the driven ones; ``map`` p → column."""
+        self.col_index = np.concatenate([self.index, self.driven_index])
+        if len(np.unique(self.col_index)) != len(self.col_index):
+            raise ModelError("design", "a parameter is designed twice (overlapping design entries)")
+        self.map = -np.ones(np_, np.int64)
+        self.map[self.col_index] = np.arange(len(self.col_index))
 
     def __len__(self):
         return len(self.names)
+
+    @property
+    def linked(self):
+        """True if some design variable drives other parameters (links.py)."""
+        return len(self.driven_index) > 0
+
+    @property
+    def ncols(self):
+        """Number of parameter columns the steppers differentiate (designed + driven)."""
+        return len(self.col_index)
+
+    def _driven(self, p):
+        """Driven values at the design values held in p (float or complex)."""
+        return self._links.driven({n: p[i] for n, i in self._pidx.items()})
+
+    def jacobian(self, p):
+        """J = ∂p_cols/∂ρ (ncols × len(self)) at the design in p: identity rows for the
+        designed entries, ∂f_k/∂ρ_j by a complex step of size 1e-30 for the driven."""
+        n = len(self)
+        J = np.zeros((self.ncols, n))
+        J[:n] = np.eye(n)
+        if self._links is None or not len(self.driven_index):
+            return J
+        h = 1e-30
+        for j in range(n):
+            pc = np.asarray(p, dtype=complex).copy()
+            pc[self.index[j]] += 1j * h
+            J[n:, j] = np.imag(np.array(self._driven(pc), dtype=complex)) / h
+        return J
+
+    def chain(self, grads, p):
+        """{objective: ∂ψ/∂p_cols} -> {objective: dψ/dρ} (identity without drives)."""
+        if self.ncols == len(self):
+            return grads
+        J = self.jacobian(p)
+        return {k: J.T @ np.asarray(g) for k, g in grads.items()}
 
     def is_field(self, name):
         """True if the design entry ``name`` is an element field (more than a scalar)."""
@@ -80,8 +141,7 @@ class DesignSpace:
         sub.names = [self.names[c] for c in cols]
         sub.paths = [self.paths[c] for c in cols]
         sub.index, sub.lower, sub.upper = self.index[cols], self.lower[cols], self.upper[cols]
-        sub.map = -np.ones(len(self.map), np.int64)
-        sub.map[sub.index] = np.arange(len(cols))
+        sub._set_columns(len(self.map))   # drives: every driven column stays (J restricted to cols)
         sub.fields = {}
         for name, sl in self.fields.items():
             inside = np.nonzero((cols >= sl.start) & (cols < sl.stop))[0]
@@ -93,6 +153,13 @@ class DesignSpace:
         return p[self.index].copy()
 
     def apply(self, p, rho):
+        """p with the designed entries set to rho and the driven entries following them
+        (complex rho gives complex driven values: complex-step compatible)."""
         p = p.copy()
         p[self.index] = rho
+        if self._links is not None and len(self.driven_index):
+            vals = self._driven(p)
+            if not np.iscomplexobj(p):
+                vals = [float(np.real(v)) for v in vals]
+            p[self.driven_index] = vals
         return p

@@ -51,7 +51,7 @@ class Problem:
         self.h = sim.dt
         self.nsteps = int(round(sim.t_end / sim.dt))
         self.t0 = 0.0
-        self.stepper = make_stepper(self.sys, sim, design_map=self.design.map, ndesign=len(self.design),
+        self.stepper = make_stepper(self.sys, sim, design_map=self.design.map, ndesign=self.design.ncols,
                                     comm=comm)
         self.objectives = [Objective(self.sys, o) for o in config.objectives]
         self.w = quadrature_weights(self.nsteps, self.h)
@@ -69,6 +69,8 @@ class Problem:
     # -- forward -------------------------------------------------------------------------------
     def forward(self, p=None, progress=None, on_step=None):
         p = self.sys.p if p is None else p
+        if self.design.linked:
+            self._follow_design(p)
         if self.checkpoint is not None:               # states in an HDF5 checkpoint file
             self.traj = self.checkpoint.forward(p, progress, on_step)
             return self.traj
@@ -93,6 +95,22 @@ class Problem:
         self.traj = Trajectory(T, Q, V, A, L, its)
         return self.traj
 
+    def _follow_design(self, p):
+        """Linked design (design.py): the initial assembly starts from the geometry of
+        the design in p — the guess of the model built from the config with the design
+        values written in (drives resolved) — not from the nominal one, from which
+        Newton may not reach a design far away (a beam turned by 90°).  The guess only
+        selects the assembly's solution branch, so values and gradients are unchanged;
+        it depends on ρ alone, so resumed optimizations repeat their iterates."""
+        rho = np.real(self.design.values(p))
+        if getattr(self, "_guess_rho", None) is not None and np.array_equal(self._guess_rho, rho):
+            return
+        from ..config.paths import with_values
+        cfg = with_values(self.config, {self.design.paths[sl.start]: float(rho[sl.start])
+                                        for name, sl in self.design.fields.items() if not self.design.is_field(name)})
+        self.sys.q_guess = System(cfg).q_guess
+        self._guess_rho = rho.copy()
+
     def objective_values(self, traj=None, p=None):
         traj, p = traj or self.traj, self.sys.p if p is None else p
         if getattr(traj, "values", None) is not None:     # checkpointed run: accumulated in forward
@@ -110,8 +128,8 @@ class Problem:
         return out
 
     def _local_grads(self, ob, k, traj, p, ref):
-        """Weighted ∂ψ/∂x_k (4 vectors), ∂ψ/∂ρ (explicit) and ∂ψ/∂ref at step k."""
-        nd, dm = len(self.design), self.design.map
+        """Weighted ∂ψ/∂x_k (4 vectors), ∂ψ/∂ρ (explicit, per parameter column) and ∂ψ/∂ref at step k."""
+        nd, dm = self.design.ncols, self.design.map
         gx = [np.zeros(self.sys.n)] * 3 + [np.zeros(self.sys.m)]
         gp, gr = np.zeros(nd), np.zeros(2)
         terms = []
@@ -128,15 +146,19 @@ class Problem:
 
     # -- direct differentiation ----------------------------------------------------------------------
     def direct(self, p=None):
-        """∇ψ for every objective by the tangent (forward) sensitivity equations."""
+        """∇ψ for every objective by the tangent (forward) sensitivity equations
+        (per parameter column, then chained to the design variables: design.py)."""
         p = self.sys.p if p is None else p
         self.design.check_direct()        # one dense column per design variable: refuse fields
+        return self.design.chain(self._direct_columns(p), p)
+
+    def _direct_columns(self, p):
         if hasattr(self.stepper, "direct"):
             return self.stepper.direct(self, p)
         traj = self.traj
         if self.checkpoint is not None:
             traj = self.checkpoint.full_trajectory(traj)
-        nd = len(self.design)
+        nd = self.design.ncols
         dx = self.stepper.init.tangent(p)
         grads = {ob.name: np.zeros(nd) for ob in self.objectives}
         refs = {ob.name: ob.reference(self.sys, traj.q[0], p) for ob in self.objectives}
@@ -154,8 +176,12 @@ class Problem:
 
     # -- discrete adjoint -------------------------------------------------------------------------------
     def adjoint(self, p=None):
-        """∇ψ for every objective by one backward sweep (one adjoint column each)."""
+        """∇ψ for every objective by one backward sweep (one adjoint column each; per
+        parameter column, then chained to the design variables: design.py)."""
         p = self.sys.p if p is None else p
+        return self.design.chain(self._adjoint_columns(p), p)
+
+    def _adjoint_columns(self, p):
         if self.checkpoint is not None:
             return self.checkpoint.adjoint(p)
         if hasattr(self.stepper, "adjoint"):
@@ -193,8 +219,9 @@ class Problem:
         return mu, grad, gref
 
     def _adjoint_finish(self, p, x0, mu, grad, gref):
-        """Add the reference and initial-state (assembly) terms: the gradient dict."""
-        nd = len(self.design)
+        """Add the reference and initial-state (assembly) terms: the gradient dict
+        (per parameter column)."""
+        nd = self.design.ncols
         mu = [np.array(m, dtype=float) for m in mu]
         grad, gref = np.array(grad, dtype=float), np.asarray(gref)
         for j, ob in enumerate(self.objectives):

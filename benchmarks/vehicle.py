@@ -1,0 +1,97 @@
+"""Iltis over the speed bump (issue 10 benchmark): the ratios, from one run.
+
+    python benchmarks/vehicle.py                      # configs/iltis.toml as shipped
+    python benchmarks/vehicle.py --set simulation.t_end=1.5 --set simulation.dt=2e-3
+    python benchmarks/vehicle.py --no-fd              # skip the 12 forward runs of FD
+
+Measures CPU seconds of this process (``time.process_time``: other jobs sharing the
+cores do not inflate them; the run is serial) of
+
+* one forward run            → forward CPU ÷ simulated time  (goal < 1: faster than real time)
+* one adjoint gradient       → adjoint ÷ forward             (6 design variables)
+* one direct gradient        → direct ÷ forward
+* central finite differences → FD ÷ adjoint                  (2 × 6 forward runs, steps FD_STEP)
+
+and prints the gradients' agreement (max relative |adjoint − direct|, |adjoint − FD|).
+Model: seed 004 §5.2 (docs/iltis.md), design variables k_L1, k_L2, c1, c2, k1, k2.
+"""
+import argparse
+import pathlib
+import time
+
+import numpy as np
+
+from parmbs.config import load_config
+from parmbs.sensitivity.problem import Problem
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def cpu(f):
+    t0 = time.process_time()
+    out = f()
+    return out, time.process_time() - t0
+
+
+def rel(a, b):
+    return max(np.max(np.abs(a[k] - b[k]) / np.maximum(np.abs(a[k]), 1e-300)) for k in a)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("config", nargs="?", default=str(ROOT / "configs" / "iltis.toml"))
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--no-fd", action="store_true")
+    a = ap.parse_args()
+    cfg = load_config(a.config, a.set)
+    pr = Problem(cfg)
+    sim = cfg.simulation
+    traj, t_fwd = cpu(pr.forward)
+    psi = pr.objective_values(traj)
+    adj, t_adj = cpu(pr.adjoint)
+    dirc, t_dir = cpu(pr.direct)
+    print(f"{a.config}: {pr.sys.n} coordinates, {pr.sys.m} constraints, {sim.formulation} {sim.integrator}, "
+          f"dt = {sim.dt}, t_end = {sim.t_end} ({round(sim.t_end / sim.dt)} steps), "
+          f"{len(pr.design.names)} design variables {pr.design.names}")
+    for name, val in psi.items():
+        print(f"  {name} = {val:.10g}")
+        print("    adjoint  " + "  ".join(f"{g: .10e}" for g in adj[name]))
+        print("    direct   " + "  ".join(f"{g: .10e}" for g in dirc[name]))
+    print(f"forward CPU {t_fwd:.2f} s for {sim.t_end} s simulated: forward / simulated time = {t_fwd / sim.t_end:.2f}")
+    print(f"adjoint CPU {t_adj:.2f} s: adjoint / forward = {t_adj / t_fwd:.2f}")
+    print(f"direct  CPU {t_dir:.2f} s: direct / forward  = {t_dir / t_fwd:.2f}")
+    print(f"max relative |adjoint - direct| = {rel(adj, dirc):.2e}")
+    if not a.no_fd:
+        fd, t_fd = cpu(lambda: central_differences(pr))
+        for name in fd:
+            print(f"  {name} central FD " + "  ".join(f"{g: .10e}" for g in fd[name]))
+        print(f"FD CPU {t_fd:.2f} s (central, 2 x {len(pr.design.names)} forward runs, relative steps {FD_STEP}): "
+              f"FD / adjoint = {t_fd / t_adj:.2f}")
+        print(f"max relative |adjoint - FD| = {rel(adj, fd):.2e}")
+
+
+# Relative central-difference steps: ψ is strongly curved in the strut stiffnesses (eq. 5.5a:
+# k s with s ≈ 0.44 m; tests/test_iltis.py), nearly linear in the others.
+FD_STEP = {"k_L1": 1e-4, "k_L2": 1e-4, "c1": 1e-4, "c2": 1e-4, "k1": 1e-7, "k2": 1e-7}
+
+
+def central_differences(pr):
+    p0 = pr.sys.p.copy()
+    rho = pr.design.values(p0)
+    out = {ob.name: np.zeros(len(rho)) for ob in pr.objectives}
+    for j, name in enumerate(pr.design.names):
+        h = FD_STEP.get(name, 1e-6) * max(abs(rho[j]), 1.0)
+        vals = []
+        for s in (+1, -1):
+            r = rho.copy()
+            r[j] += s * h
+            p = pr.design.apply(p0, r)
+            vals.append(pr.objective_values(pr.forward(p), p))
+        for k in out:
+            out[k][j] = (vals[0][k] - vals[1][k]) / (2 * h)
+    pr.forward(p0)
+    return out
+
+
+if __name__ == "__main__":
+    main()

@@ -48,6 +48,11 @@ def test_plot_spatial_trajectory(tmp_path):
     assert png.stat().st_size > 10_000
     assert main(["plot", str(h5), "-o", str(tmp_path / "again.png")]) == 0
     d = read_trajectory(h5)
+    import h5py
+    from parmbs.io.hdf5 import get_names
+    with h5py.File(h5, "r") as fh:
+        names = get_names(fh["trajectory/q"], "coordinates")
+    assert names == [f"{b}.{c}" for b in ("upper", "lower") for c in ("x", "y", "z", "e0", "e1", "e2", "e3")]
     pr = Problem(load_config(cfg, ["simulation.t_end=0.02"]))
     E = energy(pr.sys, d.q, d.v, t=d.t)
     E_ref = [StateEval(pr.sys, d.t[k], d.q[k], d.v[k], d.a[k], d.lam[k], pr.sys.p).energy() for k in range(len(d.t))]

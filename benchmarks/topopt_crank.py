@@ -3,6 +3,7 @@ linear-solve time, in one run.
 
     .venv/bin/python benchmarks/topopt_crank.py                    # shipped 500×200 mesh, 3 steps
     .venv/bin/python benchmarks/topopt_crank.py --steps 5 --nx 100 --ny 40 --profile
+    mpirun -n 2 .venv/bin/python benchmarks/topopt_crank.py --cpu     # rank 0 prints
 
 The shipped config has 10^5 elements (design variables) and 200 steps of 0.01 s.  A
 full run is long on the serial solver path, so ``--steps K`` runs the first K steps
@@ -103,8 +104,10 @@ def main():
         marks["last"] = now
 
     marks["start"] = clock()
+    w0 = time.perf_counter()
     traj = pr.forward(on_step=on_step)
     t_fwd = clock() - marks["start"]
+    w_fwd = time.perf_counter() - w0
     fwd_solve, fwd_nsolve = solve_t["t"], solve_t["n"]
     solve_t.update(t=0.0, n=0)
     adj_steps = []
@@ -126,30 +129,38 @@ def main():
         return out
     pr.stepper.init.adjoint = timed_init_adjoint
     t1 = clock()
+    w1 = time.perf_counter()
     g = pr.adjoint()["compliance"]
     t_adj = clock() - t1
+    w_adj = time.perf_counter() - w1
     if prof:
         prof.disable()
     steps = np.array(step_t)
     its = traj.newton_its
-    print(f"forward: {t_fwd:.2f} s for {a.steps} steps (initial state {t_init[0]:.2f} s; "
+    from parmbs._petsc import PETSc
+    comm = PETSc.COMM_WORLD
+    # rank 0 prints (its own CPU time); every rank runs the check's forward runs
+    say = print if comm.getRank() == 0 else (lambda *x, **k: None)
+    say(f"ranks: {comm.getSize()}; wall: forward {w_fwd:.1f} s, adjoint {w_adj:.1f} s; "
+          f"load average {os.getloadavg()[0]:.1f}")
+    say(f"forward: {t_fwd:.2f} s for {a.steps} steps (initial state {t_init[0]:.2f} s; "
           f"per step {steps.mean():.2f} s, Newton iterations {list(its)})")
-    print(f"  linear solves in the steps: {fwd_solve:.2f} s in {fwd_nsolve} solves")
-    print(f"  step time / linear-solve time: {steps.sum() / fwd_solve:.2f}")
-    print(f"adjoint: {t_adj:.2f} s (KSP solves {solve_t['t']:.2f} s); gradient over {len(g)} densities, "
+    say(f"  linear solves in the steps: {fwd_solve:.2f} s in {fwd_nsolve} solves")
+    say(f"  step time / linear-solve time: {steps.sum() / fwd_solve:.2f}")
+    say(f"adjoint: {t_adj:.2f} s (KSP solves {solve_t['t']:.2f} s); gradient over {len(g)} densities, "
           f"|g| = {np.linalg.norm(g):.3e}")
-    print(f"adjoint / forward ({a.steps} steps, measured): {t_adj / t_fwd:.2f}")
+    say(f"adjoint / forward ({a.steps} steps, measured): {t_adj / t_fwd:.2f}")
     sch = pr.stepper.schur
     if sch is not None:
-        print(f"  Schur solver: {sch.nfactor} factorizations of the elastic block, {sch.nfsolve} solves with it, "
+        say(f"  Schur solver: {sch.nfactor} factorizations of the elastic block, {sch.nfsolve} solves with it, "
               f"{sch.nrefine} refinement sweeps")
     once = sum(init_adj)                                   # initial-state adjoint
     per_adj = (t_adj - once) / a.steps                     # adjoint step + objective partials
-    print(f"  adjoint per step {per_adj:.2f} s (of which adjoint_step {np.mean(adj_steps):.2f} s; forward "
+    say(f"  adjoint per step {per_adj:.2f} s (of which adjoint_step {np.mean(adj_steps):.2f} s; forward "
           f"per step {steps.mean():.2f} s: ratio {per_adj / steps.mean():.2f}); initial-state adjoint {once:.2f} s")
     fwd_full = t_init[0] + full_steps * steps.mean()
     adj_full = once + full_steps * per_adj
-    print(f"EXTRAPOLATED to {full_steps} steps (linear in the measured per-step times): "
+    say(f"EXTRAPOLATED to {full_steps} steps (linear in the measured per-step times): "
           f"forward ≈ {fwd_full:.0f} s, adjoint ≈ {adj_full:.0f} s, adjoint / forward ≈ {adj_full / fwd_full:.2f}")
     if a.check:
         p0 = pr.sys.p.copy()
@@ -161,10 +172,11 @@ def main():
             p = pr.design.apply(p0, rho + sgn * h * d)
             vals.append(pr.objective_values(pr.forward(p), p)["compliance"])
         fd = (vals[0] - vals[1]) / (2 * h)
-        print(f"check: g·d = {g @ d:.10e}, central difference (h = {h:g}) = {fd:.10e}, "
+        say(f"check: g·d = {g @ d:.10e}, central difference (h = {h:g}) = {fd:.10e}, "
               f"relative difference {abs(g @ d - fd) / abs(fd):.2e}")
-    if prof:
+    if prof and comm.getRank() == 0:
         pstats.Stats(prof).sort_stats("cumulative").print_stats(25)
+        pstats.Stats(prof).sort_stats("tottime").print_stats(20)
 
 
 if __name__ == "__main__":

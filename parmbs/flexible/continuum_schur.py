@@ -107,6 +107,7 @@ class ContinuumSchurOperator:
         self.nfactor = self.nfsolve = self.nrefine = 0
         self._Y, self._Fcache = {}, {}
         self.exact = True        # refine to round-off; the stepper's Newton solves set False
+        self._rem_step = None
 
     # -- matrices ------------------------------------------------------------------------------
     def set_design(self, p):
@@ -154,34 +155,38 @@ class ContinuumSchurOperator:
         if not self._Fvalid:
             self._factor()
 
+    def begin_step(self):
+        """A new time step's Newton loop (inexact solves): forget the lagged border solve."""
+        self._rem_step = None
+
     def _coefficients(self):
         return np.array([c for fr in self.Jc.frames for c in fr[4:6]] + [self.Jc.cK])
 
     def _lag_estimate(self):
-        """≈ ‖F⁻¹(J_ff − F)‖ from the coefficient changes since the factorization and
-        the probed norms ‖F⁻¹M_k‖, ‖F⁻¹G_k‖, ‖F⁻¹K‖ (power iteration at factor time,
-        × 10 for safety).  Decides the refactorization before a Newton solve, where
-        the inexact (unrefined) solves could not notice a stale factor."""
-        return 10.0 * float(np.abs(self._coefficients() - self._cF) @ self._rho)
+        """≈ ‖F⁻¹(J_ff − F)‖ from the coefficient changes since the factorization:
+        Σ_k (|ΔcM_k| + |ΔcG_k|) ρ + |ΔcK| / cK_F, with ρ ≈ ‖F⁻¹M‖ probed at factor time
+        (G is M-bounded: |xᵀGy| ≤ ‖x‖_M ‖y‖_M, J orthogonal) and F ⪰ cK_F K; × 10 for
+        safety.  Decides the refactorization before a Newton solve, where the inexact
+        (unrefined) solves could not notice a stale factor."""
+        c, cF = self._coefficients(), self._cF
+        if (c[-1] == 0.0) != (cF[-1] == 0.0):
+            return np.inf                    # stiffness switched on/off (initial state ↔ steps)
+        dK = abs(c[-1] - cF[-1]) / abs(cF[-1]) if cF[-1] else 0.0
+        return 10.0 * (float(np.abs(c[:-1] - cF[:-1]).sum()) * self._rho + dK)
 
     def _probe(self):
-        """‖F⁻¹X‖ for X = M_k, G_k (every frame), K: two power-iteration sweeps each."""
+        """ρ ≈ ‖F⁻¹M‖ (all frames' M): two power-iteration sweeps from a random vector."""
         st = self.st
-        mats = [X for k in range(len(st.frames)) for X in (st.M[k], st.G[k])] + [st.K]
-        rng = np.random.default_rng(0)
-        rho = []
-        for X in mats:
-            x = rng.standard_normal(st.nf)
-            x /= np.linalg.norm(x)
-            r = 0.0
-            for _ in range(2):
-                y = self._fsolve(X @ x)
-                r = np.linalg.norm(y)
-                if r == 0.0 or not np.isfinite(r):
-                    break
-                x = y / r
-            rho.append(r)
-        return np.array(rho)
+        x = np.random.default_rng(0).standard_normal(st.nf)
+        x /= np.linalg.norm(x)
+        r = 0.0
+        for _ in range(2):
+            y = self._fsolve(sum(M @ x for M in st.M))
+            r = np.linalg.norm(y)
+            if r == 0.0 or not np.isfinite(r):
+                return np.inf
+            x = y / r
+        return r
 
     def _factor(self):
         """F = the current J_ff (structured blocks by element, once per refactor)."""
@@ -205,6 +210,7 @@ class ContinuumSchurOperator:
         self.nfactor += 1
         self._Y = {}
         self._Fcache = {}
+        self._rem_step = None
         self._cF = self._coefficients()
         self._rho = self._probe()
 
@@ -265,9 +271,20 @@ class ContinuumSchurOperator:
                         rem.append(R[:, c])
                         where.append(bi[c])
             if rem:
-                Y[:, where] += self._fsolve(np.column_stack(rem), transpose)
+                if not self.exact and not transpose and self._rem_step is not None:
+                    # later Newton iterations of a step: the border's state-dependent part
+                    # moved by O(Newton update); its F-solve from the step's first
+                    # iteration keeps J̃ within that of J (Newton needs no exact matrix)
+                    Yr = self._rem_step
+                else:
+                    Yr = self._fsolve(np.column_stack(rem), transpose)
+                    if not self.exact and not transpose:
+                        self._rem_step = Yr
+                Y[:, where] += Yr
             Cbf, Cbb = (self.Jfb.T, self.Jbb.T) if transpose else (self.Jbf, self.Jbb)
-            S = Cbb - Cbf @ Y
+            nz = np.nonzero(np.any(Y != 0.0, axis=0))[0]
+            S = Cbb.copy()
+            S[:, nz] -= Cbf @ Y[:, nz]
             self._Y[transpose] = (Y, np.linalg.inv(S) if nb else S, Cbf)
         return self._Y[transpose]
 

@@ -138,7 +138,18 @@ class ContinuumStructure:
     # -- the state-dependent pieces ---------------------------------------------------------
     def frame_state(self, q, v, a):
         """Per frame: dict of θ, θ̇, θ̈, R̈, A, u, u̇, ü restricted to f and the products
-        S, s_u, j_u, G u̇ ... used by both the Jacobians and the residual."""
+        S, s_u, j_u, G u̇ ... used by both the Jacobians and the residual.  Remembered for
+        the last (q, v, a) objects: a StateEval asks for the residual, ∂r/∂q, ∂r/∂v … of
+        one state."""
+        last = getattr(self, "_last", None)
+        if (last is not None and last[3] is self._p and all(x.dtype == y.dtype and np.array_equal(x, y)
+                                                             for x, y in zip(last[:3], (q, v, a)))):
+            return last[4]                   # (compared by value: callers update a in place)
+        out = self._frame_state(q, v, a)
+        self._last = (q.copy(), v.copy(), a.copy(), self._p, out)
+        return out
+
+    def _frame_state(self, q, v, a):
         f = self.fidx
         u, w, ud = q[f], v[f], a[f]
         out = []

@@ -108,7 +108,11 @@ class NewmarkFamily:
             self.schur = self.lin = continuum_schur.ContinuumSchurOperator(system, self.plan, comm=comm)
             self.plan.structured = self.schur.st
         from .initial import InitialState
-        self.init = InitialState(system, self.lin, self.design_map, ndesign, newton, comm=comm)
+        # the initial accelerations factor the mass block alone: their own Schur operator,
+        # so the steps' (stiffness-dominated) factorization survives from design to design
+        init_op = self.op if self.schur is None else \
+            continuum_schur.ContinuumSchurOperator(system, self.plan, comm=comm, options_prefix="parmbs_schur0_")
+        self.init = InitialState(system, init_op, self.design_map, ndesign, newton, comm=comm)
 
     # -- named parameter sets ---------------------------------------------------------------
     @classmethod
@@ -162,6 +166,7 @@ class NewmarkFamily:
             # Newton needs no exact solve: J̃ (the lagged elastic factor) differs from J by
             # ~1e-9 relative, which leaves the quadratic convergence as it is
             self.schur.exact = False
+            self.schur.begin_step()
         try:
             return newton_acceleration_form(
                 k, t1, qp, vp, x[2], x[3], b * h * h, g * h, self.newton, self.lin, self._set_matrix,

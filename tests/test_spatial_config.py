@@ -107,3 +107,12 @@ def test_good_base_and_design_paths(tmp_path):
     new = cfg.with_value("spatial.bodies.arm.inertia.xy", 0.02)
     J = new.spatial.bodies[0].inertia
     assert J[0][1] == J[1][0] == 0.02
+
+
+def test_set_overrides_address_3_vectors(tmp_path):
+    """--set spatial.gravity.z=… and a body point's z (x, y, z of 3-vectors, loader.list_index)."""
+    f = tmp_path / "ok.toml"
+    f.write_text(BASE)
+    cfg = load_config(str(f), ["spatial.gravity.z=-1.62", "spatial.bodies.arm.points.A.z=0.6"])
+    assert cfg.spatial.gravity == (0.0, 0.0, -1.62)
+    assert cfg.spatial.bodies[0].points["A"] == (0.0, 0.0, 0.6)

@@ -147,14 +147,16 @@ def _set_path(data: dict[str, Any], segs: list[str], value: Any, file: str, path
 
 
 def list_index(node: list, seg: str) -> int | None:
-    """Index into ``node`` for path segment ``seg``: an entry name, an integer, or x/y of a 2-vector."""
+    """Index into ``node`` for path segment ``seg``: an entry name, an integer, x/y of a
+    2-vector or x/y/z of a 3-vector."""
     for i, entry in enumerate(node):
         if isinstance(entry, dict) and entry.get("name") == seg:
             return i
     if seg.isdigit() and int(seg) < len(node):
         return int(seg)
-    if seg in ("x", "y") and len(node) == 2 and not any(isinstance(e, dict) for e in node):
-        return 0 if seg == "x" else 1
+    if (seg in ("x", "y", "z") and (len(node) == 3 or (len(node) == 2 and seg != "z"))
+            and not any(isinstance(e, (dict, list)) for e in node)):
+        return ("x", "y", "z").index(seg)        # 2-vectors x, y; 3-vectors x, y, z ([spatial])
     return None
 
 

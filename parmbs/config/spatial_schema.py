@@ -23,10 +23,10 @@ Cross-references (points, axes, joints named by drivers) are checked in
 from __future__ import annotations
 
 import math
-from typing import Annotated, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
 import numpy as np
-from pydantic import AfterValidator, Field, Strict, model_validator
+from pydantic import AfterValidator, Field, PlainValidator, Strict, model_validator
 
 from .schema import Name, PosReal, Real, Str, TimeFunction, _Model, _no_duplicates, _no_com_point
 
@@ -49,19 +49,32 @@ def _nonzero3(v):
 Axis3 = Annotated[Vec3, AfterValidator(_nonzero3)]
 
 
-def _spd(v):
-    """A principal inertia (3 positive numbers) or a symmetric positive definite 3×3."""
-    if isinstance(v[0], (int, float)):
-        return v
-    J = np.array(v, float)
-    if not np.allclose(J, J.T, rtol=0, atol=1e-12 * max(1.0, np.abs(J).max())):
-        raise ValueError("full inertia must be symmetric")
-    if np.min(np.linalg.eigvalsh(J)) <= 0.0:
-        raise ValueError(f"inertia must be positive definite (eigenvalues {np.linalg.eigvalsh(J).round(12).tolist()})")
-    return v
+def _num(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
-Inertia = Annotated[Union[tuple[PosReal, PosReal, PosReal], Mat3], AfterValidator(_spd)]
+def _inertia(v):
+    """A principal inertia [J_xx, J_yy, J_zz] (positive) or a full symmetric positive
+    definite 3×3 array, about the centre of mass in the body frame."""
+    if isinstance(v, (list, tuple)) and len(v) == 3 and all(_num(x) for x in v):
+        bad = [x for x in v if x <= 0]
+        if bad:
+            raise ValueError(f"principal moments of inertia must be > 0, got {list(v)}")
+        return tuple(float(x) for x in v)
+    if (isinstance(v, (list, tuple)) and len(v) == 3
+            and all(isinstance(r, (list, tuple)) and len(r) == 3 and all(_num(x) for x in r) for r in v)):
+        J = np.array(v, float)
+        if not np.allclose(J, J.T, rtol=0, atol=1e-12 * max(1.0, np.abs(J).max())):
+            raise ValueError("full inertia must be symmetric")
+        ev = np.linalg.eigvalsh(J)
+        if np.min(ev) <= 0.0:
+            raise ValueError(f"inertia must be positive definite (eigenvalues {[float(f'{x:.6g}') for x in ev]})")
+        return tuple(tuple(float(x) for x in r) for r in v)
+    raise ValueError("expected [J_xx, J_yy, J_zz] (principal moments) or a full 3×3 array of finite numbers, "
+                     f"got {v!r}"[:160])
+
+
+Inertia = Annotated[Any, PlainValidator(_inertia)]
 
 
 class SpatialGround(_Model):

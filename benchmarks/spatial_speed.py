@@ -5,8 +5,9 @@
 
 For each model, twice — "reference" (the per-primitive joint forms with the complex-step
 constraint Hessian, and the 28-column complex-step Jacobians of the point-to-point
-forces: ``analytic = False`` on joints._SpatialJoint and forces.PointToPoint) and
-"kernels" (joint_kernels.py, force_kernels.py, the default) — it prints
+forces and of the Euler-parameter inertia: ``analytic = False`` on joints._SpatialJoint,
+forces.PointToPoint, bodies.SpatialInertia and bodies.SpatialGyroscopic) and
+"kernels" (joint_kernels.py, force_kernels.py, body_kernels.py, the default) — it prints
 
 * forward CPU ÷ simulated time over ``--steps`` steps of the config's dt
   (``time.process_time``: CPU seconds of this serial process, so other jobs on the
@@ -27,7 +28,7 @@ import numpy as np
 
 from parmbs.config import load_config
 from parmbs.sensitivity.problem import Problem
-from parmbs.spatial import forces as SF, joints as SJ
+from parmbs.spatial import bodies as SB, forces as SF, joints as SJ
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 MODELS = {"double-pendulum": "spatial-double-pendulum.toml", "quarter-car": "spatial-quarter-car.toml",
@@ -37,6 +38,7 @@ MODELS = {"double-pendulum": "spatial-double-pendulum.toml", "quarter-car": "spa
 def set_mode(analytic):
     SJ._SpatialJoint.analytic = analytic
     SF.PointToPoint.analytic = analytic
+    SB.SpatialInertia.analytic = SB.SpatialGyroscopic.analytic = analytic
 
 
 def cpu_per_call(f, reps):

@@ -5,7 +5,7 @@ ground masks on either side, and the geometry cache never serves a stale state."
 import numpy as np
 import pytest
 
-from parmbs.spatial import forces as SF, joints as SJ
+from parmbs.spatial import bodies as SB, forces as SF, joints as SJ
 from test_components import make
 
 TOL = 1e-12
@@ -55,3 +55,17 @@ def test_point_to_point_kernels_match_reference(cls):
             assert g.shape == w.shape and rel(g, w) < TOL, (cls.__name__, what, rel(g, w))
         v2 = v * 1.5                                # same q, new velocity: no stale geometry
         assert rel(comp.r(t, q, v2, a, p), _ref(comp, lambda: comp.r(t, q, v2, a, p))) < TOL
+
+
+@pytest.mark.parametrize("cls", [SB.SpatialInertia, SB.SpatialGyroscopic], ids=lambda c: c.__name__)
+def test_inertia_jacobians_match_complex_step(cls):
+    """body_kernels.py: the closed-form (r_q, r_v, r_a) = the complex-step blocks."""
+    rng = np.random.default_rng(9)
+    comp, q, v, a, p = make(cls, rng)
+    got = comp.jacobians(0.1, q, v, a, p)
+    want = (comp.r_q(0.1, q, v, a, p), comp.r_v(0.1, q, v, a, p) if comp.uses_v else None,
+            comp.r_a(0.1, q, v, a, p) if comp.uses_a else None)
+    for g, w in zip(got, want):
+        assert (g is None) == (w is None)
+        if g is not None:
+            assert g.shape == w.shape and rel(g, w) < TOL, (cls.__name__, rel(g, w))

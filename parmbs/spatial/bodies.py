@@ -54,6 +54,7 @@ analysis and change the solver that the rest of parmbs relies on for small model
 import numpy as np
 
 from ..model.component import Constraint, Force, register
+from . import body_kernels
 from .kinematics import G_matrix, cross, dot, mv
 
 
@@ -82,6 +83,16 @@ class SpatialInertia(Force):
         shape = np.broadcast_shapes(tr.shape[:-1], rot.shape[:-1])
         return np.concatenate([np.broadcast_to(tr, shape + (3,)), np.broadcast_to(rot, shape + (4,))], -1)
 
+    #: False: the complex-step Jacobians (reference, benchmarks/spatial_speed.py)
+    analytic = True
+
+    def jacobians(self, t, q, v, a, p):
+        """(r_q, None, r_a) in closed form (body_kernels.py) at a real state."""
+        if not self.analytic or any(np.iscomplexobj(x) for x in (q, a, p)):
+            return super().jacobians(t, q, v, a, p)
+        rq, ra = body_kernels.inertia_jacobians(q, a, p[..., 0], inertia_matrix(p[..., 1:7]))
+        return rq, None, ra
+
     def energy(self, t, q, v, p):
         """T = ½ m ṙᵀṙ + 2 ṗᵀGᵀJ'Gṗ (= ½ ω'ᵀJ'ω')."""
         w = 2.0 * mv(G_matrix(q[..., 3:7]), v[..., 3:7])
@@ -104,6 +115,15 @@ class SpatialGyroscopic(Force):
         G = G_matrix(q)
         w = 2.0 * mv(G, v)
         return 2.0 * mv(np.swapaxes(G, -1, -2), cross(w, mv(J, w)))
+
+    analytic = True
+
+    def jacobians(self, t, q, v, a, p):
+        """(r_q, r_v, None) in closed form (body_kernels.py) at a real state."""
+        if not self.analytic or any(np.iscomplexobj(x) for x in (q, v, p)):
+            return super().jacobians(t, q, v, a, p)
+        rq, rv = body_kernels.gyroscopic_jacobians(q, v, inertia_matrix(p))
+        return rq, rv, None
 
 
 @register

@@ -58,12 +58,13 @@ from . import body_kernels
 from .kinematics import G_matrix, cross, dot, mv
 
 
+_JIDX = np.array([0, 3, 4, 3, 1, 5, 4, 5, 2])     # (xx, xy, xz; xy, yy, yz; xz, yz, zz)
+
+
 def inertia_matrix(j):
     """Symmetric J' (..., 3, 3) from (J_xx, J_yy, J_zz, J_xy, J_xz, J_yz) (..., 6)."""
-    xx, yy, zz, xy, xz, yz = (j[..., k] for k in range(6))
-    return np.stack([np.stack([xx, xy, xz], -1),
-                     np.stack([xy, yy, yz], -1),
-                     np.stack([xz, yz, zz], -1)], -2)
+    j = np.asarray(j)
+    return np.take(j, _JIDX, -1).reshape(j.shape[:-1] + (3, 3))
 
 
 @register

@@ -33,16 +33,15 @@ from .kinematics import rotation, quat_product, dot, mv
 from . import force_kernels, smooth
 
 
+_C1, _C2 = np.array([1, 2, 0]), np.array([2, 0, 1])
+
+
 def cross(a, b):
-    """a × b over the last axis (complex-step safe; filled in place, no np.stack)."""
+    """a × b over the last axis (complex-step safe): (a₁b₂ − a₂b₁, a₂b₀ − a₀b₂, a₀b₁ − a₁b₀)
+    as four gathers, two products and one difference over whole arrays (the same
+    floating-point operations as the component-wise form, ~1.5× fewer numpy calls)."""
     a, b = np.asarray(a), np.asarray(b)
-    out = np.empty(np.broadcast_shapes(a.shape, b.shape), dtype=np.result_type(a, b))
-    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
-    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
-    out[..., 0] = a1 * b2 - a2 * b1
-    out[..., 1] = a2 * b0 - a0 * b2
-    out[..., 2] = a0 * b1 - a1 * b0
-    return out
+    return np.take(a, _C1, -1) * np.take(b, _C2, -1) - np.take(a, _C2, -1) * np.take(b, _C1, -1)
 
 
 IDENTITY = np.array([0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0])

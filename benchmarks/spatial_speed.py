@@ -1,7 +1,7 @@
 """Speed of the spatial models (issue 10): before/after the closed-form kernels, one run.
 
     python benchmarks/spatial_speed.py                        # all three models
-    python benchmarks/spatial_speed.py --steps 200 --models iltis
+    python benchmarks/spatial_speed.py --steps 200 --models iltis --set simulation.dt=1e-3
 
 For each model, twice — "reference" (the per-primitive joint forms with the complex-step
 constraint Hessian, and the 28-column complex-step Jacobians of the point-to-point
@@ -86,13 +86,12 @@ def group_costs(pr, traj, reps):
     return out
 
 
-def run(name, path, steps, reps):
+def run(name, path, steps, reps, sets=()):
     res = {}
     for mode, analytic in (("reference", False), ("kernels", True)):
         set_mode(analytic)
-        cfg = load_config(path, [])
-        dt = cfg.simulation.dt
-        cfg = load_config(path, [f"simulation.t_end={steps * dt!r}"])
+        dt = load_config(path, list(sets)).simulation.dt
+        cfg = load_config(path, list(sets) + [f"simulation.t_end={steps * dt!r}"])
         pr = Problem(cfg)
         pr._follow_design = lambda p: None     # the design only changes force laws here
         pr.stepper.initial(0.0, pr.sys.p)      # warm-up (imports, PETSc set-up)
@@ -123,11 +122,13 @@ def main():
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--models", nargs="*", default=list(MODELS), choices=list(MODELS))
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="config override for every model, e.g. simulation.dt=1e-3")
     a = ap.parse_args()
     with open("/proc/loadavg") as f:
         print("load average:", f.read().strip())
     for m in a.models:
-        run(m, ROOT / "configs" / MODELS[m], a.steps, a.reps)
+        run(m, ROOT / "configs" / MODELS[m], a.steps, a.reps, a.set)
 
 
 if __name__ == "__main__":

@@ -146,3 +146,20 @@ def test_analytic_density_column_of_r_p_equals_complex_step():
             assert np.max(np.abs(got - ref)) <= 1e-13 * np.max(np.abs(ref))
             seen += 1
     assert seen == 2
+
+
+def test_a_new_design_refactors_and_newton_stays_quadratic():
+    """The second forward run of a Problem at another design (what MMA does): the lagged
+    factorization is replaced, Newton takes the iterations of a fresh run."""
+    data = crank_data(nx=10, ny=2)
+    data["continua"][0]["E"] = 2.1e11                       # steel: the shipped stiffness
+    pr = problem(data)
+    p0 = pr.sys.p.copy()
+    rho = pr.design.values(p0)
+    pr.forward(p0)
+    n0 = pr.stepper.schur.nfactor
+    p1 = pr.design.apply(p0, 0.8 * rho)
+    its = pr.forward(p1).newton_its
+    assert pr.stepper.schur.nfactor == n0 + 1
+    fresh = problem(data)
+    assert list(its) == list(fresh.forward(p1).newton_its)

@@ -53,12 +53,12 @@ class ContinuumSchurOperator:
     ``SparseOperator``.  Counters: ``nfactor`` (F factorizations), ``nfsolve`` (F
     solves), ``nrefine`` (refinement sweeps)."""
 
-    def __init__(self, system, plan, comm=None, options_prefix="parmbs_schur_"):
+    def __init__(self, system, plan, comm=None, options_prefix="parmbs_schur_", structure=None):
         self.sys, self.plan = system, plan
         self.comm = comm or PETSc.COMM_WORLD
         n, m = system.n, system.m
         self.N = N = n + m
-        self.st = ContinuumStructure(system, plan)
+        self.st = structure or ContinuumStructure(system, plan)      # may be shared (one per design)
         self.structured = {id(g) for g in self.st.groups}
         st = self.st
         f = st.fidx
@@ -103,7 +103,7 @@ class ContinuumSchurOperator:
         ksp.setOptionsPrefix(options_prefix)
         ksp.setFromOptions()
         self.ksp = ksp
-        self._Fvalid = False
+        self._Fvalid, self._Fversion = False, -1
         self.nfactor = self.nfsolve = self.nrefine = 0
         self._Y, self._Fcache = {}, {}
         self.exact = True        # refine to round-off; the stepper's Newton solves set False
@@ -111,7 +111,8 @@ class ContinuumSchurOperator:
 
     # -- matrices ------------------------------------------------------------------------------
     def set_design(self, p):
-        if self.st.set_design(p):
+        self.st.set_design(p)
+        if self.st.version != self._Fversion:
             self._Fvalid = False
 
     def set_newton(self, ev, cq, cv, ca, wi, wf, wh, wgt):
@@ -206,6 +207,7 @@ class ContinuumSchurOperator:
         self.F.setValuesCSR(self.fpat.indptr, self.fpat.indices, data)
         self.F.assemble()
         self._Fvalid = True
+        self._Fversion = self.st.version
         self._fresh = True                   # F = J_ff of the current matrix
         self.nfactor += 1
         self._Y = {}

@@ -87,6 +87,7 @@ class ContinuumStructure:
         self.frame_of = np.split(inv, splits)            # per inertia group: frame of each element
         self.pattern = BlockPattern(self.nf, [(u, u) for u in self.uf_in] + [(u, u) for u in self.uf_el])
         self._p = None
+        self.version = 0
 
     def _csr(self, data):
         return sp.csr_matrix((data, self.pattern.indices, self.pattern.indptr), shape=(self.nf, self.nf))
@@ -96,6 +97,7 @@ class ContinuumStructure:
         if self._p is not None and np.array_equal(self._p, p):
             return False
         self._p = p.copy()
+        self.version += 1                    # factorizations of older designs are stale
         nf, nk = self.nf, len(self.frames)
         zin = [np.zeros((g.ne, 8, 8)) for g in self.inertia]
         zel = [np.zeros((g.ne, 8, 8)) for g in self.elastic]

@@ -108,10 +108,12 @@ class NewmarkFamily:
             self.schur = self.lin = continuum_schur.ContinuumSchurOperator(system, self.plan, comm=comm)
             self.plan.structured = self.schur.st
         from .initial import InitialState
-        # the initial accelerations factor the mass block alone: their own Schur operator,
-        # so the steps' (stiffness-dominated) factorization survives from design to design
+        # the initial accelerations factor the mass block alone: their own Schur operator
+        # (same constant matrices), so it does not replace the steps' stiffness-dominated
+        # factorization twice per design (initial state, initial-state adjoint)
         init_op = self.op if self.schur is None else \
-            continuum_schur.ContinuumSchurOperator(system, self.plan, comm=comm, options_prefix="parmbs_schur0_")
+            continuum_schur.ContinuumSchurOperator(system, self.plan, comm=comm, options_prefix="parmbs_schur0_",
+                                                   structure=self.schur.st)
         self.init = InitialState(system, init_op, self.design_map, ndesign, newton, comm=comm)
 
     # -- named parameter sets ---------------------------------------------------------------

@@ -115,7 +115,8 @@ def record_density(h5_path):
         if "optimize" not in f or "config" not in f:
             raise HDF5Error(h5_path, "/optimize", "missing (not a parmbs optimization record)")
         g = f["optimize"]
-        names = [n.decode() if isinstance(n, bytes) else str(n) for n in g.attrs["names"]]
+        from .hdf5 import get_names
+        names = [str(n) for n in get_names(g, "names")]    # attribute, or /names/names when long
         physical = "design_physical" in g      # a density filter's x̃ = W ρ: what the model saw
         if physical:
             x = g["design_physical"][()]

@@ -47,7 +47,7 @@ import zlib
 
 import numpy as np
 
-from ..io.hdf5 import HDF5Error, _comm, _root_call, _short, _write_header
+from ..io.hdf5 import HDF5Error, MAX_NAME_ATTR, _comm, _root_call, _short, _write_header, put_names
 
 HIST_COLS = ("iteration", "objective", "gradient_norm", "step", "evaluations", "wall_s")
 
@@ -120,7 +120,8 @@ class EvaluationLog:
                 grp.create_dataset(name, shape=shape, dtype=dt, maxshape=(None,) + shape[1:],
                                    chunks=(min(rows, 64),) + tuple(max(s, 1) for s in shape[1:]))
             grp.attrs.update({"evaluations": 0, "resolved_sha256": sha, "method": method,
-                              "objective": objective, "names": np.array(self.names, dtype="S")})
+                              "objective": objective})
+            _put_design_names(grp, self.names)
             grp["history"].attrs["rows"] = 0
             grp["history"].attrs["columns"] = ",".join(self.columns)
             grp.attrs["finished"] = False
@@ -231,9 +232,9 @@ class EvaluationLog:
                 if key in grp:
                     del grp[key]
             ds = grp.create_dataset("design", data=rho)
-            ds.attrs["names"] = np.array(names, dtype="S")
+            _put_design_names(ds, names)
             if physical is not None:
-                grp.create_dataset("design_physical", data=physical).attrs["names"] = np.array(names, dtype="S")
+                _put_design_names(grp.create_dataset("design_physical", data=physical), names)
             grp.attrs["finished"] = True      # what job scripts read: the run is over
         self._root_write(write, "/optimize/design")
 
@@ -300,3 +301,13 @@ class MMAState:
             return int(meta[0]), state, float(meta[1]), int(meta[2])
         out = _root_call(self.log.comm, read, self.log.path, "/optimize/mma")
         return self.log.comm.bcast(out, root=0)
+
+
+def _put_design_names(obj, names):
+    """The design names as attribute ``names`` (byte strings) when short; a 10⁵-entry
+    density field exceeds HDF5's 64 KiB attribute limit, so long lists go to the string
+    dataset /names/names (``io.hdf5.put_names``; read back by ``io.hdf5.get_names``)."""
+    if len(names) <= MAX_NAME_ATTR:
+        obj.attrs["names"] = np.array(names, dtype="S")
+    else:
+        put_names(obj, "names", names)

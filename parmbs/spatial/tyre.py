@@ -42,8 +42,8 @@ centre plus the torque (−r n) × F_t.  p = (s'_c, g, u', R, k_n, c_n, μ_x, μ
 import numpy as np
 
 from ..model.component import register
-from .forces import (SpatialElement, point_load, torque_load, point_position, point_velocity, omega_global,
-                     bilinear_apply, cross)
+from .forces import SpatialElement, point_load, torque_load, omega_global, cross
+from .joint_kernels import c_tensor, j_of
 from .kinematics import dot
 from .road import normal_and_gap, PlaneRoad
 from . import smooth
@@ -68,10 +68,16 @@ class Tyre(SpatialElement):
         qw = self.body(q, p, 0)
         vw = v[..., 0:7]
         sc, up = p[..., 0:3], p[..., 4:7]
-        c = point_position(qw, sc)
-        vc = point_velocity(qw, vw, sc)
-        w = omega_global(qw[..., 3:7], vw[..., 3:7])
-        u = bilinear_apply(qw[..., 3:7], qw[..., 3:7], up / np.sqrt(dot(up, up))[..., None])
+        # c = r + A s'_c, v_c = ṙ + J(p, s'_c) ṗ, u = A u'/|u'| through J(p, ·) = ∂(A ·)/∂p
+        # (A x' = ½ J(p, x') p, joint_kernels.py): one tensor product for both vectors
+        pe = qw[..., 3:7]
+        S = np.stack(np.broadcast_arrays(sc, up / np.sqrt(dot(up, up))[..., None]), -2)
+        Jp = j_of(pe[..., None, :], c_tensor(S))                      # (..., 2, 3, 4)
+        Ap = 0.5 * (Jp @ pe[..., None, :, None])[..., 0]               # (A s'_c, u)
+        c = qw[..., 0:3] + Ap[..., 0, :]
+        vc = vw[..., 0:3] + (Jp[..., 0, :, :] @ vw[..., 3:7, None])[..., 0]
+        w = omega_global(pe, vw[..., 3:7])
+        u = Ap[..., 1, :]
         n, r = normal_and_gap(self.road, c)
         return qw, sc, c, vc, w, u, n, r
 

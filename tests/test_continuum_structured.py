@@ -163,3 +163,24 @@ def test_a_new_design_refactors_and_newton_stays_quadratic():
     assert pr.stepper.schur.nfactor == n0 + 1
     fresh = problem(data)
     assert list(its) == list(fresh.forward(p1).newton_its)
+
+
+def test_a_missed_stale_factor_is_refactored_not_fatal(monkeypatch):
+    """With the lag estimate switched off, a design step leaves F stale (Newton on J̃
+    alone would stall): the step is redone with a fresh factorization."""
+    import parmbs.flexible.continuum_schur as cs
+    data = crank_data(nx=10, ny=2)
+    data["continua"][0]["E"] = 2.1e11
+    pr = problem(data)
+    p0 = pr.sys.p.copy()
+    rho = pr.design.values(p0)
+    pr.forward(p0)
+    monkeypatch.setattr(cs.ContinuumSchurOperator, "set_design", lambda self, p: self.st.set_design(p))
+    monkeypatch.setattr(cs, "LAG_LIMIT", np.inf)
+    p1 = pr.design.apply(p0, 0.5 * rho)
+    n0 = pr.stepper.schur.nfactor
+    q = pr.forward(p1).q
+    assert pr.stepper.schur.nfactor > n0          # the redone step refactored
+    monkeypatch.undo()
+    ref = problem(data).forward(p1).q
+    assert np.max(np.abs(q - ref)) <= 1e-10 * np.max(np.abs(ref))

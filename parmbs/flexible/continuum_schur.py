@@ -156,6 +156,10 @@ class ContinuumSchurOperator:
         if not self._Fvalid:
             self._factor()
 
+    def invalidate(self):
+        """Refactor F at the next Newton matrix."""
+        self._Fvalid = False
+
     def begin_step(self):
         """A new time step's Newton loop (inexact solves): forget the lagged border solve."""
         self._rem_step = None

@@ -164,19 +164,26 @@ class NewmarkFamily:
         R_old = 0.0
         if self.am or self.af:                 # trapezoidal/Newmark: no old-state residual
             R_old = (ev_old or self._eval(t, x, p)).residual(self.am, self.af)
-        if self.schur is not None:
-            # Newton needs no exact solve: J̃ (the lagged elastic factor) differs from J by
-            # ~1e-9 relative, which leaves the quadratic convergence as it is
-            self.schur.exact = False
-            self.schur.begin_step()
+        newton = lambda: newton_acceleration_form(
+            k, t1, qp, vp, x[2], x[3], b * h * h, g * h, self.newton, self.lin, self._set_matrix,
+            lambda t_, x_: self._eval(t_, x_, p),
+            lambda ev: np.r_[ev.residual(1 - self.am, 1 - self.af) + R_old, ev.phi() / (b * h * h)])
+        if self.schur is None:
+            return newton()
+        # Newton needs no exact solve: J̃ (the lagged elastic factor) differs from J by
+        # ~1e-9 relative, which leaves the quadratic convergence as it is.  Should the
+        # lag estimate miss a stale factor, the step is redone with a fresh one and
+        # refined (exact) solves before a failure is reported
+        self.schur.exact = False
+        self.schur.begin_step()
         try:
-            return newton_acceleration_form(
-                k, t1, qp, vp, x[2], x[3], b * h * h, g * h, self.newton, self.lin, self._set_matrix,
-                lambda t_, x_: self._eval(t_, x_, p),
-                lambda ev: np.r_[ev.residual(1 - self.am, 1 - self.af) + R_old, ev.phi() / (b * h * h)])
+            return newton()
+        except StepError:
+            self.schur.invalidate()
+            self.schur.exact = True
+            return newton()
         finally:
-            if self.schur is not None:
-                self.schur.exact = True
+            self.schur.exact = True
 
     # -- tangent (direct differentiation) ------------------------------------------------------
     def tangent_step(self, t, x0, x1, dx0, p):

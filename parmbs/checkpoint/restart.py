@@ -141,8 +141,9 @@ class CheckpointedRun:
         if self.sched.kind == "all":
             st.sync()
         values = self._values(psi, x, p, refs)
-        mu, grad, gref = pr._adjoint_local(N, T[N], x, p, refs)
-        st.save_adjoint(N, x, mu, grad, gref, values, force=True)
+        if pr.objectives:              # seed of a later adjoint sweep (none without objectives)
+            mu, grad, gref = pr._adjoint_local(N, T[N], x, p, refs)
+            st.save_adjoint(N, x, mu, grad, gref, values, force=True)
         return StoredTrajectory(self, T, dict(zip(self._names(), values)), its, k0)
 
     def _names(self):

@@ -77,7 +77,10 @@ class InitialState:
             if np.max(np.abs(dq)) <= 1e-14 * (1 + np.max(np.abs(q))):
                 break
         ev = StateEval(view, t0, q, zero, zero, np.zeros(view.m), p)
-        if not np.all(np.isfinite(q)) or np.max(np.abs(ev.phi())) > 1e-10 * (1 + np.max(np.abs(q))):
+        # scale of the tolerance: the guess, not the result — a Newton run that diverged to
+        # |q| ~ 1e16 would otherwise pass with a large |Φ|
+        scale = 1 + np.max(np.abs(sys.q_guess), initial=0.0)
+        if not np.all(np.isfinite(q)) or np.max(np.abs(ev.phi())) > 1e-10 * scale:
             raise ModelError("bodies.*.initial", "initial assembly did not converge: no configuration "
                              f"satisfies the joints (|Φ| = {np.max(np.abs(ev.phi())):.2e}); check "
                              "point coordinates, lengths and the initial guesses")

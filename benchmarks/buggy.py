@@ -18,7 +18,7 @@ Windows (default, so that the FD runs fit in minutes): the step descent from 0.3
 before the front wheels reach the step's edge to 0.30 s after the rear wheels leave it
 (the step moved to x₀ = 0.40 m, 1.0 s at h = 1 ms; the dynamics of the coasting vehicle
 before the step are the static equilibrium, see tests/test_buggy.py), and the lane
-change's first steering pulse (4.0 s at h = 15 ms, pulse at 0.5–3.5 s).  Per-step costs,
+change's first steering pulse (4.0 s at h = 10 ms, pulse at 0.5–3.5 s).  Per-step costs,
 and so the ratios, do not depend on the window; ``--full`` runs the manoeuvres as shipped.
 """
 import argparse

@@ -24,6 +24,14 @@ the uninterrupted iterate sequence exactly.  SIGTERM / SIGUSR1 (what SLURM's
 safe point — before starting a new evaluation, when everything so far is on disk —
 and exits 0 with the command that resumes it.  Ranks agree on stopping through one
 allreduce per evaluation, so no rank is left in a collective call.
+
+Failed trial designs (``try_evaluate_all``): a StepError, LinAlgError or non-finite ψ/∇ψ
+at a trial design is a bad point, not the end of the run (all ranks agree through one
+allgather).  TAO gets a penalty value above ψ(ρ⁰) with zero gradient, so its line search
+backtracks; the trial is logged like any evaluation (replayed identically on restart).
+MMA replaces the iterate by x_prev + ½ (x − x_prev), up to ``MMA_HALVINGS`` times in a
+row, and writes that state before evaluating it (a restart continues from it).  A
+failing initial design still ends the run (exit 1).
 """
 from __future__ import annotations
 
@@ -40,13 +48,15 @@ from ..model.system import ModelError
 from ..sensitivity.problem import Problem
 from .constraints import Constraints, violation
 from .density_filter import DensityFilter
-from .log import HIST_COLS, EvaluationLog, MMAState, kill_hook
+from .log import HIST_COLS, EvaluationLog, MMAState, fail_hook, kill_hook
 from .mma import MMA, vec_from
 
 TAO_TYPES = {"tao-blmvm": "blmvm", "tao-bqnls": "bqnls", "tao-lmvm": "lmvm"}
 #: [optimize] keys that only say how long to run: a restart may change them
 RUN_LENGTH_KEYS = ("max_it", "gatol", "grtol", "xtol", "ctol")
 #: MMA history columns (TAO's are log.HIST_COLS)
+#: MMA: how many times the step to a failing trial design is halved before giving up
+MMA_HALVINGS = 4
 MMA_HIST_COLS = ("iteration", "objective", "max_violation", "step", "evaluations", "wall_s")
 
 
@@ -185,6 +195,44 @@ class Optimization:
         vals, grads = self.evaluate_all(rho)
         return vals[self.objective], grads[self.objective]
 
+    def try_evaluate_all(self, rho, physical=False):
+        """``evaluate_all`` that turns a computation failure of this design (StepError,
+        LinAlgError, non-finite ψ or gradient) into ``(None, message)`` — the same on
+        every rank: the failure flag and the first failing rank's message are gathered
+        over the communicator, so no rank is left waiting in a collective of the next
+        evaluation.  (This covers failures every rank raises together — the Newton
+        iterations and KSP solves decide on global norms — and failures found by one rank
+        after the evaluation's collectives, such as a non-finite entry in its slice.)
+        Config errors (ModelError, ConfigError) still propagate."""
+        from ..integrators.newmark import StepError
+        msg, res = None, None
+        try:
+            res = self.evaluate_all(rho, physical=physical)
+            fail_hook()                 # (test hook: after the collectives, as a rank-local failure)
+            vals, grads = res
+            if not (all(np.isfinite(v) for v in vals.values())
+                    and all(np.all(np.isfinite(g)) for g in grads.values())):
+                msg = "non-finite objective or gradient"
+        except StepError as e:
+            msg = str(e)
+        except np.linalg.LinAlgError as e:
+            msg = f"singular matrix ({e})"
+        msgs = [m for m in self.mpi.allgather(msg) if m is not None]
+        return (None, msgs[0]) if msgs else (res, None)
+
+    def _failed_value(self):
+        """The objective reported to TAO for a failed trial design, with zero gradient:
+        ψ(ρ⁰) + 10³ max(|ψ(ρ⁰)|, 10⁻³⁰⁰), above every iterate TAO accepts (its line
+        searches only accept decrease from ψ(ρ⁰)).  Not +inf: TAO's default More–Thuente
+        line search stops on an inf/NaN objective (PETSc 3.18, measured: BLMVM ends with
+        DIVERGED_LS_FAILURE, and petsc4py 3.18 has no TaoSetFunctionDomainError nor a
+        line-search accessor), while for a finite value above ψ at the start of the
+        search it brackets and backtracks (the interpolated step of its sufficient-
+        decrease test), as it would for the Armijo rule.  The value is logged like any
+        evaluation, so a replay answers the same value and a restart stays exact."""
+        f0 = float(self.log.fv[0])
+        return f0 + 1e3 * max(abs(f0), 1e-300)
+
     def _gather(self, x):
         return np.concatenate(self.mpi.allgather(x.getArray(readonly=True).copy()))
 
@@ -203,7 +251,16 @@ class Optimization:
             stop = self.signals.received if self.signals else None
             if self.mpi.allreduce(1 if stop else 0) > 0:
                 raise StopRequested(stop or "signal on another rank")
-            f, grad = self.evaluate(rho)
+            res, msg = self.try_evaluate_all(rho)
+            if msg is None:
+                f, grad = res[0][self.objective], res[1][self.objective]
+            elif k == 0:                    # the initial design itself: nothing to step back to
+                from ..integrators.newmark import StepError
+                raise StepError(f"initial design: {msg}")
+            else:
+                f, grad = self._failed_value(), np.zeros(len(rho))
+                self.out(f"trial failed: {msg}, backtracking (evaluation {k + 1} recorded with "
+                         f"psi = {f:.3e}, zero gradient)")
             log.append(rho, f, grad)
         self.replayed = k + 1
         lo, hi = g.getOwnershipRange()
@@ -280,6 +337,15 @@ class Optimization:
         parts = [self.mpi.gather(getattr(mma, k).getArray(readonly=True).copy(), root=0) for k in MMAState.KEYS]
         return np.array([np.concatenate(p) for p in parts]) if self.mpi.rank == 0 else None
 
+    @staticmethod
+    def _halve_step(mma):
+        """x ← x_prev + ½ (x − x_prev), x_prev = xold1 (the last evaluated iterate): the
+        MMA step to a design whose evaluation failed, halved.  A convex combination of two
+        points inside the bounds and the move limits stays inside; the asymptotes and
+        xold1/xold2 are kept, so the next update sees the shortened step."""
+        x, xp = mma.x.getArray(), mma.xold1.getArray(readonly=True)
+        mma.x.setArray(xp + 0.5 * (x - xp))
+
     def _run_mma(self):
         """MMA iterations k = 0, 1, …: evaluate at x_k, record (evaluation row k, history
         row k, one progress line), stop if converged or k = max_it, else update to x_{k+1}
@@ -309,7 +375,7 @@ class Optimization:
         self.out(f"{self.config.model.name}: optimize {self.objective} over {nd} design variables with "
                  f"mma, {m} constraint rows{': ' + '; '.join(cons.labels) if m else ''} "
                  f"(max {opt.max_it} iterations); record {self.path}")
-        code, rho, reason = 0, None, None
+        code, rho, reason, halvings = 0, None, None, 0
         try:
             with self._signal_scope() as self.signals:
                 while True:
@@ -319,7 +385,21 @@ class Optimization:
                         raise StopRequested(stop or "signal on another rank")
                     rho = self._gather(mma.x)
                     phys = self.filter.apply(rho) if self.filter else rho
-                    vals, grads = self.evaluate_all(rho, physical=True)
+                    res, msg = self.try_evaluate_all(rho, physical=True)
+                    if msg is not None:
+                        if k == 0 or halvings >= MMA_HALVINGS:
+                            from ..integrators.newmark import StepError
+                            raise StepError(f"initial design: {msg}" if k == 0 else
+                                            f"MMA iterate {k}: {msg} (still after {halvings} halvings "
+                                            "of the step)")
+                        halvings += 1
+                        self._halve_step(mma)
+                        store.save(mma.it, self._mma_state(mma), fscale, self.log.evaluations)
+                        self.out(f"trial failed: {msg}, backtracking (MMA iterate {k}: step halved "
+                                 f"towards iterate {k - 1}, {halvings} of {MMA_HALVINGS})")
+                        continue
+                    halvings = 0
+                    vals, grads = res
                     fc, dfc = cons.evaluate(phys, vals, grads)      # constraints on x̃ ...
                     gobj = grads[self.objective]
                     if self.filter:                                 # ... chained to ρ

@@ -72,6 +72,26 @@ class _KillHook:
 kill_hook = _KillHook()
 
 
+class _FailHook:
+    """Test hook ``PARMBS_OPTIMIZE_FAIL=n[,m…]``: the n-th (m-th …) evaluation this
+    process starts raises StepError, as a trial design whose forward Newton iteration
+    diverges would (tests/test_optimize_failed_trial.py)."""
+
+    def __init__(self):
+        spec = os.environ.get("PARMBS_OPTIMIZE_FAIL", "")
+        self.which = {int(t) for t in spec.split(",") if t.strip().isdigit()}
+        self.count = 0
+
+    def __call__(self):
+        self.count += 1
+        if self.count in self.which:
+            from ..integrators.newmark import StepError
+            raise StepError(f"PARMBS_OPTIMIZE_FAIL: evaluation {self.count} made to fail")
+
+
+fail_hook = _FailHook()
+
+
 def _crc(k, x, f, g):
     c = zlib.crc32(np.array([k], np.int64).tobytes())
     for a in (x, np.array([f]), g):
@@ -272,11 +292,12 @@ class MMAState:
         return zlib.crc32(np.ascontiguousarray(meta[:3], dtype=np.float64).tobytes(), c)
 
     def save(self, it, state, fscale, evaluations):
-        """Write ``state`` ((5, nd) on rank 0, None elsewhere) after update ``it``."""
-        slot = it % 2
-
+        """Write ``state`` ((5, nd) on rank 0, None elsewhere) after update ``it`` into
+        the slot ``current`` does not point at (a halved step after a failed trial
+        rewrites the state of the same ``it``: the valid one is never overwritten)."""
         def write(grp):
             g = grp["mma"]
+            slot = 1 if int(g.attrs["current"]) == 0 else 0
             meta = np.array([it, fscale, evaluations, 0.0])
             meta[3] = self._crc(state, meta)
             g[f"state{slot}"][...] = state
@@ -284,7 +305,7 @@ class MMAState:
             self.log.f.flush()
             kill_hook("write")
             g.attrs["current"] = slot
-        self.log._root_write(write, f"/optimize/mma/state{slot}")
+        self.log._root_write(write, "/optimize/mma/state")
 
     def load(self):
         """(iteration, state (5, nd), objective scale, evaluations) of the current slot, or

@@ -27,7 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._petsc import PETSc
-from ..model.assembly import BlockPattern, local_size
+from ..model.assembly import BlockPattern, ColumnSolves, local_size
 from .continuum_structured import ContinuumStructure, structured_groups
 
 #: refactor F when one refinement sweep shrinks the correction by less than this
@@ -44,7 +44,7 @@ def usable(system):
     return bool(structured_groups(system))
 
 
-class ContinuumSchurOperator:
+class ContinuumSchurOperator(ColumnSolves):
     """The stepper's Newton matrix for a system with FFR continua (see module doc).
 
     ``set_newton(ev, cq, cv, ca, wi, wf, wh, wgt)`` takes the stepper's weights:
@@ -344,12 +344,6 @@ class ContinuumSchurOperator:
                 return z                     # no longer shrinking: round-off level
             prev = nd
         return z
-
-    def solve_many(self, B, transpose=False):
-        out = np.empty_like(B)
-        for j in range(B.shape[1]):
-            out[:, j] = self.solve(np.ascontiguousarray(B[:, j]), transpose)
-        return out
 
     def destroy(self):
         for o in (self.ksp, self.F, self.x, self.b, self._all, self._x_all):

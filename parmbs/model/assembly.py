@@ -90,7 +90,18 @@ def local_size(N, comm):
 SERIAL_MUMPS_SIZE = 200
 
 
-class SparseOperator:
+class ColumnSolves:
+    """``solve_many`` for any operator with ``solve(rhs, transpose)``."""
+
+    def solve_many(self, B, transpose=False):
+        """Solve for every column of B (N, k), reusing the factorization."""
+        out = np.empty_like(B)
+        for j in range(B.shape[1]):
+            out[:, j] = self.solve(np.ascontiguousarray(B[:, j]), transpose)
+        return out
+
+
+class SparseOperator(ColumnSolves):
     """A PETSc AIJ matrix with a fixed BlockPattern, its KSP, and the vectors to use it.
 
     Models small enough to replicate keep their state as numpy arrays on every rank;
@@ -189,13 +200,6 @@ class SparseOperator:
         if reason < 0:
             raise np.linalg.LinAlgError(f"linear solve failed (KSP reason {reason})")
         return self._gather(self.x)
-
-    def solve_many(self, B, transpose=False):
-        """Solve for every column of B (N, k), reusing the factorization."""
-        out = np.empty_like(B)
-        for j in range(B.shape[1]):
-            out[:, j] = self.solve(np.ascontiguousarray(B[:, j]), transpose)
-        return out
 
     def destroy(self):
         for o in (self.ksp, self.A, self.x, self.b, self._all, self._x_all):

@@ -23,12 +23,10 @@ and so the ratios, do not depend on the window; ``--full`` runs the manoeuvres a
 """
 import argparse
 import pathlib
-import time
-
-import numpy as np
 
 from parmbs.config import load_config
 from parmbs.sensitivity.problem import Problem
+from vehicle_ratios import measure
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 WINDOWS = {
@@ -38,42 +36,12 @@ WINDOWS = {
 }
 
 
-def cpu(f):
-    t0 = time.process_time()
-    out = f()
-    return out, time.process_time() - t0
-
-
 def run(name, extra, fd):
     cfg = load_config(str(ROOT / "configs" / f"buggy-{name}.toml"), extra + ["simulation.progress=false"])
     pr = Problem(cfg)
-    sim = cfg.simulation
-    traj, t_fwd = cpu(pr.forward)
-    psi = pr.objective_values(traj)
-    adj, t_adj = cpu(pr.adjoint)
-    dirc, t_dir = cpu(pr.direct)
-    print(f"\n== buggy-{name} {' '.join(extra)}: {pr.sys.n} coordinates, {pr.sys.m} constraints, "
-          f"{sim.integrator} rho_inf = {sim.rho_inf}, dt = {sim.dt}, t_end = {sim.t_end} "
-          f"({round(sim.t_end / sim.dt)} steps), design {pr.design.names}")
-    for k, val in psi.items():
-        print(f"  {k} = {val:.10g}")
-        print("    adjoint  " + "  ".join(f"{g: .10e}" for g in adj[k]))
-        print("    direct   " + "  ".join(f"{g: .10e}" for g in dirc[k]))
-    rel_dir = max(np.max(np.abs(adj[k] - dirc[k]) / np.abs(adj[k])) for k in adj)
-    row = dict(fwd=t_fwd / sim.t_end, adj=t_adj / t_fwd, dir=t_dir / t_fwd)
-    print(f"  forward CPU {t_fwd:.2f} s for {sim.t_end} s simulated: forward / simulated time = {row['fwd']:.2f}")
-    print(f"  adjoint CPU {t_adj:.2f} s: adjoint / forward = {row['adj']:.2f}")
-    print(f"  direct  CPU {t_dir:.2f} s: direct / forward  = {row['dir']:.2f}")
-    print(f"  max relative |adjoint - direct| = {rel_dir:.2e}")
-    if fd:
-        g, t_fd = cpu(lambda: pr.finite_differences(1e-5))
-        for k in g:
-            print("    FD       " + "  ".join(f"{x: .10e}" for x in g[k]))
-        rel_fd = max(np.max(np.abs(adj[k] - g[k])) / np.max(np.abs(adj[k])) for k in adj)
-        row["fd"] = t_fd / t_adj
-        print(f"  FD CPU {t_fd:.2f} s (2 x {len(pr.design.names)} forward runs): FD / adjoint = {row['fd']:.2f}")
-        print(f"  normwise relative |adjoint - FD| = {rel_fd:.2e}")
-    return row
+    return measure(pr, f"\n== buggy-{name} {' '.join(extra)}",
+                   (lambda: pr.finite_differences(1e-5)) if fd else None,
+                   f"2 x {len(pr.design.names)} forward runs", indent="  ")
 
 
 def main():

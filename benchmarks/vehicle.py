@@ -17,24 +17,14 @@ Model: seed 004 §5.2 (docs/iltis.md), design variables k_L1, k_L2, c1, c2, k1, 
 """
 import argparse
 import pathlib
-import time
 
 import numpy as np
 
 from parmbs.config import load_config
 from parmbs.sensitivity.problem import Problem
+from vehicle_ratios import measure
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-
-
-def cpu(f):
-    t0 = time.process_time()
-    out = f()
-    return out, time.process_time() - t0
-
-
-def rel(a, b):
-    return max(np.max(np.abs(a[k] - b[k]) / np.maximum(np.abs(a[k]), 1e-300)) for k in a)
 
 
 def main():
@@ -43,31 +33,9 @@ def main():
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--no-fd", action="store_true")
     a = ap.parse_args()
-    cfg = load_config(a.config, a.set)
-    pr = Problem(cfg)
-    sim = cfg.simulation
-    traj, t_fwd = cpu(pr.forward)
-    psi = pr.objective_values(traj)
-    adj, t_adj = cpu(pr.adjoint)
-    dirc, t_dir = cpu(pr.direct)
-    print(f"{a.config}: {pr.sys.n} coordinates, {pr.sys.m} constraints, {sim.formulation} {sim.integrator}, "
-          f"dt = {sim.dt}, t_end = {sim.t_end} ({round(sim.t_end / sim.dt)} steps), "
-          f"{len(pr.design.names)} design variables {pr.design.names}")
-    for name, val in psi.items():
-        print(f"  {name} = {val:.10g}")
-        print("    adjoint  " + "  ".join(f"{g: .10e}" for g in adj[name]))
-        print("    direct   " + "  ".join(f"{g: .10e}" for g in dirc[name]))
-    print(f"forward CPU {t_fwd:.2f} s for {sim.t_end} s simulated: forward / simulated time = {t_fwd / sim.t_end:.2f}")
-    print(f"adjoint CPU {t_adj:.2f} s: adjoint / forward = {t_adj / t_fwd:.2f}")
-    print(f"direct  CPU {t_dir:.2f} s: direct / forward  = {t_dir / t_fwd:.2f}")
-    print(f"max relative |adjoint - direct| = {rel(adj, dirc):.2e}")
-    if not a.no_fd:
-        fd, t_fd = cpu(lambda: central_differences(pr))
-        for name in fd:
-            print(f"  {name} central FD " + "  ".join(f"{g: .10e}" for g in fd[name]))
-        print(f"FD CPU {t_fd:.2f} s (central, 2 x {len(pr.design.names)} forward runs, relative steps {FD_STEP}): "
-              f"FD / adjoint = {t_fd / t_adj:.2f}")
-        print(f"max relative |adjoint - FD| = {rel(adj, fd):.2e}")
+    pr = Problem(load_config(a.config, a.set))
+    measure(pr, a.config, None if a.no_fd else (lambda: central_differences(pr)),
+            f"central, 2 x {len(pr.design.names)} forward runs, relative steps {FD_STEP}")
 
 
 # Relative central-difference steps.  Over the bump the truncation error of the central

@@ -24,6 +24,7 @@ TSAdjoint to round-off, which for the penalty matrix M + αΦ_qᵀΦ_q grows ∝
 import numpy as np
 
 from .._petsc import PETSc
+from ..petsc_options import set_config_options
 from ..model.assembly import SparseOperator
 from ..model.system import ModelError
 from .newmark import StepError, saddle_point_pattern
@@ -87,15 +88,12 @@ class TSStepper:
                                        options_prefix="parmbs_tsinit_", options=sim.petsc_options)
         self.init = InitialState(sys, self.accel_op, model.design_map, model.nd, sim.newton, comm=comm)
         self.lin = _LinSolver(model, "parmbs_tsaux_")
-        opts = PETSc.Options()
         defaults = dict(sim.petsc_options)
         defaults.setdefault("pc_factor_mat_ordering_type", "natural")
         defaults.setdefault("snes_linesearch_type", "basic")
         defaults.setdefault("ts_trajectory_type", "memory")
         defaults.setdefault("ts_theta_initial_guess_extrapolate", "true")
-        for k, v in defaults.items():
-            if not opts.hasName(PREFIX + k):
-                opts.setValue(PREFIX + k, str(v).lower() if isinstance(v, bool) else v)
+        set_config_options(PREFIX, defaults)
 
     # -- TS callbacks (vectorized; one evaluation cached per point) ----------------------
     def _eval(self, t, y, yd):

@@ -7,6 +7,7 @@ a global *unknown* index ≥ 0 is kept, −1 (a ground slot) is dropped.
 import numpy as np
 
 from .._petsc import PETSc
+from ..petsc_options import set_config_options
 
 
 def scatter_add(size, idx, vals):
@@ -127,9 +128,7 @@ class SparseOperator(ColumnSolves):
         ksp.setOperators(A)
         ksp.setOptionsPrefix(options_prefix)
         opts = PETSc.Options()
-        for k, v in (options or {}).items():
-            if not opts.hasName(options_prefix + k):
-                opts.setValue(options_prefix + k, str(v).lower() if isinstance(v, bool) else v)
+        set_config_options(options_prefix, options or {})
         user_order = opts.hasName(options_prefix + "pc_factor_mat_ordering_type")
         # saddle-point matrices: PETSc's own LU does not pivot, so keep the natural
         # order (mass block first); in parallel use MUMPS, which pivots

@@ -30,7 +30,8 @@ at a trial design is a bad point, not the end of the run (all ranks agree throug
 allgather).  TAO gets a penalty value above ψ(ρ⁰) with zero gradient, so its line search
 backtracks; the trial is logged like any evaluation (replayed identically on restart).
 MMA replaces the iterate by x_prev + ½ (x − x_prev), up to ``MMA_HALVINGS`` times in a
-row, and writes that state before evaluating it (a restart continues from it).  A
+row, and writes that state with the count of halvings so far before evaluating it (a
+restart continues from both: the same trials, the same point of giving up).  A
 failing initial design still ends the run (exit 1).
 """
 from __future__ import annotations
@@ -363,19 +364,21 @@ class Optimization:
         rng = pr.design.upper - pr.design.lower
         fscale = None
         saved = store.load() if self.restart else None
+        halvings = 0                # step halvings spent on iterate mma.it (restored on resume)
         if saved is not None:
-            it, state, fscale, _ = saved
+            it, state, fscale, _, halvings = saved
             for key, row in zip(MMAState.KEYS, state):
                 getattr(mma, key).setArray(row[lo:hi])
             mma.it = it
             self.log.truncate(it)
-            self.out(f"resumed: MMA state after {it} updates from {self.path}")
+            self.out(f"resumed: MMA state after {it} updates"
+                     f"{f' and {halvings} step halvings' if halvings else ''} from {self.path}")
         elif self.restart:
             self.log.truncate(0)
         self.out(f"{self.config.model.name}: optimize {self.objective} over {nd} design variables with "
                  f"mma, {m} constraint rows{': ' + '; '.join(cons.labels) if m else ''} "
                  f"(max {opt.max_it} iterations); record {self.path}")
-        code, rho, reason, halvings = 0, None, None, 0
+        code, rho, reason = 0, None, None
         try:
             with self._signal_scope() as self.signals:
                 while True:
@@ -394,7 +397,7 @@ class Optimization:
                                             "of the step)")
                         halvings += 1
                         self._halve_step(mma)
-                        store.save(mma.it, self._mma_state(mma), fscale, self.log.evaluations)
+                        store.save(mma.it, self._mma_state(mma), fscale, self.log.evaluations, halvings)
                         self.out(f"trial failed: {msg}, backtracking (MMA iterate {k}: step halved "
                                  f"towards iterate {k - 1}, {halvings} of {MMA_HALVINGS})")
                         continue

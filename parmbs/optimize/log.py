@@ -15,7 +15,10 @@ Layout (DESIGN.md ``/optimize/…``)::
     /optimize/design   final ρ (attr names), written at the end
     /optimize/design_physical  the filtered densities x̃ = W ρ the model saw (density filter only)
     /optimize/mma/state0, state1   (5, nd)  MMA x, xold1, xold2, low, upp (two slots)
-    /optimize/mma/meta0, meta1     (4,)     iteration, objective scale, evaluations, CRC-32
+    /optimize/mma/meta0, meta1     (5,)     iteration, objective scale, evaluations, halvings, CRC-32
+                                   (halvings: how many times in a row the step to iterate
+                                   ``iteration`` has been halved after failed trials; records
+                                   written before it was stored have (4,) and resume with 0)
     /optimize/mma      attrs    current (the valid slot, −1 before the first update)
 
 Why a log of evaluations is the optimizer state: the optimizers (TAO's L-BFGS
@@ -32,7 +35,10 @@ asymptotes, the iteration counter and the objective scale — is written after e
 update into the slot the ``current`` attribute does not point at, flushed, and only then
 is ``current`` flipped (the same data-then-counter rule), so a kill at any instant
 leaves one complete, checksummed state.  A resumed MMA run evaluates ψ at the state's x
-again (forward and adjoint are deterministic, so bit-identical) and continues.
+again (forward and adjoint are deterministic, so bit-identical) and continues.  The slot
+also holds the number of step halvings already spent on the current iterate (failed
+trials, driver.py): without it a run killed after a halving would resume with a fresh
+budget of ``MMA_HALVINGS`` and take steps the uninterrupted run never takes.
 
 Atomicity: a row is written and flushed, and only then is the ``evaluations``
 counter advanced and flushed.  Datasets are created with 256 rows; growing them
@@ -281,25 +287,34 @@ class MMAState:
                 g = grp.create_group("mma")
                 for s in (0, 1):
                     g.create_dataset(f"state{s}", shape=(len(self.KEYS), self.nd), dtype="f8")
-                    g.create_dataset(f"meta{s}", shape=(4,), dtype="f8")
+                    g.create_dataset(f"meta{s}", shape=(self.META,), dtype="f8")
                 g.attrs["current"] = -1
                 g.attrs["rows"] = ",".join(self.KEYS)
         log._root_write(create, "/optimize/mma")
 
+    #: meta entries: iteration, objective scale, evaluations, halvings, CRC-32 (last)
+    META = 5
+
     @staticmethod
     def _crc(state, meta):
+        """CRC-32 of the state and of every meta entry but the last (the CRC itself;
+        the same rule reads the (4,) meta of older records)."""
         c = zlib.crc32(np.ascontiguousarray(state, dtype=np.float64).tobytes())
-        return zlib.crc32(np.ascontiguousarray(meta[:3], dtype=np.float64).tobytes(), c)
+        return zlib.crc32(np.ascontiguousarray(meta[:-1], dtype=np.float64).tobytes(), c)
 
-    def save(self, it, state, fscale, evaluations):
+    def save(self, it, state, fscale, evaluations, halvings=0):
         """Write ``state`` ((5, nd) on rank 0, None elsewhere) after update ``it`` into
         the slot ``current`` does not point at (a halved step after a failed trial
-        rewrites the state of the same ``it``: the valid one is never overwritten)."""
+        rewrites the state of the same ``it``: the valid one is never overwritten).
+        ``halvings``: the step halvings spent on iterate ``it`` so far."""
         def write(grp):
             g = grp["mma"]
             slot = 1 if int(g.attrs["current"]) == 0 else 0
-            meta = np.array([it, fscale, evaluations, 0.0])
-            meta[3] = self._crc(state, meta)
+            if g[f"meta{slot}"].shape != (self.META,):   # an older record's (4,) slot: not the valid one
+                del g[f"meta{slot}"]
+                g.create_dataset(f"meta{slot}", shape=(self.META,), dtype="f8")
+            meta = np.array([it, fscale, evaluations, halvings, 0.0])
+            meta[-1] = self._crc(state, meta)
             g[f"state{slot}"][...] = state
             g[f"meta{slot}"][...] = meta
             self.log.f.flush()
@@ -308,18 +323,25 @@ class MMAState:
         self.log._root_write(write, "/optimize/mma/state")
 
     def load(self):
-        """(iteration, state (5, nd), objective scale, evaluations) of the current slot, or
-        None before the first update; every rank gets the full arrays."""
+        """(iteration, state (5, nd), objective scale, evaluations, halvings) of the
+        current slot, or None before the first update; every rank gets the full arrays.
+        A (4,) meta (records written before the halving count was stored) reads as 0
+        halvings — what those versions resumed with."""
         def read():
             g = self.log.f["optimize/mma"]
             slot = int(g.attrs["current"])
             if slot < 0:
                 return None
             state, meta = g[f"state{slot}"][...], g[f"meta{slot}"][...]
-            if self._crc(state, meta) != int(meta[3]):
+            if meta.shape not in ((4,), (self.META,)):
+                raise HDF5Error(self.log.path, f"/optimize/mma/meta{slot}",
+                                f"shape {meta.shape}, expected ({self.META},); not an MMA state this "
+                                "version can resume")
+            if self._crc(state, meta) != int(meta[-1]):
                 raise HDF5Error(self.log.path, f"/optimize/mma/state{slot}",
                                 "MMA state fails its checksum (corrupted file); refusing to resume")
-            return int(meta[0]), state, float(meta[1]), int(meta[2])
+            halvings = int(meta[3]) if len(meta) == self.META else 0
+            return int(meta[0]), state, float(meta[1]), int(meta[2]), halvings
         out = _root_call(self.log.comm, read, self.log.path, "/optimize/mma")
         return self.log.comm.bcast(out, root=0)
 

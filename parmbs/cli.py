@@ -691,7 +691,7 @@ def cmd_optimize(args):
     from .optimize.driver import _Signals
     path = args.restart or args.output or f"{cfg.model.name}-optimize.h5"
     with _Signals() as signals:         # from set-up to exit: a batch system's signal never kills us
-        opt = Optimization(cfg, path, restart=bool(args.restart), out=out, signals=signals)
+        opt = Optimization(cfg, path, restart=bool(args.restart), out=out, signals=signals, sets=args.set)
         code, rho = opt.run()
         png = os.path.splitext(path)[0] + ".png"
         _on_root(lambda: plot_history(opt.history, png, f"{cfg.model.name}: {opt.objective}",

@@ -95,3 +95,36 @@ def test_old_record_without_halving_count_resumes(tmp_path):
     assert np.array_equal(x, ref[1][0]) and np.array_equal(f, ref[1][1]) and np.array_equal(rho, ref[0])
     with h5py.File(path, "r") as f:
         assert {f[f"optimize/mma/meta{s}"].shape for s in (0, 1)} == {(5,)}
+
+
+# -- the resume command printed after SIGTERM / SIGUSR1 ------------------------------------------
+def test_resume_command_repeats_the_overrides(tmp_path):
+    """After SIGUSR1 the run prints the command that resumes it, with every --set (a
+    restart without them is refused: another resolved config), quoted for a shell; that
+    command, run as printed, continues to the uninterrupted result."""
+    import shlex
+    spaced = "optimize.constraints=[{kind = 'volume_fraction', field = 'plates.P.density', lower = 0.8}]"
+    sets = [spaced if s.startswith("optimize.constraints=") else s for s in SETS]
+    ref = run_api(PLATE, SETS, tmp_path / "ref.h5")
+    path = tmp_path / "s.h5"
+    argv = ["optimize", str(PLATE), "-o", str(path), *[a for s in sets for a in ("--set", s)]]
+    p = subprocess.Popen([sys.executable, "-m", "parmbs", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    for line in p.stdout:
+        if line.startswith("it    1"):
+            p.send_signal(signal.SIGUSR1)
+            break
+    out, err = p.communicate(timeout=300)
+    assert p.returncode == 0, err
+    resume = [l for l in out.splitlines() if l.startswith("stopped on SIGUSR1")]
+    assert len(resume) == 1, out
+    words = shlex.split(resume[0].split("resume with: ", 1)[1])
+    assert words == ["parmbs", "optimize", str(PLATE), "--restart", str(path),
+                     *[a for s in sets for a in ("--set", s)]]
+    r = subprocess.run([sys.executable, "-m", "parmbs", *words[1:]], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "resumed: MMA state after" in r.stdout
+    with h5py.File(path, "r") as f:
+        x = f["optimize/x"][:f["optimize"].attrs["evaluations"]]
+        rho = f["optimize/design"][:]
+    assert np.array_equal(x, ref[1][0]) and np.array_equal(rho, ref[0])

@@ -108,8 +108,11 @@ class Optimization:
     """``parmbs optimize``: one objective; bound constraints (TAO) or bounds and
     ``[[optimize.constraints]]`` (MMA); restartable."""
 
-    def __init__(self, config, path, restart=False, comm=None, out=print, signals=None):
+    def __init__(self, config, path, restart=False, comm=None, out=print, signals=None, sets=()):
+        """``sets``: the ``--set KEY=VALUE`` overrides the config was loaded with (they
+        are part of the record's resolved_sha256, so the resume command repeats them)."""
         self.config, self.path, self.out = config, os.fspath(path), out
+        self.sets = list(sets)
         self._outer_signals = signals
         self.comm = comm or PETSc.COMM_WORLD
         self.mpi = self.comm.tompi4py()
@@ -152,6 +155,16 @@ class Optimization:
         done = self.log.history()
         self.t_start = time.perf_counter() - (float(done[-1, 5]) if len(done) else 0.0)   # cumulative wall
         self.signals = signals
+
+    def resume_command(self):
+        """The shell command that continues this run: config, --restart and every --set
+        override in the original order (a restart without them is refused: the record's
+        resolved_sha256 differs), each word quoted for a POSIX shell."""
+        import shlex
+        words = ["parmbs", "optimize", os.fspath(self.config.source), "--restart", self.path]
+        for s in self.sets:
+            words += ["--set", s]
+        return shlex.join(words)
 
     def _signal_scope(self):
         """The outer handlers if the caller installed them, else our own for the loop."""
@@ -318,7 +331,7 @@ class Optimization:
                 self.out(f"  {n:<12} = {v: .10e}")
         except StopRequested as e:
             self.out(f"stopped on {e.args[0]} at a safe point after {self.log.evaluations} evaluations "
-                     f"(all on disk); resume with: parmbs optimize {self.config.source} --restart {self.path}")
+                     f"(all on disk); resume with: {self.resume_command()}")
         except ReplayMismatch as e:
             raise HDF5Error(self.path, f"/optimize/x[{e.args[0]}]",
                             "the resumed optimizer asked for a different design than the recorded run "
@@ -435,7 +448,7 @@ class Optimization:
         except StopRequested as e:
             rho = None
             self.out(f"stopped on {e.args[0]} at a safe point after {mma.it} MMA updates "
-                     f"(state on disk); resume with: parmbs optimize {self.config.source} --restart {self.path}")
+                     f"(state on disk); resume with: {self.resume_command()}")
         finally:
             self.history = self.log.history()
             self.log.close()

@@ -181,6 +181,50 @@ def check_links(cfg: "Config", file: str) -> None:
         driven[path] = k
 
 
+def check_overrides(cfg: "Config", raw: dict[str, Any], overrides: list[str], file: str) -> None:
+    """A ``--set`` that changes a driven value is an error (ConfigError naming the --set,
+    the path and the [[design]] entry whose drive sets it).
+
+    Why not a warning: a driven value always follows its expression (``resolve_links``
+    replaces it when the config is loaded and whenever a design value changes), so such
+    an override never reaches the model — there is no use of it that keeps the value,
+    and silently dropping it ran another model than the command line says.  What the
+    user means is a change of the design value or of a [parameters] entry the
+    expression reads (or removing the drive).  ``raw``: the TOML data before the
+    overrides; each override is applied in turn and the driven leaves compared, so the
+    check does not depend on how a path is spelled (entry name or index, a whole table
+    or vector, or the leaf itself); an override that sets a driven value to what the
+    file already holds changes nothing and passes."""
+    import copy
+
+    from .loader import apply_overrides
+    from .paths import _locate
+    drives = [(d.name, i, dr.path, dr.expression) for d in cfg.design for i, dr in enumerate(d.drives)]
+    if not drives or not overrides:
+        return
+    missing = object()
+
+    def leaf(data, path):
+        try:
+            container, index = _locate(data, path)
+            return container[index]
+        except Exception:  # noqa: BLE001 - a path absent from the raw file (a default) or not yet made
+            return missing
+
+    data = copy.deepcopy(raw)
+    before = [leaf(data, path) for _, _, path, _ in drives]
+    for text in overrides:
+        apply_overrides(data, [text], file)
+        now = [leaf(data, path) for _, _, path, _ in drives]
+        for (name, i, path, expr), b, a in zip(drives, before, now):
+            if a is not b and (a is missing or b is missing or a != b):
+                raise ConfigError(file, f"--set {text.partition('=')[0].strip()}",
+                                  f"sets {path}, which [[design]] {name!r} drives "
+                                  f"({drive_key(name, i, 'expression')} = {expr!r}) and so overwrites; "
+                                  "change the design value or a [parameters] entry instead")
+        before = now
+
+
 def driven_values(cfg: "Config", file: str) -> list[tuple[str, str, float]]:
     """(key, path, value) of every drive at the nominal design; ConfigError if a value
     is not a finite real number."""

@@ -7,6 +7,7 @@ print one line and exit 2.
 """
 from __future__ import annotations
 
+import copy
 import hashlib
 import os
 import re
@@ -54,8 +55,13 @@ def load_config(path: str | os.PathLike, overrides: Iterable[str] = ()) -> Confi
     sha = hashlib.sha256(raw)
     for ov in overrides:
         sha.update(b"\0" + ov.encode("utf-8"))
+    raw = copy.deepcopy(data) if overrides else None
     origins = apply_overrides(data, overrides, file)
-    return validate(data, file, sha.hexdigest(), origins)
+    cfg = validate(data, file, sha.hexdigest(), origins)
+    if overrides and any(d.drives for d in cfg.design):
+        from .links import check_overrides
+        check_overrides(cfg, raw, overrides, file)      # a --set a drive would overwrite: error
+    return cfg
 
 
 def validate(data: dict[str, Any], file: str, sha: str = "", origins: dict[str, str] | None = None) -> Config:

@@ -22,6 +22,21 @@ below 10⁻¹⁴ of z; F is refactored at the current state when the contraction
 the discrete adjoint stays exact to round-off: J is never approximated, only the
 preconditioner.  F is a distributed PETSc AIJ matrix factored by MUMPS; the border and
 the right-hand sides are replicated numpy arrays, like the rest of the state.
+
+Cost per matrix (what makes a Newton iteration or an adjoint step cheap).  Only a few
+border columns c (the frames' three, the pin joint's multipliers) have f rows and only a
+few border rows r have f columns, so J_fb and J_bf are kept as dense nf × |c| and
+|r| × nf blocks (U, V), J_bb as nb × nb, and the other groups' f × f entries as a CSR
+of constant pattern: the pattern's entries are sorted into these blocks once (index
+maps), no (n + m) sparse matrix is built or sliced per matrix.  Y = F⁻¹U has |c|
+columns and is one product Z W of the per-factorization solves Z = F⁻¹[e_i …, Φ_k …]
+(unit columns of the pin's f rows, the frames' constant border basis) with a small
+coefficient matrix W, plus F⁻¹ of the frames' state-dependent remainder (the G u, M u,
+G ü … columns of continuum_structured.py).  That remainder's solve is lagged: reused
+while the remainder moved by less than ``REM_LAG`` of the border column since it was
+solved (J̃ then differs from J by that much in the border, which the refinement of the
+exact solves and Newton absorb); a refinement that stalls drops the lagged solve before
+it refactors F, so a lag never causes a refactorization.
 """
 import numpy as np
 import scipy.sparse as sp
@@ -37,6 +52,12 @@ REFINE_RTOL = 1e-14
 MAX_REFINE = 12
 #: refactor before a Newton matrix whose estimated ‖F⁻¹(J_ff − F)‖ exceeds this
 LAG_LIMIT = 0.05
+#: reuse the F-solve of the frames' border remainder while max|R − R_solved| stays below
+#: this fraction of max|border column| (measured on the crank: the remainder moves by
+#: 0.3–2 % of the column per step with the index-3 trapezoidal rule's oscillating ü, and
+#: solving it once per factorization left Newton iterations and refinement sweeps as
+#: they were: 279 / 347 against 279 / 362 with a fresh solve per matrix, 100 steps 100 × 40)
+REM_LAG = 0.1
 
 
 def usable(system):
@@ -77,6 +98,7 @@ class ContinuumSchurOperator(ColumnSolves):
         fi = [(probe._rows(probe.F[i][0]),) * 2 for i in self.others]
         ci = probe.constraint_index(n)
         self.small = BlockPattern(N, fi + [(r, r) for r, _ in ci] + [(c, r) for r, c in ci] + ci)
+        self._border_maps(n, m)
         # F: pattern of M, G, K (+ the other groups' f × f entries), rows split over ranks
         fpos = np.r_[st.fpos, -np.ones(m, np.int64)]
         fp = lambda r: np.where(r >= 0, fpos[np.maximum(r, 0)], -1)
@@ -105,9 +127,43 @@ class ContinuumSchurOperator(ColumnSolves):
         self.ksp = ksp
         self._Fvalid, self._Fversion = False, -1
         self.nfactor = self.nfsolve = self.nrefine = 0
-        self._Y, self._Fcache = {}, {}
+        self._Y, self._Z, self._rem = {}, {}, {}
         self.exact = True        # refine to round-off; the stepper's Newton solves set False
-        self._rem_step = None
+
+    def _border_maps(self, n, m):
+        """Sort the entries of the small pattern into the f × f CSR, the border blocks U
+        (f rows × border columns c), V (border rows r × f columns) and J_bb, once."""
+        st, N, nf, nb = self.st, self.N, self.st.nf, self.nb
+        ip, cols = self.small.indptr, self.small.indices.astype(np.int64)
+        rows = np.repeat(np.arange(N), np.diff(ip))
+        fposN = np.r_[st.fpos, -np.ones(m, np.int64)]
+        rf, cf, rb, cb = fposN[rows], fposN[cols], self.bpos[rows], self.bpos[cols]
+        self._frame_b = [self.bpos[np.asarray(idx, np.int64)] for idx in st.frames]
+        fb = np.concatenate(self._frame_b) if self._frame_b else np.zeros(0, np.int64)
+        self.cset = np.unique(np.r_[cb[(rf >= 0) & (cb >= 0)], fb]).astype(np.int64)
+        self.rset = np.unique(np.r_[rb[(rb >= 0) & (cf >= 0)], fb]).astype(np.int64)
+        self.cpos, self.rpos = -np.ones(nb, np.int64), -np.ones(nb, np.int64)
+        self.cpos[self.cset] = np.arange(len(self.cset))
+        self.rpos[self.rset] = np.arange(len(self.rset))
+        # f × f entries: CSR order of the (n + m) pattern is CSR order in f numbering
+        e = np.nonzero((rf >= 0) & (cf >= 0))[0]
+        self._ff = e
+        self._ff_ptr = np.r_[0, np.cumsum(np.bincount(rf[e], minlength=nf))]
+        self._ff_ind = cf[e]
+        # … and their slots in the pattern of M, G, K (the exact J_ff's data), if inside
+        pp = st.pattern
+        pkeys = np.repeat(np.arange(nf, dtype=np.int64), np.diff(pp.indptr)) * nf + pp.indices
+        ekeys = rf[e] * nf + cf[e]
+        pos = np.minimum(np.searchsorted(pkeys, ekeys), max(len(pkeys) - 1, 0))
+        self._ff_slot = pos if len(e) == 0 or np.array_equal(pkeys[pos], ekeys) else None
+        e = np.nonzero((rf >= 0) & (cb >= 0))[0]
+        self._fb = (e, rf[e], self.cpos[cb[e]])
+        e = np.nonzero((rb >= 0) & (cf >= 0))[0]
+        self._bf = (e, self.rpos[rb[e]], cf[e])
+        e = np.nonzero((rb >= 0) & (cb >= 0))[0]
+        self._bb = (e, rb[e], cb[e])
+        # the unit right-hand sides e_i of Y's sparse part: f rows of U, f columns of V
+        self._units = {False: np.unique(self._fb[1]), True: np.unique(self._bf[2])}
 
     # -- matrices ------------------------------------------------------------------------------
     def set_design(self, p):
@@ -118,11 +174,9 @@ class ContinuumSchurOperator(ColumnSolves):
     def set_newton(self, ev, cq, cv, ca, wi, wf, wh, wgt):
         """The exact Newton matrix at state ``ev`` (a real StateEval with this plan)."""
         self.set_design(ev.p)
-        n, N = self.sys.n, self.N
         st = self.st
         vals = []
-        for i in self.others:
-            g, q, v, a, p = ev.F[i]
+        for g, q, v, a, p in ev.forces_except(self.structured):
             Jq, Jv, Ja = ev._memo(("jac", id(g)), lambda: g.jacobians(ev.t, q, v, a, p))
             B = np.zeros((g.ne, g.nq, g.nq))
             for c, Jx in ((ca, Ja), (cv, Jv), (cq, Jq)):
@@ -131,24 +185,27 @@ class ContinuumSchurOperator(ColumnSolves):
             vals.append((wi if g.inertial else wf) * B)
         G = ev.phi_q_blocks()
         vals += [wh * H for H in ev.hess_blocks()] + G + [wgt * np.swapaxes(Gb, 1, 2) for Gb in G]
-        self.S = sp.csr_matrix((self.small.values(vals), self.small.indices, self.small.indptr), shape=(N, N))
+        data = self.small.values(vals)
         self._small_vals = vals
         self.Jc = st.jacobian(ev.q, ev.v, ev.a, cq, cv, ca, wi, wf)
-        f, b = st.fidx, self.bidx
-        self._Sff, self._Aff = self.S[f][:, f], None
-        # border, dense: f rows × b columns, b rows × f columns, b × b
-        Sf = self.S[f]
-        Sb = self.S[b]
-        Jfb = Sf[:, b].toarray()
-        Jbf = Sb[:, f].toarray()
-        Jbb = Sb[:, b].toarray()
-        for idx, col, row, ff, *_ in self.Jc.frames:
-            bi = self.bpos[list(idx)]
-            Jfb[:, bi] += col
-            Jbf[bi] += row
+        nf, nb = st.nf, self.nb
+        self._data = data
+        self._Sff = data[self._ff]
+        self._Aff = None
+        U = np.zeros((nf, len(self.cset)))
+        V = np.zeros((len(self.rset), nf))
+        Jbb = np.zeros((nb, nb))
+        e, i, j = self._fb
+        U[i, j] = data[e]
+        e, i, j = self._bf
+        V[i, j] = data[e]
+        e, i, j = self._bb
+        Jbb[i, j] = data[e]
+        for bi, (idx, col, row, ff, *_) in zip(self._frame_b, self.Jc.frames):
+            U[:, self.cpos[bi]] += col
+            V[self.rpos[bi]] += row
             Jbb[np.ix_(bi, bi)] += ff
-        self.Jfb, self.Jbf, self.Jbb = Jfb, Jbf, Jbb
-        self.Sfb, self.Sbf = Sf[:, b].tocsc(), Sb[:, f].tocsr()
+        self.U, self.V, self.Jbb = U, V, Jbb
         self._Y = {}
         self._fresh = False
         if self._Fvalid and self._lag_estimate() > LAG_LIMIT:
@@ -159,10 +216,6 @@ class ContinuumSchurOperator(ColumnSolves):
     def invalidate(self):
         """Refactor F at the next Newton matrix."""
         self._Fvalid = False
-
-    def begin_step(self):
-        """A new time step's Newton loop (inexact solves): forget the lagged border solve."""
-        self._rem_step = None
 
     def _coefficients(self):
         return np.array([c for fr in self.Jc.frames for c in fr[4:6]] + [self.Jc.cK])
@@ -214,9 +267,7 @@ class ContinuumSchurOperator(ColumnSolves):
         self._Fversion = self.st.version
         self._fresh = True                   # F = J_ff of the current matrix
         self.nfactor += 1
-        self._Y = {}
-        self._Fcache = {}
-        self._rem_step = None
+        self._Y, self._Z, self._rem = {}, {}, {}
         self._cF = self._coefficients()
         self._rho = self._probe()
 
@@ -238,69 +289,76 @@ class ContinuumSchurOperator(ColumnSolves):
         self._all.scatter(self.x, self._x_all, addv=PETSc.InsertMode.INSERT, mode=PETSc.ScatterMode.FORWARD)
         return self._x_all.getArray(readonly=True).copy()
 
-    def _cached(self, key, transpose, make):
-        """F⁻¹ (or F⁻ᵀ) of a constant right-hand side, solved once per factorization."""
-        k = (key, transpose)
-        if k not in self._Fcache:
-            self._Fcache[k] = self._fsolve(make(), transpose)
-        return self._Fcache[k]
+    def _solved(self, transpose):
+        """Z = F⁻¹ (or F⁻ᵀ) [e_i (unit columns of the border's sparse part), Φ_k (frame k's
+        constant border basis, nf × 4) …]: solved once per factorization."""
+        if transpose not in self._Z:
+            st, units = self.st, self._units[transpose]
+            E = np.zeros((st.nf, len(units) + 4 * len(self._frame_b)))
+            E[units, np.arange(len(units))] = 1.0
+            for k in range(len(self._frame_b)):
+                E[:, len(units) + 4 * k:len(units) + 4 * k + 4] = st.basis(k)
+            self._Z[transpose] = self._fsolve(E, transpose)
+        return self._Z[transpose]
 
-    def _unit(self, i, transpose):
-        def e():
-            x = np.zeros(self.st.nf)
-            x[i] = 1.0
-            return x
-        return self._cached(("e", int(i)), transpose, e)
+    def _rem_solve(self, R, scale, transpose):
+        """F⁻¹ R (F⁻ᵀ R) of the frames' border remainder, lagged (module doc): (solve, lagged)."""
+        lag = self._rem.get(transpose)
+        if lag is not None and lag[0].shape == R.shape \
+                and np.max(np.abs(R - lag[0]), initial=0.0) <= REM_LAG * scale:
+            return lag[1], True
+        Yr = self._fsolve(R, transpose)
+        self._rem[transpose] = (R.copy(), Yr)
+        return Yr, False
 
     def _schur(self, transpose):
-        """(Y, S̃⁻¹, the b × f border) for J̃ (or J̃ᵀ), once per matrix.  Y = F⁻¹ J_fb
-        column by column from parts: the other groups' few f entries (F⁻¹ e_i, cached),
-        the frames' constant basis (F⁻¹Φ, cached) and one solve for the frames'
-        state-dependent remainder — one F solve per Newton matrix instead of one per
-        border column."""
+        """(Y, S̃⁻¹, border rows of the b × f block, their b indices, Y's b columns) for J̃
+        (or J̃ᵀ), once per matrix.  Y = F⁻¹ J_fb on the border columns with f rows only:
+        Z W (Z the per-factorization solves, W their coefficients: the other groups'
+        few f entries and the frames' basis coefficients) + the remainder's lagged solve."""
         if transpose not in self._Y:
-            nf, nb = self.st.nf, self.nb
-            Y = np.zeros((nf, nb))
-            Sfb = (self.Sbf.T.tocsc() if transpose else self.Sfb)       # f × b sparse part
-            for j in range(nb):
-                lo, hi = Sfb.indptr[j], Sfb.indptr[j + 1]
-                for i, val in zip(Sfb.indices[lo:hi], Sfb.data[lo:hi]):
-                    if val != 0.0:
-                        Y[:, j] += val * self._unit(i, transpose)
-            rem, where = [], []
-            for idx, col, row, ff, cM, cG, (k, Cc, Rc, Cr, Rr) in self.Jc.frames:
-                bi = self.bpos[list(idx)]
+            nb = self.nb
+            Z = self._solved(transpose)
+            units = self._units[transpose]
+            upos = np.zeros(self.st.nf, np.int64)
+            upos[units] = np.arange(len(units))
+            if transpose:                    # J̃ᵀ: border columns are J_bf's rows, and back
+                (e, j, i), cols, rows, pos, Cbf = self._bf, self.rset, self.cset, self.rpos, self.U.T
+            else:
+                (e, i, j), cols, rows, pos, Cbf = self._fb, self.cset, self.rset, self.cpos, self.V
+            W = np.zeros((Z.shape[1], len(cols)))
+            np.add.at(W, (upos[i], j), self._data[e])
+            rem, where, scale = [], [], 0.0
+            for k, (bi, fr) in enumerate(zip(self._frame_b, self.Jc.frames)):
+                _, Cc, Rc, Cr, Rr = fr[6]
                 C, R = (Cr, Rr.T) if transpose else (Cc, Rc)
-                Y[:, bi] += self._cached(("basis", k), transpose, lambda: self.st.basis(k)) @ C
+                o = len(units) + 4 * k
+                W[o:o + 4, pos[bi]] += C
+                scale = max(scale, np.max(np.abs(fr[2] if transpose else fr[1]), initial=0.0))
                 for c in range(3):
                     if np.any(R[:, c] != 0.0):
                         rem.append(R[:, c])
-                        where.append(bi[c])
+                        where.append(pos[bi[c]])
+            Y = Z @ W
+            lagged = False
             if rem:
-                if not self.exact and not transpose and self._rem_step is not None:
-                    # later Newton iterations of a step: the border's state-dependent part
-                    # moved by O(Newton update); its F-solve from the step's first
-                    # iteration keeps J̃ within that of J (Newton needs no exact matrix)
-                    Yr = self._rem_step
-                else:
-                    Yr = self._fsolve(np.column_stack(rem), transpose)
-                    if not self.exact and not transpose:
-                        self._rem_step = Yr
+                Yr, lagged = self._rem_solve(np.column_stack(rem), scale, transpose)
                 Y[:, where] += Yr
-            Cbf, Cbb = (self.Jfb.T, self.Jbb.T) if transpose else (self.Jbf, self.Jbb)
-            nz = np.nonzero(np.any(Y != 0.0, axis=0))[0]
+            Cbb = self.Jbb.T if transpose else self.Jbb
             S = Cbb.copy()
-            S[:, nz] -= Cbf @ Y[:, nz]
-            self._Y[transpose] = (Y, np.linalg.inv(S) if nb else S, Cbf)
+            S[np.ix_(rows, cols)] -= Cbf @ Y
+            self._Y[transpose] = (Y, np.linalg.inv(S) if nb else S, Cbf, rows, cols, lagged)
         return self._Y[transpose]
 
     def _apply_tilde(self, r, transpose):
-        Y, Sinv, Cbf = self._schur(transpose)
+        Y, Sinv, Cbf, rows, cols, _ = self._schur(transpose)
         f, b = self.st.fidx, self.bidx
         y = self._fsolve(np.ascontiguousarray(r[f]), transpose)
-        zb = Sinv @ (r[b] - Cbf @ y)
+        t = r[b].copy()
+        t[rows] -= Cbf @ y
+        zb = Sinv @ t
         z = np.empty(self.N)
-        z[f] = y - Y @ zb
+        z[f] = y - Y @ zb[cols]
         z[b] = zb
         return z
 
@@ -309,13 +367,21 @@ class ContinuumSchurOperator(ColumnSolves):
         f, b = self.st.fidx, self.bidx
         out = np.empty(self.N)
         if self._Aff is None:                 # J_ff, assembled when an exact solve needs it
-            self._Aff = self.Jc.ff_matrix() + self._Sff
+            A = self.Jc.ff_matrix()
+            if self._ff_slot is not None:
+                np.add.at(A.data, self._ff_slot, self._Sff)
+            else:
+                A = A + sp.csr_matrix((self._Sff, self._ff_ind, self._ff_ptr), shape=A.shape)
+            self._Aff = A
+        zf, zb = z[f], z[b]
+        ob = (self.Jbb.T if transpose else self.Jbb) @ zb
         if transpose:
-            out[f] = self._Aff.T @ z[f] + self.Jbf.T @ z[b]
-            out[b] = self.Jfb.T @ z[f] + self.Jbb.T @ z[b]
+            out[f] = self._Aff.T @ zf + self.V.T @ zb[self.rset]
+            ob[self.cset] += self.U.T @ zf
         else:
-            out[f] = self._Aff @ z[f] + self.Jfb @ z[b]
-            out[b] = self.Jbf @ z[f] + self.Jbb @ z[b]
+            out[f] = self._Aff @ zf + self.U @ zb[self.cset]
+            ob[self.rset] += self.V @ zf
+        out[b] = ob
         return out
 
     def solve(self, rhs, transpose=False):
@@ -337,9 +403,14 @@ class ContinuumSchurOperator(ColumnSolves):
             if nd <= REFINE_RTOL * nz:
                 return z
             slow = nd > 0.5 * prev or (k >= 2 and nd > REFACTOR_CONTRACTION * prev)
-            if slow and nd > 1e-8 * nz and not self._fresh:
-                self._factor()               # the lagged F is too far from J_ff: refactor here
-                return self.solve(rhs, transpose)
+            if slow and nd > 1e-8 * nz:
+                if self._Y[transpose][-1]:   # the lagged remainder solve first, never F
+                    self._rem.pop(transpose, None)
+                    self._Y.pop(transpose, None)
+                    return self.solve(rhs, transpose)
+                if not self._fresh:
+                    self._factor()           # the lagged F is too far from J_ff: refactor here
+                    return self.solve(rhs, transpose)
             if nd > 0.5 * prev:
                 return z                     # no longer shrinking: round-off level
             prev = nd

@@ -47,15 +47,31 @@ def saddle_point_pattern(system):
     return blocks, [np.zeros((m, 1, 1))]
 
 
-def newton_acceleration_form(k, t1, qp, vp, a0, lam0, bh2, gh, tol, op, set_matrix, evaluate, residual):
+#: the contraction estimate θ_k = ‖Δ_k‖/‖Δ_{k−1}‖ is trusted below this (else: measured)
+THETA_TRUST = 1e-3
+
+
+def newton_acceleration_form(k, t1, qp, vp, a0, lam0, bh2, gh, tol, op, set_matrix, evaluate, residual,
+                             estimate=False):
     """Newton on z = (a_{n+1}, λ_{n+1}) of the acceleration-form steppers (Newmark family,
     index-1): q = q̂ + βh² a, v = v̂ + γh a, J dz = −R(z) with ``residual(ev)`` and the
     matrix ``set_matrix(ev)`` of the stepper; converged when the position update βh²|da|
     is below atol + rtol |q|.  Returns ((q, v, a, λ), iterations); StepError names the
-    step and time otherwise."""
+    step and time otherwise.
+
+    ``estimate`` (the continuum Schur solver's Newton on a nearly exact J̃): also
+    converged when the *estimated* error of the updated iterate, θ/(1 − θ) βh²|da| with
+    θ = |Δ_k| / |Δ_{k−1}| the observed contraction, is below the same tolerance (Hairer &
+    Wanner, Solving ODEs II, §IV.8, eqs. 8.10–8.11) — the tolerance is unchanged, only
+    the extra iteration that would measure an update θ times smaller is saved.  Trusted
+    for θ ≤ THETA_TRUST only (asymptotic regime: linear convergence at J̃'s contraction
+    or faster, for which the estimate is an upper bound).  Measured on the topopt crank
+    (10⁵ elements): θ ≈ 1e-7 … 1e-5 at the second iteration, estimate ≤ 2e-13, the
+    third update it saves ≈ 1e-16; over 100 steps (100 × 40 mesh) 279 instead of 345
+    iterations, trajectory within 8e-15, gradient within 1e-9 relative."""
     a, lam = a0.copy(), lam0.copy()
     n = len(a)
-    dq = np.inf
+    dq = prev = np.inf
     for it in range(1, tol.max_it + 1):
         q1 = qp + bh2 * a
         ev = evaluate(t1, (q1, vp + gh * a, a, lam))
@@ -71,8 +87,11 @@ def newton_acceleration_form(k, t1, qp, vp, a0, lam0, bh2, gh, tol, op, set_matr
         dq = bh2 * np.max(np.abs(dz[:n]))
         if not np.all(np.isfinite(dz)):
             break
-        if dq <= tol.atol + tol.rtol * np.max(np.abs(q1)):
+        lim = tol.atol + tol.rtol * np.max(np.abs(q1))
+        theta = dq / prev if estimate and 0.0 < prev < np.inf else np.inf
+        if dq <= lim or (theta <= THETA_TRUST and theta / (1.0 - theta) * dq <= lim):
             return (qp + bh2 * a, vp + gh * a, a, lam), it
+        prev = dq
     raise _singular(ev, k + 1, t1) or StepError(f"step {k + 1} (t = {t1:.6g}): Newton did not converge in "
                                                 f"{tol.max_it} iterations (last position update {dq:.2e})")
 
@@ -167,7 +186,8 @@ class NewmarkFamily:
         newton = lambda: newton_acceleration_form(
             k, t1, qp, vp, x[2], x[3], b * h * h, g * h, self.newton, self.lin, self._set_matrix,
             lambda t_, x_: self._eval(t_, x_, p),
-            lambda ev: np.r_[ev.residual(1 - self.am, 1 - self.af) + R_old, ev.phi() / (b * h * h)])
+            lambda ev: np.r_[ev.residual(1 - self.am, 1 - self.af) + R_old, ev.phi() / (b * h * h)],
+            estimate=self.schur is not None)
         if self.schur is None:
             return newton()
         # Newton needs no exact solve: J̃ (the lagged elastic factor) differs from J by
@@ -175,7 +195,6 @@ class NewmarkFamily:
         # lag estimate miss a stale factor, the step is redone with a fresh one and
         # refined (exact) solves before a failure is reported
         self.schur.exact = False
-        self.schur.begin_step()
         try:
             return newton()
         except StepError:

@@ -107,20 +107,46 @@ class StateEval:
         if plan is None or plan.sys is not system or plan.design_map is not design_map:
             plan = EvalPlan(system, design_map)
         self.plan = plan
-        if np.shape(q) == np.shape(v) == np.shape(a) and q.dtype == v.dtype == a.dtype:
-            # q, v, a gathered together: one extension, one fancy index per group
-            X = system.extend(np.stack([q, v, a]))
-            loc = {id(g): X[:, g.qidx] for g in list(system.forces) + list(system.constraints)}
-        else:
-            qe, ve, ae = system.extend(q), system.extend(v), system.extend(a)
-            loc = {id(g): (qe[g.qidx], ve[g.qidx], ae[g.qidx])
-                   for g in list(system.forces) + list(system.constraints)}
-        self.F = [(g, *loc[id(g)], p[g.pidx]) for g in system.forces]
+        # the groups an assembled structured operator evaluates (FFR continua,
+        # flexible/continuum_structured.py) are gathered only when asked for (``F``):
+        # their element arrays are ~10⁶ entries, read by R_p and energy only
+        st = getattr(plan, "structured", None)
+        self._lazy = st.ids if st is not None and not np.iscomplexobj(p) else ()
+        groups = [g for g in system.forces if id(g) not in self._lazy] + list(system.constraints)
+        loc = self._gather(groups, q, v, a)
+        # (copies: the Newton loop updates its iterate in place)
+        self._qva = (q.copy(), v.copy(), a.copy()) if len(groups) < len(system.forces) + len(system.constraints) \
+            else None
+        self._F = [(g, *loc[id(g)], p[g.pidx]) if id(g) in loc else None for g in system.forces]
         lam_g = np.append(lam, 0) if plan.drop else lam     # a dropped row (−1) reads λ = 0
         self.C = [(g, *loc[id(g)], lam_g[g.rows], p[g.pidx]) for g in system.constraints]
         self.design_map = design_map     # p index -> design column (−1 if not designed)
         self.dtype = np.result_type(q, v, a, lam, p)
         self._cache = {}
+
+    def _gather(self, groups, q, v, a):
+        system = self.sys
+        if np.shape(q) == np.shape(v) == np.shape(a) and q.dtype == v.dtype == a.dtype:
+            # q, v, a gathered together: one extension, one fancy index per group
+            X = system.extend(np.stack([q, v, a]))
+            return {id(g): X[:, g.qidx] for g in groups}
+        qe, ve, ae = system.extend(q), system.extend(v), system.extend(a)
+        return {id(g): (qe[g.qidx], ve[g.qidx], ae[g.qidx]) for g in groups}
+
+    @property
+    def F(self):
+        """(group, q, v, a, p) local arrays of every force group."""
+        if any(f is None for f in self._F):
+            todo = [g for g, f in zip(self.sys.forces, self._F) if f is None]
+            loc = self._gather(todo, *self._qva)
+            self._F = [f if f is not None else (g, *loc[id(g)], self.p[g.pidx])
+                       for g, f in zip(self.sys.forces, self._F)]
+        return self._F
+
+    def forces_except(self, ids):
+        """The force tuples of the groups not in ``ids``, in order (no gather of the others)."""
+        return [f if f is not None else self.F[i] for i, f in enumerate(self._F)
+                if id(self.sys.forces[i]) not in ids]
 
     def real(self):
         """This state with every imaginary part dropped (self when already real).
@@ -151,9 +177,8 @@ class StateEval:
         the weakly damped a/λ modes of index-3 schemes amplify (MPI vs serial test)."""
         out = np.zeros(self.n + 3, self.dtype)
         st = self._structured()
-        for g, q, v, a, p in self.F:
-            if st is None or id(g) not in st.ids:
-                out += scatter_add(self.n + 3, g.qidx, (wi if g.inertial else wf) * g.r(self.t, q, v, a, p))
+        for g, q, v, a, p in self.forces_except(st.ids if st is not None else ()):
+            out += scatter_add(self.n + 3, g.qidx, (wi if g.inertial else wf) * g.r(self.t, q, v, a, p))
         if st is not None:
             st.residual(self.q, self.v, self.a, wi, wf, out)
         for g, q, v, a, lam, p in self.C:
@@ -229,9 +254,7 @@ class StateEval:
         1: ∂r/∂v, 2: ∂r/∂a) is not identically zero (the groups' uses_* flags)."""
         parts = []
         st = self._structured()
-        for g, q, v, a, p in self.F:
-            if st is not None and id(g) in st.ids:
-                continue
+        for g, q, v, a, p in self.forces_except(st.ids if st is not None else ()):
             J = self._memo(("jac", id(g)), lambda: g.jacobians(self.t, q, v, a, p))[which]
             if J is not None:
                 r = self._rows(g)

@@ -49,6 +49,14 @@ from .continuum_structured import ContinuumStructure, structured_groups
 REFACTOR_CONTRACTION = 0.1
 #: stop refining when the correction is below this fraction of the solution
 REFINE_RTOL = 1e-14
+#: … or when the error left after a correction d, estimated θ/(1 − θ)|d| from the
+#: contraction θ = |d_k|/|d_{k−1}| of the last two sweeps, is (Hairer & Wanner II §IV.8,
+#: as the stepper's Newton), trusted for θ below this.  Saves the sweep that would only
+#: measure it: the corrections reach a round-off floor of ~1e-14 … 1e-13 relative, where
+#: the plain test then stops on "no longer shrinking" one or two sweeps later (crank
+#: 100 × 40, 200 adjoint steps: 270 sweeps fewer; the sweep after an early stop measured
+#: ≤ 3.4e-12 relative, that solve's own round-off floor)
+REFINE_TRUST = 1e-2
 MAX_REFINE = 12
 #: refactor before a Newton matrix whose estimated ‖F⁻¹(J_ff − F)‖ exceeds this
 LAG_LIMIT = 0.05
@@ -402,6 +410,9 @@ class ContinuumSchurOperator(ColumnSolves):
                 raise np.linalg.LinAlgError("linear solve failed (refinement diverged)")
             if nd <= REFINE_RTOL * nz:
                 return z
+            theta = nd / prev if prev < np.inf else np.inf
+            if theta <= REFINE_TRUST and theta / (1.0 - theta) * nd <= REFINE_RTOL * nz:
+                return z                     # the estimated error θ/(1−θ)|d| is below the tolerance
             slow = nd > 0.5 * prev or (k >= 2 and nd > REFACTOR_CONTRACTION * prev)
             if slow and nd > 1e-8 * nz:
                 if self._Y[transpose][-1]:   # the lagged remainder solve first, never F

@@ -94,11 +94,16 @@ def main():
     t_init = [0.0]
     marks = {}
 
+    sch = pr.stepper.schur
+    fs = {}                  # F-solve counters (Schur path) at the marks
+
     def on_step(k, t, x):
         now = clock()
         if k == 0:
             t_init[0] = now - marks["start"]
             solve_t.update(t=0.0, n=0)
+            if sch is not None:
+                fs["steps0"] = (sch.nfsolve - sch.nfsolve_factor, sch.nfactor)
         else:
             step_t.append(now - marks["last"])
         marks["last"] = now
@@ -109,6 +114,8 @@ def main():
     t_fwd = clock() - marks["start"]
     w_fwd = time.perf_counter() - w0
     fwd_solve, fwd_nsolve = solve_t["t"], solve_t["n"]
+    if sch is not None:
+        fs["adj0"] = (sch.nfsolve - sch.nfsolve_factor, sch.nfactor)
     solve_t.update(t=0.0, n=0)
     adj_steps = []
     inner_adj = pr.stepper.adjoint_step
@@ -128,6 +135,13 @@ def main():
         init_adj.append(clock() - s)
         return out
     pr.stepper.init.adjoint = timed_init_adjoint
+    init_fs = []
+
+    def timed_init_adjoint_fs(*args):
+        if sch is not None:
+            init_fs.append(sch.nfsolve - sch.nfsolve_factor)
+        return timed_init_adjoint(*args)
+    pr.stepper.init.adjoint = timed_init_adjoint_fs
     t1 = clock()
     w1 = time.perf_counter()
     g = pr.adjoint()["compliance"]
@@ -150,10 +164,14 @@ def main():
     say(f"adjoint: {t_adj:.2f} s (KSP solves {solve_t['t']:.2f} s); gradient over {len(g)} densities, "
           f"|g| = {np.linalg.norm(g):.3e}")
     say(f"adjoint / forward ({a.steps} steps, measured): {t_adj / t_fwd:.2f}")
-    sch = pr.stepper.schur
     if sch is not None:
         say(f"  Schur solver: {sch.nfactor} factorizations of the elastic block, {sch.nfsolve} solves with it, "
               f"{sch.nrefine} refinement sweeps")
+        (s0, f0), (s1, f1) = fs["steps0"], fs["adj0"]
+        s2 = init_fs[0] if init_fs else sch.nfsolve - sch.nfsolve_factor
+        say(f"  F-solves per forward step {(s1 - s0) / a.steps:.2f}, per adjoint step {(s2 - s1) / a.steps:.2f} "
+            f"(without the {sch.nfsolve_factor} once per factorization: probe, F⁻¹ of the border basis); "
+            f"factorizations in the forward steps {f1 - f0}, in the adjoint {sch.nfactor - f1}")
     once = sum(init_adj)                                   # initial-state adjoint
     per_adj = (t_adj - once) / a.steps                     # adjoint step + objective partials
     say(f"  adjoint per step {per_adj:.2f} s (of which adjoint_step {np.mean(adj_steps):.2f} s; forward "
@@ -161,7 +179,8 @@ def main():
     fwd_full = t_init[0] + full_steps * steps.mean()
     adj_full = once + full_steps * per_adj
     say(f"EXTRAPOLATED to {full_steps} steps (linear in the measured per-step times): "
-          f"forward ≈ {fwd_full:.0f} s, adjoint ≈ {adj_full:.0f} s, adjoint / forward ≈ {adj_full / fwd_full:.2f}")
+          f"forward ≈ {fwd_full:.0f} s, adjoint ≈ {adj_full:.0f} s, adjoint / forward ≈ {adj_full / fwd_full:.2f}; "
+          f"design iteration (forward + adjoint, without the MMA update) ≈ {fwd_full + adj_full:.0f} s")
     if a.check:
         p0 = pr.sys.p.copy()
         rho = pr.design.values(p0)

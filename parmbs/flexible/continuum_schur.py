@@ -135,6 +135,7 @@ class ContinuumSchurOperator(ColumnSolves):
         self.ksp = ksp
         self._Fvalid, self._Fversion = False, -1
         self.nfactor = self.nfsolve = self.nrefine = 0
+        self.nfsolve_factor = 0     # of nfsolve: once per factorization (probe, Z)
         self._Y, self._Z, self._rem = {}, {}, {}
         self.exact = True        # refine to round-off; the stepper's Newton solves set False
 
@@ -248,6 +249,7 @@ class ContinuumSchurOperator(ColumnSolves):
         r = 0.0
         for _ in range(2):
             y = self._fsolve(sum(M @ x for M in st.M))
+            self.nfsolve_factor += 1
             r = np.linalg.norm(y)
             if r == 0.0 or not np.isfinite(r):
                 return np.inf
@@ -307,6 +309,7 @@ class ContinuumSchurOperator(ColumnSolves):
             for k in range(len(self._frame_b)):
                 E[:, len(units) + 4 * k:len(units) + 4 * k + 4] = st.basis(k)
             self._Z[transpose] = self._fsolve(E, transpose)
+            self.nfsolve_factor += E.shape[1]
         return self._Z[transpose]
 
     def _rem_solve(self, R, scale, transpose):

@@ -33,11 +33,20 @@ row (J S)·AᵀR̈ + θ̈ (I0 + 2b_Xᵀu + uᵀMu) + j_uᵀü + 2θ̇ s_uᵀu̇.
 algebra as ``ContinuumInertia.jacobians`` summed over the mesh (checked against the
 element assembly in tests/test_continuum_structured.py); each costs O(nnz) vector
 operations instead of O(ne · 121) per evaluation.
+
+Distributed rows (issue 5).  After ``distribute(comm)`` a rank computes only its f rows
+[r0, r1) of every O(nnz) product — the seven M u, G u, M u̇, G u̇, G ü, M ü (per frame) and
+K u of a state, and the ff block's product in ``StructuredJacobian @`` (Jᵀ by the
+symmetry of M, K and the antisymmetry of G: (cK K + cM M + cG G)ᵀ = cK K + cM M − cG G)
+— and one Allgatherv per evaluation makes them whole (continuum_split.RowSplit; the
+rows are F's MPIAIJ rows in continuum_schur.py).  The O(nf) border arithmetic stays
+replicated.
 """
 import numpy as np
 import scipy.sparse as sp
 
 from ..model.assembly import BlockPattern, scatter_add_cols
+from .continuum_split import RowSplit
 from .continuum import ContinuumInertia, ContinuumElastic, _NG, _NBAR, _CM, _CJ, _GPOS, _cells, _gauss_mass
 
 _J2 = np.array([[0.0, -1.0], [1.0, 0.0]])
@@ -88,6 +97,26 @@ class ContinuumStructure:
         self.pattern = BlockPattern(self.nf, [(u, u) for u in self.uf_in] + [(u, u) for u in self.uf_el])
         self._p = None
         self.version = 0
+        self.rows = RowSplit(self.nf, None, serial=True)
+        self._loc = None
+
+    def distribute(self, comm):
+        """Compute the O(nnz) products by f rows over the ranks of ``comm`` (a petsc4py
+        communicator; the split of continuum_schur.py's F), gathered once per evaluation."""
+        self.rows = RowSplit(self.nf, comm)
+        self._loc, self._last = None, None
+
+    def local_rows(self):
+        """(M_k, G_k per frame, K) restricted to this rank's f rows (CSR, all nf columns),
+        once per design: the matrices share one pattern, so the rows are index slices."""
+        if self._loc is None or self._loc[0] != self.version:
+            r0, r1 = self.rows.r0, self.rows.r1
+            ip = self.K.indptr
+            a, b = ip[r0], ip[r1]
+            ind, ptr = self.K.indices[a:b], ip[r0:r1 + 1] - a
+            mk = lambda A: sp.csr_matrix((A.data[a:b], ind, ptr), shape=(r1 - r0, self.nf))
+            self._loc = (self.version, [mk(M) for M in self.M], [mk(G) for G in self.G], mk(self.K), (a, b))
+        return self._loc[1:]
 
     def _csr(self, data):
         return sp.csr_matrix((data, self.pattern.indices, self.pattern.indptr), shape=(self.nf, self.nf))
@@ -140,9 +169,12 @@ class ContinuumStructure:
     # -- the state-dependent pieces ---------------------------------------------------------
     def frame_state(self, q, v, a):
         """Per frame: dict of θ, θ̇, θ̈, R̈, A, u, u̇, ü restricted to f and the products
-        S, s_u, j_u, G u̇ ... used by both the Jacobians and the residual.  Remembered for
-        the last (q, v, a) objects: a StateEval asks for the residual, ∂r/∂q, ∂r/∂v … of
-        one state."""
+        S, s_u, j_u, G u̇ ... used by both the Jacobians and the residual."""
+        return self.state_products(q, v, a)[0]
+
+    def state_products(self, q, v, a):
+        """(``frame_state``, K u).  Remembered for the last (q, v, a) objects: a StateEval
+        asks for the residual, ∂r/∂q, ∂r/∂v … of one state."""
         last = getattr(self, "_last", None)
         if (last is not None and last[3] is self._p and all(x.dtype == y.dtype and np.array_equal(x, y)
                                                              for x, y in zip(last[:3], (q, v, a)))):
@@ -154,10 +186,17 @@ class ContinuumStructure:
     def _frame_state(self, q, v, a):
         f = self.fidx
         u, w, ud = q[f], v[f], a[f]
+        Ml, Gl, Kl, _ = self.local_rows()
+        # this rank's rows of the 6 products per frame and K u, then one Allgatherv
+        loc = []
+        for M, G in zip(Ml, Gl):
+            loc += [M @ u, G @ u, M @ w, G @ w, G @ ud, M @ ud]
+        loc.append(Kl @ u)
+        P = np.ascontiguousarray(self.rows.gather(np.column_stack(loc)).T)
         out = []
         for k, (iR0, iR1, ith) in enumerate(self.frames):
-            M, G, B = self.M[k], self.G[k], self.B[k]
-            Mu, Gu, Mw, Gw, Ga, Ma = M @ u, G @ u, M @ w, G @ w, G @ ud, M @ ud
+            B = self.B[k]
+            Mu, Gu, Mw, Gw, Ga, Ma = P[6 * k:6 * k + 6]
             th, dth, ddth = q[ith], v[ith], a[ith]
             A = _A(th)
             Rdd = a[[iR0, iR1]]
@@ -165,13 +204,14 @@ class ContinuumStructure:
             out.append(dict(idx=(iR0, iR1, ith), th=th, dth=dth, ddth=ddth, A=A, ATR=A.T @ Rdd,
                             S=S, su=self.bX[k] + Mu, ju=self.bJX[k] + Gu, Gw=Gw, Ga=Ga, Mw=Mw, Ma=Ma,
                             Btw=B.T @ w, Bta=B.T @ ud, SS=self.I0[k] + 2 * self.bX[k] @ u + u @ Mu))
-        return out
+        return out, P[-1]
 
     def residual(self, q, v, a, wi, wf, out):
         """Adds wi r_inertia + wf r_elastic of every continuum to ``out`` (n,)."""
         f = self.fidx
-        rf = wf * (self.K @ q[f])
-        for k, s in enumerate(self.frame_state(q, v, a)):
+        frames, Ku = self.state_products(q, v, a)
+        rf = wf * Ku
+        for k, s in enumerate(frames):
             iR0, iR1, ith = s["idx"]
             dth, ddth = s["dth"], s["ddth"]
             rf += wi * (s["Ma"] + self.B[k] @ s["ATR"] + ddth * s["ju"] - dth ** 2 * s["su"] + 2 * dth * s["Gw"])
@@ -263,22 +303,36 @@ class StructuredJacobian:
                                              (x[0], c * x[1], c * x[2], c * x[3], c * x[4]))
                                             for i, a, b, d, e, g, x in self.frames], c * self.cK, self.transposed)
 
+    def ff_rows(self):
+        """This rank's f rows of the f × f block (of its transpose when ``transposed``:
+        M, K symmetric, G antisymmetric), CSR with all nf columns."""
+        if getattr(self, "_rows", None) is None:
+            st = self.st
+            Ml, Gl, Kl, _ = st.local_rows()
+            sg = -1.0 if self.transposed else 1.0
+            data = self.cK * Kl.data
+            for k, (_, _, _, _, cM, cG, _) in enumerate(self.frames):
+                data = data + cM * Ml[k].data + (sg * cG) * Gl[k].data
+            self._rows = sp.csr_matrix((data, Kl.indices, Kl.indptr), shape=Kl.shape)
+        return self._rows
+
     def __matmul__(self, X):
+        """J X (Jᵀ X): the f rows by this rank's row block + one Allgatherv, the frame
+        rows (3 per frame, dense border) replicated."""
         X = np.asarray(X)
-        f = self.st.fidx
-        A = self.ff_matrix()
-        if self.transposed:
-            A = A.T
+        st = self.st
+        f = st.fidx
+        r0, r1 = st.rows.r0, st.rows.r1
         out = np.zeros(X.shape, np.result_type(X, float))
         xf = X[f]
-        yf = A @ xf
+        yf = self.ff_rows() @ xf
         for idx, col, row, ff, *_ in self.frames:
             idx = list(idx)
             if self.transposed:
-                yf += row.T @ X[idx]
+                yf += row[:, r0:r1].T @ X[idx]
                 out[idx] += col.T @ xf + ff.T @ X[idx]
             else:
-                yf += col @ X[idx]
+                yf += col[r0:r1] @ X[idx]
                 out[idx] += row @ xf + ff @ X[idx]
-        out[f] += yf
+        out[f] += st.rows.gather(yf)
         return out

@@ -126,6 +126,11 @@ class NewmarkFamily:
         if continuum_schur.usable(system) and PETSc.Options().getBool("parmbs_continuum_schur", True):
             self.schur = self.lin = continuum_schur.ContinuumSchurOperator(system, self.plan, comm=comm)
             self.plan.structured = self.schur.st
+            # issue 5: the O(nnz) products by F's row split, ∂r/∂x of the adjoint by elements
+            # (flexible/continuum_split.py); the sweep's gradient is combined in Problem
+            from ..flexible.continuum_split import ElementSplit, split_groups
+            self.schur.st.distribute(self.schur.comm)
+            self.plan.split = ElementSplit(self.plan, split_groups(system), ndesign, self.schur.comm)
         from .initial import InitialState
         # the initial accelerations factor the mass block alone: their own Schur operator
         # (same constant matrices), so it does not replace the steps' stiffness-dominated
@@ -245,14 +250,14 @@ class NewmarkFamily:
         mv = h * (mq1 - sq) + mv1 - sv
         ma = (0.5 - b) * h * h * (mq1 - sq) + (1 - g) * h * (mv1 - sv)
         ml = np.zeros_like(ml1)
-        grad = -(ev.R_p(nd, wi, wf).T @ nu1 + ev.phi_p(nd).T @ nu2)
+        grad = -(ev.R_p(nd, wi, wf, own=True).T @ nu1 + ev.phi_p(nd).T @ nu2)   # own elements (combine: Problem)
         if self.am or self.af:
             eo = self._eval(t, x0, p)
             mq -= eo.K(self.am, self.af).T @ nu1
             mv -= eo.Cv(self.am, self.af).T @ nu1
             ma -= eo.Ma(self.am, self.af).T @ nu1
             ml -= self.af * (eo.G() @ nu1)
-            grad -= eo.R_p(nd, self.am, self.af).T @ nu1
+            grad -= eo.R_p(nd, self.am, self.af, own=True).T @ nu1
         return (mq, mv, ma, ml), grad
 
 

@@ -321,14 +321,23 @@ class StateEval:
     def _pop(self, nrows, ndesign, items):
         return LocalOperator(nrows, ndesign, [it for it in items if it is not None])
 
-    def R_p(self, ndesign, wi=1.0, wf=1.0):
-        """∂R/∂ρ of the weighted dynamic residual (n × ndesign)."""
+    def R_p(self, ndesign, wi=1.0, wf=1.0, own=False):
+        """∂R/∂ρ of the weighted dynamic residual (n × ndesign).  ``own``: the continuum
+        groups' elements of this rank only (``plan.split``, flexible/continuum_split.py):
+        ``R_p.T @ λ`` is then complete in this rank's own columns only — for the adjoint
+        sweep's accumulator, which ``ElementSplit.combine`` makes whole once per sweep."""
         items = []
+        split = getattr(self.plan, "split", None) if own else None
+        if split is not None and not split.active:
+            split = None
         for g, q, v, a, p in self.F:
             cols, dcols = self._pcols(g)
             if len(cols):
+                rows = self._rows(g)
+                if split is not None and id(g) in split.ids:
+                    q, v, a, p, rows, dcols = split.local(g, q, v, a, p, rows, dcols)
                 B = (wi if g.inertial else wf) * g.r_p(self.t, q, v, a, p, cols)
-                items.append((self._rows(g), dcols, B))
+                items.append((rows, dcols, B))
         for g, q, v, a, lam, p in self.C:
             cols, dcols = self._pcols(g)
             if len(cols):

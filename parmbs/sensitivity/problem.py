@@ -215,8 +215,16 @@ class Problem:
             gref = gref + gr
             x1 = x0
             if after is not None:
+                grad = self.combine_gradient(grad)   # a checkpoint holds the whole gradient
                 after(k, x0, mu, grad, gref)
         return mu, grad, gref
+
+    def combine_gradient(self, grad):
+        """The whole gradient from the sweep's per-rank accumulators (collective): a stepper
+        whose ∂R/∂x is split over ranks by elements (flexible/continuum_split.py) leaves
+        each rank's own density columns complete, combined here once per sweep."""
+        split = getattr(getattr(self.stepper, "plan", None), "split", None)
+        return grad if split is None else split.combine(grad)
 
     def _adjoint_finish(self, p, x0, mu, grad, gref):
         """Add the reference and initial-state (assembly) terms: the gradient dict
@@ -228,7 +236,7 @@ class Problem:
             Jq, Jp = ob.ref_grads(self.sys, x0[0], p, self.design.map, nd)
             mu[0][:, j] += Jq.T @ gref[:, j]
             grad[:, j] += Jp.T @ gref[:, j]
-        grad = grad + self.stepper.init.adjoint(p, *mu)
+        grad = self.combine_gradient(grad + self.stepper.init.adjoint(p, *mu))
         return {ob.name: grad[:, j].copy() for j, ob in enumerate(self.objectives)}
 
     # -- finite differences -------------------------------------------------------------------------------

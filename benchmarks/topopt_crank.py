@@ -103,7 +103,7 @@ def main():
             t_init[0] = now - marks["start"]
             solve_t.update(t=0.0, n=0)
             if sch is not None:
-                fs["steps0"] = (sch.nfsolve - sch.nfsolve_factor, sch.nfactor)
+                fs["steps0"] = (sch.nfsolve - getattr(sch, 'nfsolve_factor', 0), sch.nfactor)
         else:
             step_t.append(now - marks["last"])
         marks["last"] = now
@@ -115,7 +115,7 @@ def main():
     w_fwd = time.perf_counter() - w0
     fwd_solve, fwd_nsolve = solve_t["t"], solve_t["n"]
     if sch is not None:
-        fs["adj0"] = (sch.nfsolve - sch.nfsolve_factor, sch.nfactor)
+        fs["adj0"] = (sch.nfsolve - getattr(sch, 'nfsolve_factor', 0), sch.nfactor)
     solve_t.update(t=0.0, n=0)
     adj_steps = []
     inner_adj = pr.stepper.adjoint_step
@@ -139,7 +139,7 @@ def main():
 
     def timed_init_adjoint_fs(*args):
         if sch is not None:
-            init_fs.append(sch.nfsolve - sch.nfsolve_factor)
+            init_fs.append(sch.nfsolve - getattr(sch, 'nfsolve_factor', 0))
         return timed_init_adjoint(*args)
     pr.stepper.init.adjoint = timed_init_adjoint_fs
     t1 = clock()
@@ -168,9 +168,9 @@ def main():
         say(f"  Schur solver: {sch.nfactor} factorizations of the elastic block, {sch.nfsolve} solves with it, "
               f"{sch.nrefine} refinement sweeps")
         (s0, f0), (s1, f1) = fs["steps0"], fs["adj0"]
-        s2 = init_fs[0] if init_fs else sch.nfsolve - sch.nfsolve_factor
+        s2 = init_fs[0] if init_fs else sch.nfsolve - getattr(sch, 'nfsolve_factor', 0)
         say(f"  F-solves per forward step {(s1 - s0) / a.steps:.2f}, per adjoint step {(s2 - s1) / a.steps:.2f} "
-            f"(without the {sch.nfsolve_factor} once per factorization: probe, F⁻¹ of the border basis); "
+            f"(without the {getattr(sch, 'nfsolve_factor', 0)} once per factorization: probe, F⁻¹ of the border basis); "
             f"factorizations in the forward steps {f1 - f0}, in the adjoint {sch.nfactor - f1}")
     once = sum(init_adj)                                   # initial-state adjoint
     per_adj = (t_adj - once) / a.steps                     # adjoint step + objective partials
@@ -181,6 +181,18 @@ def main():
     say(f"EXTRAPOLATED to {full_steps} steps (linear in the measured per-step times): "
           f"forward ≈ {fwd_full:.0f} s, adjoint ≈ {adj_full:.0f} s, adjoint / forward ≈ {adj_full / fwd_full:.2f}; "
           f"design iteration (forward + adjoint, without the MMA update) ≈ {fwd_full + adj_full:.0f} s")
+    if a.steps >= 2:
+        # the first forward step factors F (and solves its border basis), the first adjoint
+        # step its transposed basis: once per design, not per step
+        part = (t_adj - once - sum(adj_steps)) / a.steps   # objective partials per step
+        fs_, as_ = steps[1:].mean(), np.mean(adj_steps[1:]) + part
+        fwd2 = t_init[0] + steps[0] + (full_steps - 1) * fs_
+        adj2 = once + adj_steps[0] + part + (full_steps - 1) * as_
+        say(f"  step times: forward {[round(s, 2) for s in steps]}, adjoint_step {[round(s, 2) for s in adj_steps]} "
+            f"(+ {part:.2f} objective partials each)")
+        say(f"EXTRAPOLATED, first steps once (they hold the factorization) and the later steps' mean: "
+            f"forward step {fs_:.2f} s, adjoint step {as_:.2f} s (ratio {as_ / fs_:.2f}); forward ≈ {fwd2:.0f} s, "
+            f"adjoint ≈ {adj2:.0f} s, design iteration ≈ {fwd2 + adj2:.0f} s")
     if a.check:
         p0 = pr.sys.p.copy()
         rho = pr.design.values(p0)

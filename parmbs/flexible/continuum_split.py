@@ -127,11 +127,6 @@ class ElementSplit:
         self.own_cols = touched & (lo == self.rank)
         return True
 
-    def local(self, g, *arrays):
-        """The rows of ``arrays`` (per-element arrays of group g) this rank evaluates."""
-        e0, e1 = self.ranges[id(g)]
-        return [x[e0:e1] for x in arrays]
-
     def combine(self, grad):
         """The gradient from per-rank accumulators (module doc): split columns summed over
         their owners (one Allreduce), the rest as it is.  Collective; idempotent."""

@@ -330,14 +330,24 @@ class StateEval:
         split = getattr(self.plan, "split", None) if own else None
         if split is not None and not split.active:
             split = None
-        for g, q, v, a, p in self.F:
+        mine = set() if split is None else split.ids
+        for g, q, v, a, p in self.forces_except(mine):
             cols, dcols = self._pcols(g)
             if len(cols):
-                rows = self._rows(g)
-                if split is not None and id(g) in split.ids:
-                    q, v, a, p, rows, dcols = split.local(g, q, v, a, p, rows, dcols)
                 B = (wi if g.inertial else wf) * g.r_p(self.t, q, v, a, p, cols)
-                items.append((rows, dcols, B))
+                items.append((self._rows(g), dcols, B))
+        for i, g in enumerate(self.sys.forces):
+            cols, dcols = self._pcols(g)
+            if id(g) in mine and len(cols):          # this rank's elements only, gathered alone
+                e0, e1 = split.ranges[id(g)]
+                if self._F[i] is not None:
+                    _, q, v, a, p = self._F[i]
+                    q, v, a, p = q[e0:e1], v[e0:e1], a[e0:e1], p[e0:e1]
+                else:
+                    q, v, a = (self.sys.extend(x)[g.qidx[e0:e1]] for x in self._qva)
+                    p = self.p[g.pidx[e0:e1]]
+                B = (wi if g.inertial else wf) * g.r_p(self.t, q, v, a, p, cols)
+                items.append((self._rows(g)[e0:e1], dcols[e0:e1], B))
         for g, q, v, a, lam, p in self.C:
             cols, dcols = self._pcols(g)
             if len(cols):

@@ -185,8 +185,8 @@ class _closing:
     """Close a checkpoint run's file on every rank at the end of a block (collective);
     after a simulated kill (tests) leave it as a crash would."""
 
-    def __init__(self, ck):
-        self.ck = ck
+    def __init__(self, ck, file=None):
+        self.ck, self.file = ck, file
 
     def __enter__(self):
         return self.ck
@@ -198,6 +198,8 @@ class _closing:
         if et is not None and issubclass(et, SimulatedKill):
             self.ck.store.abandon()
         else:
+            if et is not None and issubclass(et, Exception):   # the close below is collective
+                _agree(e, _failure_line(e, self.file)[1])
             try:
                 self.ck.store.close()
             except Exception:  # noqa: BLE001 - the original error matters more
@@ -266,8 +268,10 @@ def _forward(pr, cfg, tracker, writer=None, label="forward"):
     t0 = time.perf_counter()
     try:
         traj = pr.forward(progress=progress, on_step=_chain(tracker.on_step, writer))
-    except BaseException:
+    except BaseException as exc:
         if writer is not None:
+            if isinstance(exc, Exception):      # the close below is collective: agree first
+                _agree(exc, _failure_line(exc, cfg.source)[1])
             try:
                 writer.close()          # keep the valid rows; a write error is secondary here
             except Exception:  # noqa: BLE001
@@ -356,7 +360,7 @@ def cmd_simulate(args):
     tracker = _Tracker()
     ck = _checkpoint_run(pr, cfg, args)
     if ck is not None:
-        with _closing(ck):
+        with _closing(ck, args.config):
             traj, wall = _forward(pr, cfg, tracker)
             if args.plot and ck.sched.kind == "all":
                 traj = traj.full()
@@ -402,6 +406,17 @@ def _gradient(pr, cfg, method, tracker):
         pr.forward()                  # leave the problem at the nominal (real) design
         return grads
     raise AssertionError(method)
+
+
+def _check_finite(values, grads, method):
+    """A non-finite objective or gradient is a failed computation (exit 1), not a result:
+    a NaN that appeared on one rank during the adjoint sweep reached every rank's
+    gradient through the collective solves and was printed with exit 0.  The flag is
+    reduced over the ranks, so all of them leave together."""
+    bad = [o for o in grads if not (np.isfinite(values[o]) and np.all(np.isfinite(grads[o])))]
+    if _comm().allreduce(1 if bad else 0) > 0:
+        what = f"objective {bad[0]!r}" if bad else "on another rank"
+        raise ComputationError(f"non-finite value or {method} gradient ({what})")
 
 
 def _check_method(method, file):
@@ -513,12 +528,13 @@ def cmd_gradient(args):
     tracker = _Tracker()
     ck = _checkpoint_run(pr, cfg, args, method)
     writer = _writer(args.output, cfg, pr) if args.output and ck is None else None
-    with _closing(ck):
+    with _closing(ck, args.config):
         traj, t_fwd = _forward(pr, cfg, tracker, writer)
         values = pr.objective_values(traj)
         t0 = time.perf_counter()
         grads = _gradient(pr, cfg, method, tracker)
         t_grad = time.perf_counter() - t0
+    _check_finite(values, grads, method)
     if ck is not None:
         args = argparse.Namespace(**{**vars(args), "output": ck.path})
     names = list(pr.design.names)
@@ -808,23 +824,47 @@ def run(args) -> int:
     from .io.hdf5 import HDF5Error
     from .model.system import ModelError
     file = getattr(args, "config", None) or getattr(args, "file", None)
+    from . import agreement
+    agreement.prepare(_comm())          # collective, here where every rank is (agreement.py)
     try:
         return COMMANDS[args.command](args)
-    except (ConfigError, HDF5Error, InputError) as e:
-        err(f"parmbs: error: {e}")
-        return 2
-    except ModelError as e:
-        err(f"parmbs: error: {file}: {e.key}: {e.message}")
-        return 2
-    except StepError as e:
-        err(f"parmbs: error: {file}: computation failed: {e}")
-        return 1
-    except np.linalg.LinAlgError as e:
-        err(f"parmbs: error: {file}: computation failed: singular matrix ({e}) in {_last_tracker_where()}")
-        return 1
+    except (ConfigError, HDF5Error, InputError, ModelError, StepError, ComputationError,
+            np.linalg.LinAlgError) as e:
+        code, line = _failure_line(e, file)
+        _agree(e, line)                 # all ranks failed together, else this one aborts the job
+        err(line)
+        return code
     except Exception:
         _abort_other_ranks()
         raise
+
+
+def _failure_line(e, file):
+    """(exit code, the one ``parmbs: error:`` line) of an expected failure; (None, line)
+    for anything else (a bug).  Inside an ``except`` block (the LinAlgError line looks up
+    the tracker in the traceback)."""
+    from .config import ConfigError
+    from .integrators.newmark import StepError
+    from .io.hdf5 import HDF5Error
+    from .model.system import ModelError
+    if isinstance(e, (ConfigError, HDF5Error, InputError)):
+        return 2, f"parmbs: error: {e}"
+    if isinstance(e, ModelError):
+        return 2, f"parmbs: error: {file}: {e.key}: {e.message}"
+    if isinstance(e, (StepError, ComputationError)):
+        return 1, f"parmbs: error: {file}: computation failed: {e}"
+    if isinstance(e, np.linalg.LinAlgError):
+        return 1, f"parmbs: error: {file}: computation failed: singular matrix ({e}) in {_last_tracker_where()}"
+    return None, f"parmbs: error: {file}: {type(e).__name__}: {' '.join(str(e).split())}"
+
+
+def _agree(e, line):
+    """Before a failure's collective clean-up and exit: did every rank raise it?  If this
+    rank raised alone (the others wait in a collective of the computation) print ``line``
+    from this rank and abort the job (agreement.py) instead of hanging.  Once per
+    exception: the earliest clean-up that needs the other ranks asks, run() then skips."""
+    from . import agreement
+    agreement.agree_on(_comm(), e, line, traceback=_failure_line(e, None)[0] is None)   # a bug: its traceback
 
 
 def _abort_other_ranks():

@@ -194,11 +194,25 @@ class SparseOperator(ColumnSolves):
             else:
                 self.ksp.solve(self.b, self.x)
         except PETSc.Error as e:   # zero pivot, factorization failure
+            self._reset()
             raise np.linalg.LinAlgError(f"linear solve failed (PETSc error {e.ierr})") from None
         reason = self.ksp.getConvergedReason()
         if reason < 0:
+            self._reset()
             raise np.linalg.LinAlgError(f"linear solve failed (KSP reason {reason})")
         return self._gather(self.x)
+
+    def _reset(self):
+        """After a failed factorization (a singular or non-finite matrix: a trial design
+        that fails) forget the factor, so the next matrix is factored from scratch.
+        Without this MUMPS keeps its error code (INFOG(1) < 0) and, the nonzero pattern
+        being the same, PETSc skips every later numeric factorization: measured under
+        `mpirun -n 2 parmbs optimize`, after one trial with a non-finite matrix every
+        later evaluation failed (PETSc errors 76, 56).  Collective (every rank's solve
+        fails together)."""
+        self.ksp.reset()
+        self.ksp.setOperators(self.A)
+        self._factored = False
 
     def destroy(self):
         for o in (self.ksp, self.A, self.x, self.b, self._all, self._x_all):

@@ -42,6 +42,7 @@ import time
 
 import numpy as np
 
+from .. import agreement
 from .._petsc import PETSc
 from ..checkpoint.store import resolved_sha256
 from ..io.hdf5 import HDF5Error
@@ -116,6 +117,7 @@ class Optimization:
         self._outer_signals = signals
         self.comm = comm or PETSc.COMM_WORLD
         self.mpi = self.comm.tompi4py()
+        agreement.prepare(self.mpi)     # collective: the failure agreement's communicator
         opt = config.optimize
         if opt.method not in TAO_TYPES and opt.method != "mma":
             raise ModelError("optimize.method", f"{opt.method!r} is not available (use one of "
@@ -231,8 +233,21 @@ class Optimization:
             msg = str(e)
         except np.linalg.LinAlgError as e:
             msg = f"singular matrix ({e})"
-        msgs = [m for m in self.mpi.allgather(msg) if m is not None]
+        # a rank that failed alone in the middle of the evaluation (the others wait in a
+        # collective of the forward/adjoint) cannot be judged together: it aborts the job
+        # after a bounded wait instead of waiting here forever (parmbs/agreement.py)
+        msgs = [m for m in agreement.exchange(self.mpi, msg, f"parmbs: error: {self.config.source}: "
+                                              f"computation failed: {msg}") if m is not None]
         return (None, msgs[0]) if msgs else (res, None)
+
+    def _agree(self, e):
+        """An exception leaving the optimizer loop: if this rank raised it alone (the
+        others wait in a collective of an evaluation), abort the job with one line
+        instead of hanging in the closing barrier (parmbs/agreement.py)."""
+        from ..integrators.newmark import StepError
+        expected = (StepError, np.linalg.LinAlgError, ModelError, HDF5Error, ReplayMismatch)
+        agreement.agree_on(self.mpi, e, f"parmbs: error: {self.config.source}: {type(e).__name__}: "
+                           f"{' '.join(str(e).split())}", traceback=not isinstance(e, expected))
 
     def _failed_value(self):
         """The objective reported to TAO for a failed trial design, with zero gradient:
@@ -336,6 +351,9 @@ class Optimization:
             raise HDF5Error(self.path, f"/optimize/x[{e.args[0]}]",
                             "the resumed optimizer asked for a different design than the recorded run "
                             "(other PETSc build or edited record); cannot resume exactly") from None
+        except Exception as e:          # the clean-up below is collective: did every rank raise it?
+            self._agree(e)
+            raise
         finally:
             self.history = self.log.history()
             self.log.close()
@@ -449,6 +467,9 @@ class Optimization:
             rho = None
             self.out(f"stopped on {e.args[0]} at a safe point after {mma.it} MMA updates "
                      f"(state on disk); resume with: {self.resume_command()}")
+        except Exception as e:          # the clean-up below is collective: did every rank raise it?
+            self._agree(e)
+            raise
         finally:
             self.history = self.log.history()
             self.log.close()

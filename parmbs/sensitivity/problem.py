@@ -8,6 +8,7 @@ import time
 
 import numpy as np
 
+from ..faults import rank_fault
 from ..model.system import System
 from ..formulations import make_stepper
 from .design import DesignSpace
@@ -87,6 +88,7 @@ class Problem:
             on_step(0, T[0], x)
         for k in range(N):
             x, its[k] = self.stepper.step(k, T[k], x, p)
+            x = rank_fault("forward", k + 1, x)       # test hook (parmbs/faults.py); off: x
             Q[k + 1], V[k + 1], A[k + 1], L[k + 1] = x
             if on_step:
                 on_step(k + 1, T[k + 1], x)
@@ -209,6 +211,7 @@ class Problem:
         for k in range(k1 - 1, -1, -1):
             x0 = state(k)
             mu, dg = self.stepper.adjoint_step(T[k], x0, x1, mu, p)
+            mu = rank_fault("adjoint", k, mu)         # test hook (parmbs/faults.py); off: mu
             gx, gp, gr = self._adjoint_local(k, T[k], x0, p, refs, T)
             mu = [a + b for a, b in zip(mu, gx)]
             grad = grad + dg + gp

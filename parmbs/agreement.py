@@ -1,0 +1,116 @@
+"""Did every rank fail, or only this one?  A bounded wait that keeps a parallel run from
+hanging when one rank raises alone.
+
+An expected failure (StepError, LinAlgError, a non-finite value, a config or file error)
+normally reaches every rank together: the Newton and KSP decisions are taken on global
+norms and on replicated solutions, file outcomes are broadcast.  Then the ranks can
+leave together with one message and exit code 1 or 2.  A failure raised by ONE rank
+alone in the middle of a forward run or an adjoint sweep (a rank-local check of its
+slice, a bug in a local kernel) is different: the other ranks are already inside the
+next collective call (a KSP solve, a Newton norm) and will wait there forever — any
+collective the failing rank starts to "agree" (an allgather of a failure flag) waits
+forever too, on another communicator (observed: `mpirun -n 2 parmbs simulate` with a
+StepError on rank 1 at step 10 hangs until killed, no message printed).
+
+So the failing rank posts a non-blocking barrier on a communicator of its own (a
+duplicate of the run's, used for nothing else, so it can never be matched against
+another collective) and waits at most ``timeout`` seconds for the other ranks to post
+theirs.  If they all do, they failed together: the caller continues with the ordinary
+collective exit.  If not, this rank failed alone: it prints one message naming itself
+and aborts the job (MPI_Abort: every rank ends, non-zero).  Ranks that did not fail and
+reach an agreement point (``exchange``) wait without limit: if a failed rank gives up,
+its abort ends them.
+
+The timeout (``PARMBS_FAILURE_TIMEOUT``, default 30 s) only bounds how long a lone
+failure takes to end the job; ranks that fail together arrive within the same step
+(milliseconds apart).
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+DEFAULT_TIMEOUT = 30.0
+
+_dups: dict = {}
+
+
+def timeout() -> float:
+    return float(os.environ.get("PARMBS_FAILURE_TIMEOUT", DEFAULT_TIMEOUT))
+
+
+def prepare(comm):
+    """The private duplicate of mpi4py ``comm`` (collective on first use: call it where
+    every rank is, e.g. at start-up); None on one rank."""
+    if comm.Get_size() == 1:
+        return None
+    key = comm.py2f()
+    if key not in _dups:
+        _dups[key] = comm.Dup()
+    return _dups[key]
+
+
+def _arrived(dup, limit):
+    """Post the barrier; True once every rank posted it, False after ``limit`` s
+    (None: wait without limit)."""
+    req = dup.Ibarrier()
+    if limit is None:
+        req.Wait()
+        return True
+    end = time.monotonic() + limit
+    while not req.Test():
+        if time.monotonic() > end:
+            return False            # (left pending: the job is aborted)
+        time.sleep(0.005)
+    return True
+
+
+def abort(comm, message, exc=None):
+    """Print ``message`` (this rank's own line, not rank 0's; after the traceback of
+    ``exc`` if given: a bug) and end every rank."""
+    if exc is not None:
+        import traceback
+        traceback.print_exception(type(exc), exc, exc.__traceback__)
+    print(message, file=sys.stderr, flush=True)
+    comm.Abort(1)
+
+
+def agree_or_abort(comm, message, limit=None, exc=None):
+    """On a rank that caught a failure: return if every rank reaches this call within
+    ``limit`` s (default ``timeout()``) — they failed together; otherwise print
+    ``message`` + where it happened (with ``exc``'s traceback if given) and abort."""
+    dup = prepare(comm)
+    if dup is None:
+        return
+    if not _arrived(dup, timeout() if limit is None else limit):
+        abort(comm, f"{message} [on rank {comm.Get_rank()} of {comm.Get_size()} only: the other ranks did "
+                    "not fail with it and wait inside a collective call; aborting all ranks]", exc)
+
+
+def agree_on(comm, exc, message, limit=None, traceback=False):
+    """``agree_or_abort`` once per exception ``exc`` (marked): the earliest clean-up that
+    needs the other ranks (a collective close, a barrier) asks; later ones skip.
+    ``traceback``: print it on abort (an unexpected exception: a bug)."""
+    if getattr(exc, "_parmbs_agreed", False):
+        return
+    agree_or_abort(comm, message, limit, exc if traceback else None)
+    try:
+        exc._parmbs_agreed = True
+    except AttributeError:  # pragma: no cover - an exception type without a __dict__
+        pass
+
+
+def exchange(comm, msg, message=None, limit=None):
+    """Every rank after a computation whose failure is judged together (``parmbs
+    optimize``'s trial designs): ``msg`` None on success, else this rank's failure.
+    Returns the messages of every rank (allgather).  A failed rank waits at most
+    ``limit`` s for the others (then prints ``message`` or ``msg`` and aborts); a rank
+    that did not fail waits without limit."""
+    dup = prepare(comm)
+    if dup is None:
+        return [msg]
+    if not _arrived(dup, None if msg is None else (timeout() if limit is None else limit)):
+        abort(comm, f"{message or msg} [on rank {comm.Get_rank()} of {comm.Get_size()} only, in the middle "
+                    "of an evaluation: the other ranks wait inside a collective call; aborting all ranks]")
+    return dup.allgather(msg)

@@ -1,0 +1,78 @@
+"""A failure on ONE rank of `mpirun -n 2 parmbs …` in the middle of a forward run or an
+adjoint sweep ends the job on every rank, non-zero, with one message — instead of the
+hang observed before (the other rank waits in the next KSP solve forever; `simulate`,
+`gradient --method adjoint` and `optimize` all hung until `timeout` killed them, exit
+124, no message at all: rank 1's own error line was never printed).
+
+The failure is injected with the hook ``PARMBS_RANK_FAIL`` (parmbs/faults.py):
+
+* ``raise``: StepError on rank 1 only (a rank-local check) → that rank waits at most
+  ``PARMBS_FAILURE_TIMEOUT`` s for the others to fail with it (parmbs/agreement.py),
+  prints one ``parmbs: error:`` line naming rank 1 and aborts the job;
+* ``nan``: rank 1's copy of the adjoint state becomes NaN — the next solves are
+  collective, so every rank's gradient is NaN and every rank exits 1 together (no abort;
+  the forward case: tests/test_optimize_robustness_mpi.py).
+
+Each case is one `mpirun -n 2` subprocess of the CLI (run from the serial suite, as
+tests/test_cli_abort.py)."""
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import CONFIGS
+
+FIVEBAR = CONFIGS / "fivebar.toml"
+SETS = ["simulation.t_end=0.2", "simulation.dt=1e-2", "simulation.progress=false"]
+
+
+def _mpirun(tmp_path, spec, *argv):
+    mpirun = shutil.which("mpirun")
+    if mpirun is None:
+        pytest.skip("mpirun not installed")
+    env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+           "OMPI_MCA_mpi_yield_when_idle": "1", "PARMBS_RANK_FAIL": spec, "PARMBS_FAILURE_TIMEOUT": "1"}
+    sets = [a for s in SETS for a in ("--set", s)]
+    try:
+        return subprocess.run([mpirun, "--oversubscribe", "-n", "2", sys.executable, "-m", "parmbs", *argv[:1],
+                               str(FIVEBAR), *sets, *argv[1:]], capture_output=True, text=True, timeout=180,
+                              env=env, cwd=tmp_path)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"hung: PARMBS_RANK_FAIL={spec} parmbs {' '.join(argv)} did not end in 180 s\n{e.stderr}")
+
+
+OPT = ["optimize", "--set", "optimize.objective=psi1", "--set", "optimize.max_it=2", "-o", "o.h5"]
+
+
+@pytest.mark.parametrize("spec, argv, what", [
+    ("1:forward:5:raise", ["simulate"], "computation failed: PARMBS_RANK_FAIL: forward step 5 failed on rank 1 only"),
+    ("1:adjoint:5:raise", ["gradient", "--method", "adjoint"],
+     "computation failed: PARMBS_RANK_FAIL: adjoint step 5 failed on rank 1 only"),
+    # in the second evaluation (a trial design): the failed-trial agreement cannot be reached
+    ("1:forward:5:raise:2", OPT, "computation failed: PARMBS_RANK_FAIL: forward step 5 failed on rank 1 only"),
+    # an unexpected exception leaving the optimizer (before: a hang in its closing barrier)
+    ("1:forward:5:bug:2", OPT, "RuntimeError: PARMBS_RANK_FAIL: injected bug at forward step 5 on rank 1"),
+], ids=["simulate", "gradient", "optimize", "optimize-bug"])
+def test_failure_on_one_rank_ends_the_job(tmp_path, spec, argv, what):
+    r = _mpirun(tmp_path, spec, *argv)
+    assert r.returncode != 0, (r.stdout, r.stderr)
+    errors = [l for l in r.stderr.splitlines() if l.startswith("parmbs: error:")]
+    assert len(errors) == 1, r.stderr
+    assert errors[0] == f"parmbs: error: {FIVEBAR}: {what} [on rank 1 of 2 only: the other ranks did not fail " \
+        "with it and wait inside a collective call; aborting all ranks]" or \
+        errors[0].startswith(f"parmbs: error: {FIVEBAR}: {what} [on rank 1 of 2 only, in the middle of an "
+                             "evaluation"), errors
+    assert ("Traceback" in r.stderr) == spec.endswith(":bug:2")      # a bug shows where it happened
+
+
+def test_nan_on_one_rank_fails_on_every_rank(tmp_path):
+    """A NaN in rank 1's adjoint state reaches every rank's gradient through the collective
+    solves; before, `parmbs gradient` printed the NaN gradient and exited 0."""
+    r = _mpirun(tmp_path, "1:adjoint:5:nan", "gradient", "--method", "adjoint")
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    errors = [l for l in r.stderr.splitlines() if l.startswith("parmbs: error:")]
+    assert errors == [f"parmbs: error: {FIVEBAR}: computation failed: non-finite value or adjoint gradient "
+                      "(objective 'psi1')"], r.stderr
+    assert "MPI_ABORT" not in r.stderr and "Traceback" not in r.stderr

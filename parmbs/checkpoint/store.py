@@ -385,7 +385,12 @@ class CheckpointStore:
         """Collective: adjoint state after reverse step k, written every ``interval`` s
         (always when ``force``) into the copy that is not current, then the marker."""
         now = time.monotonic()
-        if not force and now - self._last < self.interval:
+        due = force or now - self._last >= self.interval
+        if self.comm.size > 1:
+            # rank 0's clock decides: ranks reading their own clocks could disagree about
+            # this collective write (one rank in _root's bcast, the other already stepping)
+            due = self.comm.bcast(due, root=0)
+        if not due:
             return False
         self._last = now
         cur = self.adjoint_marker[0]

@@ -30,7 +30,7 @@ combined one (the serial run's numbers, readable by any rank count).
 """
 import numpy as np
 
-from ..model.assembly import local_size
+from ..model.assembly import block_range, local_size, split_counts
 
 
 def _mpi(comm):
@@ -43,12 +43,6 @@ def _mpi(comm):
     return comm.tompi4py()
 
 
-def block_range(n, size, rank):
-    """Rows [r0, r1) of ``rank`` in PETSc's contiguous split of n over ``size`` ranks."""
-    r0 = sum(n // size + (r < n % size) for r in range(rank))
-    return r0, r0 + n // size + (rank < n % size)
-
-
 class RowSplit:
     """The f rows [r0, r1) this rank owns (= F's MPIAIJ rows) and their gather."""
 
@@ -59,7 +53,7 @@ class RowSplit:
         self.rank = 0 if self.mpi is None else self.mpi.rank
         nl, r0 = local_size(nf, comm) if self.mpi is not None else (nf, 0)
         self.r0, self.r1 = r0, r0 + nl
-        self.counts = np.array([nf // self.size + (r < nf % self.size) for r in range(self.size)], np.int64)
+        self.counts = split_counts(nf, self.size)
         self.displs = np.r_[0, np.cumsum(self.counts)[:-1]]
         self.ngather = 0
 
@@ -108,8 +102,7 @@ class ElementSplit:
             cols, dcols = plan.pcols(g)
             if not len(cols):
                 continue
-            owner = np.repeat(np.arange(self.size), [g.ne // self.size + (r < g.ne % self.size)
-                                                      for r in range(self.size)])
+            owner = np.repeat(np.arange(self.size), split_counts(g.ne, self.size))
             d = dcols.reshape(g.ne, -1)
             o = np.broadcast_to(owner[:, None], d.shape)
             m = d >= 0

@@ -329,7 +329,7 @@ def _write_fields_parallel(comm, path, keys, blocks, grads, fields, design):
     every rank, rebuilt here from ``grads``/``design``).  An error on any rank raises
     the same HDF5Error on all (one allreduce, reached on every path)."""
     import h5py
-    from ..flexible.continuum_split import block_range
+    from ..model.assembly import block_range
     vec = {}
     for obj, grad in grads.items():
         for name, sl in fields.items():

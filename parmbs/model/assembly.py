@@ -79,12 +79,22 @@ class BlockPattern:
         return np.bincount(self.slots, weights=data, minlength=self.nnz + 1)[:self.nnz]
 
 
+def split_counts(N, size):
+    """Rows per rank in PETSc's default contiguous split of N rows over ``size`` ranks."""
+    return np.array([N // size + (r < N % size) for r in range(size)], np.int64)
+
+
+def block_range(N, size, rank):
+    """Rows [r0, r1) of ``rank`` in that split."""
+    counts = split_counts(N, size)
+    r0 = int(counts[:rank].sum())
+    return r0, r0 + int(counts[rank])
+
+
 def local_size(N, comm):
     """PETSc's default split of N rows over the ranks of ``comm``: (n_local, rstart)."""
-    size, rank = comm.getSize(), comm.getRank()
-    nl = N // size + (rank < N % size)
-    r0 = sum(N // size + (r < N % size) for r in range(rank))
-    return nl, r0
+    r0, r1 = block_range(N, comm.getSize(), comm.getRank())
+    return r1 - r0, r0
 
 
 #: serial systems of at least this many unknowns are factored by MUMPS (measured crossover)

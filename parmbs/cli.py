@@ -871,15 +871,12 @@ def _abort_other_ranks():
     """An unexpected exception (a bug) on one rank of a parallel run: print its traceback
     and abort the whole job, so the other ranks do not wait forever in their next
     collective call (under mpirun a raising rank otherwise leaves its peers spinning)."""
-    from ._petsc import PETSc
-    comm = PETSc.COMM_WORLD
-    if comm.getSize() > 1:
-        import traceback
-        traceback.print_exc()
-        err(f"parmbs: error: unexpected exception on rank {comm.getRank()}: aborting all "
-            f"{comm.getSize()} ranks (this is a bug: please report it with the traceback above)")
-        sys.stderr.flush()
-        comm.tompi4py().Abort(1)
+    from . import agreement
+    comm = _comm()
+    if comm.Get_size() > 1:
+        agreement.abort(comm, f"parmbs: error: unexpected exception on rank {comm.Get_rank()}: aborting all "
+                              f"{comm.Get_size()} ranks (this is a bug: please report it with the traceback above)",
+                        sys.exc_info()[1])
 
 
 def _last_tracker_where():

@@ -14,7 +14,7 @@ an adjoint sweep (the other ranks are, or soon will be, inside a collective call
 * ``CALL``: fire at the CALL-th time this rank reaches (PHASE, STEP) (default 1: the first
   forward run; ``parmbs optimize`` evaluations run forward again).
 
-Unset, the hook is one attribute test per step.  tests/test_rank_failure_mpi.py.
+Unset, the hook is one attribute test per step.  tests/test_rank_failure.py.
 """
 from __future__ import annotations
 

@@ -14,6 +14,8 @@ compared with parmbs's q at t_end, relative ∞-norm difference):
            iterate, Newton loop in Python, numpy.linalg.solve
   a2       numba: one compiled call per step (kernels + Newton + own dense LU)
   a3       numba: the whole run in one compiled call (upper bound of a2's per-call cost)
+  a4       numba as a2, but the spring's r_q, r_v and the joint's ∂(Φ_qᵀλ)/∂q by complex step
+           inside compiled code (numba_cs.py): parmbs's "hand-write r and Φ_q only" design
   c        CasADi SX of the same residual, R and J as one casadi Function (casadi_step.py):
            c-vm (CasADi's virtual machine) and, with --casadi-codegen, c-jit (generated C
            compiled with gcc -O2 and loaded as an external)
@@ -147,7 +149,7 @@ def main():
         rows.append(("a1 numba kernels, Python Newton, numpy solve", N / ta1, ta1, tf / ta1, diffs(xa1, ref),
                      f"Newton its {itsa1}"))
 
-        def run_a2():
+        def run_a2(step_fn=nk.newton_step):
             q, v, a, lam = (x.copy() for x in x0)
             Q = np.empty((N + 1, n))
             Q[0] = q
@@ -155,8 +157,7 @@ def main():
             for k in range(N):
                 qp = q + h * v + 0.25 * h * h * a
                 vp = v + 0.5 * h * a
-                q, v, a, lam, it, st = nk.newton_step(qp, vp, a, lam, p, n, bh2, gh, tol.atol, tol.rtol,
-                                                      tol.max_it, *kin)
+                q, v, a, lam, it, st = step_fn(qp, vp, a, lam, p, n, bh2, gh, tol.atol, tol.rtol, tol.max_it, *kin)
                 if st:
                     raise RuntimeError(f"step {k + 1}: status {st}")
                 its += it
@@ -176,7 +177,17 @@ def main():
         ta3, ta3s, (Qa3, itsa3, xa3) = cpu_min(run_a3, args.repeat)
         rows.append(("a3 numba, whole run in one call", N / ta3, ta3, tf / ta3, diffs(xa3, ref),
                      f"Newton its {itsa3}"))
-        print(f"a1 {ta1s}, a2 {ta2s}, a3 {ta3s}")
+        t0 = time.process_time()
+        import numba_cs
+        t_cs_import = time.process_time() - t0
+        t0 = time.process_time()
+        numba_cs.newton_step(q0, v0, a0, l0, p, n, bh2, gh, tol.atol, tol.rtol, tol.max_it, *kin)
+        t_cs_first = time.process_time() - t0
+        ta4, ta4s, (Qa4, itsa4, xa4) = cpu_min(lambda: run_a2(numba_cs.newton_step), args.repeat)
+        rows.append(("a4 numba as a2, derived blocks by complex step in compiled code", N / ta4, ta4, tf / ta4,
+                     diffs(xa4, ref), f"Newton its {itsa4}; import {t_cs_import:.2f} s, first call {t_cs_first:.2f} s "
+                                      f"({mode})"))
+        print(f"a1 {ta1s}, a2 {ta2s}, a3 {ta3s}, a4 {ta4s}")
 
     if "c" in only:
         try:

@@ -78,6 +78,9 @@ def main():
     cfg = load_config(args.config, [f"simulation.t_end={args.t_end}", "simulation.progress=false"])
     pr = Problem(cfg)
     sim = cfg.simulation
+    if (sim.formulation, sim.integrator) != ("index3", "trapezoidal"):
+        print(f"{args.config}: simulation.integrator: the prototypes implement index3 trapezoidal only")
+        sys.exit(2)
     h, N, tol, p = sim.dt, pr.nsteps, sim.newton, pr.sys.p
     rows = []          # (technique, steps/s, CPU s, ×current, rel diff q(t_end), note)
 

@@ -209,16 +209,24 @@ class _closing:
 
 
 def _checkpoint_run(pr, cfg, args, method="adjoint"):
-    """Attach an HDF5 checkpoint file to ``pr`` (parmbs/checkpoint) when the run has one:
+    """Attach an HDF5 checkpoint file to ``pr`` (parmbs/checkpoint) when the run has one.
 
-    * ``--restart FILE.h5``: continue FILE (it must exist and belong to this config);
-      ``-o``, if given, must name the same file;
-    * ``-o OUT.h5``: a fresh checkpoint file that is also the output (index-3 steppers);
-    * ``checkpoint.schedule`` other than ``all``: ``checkpoint.file``, resumed
-      automatically when it exists for the same config;
+    The states go to a working file, never to the result itself (io/outputs.py):
+
+    * ``-o OUT.h5``: ``OUT.h5.partial`` (index-3 steppers), renamed onto OUT.h5 when the
+      run is complete; refused while an unfinished ``OUT.h5.partial`` exists;
+    * ``--restart OUT.h5`` (or ``OUT.h5.partial``): continue ``OUT.h5.partial`` if it
+      exists, else a copy of the finished OUT.h5 (the original stays intact until the
+      new result replaces it); ``-o``, if given, must name the same result;
+    * ``checkpoint.schedule`` other than ``all`` without ``-o``: a temporary file beside
+      ``checkpoint.file`` (``STEM.tmp-PID.h5``), removed at the end — no file is left
+      behind and no later run resumes from it silently (give ``-o`` for a resumable one);
     * otherwise nothing: the trajectory stays in memory (returns None).
-    Whole-run PETSc TS steppers keep their trajectory in memory: only ``all``, no
-    --restart.  Finite differences and complex step do not use a file."""
+    The returned run has ``path`` (working file), ``final`` (the result, None for a
+    temporary file) and ``origin`` (fresh, resume, copy, temp: what ``_after_failure``
+    may delete).  Whole-run PETSc TS steppers keep their trajectory in memory: only
+    ``all``, no --restart.  Finite differences and complex step do not use a file."""
+    from .io.outputs import final_of, partial_of, same_file, temp_of
     restart, output = getattr(args, "restart", None), getattr(args, "output", None)
     sched = cfg.checkpoint.schedule
     if hasattr(pr.stepper, "forward"):
@@ -236,29 +244,134 @@ def _checkpoint_run(pr, cfg, args, method="adjoint"):
             raise InputError(args.config, "--restart", f"--method {method} does not use a checkpoint file")
         return None
     if restart:
-        if not os.path.exists(restart):
-            raise InputError(args.config, "--restart", f"{restart}: no such file")
-        if output and os.path.abspath(output) != os.path.abspath(restart):
-            raise InputError(args.config, "-o", f"with --restart the output is the restart file {restart}; "
+        final = final_of(restart)
+        if output and not (same_file(output, final) or same_file(output, restart)
+                           or os.path.abspath(output) == os.path.abspath(final)):
+            raise InputError(args.config, "-o", f"with --restart the output is the restart file {final}; "
                              "omit -o or give the same file")
-        path = restart
+        path, origin = partial_of(final), _restart_source(args, final)
     elif output:
-        path = output
-        def remove():
-            if os.path.exists(output):
-                os.remove(output)
-        _on_root(remove, args.config, "-o")
+        _refuse_unfinished(args, output, "-o")
+        path, final, origin = partial_of(output), output, "fresh"
     elif sched != "all":
-        path = cfg.checkpoint.file
+        pid = _comm().bcast(os.getpid(), root=0)
+        path, final, origin = temp_of(cfg.checkpoint.file, pid), None, "temp"
     else:
         return None
-    run = pr.use_checkpoint(path, comm=_comm())
-    run.path = path
+    try:
+        run = pr.use_checkpoint(path, comm=_comm())
+    except BaseException as e:
+        if origin != "resume":               # nothing computed in it: the source is intact
+            _remove_on_root(path)
+        from .io.hdf5 import HDF5Error
+        if origin == "copy" and isinstance(e, HDF5Error) and e.file == path:
+            raise HDF5Error(final, e.key, e.message) from None      # name the user's file
+        raise
+    run.path, run.final, run.origin = path, final, origin
     k0 = run.resume_point()
+    if origin == "temp":
+        out(f"checkpoint {path}: temporary (schedule {sched}; removed at the end; -o OUT.h5 keeps a "
+            "resumable OUT.h5.partial)")
     if not run.store.created:
         out(f"checkpoint {path}: resuming ({'forward complete' if k0 >= pr.nsteps else f'forward from step {k0}'}"
             f"{'' if run.store.adjoint_marker[1] < 0 else f', adjoint at step {run.store.adjoint_marker[1]}'})")
     return run
+
+
+def _restart_source(args, final):
+    """Rank 0: ``resume`` (``final.partial`` exists), or ``copy`` (the finished ``final``
+    copied to ``final.partial``: the original stays as it is until the new result is
+    complete); InputError for a missing file or one another process is writing."""
+    import shutil
+    from .io.outputs import in_use, partial_of
+    part = partial_of(final)
+
+    def look():
+        for f in (part, final):
+            if os.path.exists(f) and in_use(f):
+                raise InputError(args.config, "--restart", f"{f} is locked: in use by another process "
+                                 "(a parmbs run still writing it?)")
+        if os.path.exists(part):
+            return "resume"
+        if os.path.isfile(final):
+            shutil.copyfile(final, part)
+            return "copy"
+        raise InputError(args.config, "--restart", f"{args.restart}: no such file")
+    origin = _on_root(look, args.config, "--restart")
+    return _comm().bcast(origin, root=0) if _comm().size > 1 else origin
+
+
+def _refuse_unfinished(args, output, option):
+    """A fresh ``-o OUT.h5`` never throws away the unfinished run in ``OUT.h5.partial``
+    (killed, or stopped by an I/O error): continue it with --restart, or delete it."""
+    from .io.outputs import in_use, partial_of
+    part = partial_of(output)
+
+    def look():
+        if os.path.exists(part):
+            if in_use(part):
+                raise InputError(args.config, option, f"{part} is locked: in use by another process (is another "
+                                 f"parmbs run writing {output}?)")
+            raise InputError(args.config, option, f"{part} holds an unfinished run (killed, or stopped by an "
+                             f"I/O error): continue it with --restart {output}, or delete it")
+    _on_root(look, args.config, option)
+
+
+def _remove_on_root(path):
+    """Rank 0 removes ``path`` if it exists (not collective: safe on any exit path)."""
+    from .io.outputs import remove_quietly
+    if _rank() == 0:
+        try:
+            remove_quietly(path)
+        except OSError:
+            pass
+
+
+def _after_failure(ck, e):
+    """The working file of a checkpointed run that failed (the store is closed):
+    a temporary file or a copy made for --restart is removed (the source is intact);
+    a fresh run's ``OUT.h5.partial`` is removed when the computation itself failed
+    (exit 1: resuming would fail the same way) and kept after an I/O error (exit 2:
+    resumable once the disk is fixed); a resumed one is always kept."""
+    if ck is None or ck.origin == "resume" or not isinstance(e, Exception):
+        return
+    code = _failure_line(e, None)[0]
+    if ck.origin in ("temp", "copy") or (ck.origin == "fresh" and code == 1):
+        _remove_on_root(ck.path)
+
+
+def _is_kill(e):
+    from .checkpoint import SimulatedKill
+    return isinstance(e, SimulatedKill)
+
+
+def _check_outputs(args, outputs=None, inputs=()):
+    """Exit 2 (one line naming the option and file) for an output path that is an input
+    (the config, the --restart file unless the output is the restarted result) or
+    another output of the same run, or whose directory does not exist."""
+    from .io.outputs import Clash, check_distinct, final_of, partial_of
+    if outputs is None:
+        o = getattr(args, "output", None)
+        outputs = [("-o", o, "the -o output"), ("-o", o and partial_of(o), "the -o output's working file"),
+                   ("--json", getattr(args, "json", None), "the --json output"),
+                   ("--plot", getattr(args, "plot", None), "the --plot output")]
+    inputs = [("CONFIG", getattr(args, "config", None), "the config file"), *inputs]
+    restart = getattr(args, "restart", None)
+    if restart:
+        fin = final_of(restart)
+        inputs += [("--restart", f, "the --restart file") for f in (restart, fin, partial_of(fin))]
+        outputs = [(opt, p, w) for opt, p, w in outputs       # the restarted result itself: in place
+                   if not (opt in ("-o", "--restart") and p in (restart, fin, partial_of(fin)))]
+        outputs = [(opt, p, w) for opt, p, w in outputs
+                   if not (opt == "-o" and p is not None and os.path.abspath(final_of(p)) == os.path.abspath(fin))]
+
+    def check():
+        try:
+            check_distinct(outputs, inputs)
+        except Clash as e:
+            raise InputError(getattr(args, "config", None) or getattr(args, "file", None), e.option,
+                             e.message) from None
+    _on_root(check, getattr(args, "config", None), "output")
 
 
 def _forward(pr, cfg, tracker, writer=None, label="forward"):
@@ -355,41 +468,67 @@ def cmd_info(args):
 
 
 def cmd_simulate(args):
+    """Forward run; every output is written under a working name and renamed at the end
+    (io/outputs.py): a failed or killed run leaves any earlier file untouched."""
+    from .io.outputs import Outputs
     cfg = _load(args)
+    _check_outputs(args)
     pr = _problem(cfg, args)
+    if args.plot and not hasattr(pr.stepper, "forward") and _sched_kind(cfg) != "all":
+        raise InputError(args.config, "--plot", f"checkpoint.schedule {cfg.checkpoint.schedule!r} keeps only "
+                         "checkpoints, not the trajectory to plot (use 'all')")
     tracker = _Tracker()
+    outs = Outputs(_comm())
     ck = _checkpoint_run(pr, cfg, args)
-    if ck is not None:
-        with _closing(ck, args.config):
-            traj, wall = _forward(pr, cfg, tracker)
-            if args.plot and ck.sched.kind == "all":
-                traj = traj.full()
-        if args.plot and ck.sched.kind != "all":
-            raise InputError(args.config, "--plot", f"checkpoint.schedule {ck.sched.text!r} keeps only "
-                             "checkpoints, not the trajectory to plot (use 'all')")
-        out(f"wrote {ck.path} (checkpoint schedule {ck.sched.text}, {ck.store.writes} states written)")
-        args = argparse.Namespace(**{**vars(args), "output": None})
+    try:
         writer = None
-    else:
-        writer = _writer(args.output, cfg, pr) if args.output else None
-        traj, wall = _forward(pr, cfg, tracker, writer)
-    sim = cfg.simulation
-    its = np.asarray(traj.newton_its)
-    vals = pr.objective_values(traj)
-    out(f"{cfg.model.name}: {sim.formulation}/{sim.integrator}, dt = {sim.dt:g} s, "
-        f"{traj.steps} steps to t = {traj.t[-1]:g} s in {wall:.3g} s "
-        f"({traj.steps / max(wall, 1e-12):.0f} steps/s, ranks {_comm().size})")
-    if its.size:
-        out(f"Newton iterations per step: mean {its.mean():.2f}, max {int(its.max())}")
-    for name, v in vals.items():
-        out(f"  {name:<12} = {v:.12e}")
+        if ck is not None:
+            with _closing(ck, args.config):
+                traj, wall = _forward(pr, cfg, tracker)
+                if args.plot:
+                    traj = traj.full()
+        else:
+            writer = _writer(outs.temp(args.output), cfg, pr) if args.output else None
+            traj, wall = _forward(pr, cfg, tracker, writer)
+        sim = cfg.simulation
+        its = np.asarray(traj.newton_its)
+        vals = pr.objective_values(traj)
+        out(f"{cfg.model.name}: {sim.formulation}/{sim.integrator}, dt = {sim.dt:g} s, "
+            f"{traj.steps} steps to t = {traj.t[-1]:g} s in {wall:.3g} s "
+            f"({traj.steps / max(wall, 1e-12):.0f} steps/s, ranks {_comm().size})")
+        if its.size:
+            out(f"Newton iterations per step: mean {its.mean():.2f}, max {int(its.max())}")
+        for name, v in vals.items():
+            out(f"  {name:<12} = {v:.12e}")
+        if args.plot:
+            from .io.plot import plot_trajectory
+            png = outs.temp(args.plot)
+            _on_root(lambda: plot_trajectory(pr.sys, traj.t, traj.q, traj.v, png), args.plot, "--plot")
+        if ck is not None:
+            outs.add(ck.path, ck.final)
+        outs.commit()
+    except BaseException as e:
+        if not _is_kill(e):
+            outs.discard()
+            _after_failure(ck, e)
+        raise
+    if ck is not None and ck.final is not None:
+        out(f"wrote {ck.final} (checkpoint schedule {ck.sched.text}, {ck.store.writes} states written)")
+    elif ck is not None:
+        out(f"removed the temporary checkpoint {ck.path} ({ck.store.writes} states written)")
     if writer is not None:
         out(f"wrote {args.output} (valid_steps {writer.valid_steps})")
     if args.plot:
-        from .io.plot import plot_trajectory
-        _on_root(lambda: plot_trajectory(pr.sys, traj.t, traj.q, traj.v, args.plot), args.plot, "--plot")
         out(f"wrote {args.plot}")
     return 0
+
+
+def _sched_kind(cfg):
+    from .checkpoint import parse_schedule
+    try:
+        return parse_schedule(cfg.checkpoint.schedule).kind
+    except Exception:  # noqa: BLE001 - validated with the config; the run reports it
+        return None
 
 
 def _gradient(pr, cfg, method, tracker):
@@ -452,6 +591,7 @@ def _cmd_gradient_batches(args, cfg):
     groups).  A failed batch: exit 1 on every rank, naming batch, scenario and step.
     """
     from . import parallel
+    from .io.outputs import Outputs
     from .sensitivity.batch import batch_gradient
     from .sensitivity.scenarios import resolve_scenarios
     groups = args.groups or cfg.parallel.groups
@@ -502,13 +642,22 @@ def _cmd_gradient_batches(args, cfg):
             for sc in res.scenarios:
                 for o in res.objectives:
                     out(f"[{sc.name}] {o} = {res.values[sc.name][o]:.12e}")
-        _report_gradient(doc, args, " (weighted sum over scenarios)" if cfg.scenarios else "")
+        outs = Outputs(_comm())
+        try:
+            _report_gradient(doc, args, " (weighted sum over scenarios)" if cfg.scenarios else "", outs=outs)
+            if args.output:
+                from .io.hdf5 import write_gradient
+                sp = res.space
+                write_gradient(outs.temp(args.output), res.total_gradients, res.design, config=cfg,
+                               values=res.total_values, comm=_comm(),
+                               fields={n: sl for n, sl in sp.fields.items() if sp.is_field(n)}, design=res.rho)
+            outs.commit()
+        except BaseException:
+            outs.discard()
+            raise
+        if args.json:
+            out(f"wrote {args.json}")
         if args.output:
-            from .io.hdf5 import write_gradient
-            sp = res.space
-            write_gradient(args.output, res.total_gradients, res.design, config=cfg, values=res.total_values,
-                           comm=_comm(), fields={n: sl for n, sl in sp.fields.items() if sp.is_field(n)},
-                           design=res.rho)
             out(f"wrote {args.output} (/gradient)")
         res.destroy()
         return 0
@@ -517,7 +666,11 @@ def _cmd_gradient_batches(args, cfg):
 
 
 def cmd_gradient(args):
+    """Objective values and gradients; -o / --json written under working names and
+    renamed once everything is done (io/outputs.py)."""
+    from .io.outputs import Outputs
     cfg = _load(args)
+    _check_outputs(args)
     if _batched(args, cfg):
         _no_restart(args)
         return _cmd_gradient_batches(args, cfg)
@@ -526,61 +679,81 @@ def cmd_gradient(args):
     _check_cs(method, cfg, args.config)
     pr = _problem(cfg, args)
     tracker = _Tracker()
+    outs = Outputs(_comm())
     ck = _checkpoint_run(pr, cfg, args, method)
-    writer = _writer(args.output, cfg, pr) if args.output and ck is None else None
-    with _closing(ck, args.config):
-        traj, t_fwd = _forward(pr, cfg, tracker, writer)
-        values = pr.objective_values(traj)
-        t0 = time.perf_counter()
-        grads = _gradient(pr, cfg, method, tracker)
-        t_grad = time.perf_counter() - t0
-    _check_finite(values, grads, method)
-    if ck is not None:
-        args = argparse.Namespace(**{**vars(args), "output": ck.path})
-    names = list(pr.design.names)
-    rho = pr.design.values(pr.sys.p)
-    sim = cfg.simulation
-    doc = {
-        "parmbs": __version__,
-        "config": args.config,
-        "config_sha256": cfg.text_sha256,
-        "method": method,
-        "formulation": sim.formulation,
-        "integrator": sim.integrator,
-        "dt": sim.dt,
-        "steps": pr.nsteps,
-        "ranks": _comm().size,
-        "design": _design_json(pr.design, rho, args.output, None),
-        "objectives": {o: {"value": float(values[o]),
-                           "gradient": _design_json(pr.design, np.asarray(grads[o]), args.output, o)}
-                       for o in grads},
-        "timing": {"forward_s": round(t_fwd, 6), "gradient_s": round(t_grad, 6)},
-    }
-    out(f"{cfg.model.name}: {method} gradient, {pr.nsteps} steps, forward {t_fwd:.3g} s, "
-        f"gradient {t_grad:.3g} s, ranks {_comm().size}")
-    _report_gradient(doc, args)
-    if args.output:
-        from .io.hdf5 import write_gradient
-        write_gradient(args.output, grads, names, config=cfg, values=values, comm=_comm(),
-                       fields={n: sl for n, sl in pr.design.fields.items() if pr.design.is_field(n)}, design=rho)
-        out(f"wrote {args.output} (/trajectory, /gradient)")
+    try:
+        h5 = outs.temp(args.output) if args.output and ck is None else None   # where /gradient goes now
+        writer = _writer(h5, cfg, pr) if h5 else None
+        with _closing(ck, args.config):
+            traj, t_fwd = _forward(pr, cfg, tracker, writer)
+            values = pr.objective_values(traj)
+            t0 = time.perf_counter()
+            grads = _gradient(pr, cfg, method, tracker)
+            t_grad = time.perf_counter() - t0
+        _check_finite(values, grads, method)
+        final = args.output
+        if ck is not None:
+            h5, final = (ck.path if ck.final else None), ck.final
+        names = list(pr.design.names)
+        rho = pr.design.values(pr.sys.p)
+        sim = cfg.simulation
+        doc = {
+            "parmbs": __version__,
+            "config": args.config,
+            "config_sha256": cfg.text_sha256,
+            "method": method,
+            "formulation": sim.formulation,
+            "integrator": sim.integrator,
+            "dt": sim.dt,
+            "steps": pr.nsteps,
+            "ranks": _comm().size,
+            "design": _design_json(pr.design, rho, final, None),
+            "objectives": {o: {"value": float(values[o]),
+                               "gradient": _design_json(pr.design, np.asarray(grads[o]), final, o)}
+                           for o in grads},
+            "timing": {"forward_s": round(t_fwd, 6), "gradient_s": round(t_grad, 6)},
+        }
+        out(f"{cfg.model.name}: {method} gradient, {pr.nsteps} steps, forward {t_fwd:.3g} s, "
+            f"gradient {t_grad:.3g} s, ranks {_comm().size}")
+        _report_gradient(doc, args, outs=outs)
+        if h5 is not None:
+            from .io.hdf5 import write_gradient
+            write_gradient(h5, grads, names, config=cfg, values=values, comm=_comm(),
+                           fields={n: sl for n, sl in pr.design.fields.items() if pr.design.is_field(n)},
+                           design=rho)
+        if ck is not None:
+            outs.add(ck.path, ck.final)
+        outs.commit()
+    except BaseException as e:
+        if not _is_kill(e):
+            outs.discard()
+            _after_failure(ck, e)
+        raise
+    if args.json:
+        out(f"wrote {args.json}")
+    if final is not None:
+        out(f"wrote {final} (/trajectory, /gradient)")
+    elif ck is not None:
+        out(f"removed the temporary checkpoint {ck.path}")
     return 0
 
 
-def _report_gradient(doc, args, note=""):
-    """Print the gradients of a DESIGN.md gradient document; write it to --json."""
+def _report_gradient(doc, args, note="", outs=None):
+    """Print the gradients of a DESIGN.md gradient document; write it to --json under a
+    working name registered in ``outs`` (renamed by ``outs.commit()``)."""
     for o, od in doc["objectives"].items():
         out(f"{o} = {od['value']:.12e}{note}")
         for n, g in od["gradient"].items():
             txt = f"{g: .12e}" if not isinstance(g, dict) else f"field of {g['size']}, norm {g['norm']:.6e}"
             out(f"  d{o}/d{n:<10} = {txt}")
     if args.json:
+        tmp = outs.temp(args.json)
+
         def write_json():
-            with open(args.json, "w", encoding="utf-8") as fh:
+            with open(tmp, "w", encoding="utf-8") as fh:
                 json.dump(doc, fh, indent=2)
                 fh.write("\n")
         _on_root(write_json, args.json, "--json")
-        out(f"wrote {args.json}")
 
 
 def _design_json(design, vec, output, objective):
@@ -699,29 +872,50 @@ def cmd_verify(args):
 
 
 def cmd_optimize(args):
-    """TAO or MMA on the adjoint gradient; every evaluation on disk; resumable (parmbs/optimize)."""
-    cfg = _load(args)
-    if args.restart and args.output and os.path.abspath(args.output) != os.path.abspath(args.restart):
+    """TAO or MMA on the adjoint gradient; every evaluation on disk; resumable (parmbs/optimize).
+
+    The record is built in ``REC.h5.partial`` and renamed onto REC.h5 when the run is
+    done (optimize/driver.py); ``--restart REC.h5`` continues the partial record (or a
+    copy of the finished one) with the ``--set`` overrides the record remembers."""
+    from .io.outputs import final_of, replace_on_root, same_file
+    if args.restart and args.output and not (same_file(args.output, final_of(args.restart))
+                                             or os.path.abspath(args.output) == os.path.abspath(final_of(args.restart))):
         raise InputError(args.config, "-o", "give either -o OUT.h5 (new run) or --restart FILE.h5, not both")
+    sets = list(args.set or [])
+    if args.restart:                    # the record remembers the first run's --set overrides
+        from .optimize.log import merge_sets, record_sets
+        got = _on_root(lambda: record_sets(args.restart), args.restart, "--restart")
+        if _comm().size > 1:
+            got = _comm().bcast(got, root=0)
+        sets = merge_sets(got or [], sets)
+    from .config import load_config
+    cfg = load_config(args.config, sets)
     from .optimize import Optimization, plot_history
     from .optimize.driver import _Signals
-    path = args.restart or args.output or f"{cfg.model.name}-optimize.h5"
+    path = final_of(args.restart) if args.restart else args.output or f"{cfg.model.name}-optimize.h5"
+    png = os.path.splitext(path)[0] + ".png"
+    from .io.outputs import partial_of
+    _check_outputs(args, outputs=[("-o" if not args.restart else "--restart", path, "the optimization record"),
+                                  ("-o", partial_of(path), "the record's working file"),
+                                  ("plot", png, "the history plot")])
     with _Signals() as signals:         # from set-up to exit: a batch system's signal never kills us
-        opt = Optimization(cfg, path, restart=bool(args.restart), out=out, signals=signals, sets=args.set)
+        opt = Optimization(cfg, path, restart=bool(args.restart), out=out, signals=signals, sets=sets)
         code, rho = opt.run()
-        png = os.path.splitext(path)[0] + ".png"
-        _on_root(lambda: plot_history(opt.history, png, f"{cfg.model.name}: {opt.objective}",
-                                      columns=opt.hist_columns), png, "plot")
-        out(f"wrote {path} (/optimize) and {png}")
+        _on_root(lambda: replace_on_root(png, lambda tmp: plot_history(
+            opt.history, tmp, f"{cfg.model.name}: {opt.objective}", columns=opt.hist_columns)), png, "plot")
+        out(f"wrote {opt.record_path} (/optimize) and {png}")
     return code
 
 
 def cmd_plot(args):
+    from .io.outputs import replace_on_root
     outp = args.output or (os.path.splitext(args.file)[0] + ".png")
+    _check_outputs(args, outputs=[("-o", outp, "the plot")], inputs=[("FILE", args.file, "the file to plot")])
 
     def run():
         from .io.plot import plot_any
-        return plot_any(args.file, outp)     # a trajectory, or an optimization record (+ densities)
+        # a trajectory, or an optimization record (+ densities, each written by replacement)
+        return replace_on_root(outp, lambda tmp: plot_any(args.file, tmp, outp))
     written = _on_root(run, args.file, "<file>")
     out(f"wrote {', '.join(written or [outp])}")
     return 0

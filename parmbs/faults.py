@@ -15,6 +15,12 @@ an adjoint sweep (the other ranks are, or soon will be, inside a collective call
   forward run; ``parmbs optimize`` evaluations run forward again).
 
 Unset, the hook is one attribute test per step.  tests/test_rank_failure.py.
+
+Every fault-injection hook of parmbs (this one, ``PARMBS_CHECKPOINT_KILL`` in
+checkpoint/store.py, ``PARMBS_OPTIMIZE_KILL`` and ``PARMBS_OPTIMIZE_FAIL`` in
+optimize/log.py) reads its variable through ``test_env``: it is inert unless
+``PARMBS_TEST_FAULTS=1`` is set as well, so a stray variable in a user's environment
+can never kill or fail a production run.  The tests set both.
 """
 from __future__ import annotations
 
@@ -23,9 +29,22 @@ import os
 import numpy as np
 
 
+#: the switch that arms the fault-injection hooks (tests only)
+SWITCH = "PARMBS_TEST_FAULTS"
+
+
+def enabled() -> bool:
+    return os.environ.get(SWITCH, "") == "1"
+
+
+def test_env(name) -> str:
+    """The value of the hook variable ``name``, or "" unless ``PARMBS_TEST_FAULTS=1``."""
+    return os.environ.get(name, "") if enabled() else ""
+
+
 class _RankFault:
     def __init__(self, spec=None):
-        spec = os.environ.get("PARMBS_RANK_FAIL", "") if spec is None else spec
+        spec = test_env("PARMBS_RANK_FAIL") if spec is None else spec
         parts = spec.split(":") if spec else []
         self.active = len(parts) >= 3
         if self.active:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..faults import rank_fault
 from .schedules import revolve_split
 
 #: rows of ``all`` read per block in the reverse sweep (bounded by ~16 MB)
@@ -129,6 +130,7 @@ class CheckpointedRun:
         for k in range(k0, N):
             psi = psi + self._integrands(k, x, p, refs)
             x, its[k - k0] = pr.stepper.step(k, T[k], x, p)
+            x = rank_fault("forward", k + 1, x)       # test hook (parmbs/faults.py), as Problem.forward
             self.forward_steps += 1
             st.kill("forward")
             self._put(k + 1, x, psi)

@@ -82,7 +82,8 @@ class _Kill:
     SimulatedKill instead (in-process tests under mpirun)."""
 
     def __init__(self):
-        spec = os.environ.get("PARMBS_CHECKPOINT_KILL", "")
+        from ..faults import test_env
+        spec = test_env("PARMBS_CHECKPOINT_KILL")       # inert without PARMBS_TEST_FAULTS=1
         self.raise_ = spec.startswith("raise:")
         spec = spec[6:] if self.raise_ else spec
         self.event, _, n = spec.partition(":")
@@ -252,7 +253,9 @@ class CheckpointStore:
         try:
             f = h5py.File(p, "r+")
         except OSError as e:
-            raise HDF5Error(p, "<file>", f"cannot open: {_short(e)} (corrupt or truncated file?)") from None
+            from ..io.outputs import is_lock_error      # a concurrent run holds it: not corrupt
+            raise HDF5Error(p, "<file>", f"cannot open: {_short(e)}"
+                            + ("" if is_lock_error(e) else " (corrupt or truncated file?)")) from None
         self.f = f
         if "checkpoint" not in f or "resolved_sha256" not in f["checkpoint"].attrs:
             raise HDF5Error(p, "/checkpoint", "not a parmbs checkpoint file (no /checkpoint); "

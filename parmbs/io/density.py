@@ -52,10 +52,14 @@ def write_xdmf(xdmf_path, values, nx, ny, size, offset=(0.0, 0.0), name="density
     nodes, quads = quad_mesh(nx, ny, size, offset)
     xdmf_path = os.fspath(xdmf_path)
     h5_path = os.fspath(h5_path) if h5_path else os.path.splitext(xdmf_path)[0] + ".h5"
-    with h5py.File(h5_path, "w") as f:
-        f.create_dataset("nodes", data=nodes)
-        f.create_dataset("quads", data=quads)
-        f.create_dataset(name, data=v)
+    from .outputs import replace_on_root
+
+    def heavy(tmp):
+        with h5py.File(tmp, "w") as f:
+            f.create_dataset("nodes", data=nodes)
+            f.create_dataset("quads", data=quads)
+            f.create_dataset(name, data=v)
+    replace_on_root(h5_path, heavy)      # written whole, then renamed (io/outputs.py)
     # heavy-data references are relative to the XDMF file's directory
     ref = os.path.relpath(os.path.abspath(h5_path), os.path.dirname(os.path.abspath(xdmf_path)))
     nel, nn = len(quads), len(nodes)
@@ -80,8 +84,10 @@ def write_xdmf(xdmf_path, values, nx, ny, size, offset=(0.0, 0.0), name="density
   </Domain>
 </Xdmf>
 """
-    with open(xdmf_path, "w", encoding="utf-8") as fh:
-        fh.write(text)
+    def light(tmp):
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    replace_on_root(xdmf_path, light)
     return xdmf_path, h5_path
 
 
@@ -100,8 +106,11 @@ def write_png(png_path, values, nx, ny, size, offset=(0.0, 0.0), title="density"
     ax.set(xlabel="x (body frame) [m]", ylabel="y [m]", title=title)
     fig.colorbar(m, ax=ax, label="element density", shrink=0.8)
     fig.tight_layout()
-    fig.savefig(png_path, dpi=130)
-    plt.close(fig)
+    from .outputs import replace_on_root
+    try:
+        replace_on_root(png_path, lambda tmp: fig.savefig(tmp, dpi=130))
+    finally:
+        plt.close(fig)
     return png_path
 
 
@@ -153,7 +162,8 @@ def write_record_density(h5_path, base=None):
     """PNG and XDMF (+ heavy HDF5) of every density field of an optimization record,
     named ``BASE.NAME.density.{png,xdmf,h5}`` (BASE: the record path without ``.h5``);
     returns the paths written."""
-    base = base or os.path.splitext(os.fspath(h5_path))[0]
+    from .outputs import final_of
+    base = base or os.path.splitext(final_of(h5_path))[0]
     written = []
     for mesh, kind, v in record_density(h5_path):
         stem = f"{base}.{mesh.name}.density"

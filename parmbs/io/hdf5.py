@@ -55,7 +55,9 @@ def _root_call(comm, fn, file, key):
             res = fn()
         except HDF5Error as e:
             err = (e.file, e.key, e.message)
-        except (OSError, ValueError, KeyError, TypeError) as e:
+        except (OSError, ValueError, KeyError, TypeError, RuntimeError) as e:
+            # RuntimeError: what h5py raises for some corrupted files (a damaged object
+            # header met while writing /gradient): one line, not a traceback
             err = (str(file), key, _short(e))
     if comm.size > 1:
         err = comm.bcast(err, root=0)
@@ -65,6 +67,11 @@ def _root_call(comm, fn, file, key):
 
 
 def _short(e):
+    from .outputs import is_lock_error
+    if isinstance(e, OSError) and is_lock_error(e):
+        return "the file is locked: in use by another process (a parmbs run still writing it?)"
+    if isinstance(e, RuntimeError):
+        return f"{' '.join(str(e).split()) or 'RuntimeError'} (corrupt file?)"
     if isinstance(e, OSError) and e.errno:
         return f"cannot open or write: {os.strerror(e.errno)}"
     return " ".join(str(e).split()) or type(e).__name__
@@ -345,7 +352,7 @@ def _write_fields_parallel(comm, path, keys, blocks, grads, fields, design):
                 lo, hi = block_range(len(data), comm.size, comm.rank)
                 with ds.collective:
                     ds[lo:hi] = data[lo:hi]
-    except (OSError, ValueError, KeyError, TypeError) as e:
+    except (OSError, ValueError, KeyError, TypeError, RuntimeError) as e:
         err = _short(e)
     errs = [e for e in comm.allgather(err) if e is not None]
     if errs:

@@ -186,11 +186,12 @@ def plot_file(h5_path, out_png):
     return plot_trajectory(system, data.t, data.q, data.v, out_png)
 
 
-def plot_any(h5_path, out_png):
+def plot_any(h5_path, out_png, final_png=None):
     """``parmbs plot FILE.h5``: a trajectory file → ``plot_file``; an optimization record
     (``/optimize``, no ``/trajectory``) → its history PNG at ``out_png`` and, for a
     density design field of a plate or continuum, ``FILE.NAME.density.{png,xdmf,h5}``
-    (``density.py``).  Returns the paths written."""
+    (``density.py``, each written under a working name and renamed).  ``final_png``:
+    the name ``out_png`` (a working name) will be renamed to.  Returns the paths written."""
     import h5py
     opt = False
     try:                                 # anything unreadable: plot_file reports it
@@ -204,8 +205,9 @@ def plot_any(h5_path, out_png):
     except (OSError, KeyError, ValueError):
         opt = False
     if not opt:
-        return [plot_file(h5_path, out_png)]
+        plot_file(h5_path, out_png)
+        return [final_png or out_png]
     from ..optimize.driver import plot_history
     from .density import write_record_density
     plot_history(hist, out_png, title, columns=cols)
-    return [out_png, *write_record_density(h5_path)]
+    return [final_png or out_png, *write_record_density(h5_path)]

@@ -110,9 +110,20 @@ class Optimization:
     ``[[optimize.constraints]]`` (MMA); restartable."""
 
     def __init__(self, config, path, restart=False, comm=None, out=print, signals=None, sets=()):
-        """``sets``: the ``--set KEY=VALUE`` overrides the config was loaded with (they
-        are part of the record's resolved_sha256, so the resume command repeats them)."""
-        self.config, self.path, self.out = config, os.fspath(path), out
+        """``sets``: the ``--set KEY=VALUE`` overrides the config was loaded with (part of
+        the record's resolved_sha256: stored in the record, ``log.record_sets``, so that
+        ``parmbs optimize --restart`` applies them again).
+
+        ``path`` names the result.  The live record is ``path.partial`` (io/outputs.py):
+        created fresh (refused while an unfinished one exists), or on ``restart`` the
+        existing partial or a copy of the finished ``path``; it is renamed onto ``path``
+        when the run is done, so an earlier file at ``path`` is untouched until then and
+        a killed or stopped run leaves a resumable ``path.partial``."""
+        from ..io.outputs import final_of, partial_of
+        self.config, self.out = config, out
+        self.path = final_of(os.fspath(path))        # the result
+        self.work = partial_of(self.path)            # the record while the run is going on
+        self.finished = False
         self.sets = list(sets)
         self._outer_signals = signals
         self.comm = comm or PETSc.COMM_WORLD
@@ -150,9 +161,18 @@ class Optimization:
                             f"--restart {self.path} or choose another output file")
         self.hist_columns = MMA_HIST_COLS if self.mma else HIST_COLS
         self.restart = restart
-        self.log = EvaluationLog(self.path, config, optimization_sha256(config), pr.design.names,
-                                 opt.method, self.objective, fresh=not restart, comm=self.mpi,
-                                 columns=self.hist_columns, keep=not self.mma)
+        self.origin = self._working_record(restart)
+        try:
+            self.log = EvaluationLog(self.work, config, optimization_sha256(config), pr.design.names,
+                                     opt.method, self.objective, fresh=not restart, comm=self.mpi,
+                                     columns=self.hist_columns, keep=not self.mma, sets=self.sets,
+                                     ignore=[("optimize", k) for k in RUN_LENGTH_KEYS])
+        except HDF5Error as e:
+            if self.origin == "copy":            # nothing done in the copy: the original is intact
+                self._remove_work()
+                if e.file == self.work:
+                    raise HDF5Error(self.path, e.key, e.message) from None
+            raise
         self.replayed = 0
         done = self.log.history()
         self.t_start = time.perf_counter() - (float(done[-1, 5]) if len(done) else 0.0)   # cumulative wall
@@ -160,8 +180,8 @@ class Optimization:
 
     def resume_command(self):
         """The shell command that continues this run: config, --restart and every --set
-        override in the original order (a restart without them is refused: the record's
-        resolved_sha256 differs), each word quoted for a POSIX shell."""
+        override in the original order (the record remembers them too: written out so
+        the command says what the run is), each word quoted for a POSIX shell."""
         import shlex
         words = ["parmbs", "optimize", os.fspath(self.config.source), "--restart", self.path]
         for s in self.sets:
@@ -174,6 +194,59 @@ class Optimization:
             import contextlib
             return contextlib.nullcontext(self._outer_signals)
         return _Signals()
+
+    @property
+    def record_path(self):
+        """Where the record is now: ``path`` once the run is done, else ``path.partial``."""
+        return self.path if self.finished else self.work
+
+    def _working_record(self, restart):
+        """Rank 0 prepares ``self.work``; every rank learns the origin (fresh, resume,
+        copy) or gets the same HDF5Error: an unfinished record in the way of a fresh
+        run, a record locked by another process, no record to restart."""
+        import shutil
+        from ..io.hdf5 import _root_call
+        from ..io.outputs import in_use
+
+        def look():
+            for f in ((self.work,) if not restart else (self.work, self.path)):
+                if os.path.exists(f) and in_use(f):
+                    raise HDF5Error(f, "<file>", "the file is locked: in use by another process (another "
+                                    "parmbs optimize writing this record?)")
+            if not restart:
+                if os.path.exists(self.work):
+                    raise HDF5Error(self.path, "-o", f"{self.work} holds an unfinished optimization (killed or "
+                                    f"stopped): continue it with --restart {self.path}, or delete it")
+                return "fresh"
+            if os.path.exists(self.work):
+                return "resume"
+            if os.path.isfile(self.path):
+                shutil.copyfile(self.path, self.work)
+                return "copy"
+            raise HDF5Error(self.path, "--restart", "no such file")
+        origin = _root_call(self.mpi, look, self.path, "--restart")
+        return self.mpi.bcast(origin, root=0)
+
+    def _remove_work(self):
+        from ..io.outputs import remove_quietly
+        if self.mpi.rank == 0:
+            try:
+                remove_quietly(self.work)
+            except OSError:
+                pass
+
+    def _close_record(self, failed):
+        """Collective, at the end of ``run``: close the record; when the run is done rename
+        ``path.partial`` onto ``path`` (rank 0, after every rank closed: the barrier).
+        After a failure, a fresh record without a single evaluation is removed (nothing
+        to resume); anything else stays resumable in ``path.partial``."""
+        from ..io.hdf5 import _root_call
+        self.log.close()
+        self.mpi.barrier()               # the file is closed when run() returns on any rank
+        if self.finished:
+            _root_call(self.mpi, lambda: os.replace(self.work, self.path), self.path, "<file>")
+        elif failed and self.origin == "fresh" and self.log.evaluations == 0:
+            self._remove_work()
 
     def _has_record(self):
         """Does the output file hold an optimization record?  (Rank 0 looks, all learn:
@@ -333,12 +406,13 @@ class Optimization:
         tao.setFromOptions()
         self.out(f"{self.config.model.name}: optimize {self.objective} over {nd} design variables with "
                  f"{opt.method} (max {opt.max_it} iterations); record {self.path}")
-        code, rho = 0, None
+        code, rho, failed = 0, None, False
         try:
             with self._signal_scope() as self.signals:
                 tao.solve()
             rho = self._gather(tao.getSolution()) * self.scale
             self.log.finish(rho, pr.design.names, physical=self.filter.apply(rho) if self.filter else None)
+            self.finished = True
             its, f, gnorm, _, _, reason = tao.getSolutionStatus()
             self.out(f"done: {_reason(reason)} after {its} iterations, {self.log.evaluations} evaluations; "
                      f"psi = {f:.10e}, |grad| = {gnorm:.3e}")
@@ -353,11 +427,11 @@ class Optimization:
                             "(other PETSc build or edited record); cannot resume exactly") from None
         except Exception as e:          # the clean-up below is collective: did every rank raise it?
             self._agree(e)
+            failed = True
             raise
         finally:
             self.history = self.log.history()
-            self.log.close()
-            self.mpi.barrier()           # the file is closed when run() returns on any rank
+            self._close_record(failed)
             for v in (tao, x):
                 v.destroy()
         return code, rho
@@ -409,7 +483,7 @@ class Optimization:
         self.out(f"{self.config.model.name}: optimize {self.objective} over {nd} design variables with "
                  f"mma, {m} constraint rows{': ' + '; '.join(cons.labels) if m else ''} "
                  f"(max {opt.max_it} iterations); record {self.path}")
-        code, rho, reason = 0, None, None
+        code, rho, reason, failed = 0, None, None, False
         try:
             with self._signal_scope() as self.signals:
                 while True:
@@ -456,6 +530,7 @@ class Optimization:
                     mma.update(gobj[lo:hi] / fscale, fc, dfc[:, lo:hi])
                     store.save(mma.it, self._mma_state(mma), fscale, self.log.evaluations)
             self.log.finish(rho, pr.design.names, physical=phys if self.filter else None)
+            self.finished = True
             self.out(f"done: {reason} after {mma.it} MMA updates; psi = {f:.10e}, "
                      f"max violation = {viol:.3e}")
             for label, c in cons.values(phys, vals):
@@ -469,11 +544,11 @@ class Optimization:
                      f"(state on disk); resume with: {self.resume_command()}")
         except Exception as e:          # the clean-up below is collective: did every rank raise it?
             self._agree(e)
+            failed = True
             raise
         finally:
             self.history = self.log.history()
-            self.log.close()
-            self.mpi.barrier()
+            self._close_record(failed)
             mma.destroy()
             x0.destroy()
         return code, rho

@@ -48,6 +48,7 @@ design vectors are small and replicated).
 """
 from __future__ import annotations
 
+import json
 import os
 import zlib
 
@@ -64,7 +65,8 @@ class _KillHook:
     yet logged) or ``write`` (row on disk, counter not yet advanced)."""
 
     def __init__(self):
-        event, _, n = os.environ.get("PARMBS_OPTIMIZE_KILL", "").partition(":")
+        from ..faults import test_env                # inert without PARMBS_TEST_FAULTS=1
+        event, _, n = test_env("PARMBS_OPTIMIZE_KILL").partition(":")
         self.event, self.n, self.count = event, int(n) if n.isdigit() else -1, 0
 
     def __call__(self, event):
@@ -84,7 +86,8 @@ class _FailHook:
     diverges would (tests/test_optimize_failed_trial.py)."""
 
     def __init__(self):
-        spec = os.environ.get("PARMBS_OPTIMIZE_FAIL", "")
+        from ..faults import test_env                # inert without PARMBS_TEST_FAULTS=1
+        spec = test_env("PARMBS_OPTIMIZE_FAIL")
         self.which = {int(t) for t in spec.split(",") if t.strip().isdigit()}
         self.count = 0
 
@@ -98,6 +101,75 @@ class _FailHook:
 fail_hook = _FailHook()
 
 
+def record_sets(path):
+    """The ``--set`` overrides stored in the optimization record ``path`` (its in-progress
+    ``path.partial`` first, io/outputs.py); [] when there is none or the file cannot be
+    read (the restart itself then reports what is wrong)."""
+    import h5py
+    from ..io.outputs import final_of, partial_of
+    fin = final_of(path)
+    for f in (partial_of(fin), fin):
+        if os.path.exists(f):
+            try:
+                with h5py.File(f, "r") as h:
+                    raw = h["optimize"].attrs.get("sets") if "optimize" in h else None
+                raw = raw.decode() if isinstance(raw, bytes) else raw
+                return [str(x) for x in json.loads(raw)] if raw else []
+            except (OSError, KeyError, ValueError, TypeError):
+                return []
+    return []
+
+
+def merge_sets(old, new):
+    """``--set`` overrides ``old`` then ``new``, one per key: a key given again takes its
+    new value (and place).  What a resumed run is loaded with: the record's overrides
+    and those of the restart command (e.g. a larger ``optimize.max_it``)."""
+    out = {}
+    for s in [*old, *new]:
+        key = s.split("=", 1)[0].strip()
+        out.pop(key, None)
+        out[key] = s
+    return list(out.values())
+
+
+def _flat(d, prefix=""):
+    """{"a.b.c": value} of a nested TOML dict; tables in arrays by their ``name``."""
+    out = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(_flat(v, key + "."))
+        elif isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
+            for i, x in enumerate(v):
+                out.update(_flat(x, f"{key}.{x.get('name', i)}."))
+        else:
+            out[key] = v
+    return out
+
+
+def _config_difference(f, config, ignore):
+    """'KEY = OLD in the record, NEW now' for the first resolved-config key that differs
+    between the record's /config and ``config`` (keys in ``ignore`` and output keys
+    skipped); a general phrase if /config cannot be read."""
+    import tomllib
+    from ..checkpoint.store import OUTPUT_KEYS
+    try:
+        text = f["config"][()]
+        old = _flat(tomllib.loads(text.decode("utf-8") if isinstance(text, bytes) else str(text)))
+        new = _flat(tomllib.loads(config.to_toml()))
+    except Exception:  # noqa: BLE001 - only the message is at stake
+        return "the model, design or simulation settings differ"
+    skip = {f"{a}.{b}" for a, b in (*OUTPUT_KEYS, *ignore)}
+    missing = "(not set)"
+    for key in [*new, *(k for k in old if k not in new)]:
+        if key in skip:
+            continue
+        a, b = old.get(key, missing), new.get(key, missing)
+        if a != b:
+            return f"{key} = {a!r} in the record, {b!r} now"
+    return "the model, design or simulation settings differ"
+
+
 def _crc(k, x, f, g):
     c = zlib.crc32(np.array([k], np.int64).tobytes())
     for a in (x, np.array([f]), g):
@@ -109,10 +181,14 @@ class EvaluationLog:
     """Create (``fresh``) or reopen (resume) the optimization record of ``path``."""
 
     def __init__(self, path, config, sha, names, method, objective, fresh, comm=None, rows=256,
-                 columns=HIST_COLS, keep=True):
+                 columns=HIST_COLS, keep=True, sets=None, ignore=()):
         """``keep``: hold every logged row in memory on every rank (what TAO's replay
-        needs); MMA passes False — it resumes from its state, not a replay."""
+        needs); MMA passes False — it resumes from its state, not a replay.  ``sets``:
+        the ``--set`` overrides the config was loaded with, stored (attr ``sets``, JSON)
+        so that ``--restart`` applies them again (``record_sets``).  ``ignore``: the
+        (section, key) pairs left out of ``sha`` (named in a config-mismatch message)."""
         self.path, self.comm = os.fspath(path), _comm(comm)
+        self.sets, self.ignore = (None if sets is None else list(sets)), tuple(ignore)
         self.columns, self.keep = tuple(columns), keep
         self.root = self.comm.rank == 0
         self.nd, self.names = len(names), list(names)
@@ -151,6 +227,8 @@ class EvaluationLog:
             grp["history"].attrs["rows"] = 0
             grp["history"].attrs["columns"] = ",".join(self.columns)
             grp.attrs["finished"] = False
+            if self.sets is not None:
+                grp.attrs["sets"] = json.dumps(self.sets)
             f.close()
             os.replace(tmp, self.path)
             self.f = h5py.File(self.path, "r+")
@@ -169,7 +247,7 @@ class EvaluationLog:
             have = grp.attrs.get(key)
             have = have.decode() if isinstance(have, bytes) else have
             if have != want:
-                what = "the model, design or simulation settings differ" if key == "resolved_sha256" \
+                what = _config_difference(f, config, self.ignore) if key == "resolved_sha256" \
                     else f"{have!r} here, {want!r} now"
                 raise HDF5Error(self.path, f"/optimize.{key}",
                                 f"this file belongs to another optimization ({what}); "
@@ -177,6 +255,9 @@ class EvaluationLog:
         if grp["x"].shape[1] != self.nd:
             raise HDF5Error(self.path, "/optimize/x", f"{grp['x'].shape[1]} design variables, expected {self.nd}")
         k = int(grp.attrs["evaluations"])
+        if self.sets is not None:             # the overrides in force now (merged: record_sets)
+            grp.attrs["sets"] = json.dumps(self.sets)
+            f.flush()
         if not self.keep:
             return self.x, self.fv, self.g, int(grp["history"].attrs["rows"]), k
         x, fv, g, crc = grp["x"][:k], grp["f"][:k], grp["g"][:k], grp["crc"][:k]

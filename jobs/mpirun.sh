@@ -18,7 +18,10 @@ NAME=$(basename "$CONFIG" .toml)
 mkdir -p "$OUT"
 export OMPI_ALLOW_RUN_AS_ROOT=${OMPI_ALLOW_RUN_AS_ROOT:-1} OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=${OMPI_ALLOW_RUN_AS_ROOT_CONFIRM:-1}
 
-$MPIRUN -n "$NP" $PARMBS simulate "$CONFIG" -o "$OUT/$NAME.h5" --plot "$OUT/$NAME.png" "$@"
+# an interrupted run left OUT.h5.partial (renamed onto OUT.h5 when complete): continue it
+if [ -e "$OUT/$NAME.h5.partial" ]; then SIM=(--restart "$OUT/$NAME.h5"); else SIM=(-o "$OUT/$NAME.h5"); fi
+$MPIRUN -n "$NP" $PARMBS simulate "$CONFIG" "${SIM[@]}" --plot "$OUT/$NAME.png" "$@"
 $MPIRUN -n "$NP" $PARMBS gradient "$CONFIG" --json "$OUT/$NAME-gradient.json" "$@"
-if [ -s "$OUT/$NAME-opt.h5" ]; then MODE=(--restart "$OUT/$NAME-opt.h5"); else MODE=(-o "$OUT/$NAME-opt.h5"); fi
+if [ -s "$OUT/$NAME-opt.h5.partial" ] || [ -s "$OUT/$NAME-opt.h5" ]; then MODE=(--restart "$OUT/$NAME-opt.h5")
+else MODE=(-o "$OUT/$NAME-opt.h5"); fi
 $MPIRUN -n "$NP" $PARMBS optimize "$CONFIG" "${MODE[@]}" "$@"

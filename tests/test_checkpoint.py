@@ -106,8 +106,14 @@ def test_direct_with_checkpoint_all(reference, tmp_path):
 def _env(**kw):
     env = dict(os.environ)
     env.pop("PARMBS_CHECKPOINT_KILL", None)
+    env["PARMBS_TEST_FAULTS"] = "1"                 # arms the kill hook (parmbs/faults.py)
     env.update({k: str(v) for k, v in kw.items()})
     return env
+
+
+def _partial(h5):
+    """The in-progress file of a checkpointed -o run (io/outputs.py): what a kill leaves."""
+    return h5.with_name(h5.name + ".partial")
 
 
 def _cli(*args, cwd, **env):
@@ -150,13 +156,15 @@ def test_sigkill_chain_then_restart_same_gradient(schedule, kills, reference, tm
         r = _cli("gradient", FIVEBAR, *sets, *where, cwd=tmp_path, PARMBS_CHECKPOINT_INTERVAL=0,
                  PARMBS_CHECKPOINT_KILL=kill)
         assert r.returncode == -signal.SIGKILL, (kill, r.returncode, r.stderr)
-        fwd, adj = _state(h5)
+        assert not h5.exists()                      # the result appears only when complete
+        fwd, adj = _state(_partial(h5))
         seen.add("forward" if adj < 0 else "adjoint")
     assert seen == {"forward", "adjoint"}
     js = tmp_path / "g.json"
     r = _cli("gradient", FIVEBAR, *sets, "--restart", h5, "--json", js, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "resuming" in r.stdout
+    assert h5.exists() and not _partial(h5).exists()
     grad = _grad_json(js)
     for k in grad0:
         assert np.max(np.abs(grad[k] - grad0[k])) <= 1e-12 * np.max(np.abs(grad0[k])), k
@@ -169,20 +177,20 @@ def test_external_sigkill_and_restart(reference, tmp_path):
     sets = ["--set", "simulation.t_end=0.1", "--set", "checkpoint.schedule=every:3"]
     progress = []
     for i, delay in enumerate((2.0, 1.5, 1.5)):
-        where = ["-o", h5] if i == 0 else ["--restart", h5]
+        where = ["-o", h5] if i == 0 and not _partial(h5).exists() else ["--restart", h5]
         p = subprocess.Popen([*PARMBS, "gradient", FIVEBAR, *sets, *map(str, where)], cwd=tmp_path,
                              env=_env(PARMBS_CHECKPOINT_INTERVAL=0), stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
         time.sleep(delay)
         p.send_signal(signal.SIGKILL)
         p.wait()
-        if h5.exists():
+        if _partial(h5).exists():
             try:
-                progress.append(_state(h5))
+                progress.append(_state(_partial(h5)))
             except OSError:     # killed while creating the file: a fresh start next time
-                h5.unlink()
+                _partial(h5).unlink()
     js = tmp_path / "g.json"
-    where = ["--restart", h5] if h5.exists() else ["-o", h5]
+    where = ["--restart", h5] if _partial(h5).exists() or h5.exists() else ["-o", h5]
     r = _cli("gradient", FIVEBAR, *sets, *where, "--json", js, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     grad = _grad_json(js)
@@ -313,7 +321,7 @@ def test_restart_under_mpirun_after_sigkill(reference, tmp_path):
     r = subprocess.run([*base, "-o", str(h5)], cwd=tmp_path, capture_output=True, text=True, timeout=300,
                        env={**env, "PARMBS_CHECKPOINT_KILL": "adjoint:45"})
     assert r.returncode != 0
-    fwd, adj = _state(h5)
+    fwd, adj = _state(_partial(h5))
     assert 0 < adj < 100
     r = subprocess.run([*base, "--restart", str(h5), "--json", str(js)], cwd=tmp_path, capture_output=True,
                        text=True, timeout=300, env=env)

@@ -52,6 +52,7 @@ def test_restart_after_interrupt_equals_uninterrupted(shared_tmp, kill, monkeypa
     rc = main(["gradient", FIVEBAR, *SETS, "--set", f"checkpoint.file={shared_tmp / 'ref.h5'}", "--json", str(ref)])
     assert comm.allgather(rc) == [0] * comm.size
     monkeypatch.setenv("PARMBS_CHECKPOINT_INTERVAL", "0")
+    monkeypatch.setenv("PARMBS_TEST_FAULTS", "1")                 # arms the hook (parmbs/faults.py)
     monkeypatch.setenv("PARMBS_CHECKPOINT_KILL", f"raise:{kill}")
     with pytest.raises(SimulatedKill):
         main(["gradient", FIVEBAR, *SETS, "-o", str(h5)])

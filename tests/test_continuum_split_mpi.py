@@ -91,6 +91,7 @@ def test_split_checkpointed_adjoint_restart(serial, monkeypatch):
     d = comm.bcast(tempfile.mkdtemp(prefix="parmbs-split-") if comm.rank == 0 else None, root=0)
     path = f"{d}/run.h5"
     try:
+        monkeypatch.setenv("PARMBS_TEST_FAULTS", "1")             # arms the hook (parmbs/faults.py)
         monkeypatch.setenv("PARMBS_CHECKPOINT_KILL", "raise:adjoint:2")
         pr = Problem(_config(), comm=PETSc.COMM_WORLD)
         pr.use_checkpoint(path, comm=comm, interval=0)

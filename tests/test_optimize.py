@@ -15,7 +15,7 @@ import pytest
 from parmbs.config import load_config
 from parmbs.optimize import Optimization
 
-from conftest import CONFIGS
+from conftest import CONFIGS, FAULTS, record_file
 
 FIVEBAR = CONFIGS / "fivebar.toml"
 SETS = ["simulation.t_end=0.5", "simulation.dt=1e-2", "optimize.objective=psi1",
@@ -28,7 +28,7 @@ def run_api(path, restart=False, extra=()):
     code, rho = opt.run()
     x = None
     if opt.mpi.rank == 0:                     # one reader (HDF5 file locks)
-        with h5py.File(path, "r") as f:
+        with h5py.File(record_file(path), "r") as f:
             x = f["optimize/x"][:f["optimize"].attrs["evaluations"]]
     return rho, opt.mpi.bcast(x, root=0), opt.history
 
@@ -69,10 +69,11 @@ def _sets():
 @pytest.mark.parametrize("event", ["forward", "adjoint", "write"])
 def test_sigkill_then_resume(reference, tmp_path, event):
     path = tmp_path / "k.h5"
-    p = _cli(["optimize", FIVEBAR, "-o", path, *_sets()], {"PARMBS_OPTIMIZE_KILL": f"{event}:4"})
+    p = _cli(["optimize", FIVEBAR, "-o", path, *_sets()], {"PARMBS_OPTIMIZE_KILL": f"{event}:4", **FAULTS})
     out, err = p.communicate(timeout=600)
     assert p.returncode == -signal.SIGKILL, (p.returncode, out, err)
-    with h5py.File(path, "r") as f:
+    assert not path.exists()                             # the record is renamed onto path when done
+    with h5py.File(record_file(path), "r") as f:
         done = int(f["optimize"].attrs["evaluations"])
     assert done == 3                                     # the 4th evaluation never counted
     r = subprocess.run([sys.executable, "-m", "parmbs", "optimize", FIVEBAR, "--restart", path, *_sets()],
@@ -96,7 +97,7 @@ def test_sigusr1_stops_at_a_safe_point(reference, tmp_path):
     out, err = p.communicate(timeout=600)
     assert p.returncode == 0, err
     assert "stopped on SIGUSR1 at a safe point" in out and "--restart" in out
-    with h5py.File(path, "r") as f:
+    with h5py.File(record_file(path), "r") as f:
         n = int(f["optimize"].attrs["evaluations"])
         assert 2 <= n < len(reference[1])
     rho, x, _ = run_api(path, restart=True)
@@ -117,7 +118,7 @@ def test_signal_during_setup_stops_before_the_first_evaluation(reference, tmp_pa
     assert code == 0 and rho is None
     assert any(line.startswith("stopped on SIGUSR1") for line in lines), lines
     assert not list(tmp_path.glob("*.creating-*"))
-    with h5py.File(path, "r") as f:
+    with h5py.File(record_file(path), "r") as f:
         assert int(f["optimize"].attrs["evaluations"]) == 0 and not f["optimize"].attrs["finished"]
     rho, x, _ = run_api(path, restart=True)
     assert np.array_equal(x, reference[1]) and np.array_equal(rho, reference[0])

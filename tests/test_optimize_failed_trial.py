@@ -24,7 +24,7 @@ from parmbs.optimize import Optimization
 from parmbs.optimize import driver
 from parmbs.optimize.log import fail_hook
 
-from conftest import CONFIGS
+from conftest import CONFIGS, record_file
 
 FIVEBAR = CONFIGS / "fivebar.toml"
 TAO_SETS = ["simulation.t_end=0.5", "simulation.dt=1e-2", "optimize.objective=psi1",
@@ -47,7 +47,7 @@ def run_api(config, sets, path, fail=(), restart=False, extra=()):
         fail_hook.which, fail_hook.count = set(), 0
     rec = None
     if opt.mpi.rank == 0:
-        with h5py.File(path, "r") as f:
+        with h5py.File(record_file(path), "r") as f:
             k = f["optimize"].attrs["evaluations"]
             rec = f["optimize/x"][:k], f["optimize/f"][:k], f["optimize/g"][:k]
     return rho, opt.mpi.bcast(rec, root=0), opt.history, lines

@@ -18,7 +18,7 @@ import pytest
 from parmbs.config import ConfigError, load_config
 from parmbs.optimize import Optimization
 
-from conftest import CONFIGS
+from conftest import CONFIGS, FAULTS, record_file
 
 PLATE = CONFIGS / "plate-pendulum.toml"
 VOL = 0.8
@@ -35,7 +35,7 @@ def run_api(path, restart=False, extra=()):
     code, rho = opt.run()
     x = None
     if opt.mpi.rank == 0:
-        with h5py.File(path, "r") as f:
+        with h5py.File(record_file(path), "r") as f:
             x = f["optimize/x"][:f["optimize"].attrs["evaluations"]]
     return rho, opt.mpi.bcast(x, root=0), opt.history, lines
 
@@ -142,7 +142,7 @@ SHORT = ["optimize.max_it=5"]          # the first 6 iterates are enough to comp
 def test_sigkill_then_resume(reference, tmp_path, event):
     """write:3 = the 2nd evaluation row, write:4 = the 2nd MMA state (between data and counter)."""
     path = tmp_path / "k.h5"
-    p = _cli(["optimize", PLATE, "-o", path, *_sets(SHORT)], {"PARMBS_OPTIMIZE_KILL": event})
+    p = _cli(["optimize", PLATE, "-o", path, *_sets(SHORT)], {"PARMBS_OPTIMIZE_KILL": event, **FAULTS})
     out, err = p.communicate(timeout=600)
     assert p.returncode == -signal.SIGKILL, (p.returncode, out, err)
     r = subprocess.run([sys.executable, "-m", "parmbs", "optimize", PLATE, "--restart", path, *_sets(SHORT)],

@@ -22,6 +22,7 @@ from parmbs.integrators.newmark import StepError
 from parmbs.optimize import driver
 
 from test_optimize_failed_trial import MMA_SETS, PLATE, run_api
+from conftest import FAULTS, record_file
 
 N = driver.MMA_HALVINGS
 #: the uninterrupted run: evaluation 1 (x_0) works, 2 (x_1) and its N halvings fail
@@ -31,7 +32,7 @@ SETS = MMA_SETS + ["optimize.max_it=6"]
 
 def _mma_state(path):
     """(current state (5, nd), meta) of the record's valid MMA slot, and the logged x rows."""
-    with h5py.File(path, "r") as f:
+    with h5py.File(record_file(path), "r") as f:
         g = f["optimize/mma"]
         slot = int(g.attrs["current"])
         k = int(f["optimize"].attrs["evaluations"])
@@ -59,7 +60,7 @@ def test_mma_halvings_survive_a_kill(gave_up, tmp_path, kill):
     fail_first, fail_resumed = KILLS[kill]
     path = tmp_path / "k.h5"
     env = dict(os.environ, PYTHONUNBUFFERED="1", PARMBS_OPTIMIZE_FAIL=",".join(map(str, fail_first)),
-               PARMBS_OPTIMIZE_KILL=kill)
+               PARMBS_OPTIMIZE_KILL=kill, **FAULTS)
     sets = [a for s in SETS for a in ("--set", s)]
     r = subprocess.run([sys.executable, "-m", "parmbs", "optimize", str(PLATE), "-o", str(path), *sets],
                        capture_output=True, text=True, env=env, timeout=300)

@@ -33,7 +33,8 @@ def _mpirun(tmp_path, spec, *argv):
     if mpirun is None:
         pytest.skip("mpirun not installed")
     env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-           "OMPI_MCA_mpi_yield_when_idle": "1", "PARMBS_RANK_FAIL": spec, "PARMBS_FAILURE_TIMEOUT": "1"}
+           "OMPI_MCA_mpi_yield_when_idle": "1", "PARMBS_RANK_FAIL": spec, "PARMBS_FAILURE_TIMEOUT": "1",
+           "PARMBS_TEST_FAULTS": "1"}
     sets = [a for s in SETS for a in ("--set", s)]
     try:
         return subprocess.run([mpirun, "--oversubscribe", "-n", "2", sys.executable, "-m", "parmbs", *argv[:1],

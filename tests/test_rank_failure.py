@@ -49,13 +49,16 @@ OPT = ["optimize", "--set", "optimize.objective=psi1", "--set", "optimize.max_it
 
 @pytest.mark.parametrize("spec, argv, what", [
     ("1:forward:5:raise", ["simulate"], "computation failed: PARMBS_RANK_FAIL: forward step 5 failed on rank 1 only"),
+    # with -o the states go to a checkpoint file (CheckpointedRun.forward): the hook fires there too
+    ("1:forward:5:raise", ["simulate", "-o", "x.h5"],
+     "computation failed: PARMBS_RANK_FAIL: forward step 5 failed on rank 1 only"),
     ("1:adjoint:5:raise", ["gradient", "--method", "adjoint"],
      "computation failed: PARMBS_RANK_FAIL: adjoint step 5 failed on rank 1 only"),
     # in the second evaluation (a trial design): the failed-trial agreement cannot be reached
     ("1:forward:5:raise:2", OPT, "computation failed: PARMBS_RANK_FAIL: forward step 5 failed on rank 1 only"),
     # an unexpected exception leaving the optimizer (before: a hang in its closing barrier)
     ("1:forward:5:bug:2", OPT, "RuntimeError: PARMBS_RANK_FAIL: injected bug at forward step 5 on rank 1"),
-], ids=["simulate", "gradient", "optimize", "optimize-bug"])
+], ids=["simulate", "simulate-o", "gradient", "optimize", "optimize-bug"])
 def test_failure_on_one_rank_ends_the_job(tmp_path, spec, argv, what):
     r = _mpirun(tmp_path, spec, *argv)
     assert r.returncode != 0, (r.stdout, r.stderr)

@@ -3,6 +3,19 @@ adjoint gradients of the discrete objectives, and finite differences.
 
 The forward run keeps the trajectory in memory (checkpointing to HDF5 is the
 checkpoint package's job); the adjoint sweeps it backward.
+
+The trajectory remembers the parameters it was computed with (``traj.p``), and
+``objective_values``, ``direct`` and ``adjoint`` called without ``p`` use them:
+
+    pr.forward(p1)
+    pr.objective_values()      # ψ(p1)
+    pr.adjoint()               # ∇ψ(p1)
+
+Giving a ``p`` other than the trajectory's is a ValueError (the derivatives would be
+taken along a trajectory of other parameters: a wrong number, silently).  Before the
+first ``forward`` there is no trajectory; ``objective_values``/``direct``/``adjoint``
+then raise ValueError too (except the whole-run PETSc TS steppers' ``direct`` and
+``adjoint``, which run their own forward at ``p``, default ``sys.p``).
 """
 import time
 
@@ -57,6 +70,7 @@ class Problem:
         self.objectives = [Objective(self.sys, o) for o in config.objectives]
         self.w = quadrature_weights(self.nsteps, self.h)
         self.checkpoint = None            # a CheckpointedRun once use_checkpoint() was called
+        self.traj = None                  # the last forward run (traj.p: its parameters)
 
     def use_checkpoint(self, path, comm=None, interval=None):
         """Keep the forward states in the HDF5 checkpoint file ``path`` following
@@ -69,15 +83,38 @@ class Problem:
 
     # -- forward -------------------------------------------------------------------------------
     def forward(self, p=None, progress=None, on_step=None):
+        """Run the simulation at ``p`` (default: the config's parameters ``sys.p``);
+        returns the trajectory, also kept as ``self.traj`` with ``traj.p`` a copy of
+        ``p`` (what the objective and gradient calls without ``p`` use)."""
         p = self.sys.p if p is None else p
+        self.traj = None                              # a failed run leaves no stale trajectory
+        self.traj = self._forward(p, progress, on_step)
+        self.traj.p = np.array(p, copy=True)
+        return self.traj
+
+    def _p(self, p, traj=None):
+        """The parameters of a derivative/objective call: the trajectory's when ``p`` is
+        None; a ``p`` other than the trajectory's is refused (module docstring)."""
+        traj = self.traj if traj is None else traj
+        if traj is None:
+            if hasattr(self.stepper, "forward"):      # PETSc TS: direct/adjoint run their own forward
+                return self.sys.p if p is None else p
+            raise ValueError("no trajectory: call forward(p) first")
+        tp = getattr(traj, "p", None)
+        if p is None:
+            return self.sys.p if tp is None else tp
+        if tp is not None and p is not tp and not (np.shape(p) == np.shape(tp) and np.array_equal(p, tp)):
+            raise ValueError("p differs from the parameters of the last forward run (traj.p); "
+                             "call forward(p) first, or omit p")
+        return p
+
+    def _forward(self, p, progress, on_step):
         if self.design.linked:
             self._follow_design(p)
         if self.checkpoint is not None:               # states in an HDF5 checkpoint file
-            self.traj = self.checkpoint.forward(p, progress, on_step)
-            return self.traj
+            return self.checkpoint.forward(p, progress, on_step)
         if hasattr(self.stepper, "forward"):          # whole-run steppers (PETSc TS)
-            self.traj = self.stepper.forward(self, p, progress, on_step)
-            return self.traj
+            return self.stepper.forward(self, p, progress, on_step)
         N, n, m = self.nsteps, self.sys.n, self.sys.m
         T = self.t0 + self.h * np.arange(N + 1)
         Q, V, A, L = (np.empty((N + 1, k)) for k in (n, n, n, m))
@@ -94,8 +131,7 @@ class Problem:
                 on_step(k + 1, T[k + 1], x)
             if progress:
                 progress(k + 1, N)
-        self.traj = Trajectory(T, Q, V, A, L, its)
-        return self.traj
+        return Trajectory(T, Q, V, A, L, its)
 
     def _follow_design(self, p):
         """Linked design (design.py): the initial assembly starts from the geometry of
@@ -114,7 +150,10 @@ class Problem:
         self._guess_rho = rho.copy()
 
     def objective_values(self, traj=None, p=None):
-        traj, p = traj or self.traj, self.sys.p if p is None else p
+        """ψ for every objective on ``traj`` (default: the last forward run) at its
+        parameters (``p`` may be omitted; if given it must be the trajectory's)."""
+        traj = self.traj if traj is None else traj
+        p = self._p(p, traj)
         if getattr(traj, "values", None) is not None:     # checkpointed run: accumulated in forward
             return dict(traj.values)
         out = {}
@@ -149,8 +188,9 @@ class Problem:
     # -- direct differentiation ----------------------------------------------------------------------
     def direct(self, p=None):
         """∇ψ for every objective by the tangent (forward) sensitivity equations
-        (per parameter column, then chained to the design variables: design.py)."""
-        p = self.sys.p if p is None else p
+        (per parameter column, then chained to the design variables: design.py), along
+        the last forward run, at its parameters (``p`` may be omitted)."""
+        p = self._p(p)
         self.design.check_direct()        # one dense column per design variable: refuse fields
         return self.design.chain(self._direct_columns(p), p)
 
@@ -179,8 +219,9 @@ class Problem:
     # -- discrete adjoint -------------------------------------------------------------------------------
     def adjoint(self, p=None):
         """∇ψ for every objective by one backward sweep (one adjoint column each; per
-        parameter column, then chained to the design variables: design.py)."""
-        p = self.sys.p if p is None else p
+        parameter column, then chained to the design variables: design.py), along the
+        last forward run, at its parameters (``p`` may be omitted)."""
+        p = self._p(p)
         return self.design.chain(self._adjoint_columns(p), p)
 
     def _adjoint_columns(self, p):

@@ -194,7 +194,7 @@ def test_verify_ok():
 
 
 def test_taylor_orders_helper():
-    from parmbs.cli import taylor_orders
+    from parmbs.sensitivity.verify import taylor_orders
     eps = [1e-2 / 2 ** k for k in range(6)]
     orders, order = taylor_orders(eps, [3 * e ** 2 for e in eps], psi=1.0)
     assert order == pytest.approx(2.0)
@@ -315,7 +315,8 @@ def test_progress_plain(capsys):
 def test_verify_disagreement_exit_3(monkeypatch, capsys):
     """In-process with an impossible Taylor threshold: verify must report exit 3."""
     from parmbs import cli
-    monkeypatch.setattr(cli, "MIN_TAYLOR_ORDER", 2.5)
+    from parmbs.sensitivity import verify
+    monkeypatch.setattr(verify, "MIN_TAYLOR_ORDER", 2.5)
     rc = cli.main(["verify", str(FIVEBAR), "--set", "simulation.t_end=0.02"])
     assert rc == 3
     err = capsys.readouterr().err.strip().splitlines()

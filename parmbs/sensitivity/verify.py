@@ -1,0 +1,371 @@
+"""``parmbs verify``: do adjoint, direct, complex step and finite differences agree, and
+by how much may they differ?
+
+Four computations of ∇ψ of the same discrete objective:
+
+* adjoint and direct are the same linear algebra in opposite order (Problem.adjoint,
+  Problem.direct), so they differ by round-off only.  How much round-off is *measured*,
+  not assumed: direct and adjoint are rerun with every step's output multiplied by
+  (1 + ε ξ), ξ ~ N(0, 1) seeded, ε the unit round-off — one rounding per step — and
+  every Newton-matrix solve given the backward error of LU, (A + E∘A)⁻¹ b with
+  E_ik = ε ξ_ik (_PerturbedSolves: the κ(A)·ε of a stiff model).  To first order the result moves by a
+  Gaussian of the standard deviation σ of the real round-off error; σ̂ is the RMS of
+  the 2·ROUNDOFF_TRIALS moves.  A model whose linearized steps amplify errors (the
+  heavy top's spin under the trapezoidal rule: its (−1)ⁿ mode grows at a rate ∝ |ω|)
+  has a large σ̂, a benign one σ̂ ~ ε |∇ψ|.  Bound: |adj − dir| ≤ ROUNDOFF_FACTOR·√2·σ̂
+  + ROUNDOFF_FLOOR·ε·‖∇ψ‖∞ (see the constants).
+* complex step (index-3, index-1, Maggi; complex_step.py) is the same tangent
+  propagation run through Newton in complex arithmetic.  Newton stops on the real
+  part's update; the imaginary part is then the tangent at the last-but-one iterate,
+  whose error Δ_prev relates to the last update by quadratic convergence,
+  |Δ_last| ≈ |Δ_prev|², so it is up to √(Newton rtol) relative (1e-6 for the default
+  1e-12; measured 2.4e-8 of ‖∇ψ‖∞ on the plate pendulum, 1.1e-6 on the heavy top's J_zz
+  after 250 amplifying steps).  Bound: √rtol·‖∇ψ‖∞ + CS_ULP·√N times the
+  adjoint/direct bound (round-off: a few ulp per step, systematic, so up to √N times
+  the random walk of σ̂).
+* central finite differences (ψ(ρ + h e_j) − ψ(ρ − h e_j)) / 2h, swept over
+  h = s_j·10⁻², …, s_j·10⁻⁷ (s_j = |ρ_j|, or 1 if ρ_j = 0): truncation O(h²) falls
+  by 100 per step down the sweep, noise (Newton tolerance, cancellation in ψ) grows by
+  10.  The plateau is the step whose estimate changes least towards both neighbours;
+  that change δ bounds the estimate's error (truncation at the larger neighbour and
+  noise at the smaller one each exceed the chosen step's), so the FD check is
+  |fd − adj| ≤ FD_FACTOR·δ + the adjoint/direct bound.
+
+Verdict per objective and design variable: adjoint vs direct beyond its bound is a
+disagreement; otherwise the sensitivities stand if complex step or FD agrees with them
+within its bound.  FD alone disagreeing (cs agreeing) is "FD unreliable for this
+variable (curvature/noise)", not a failure; cs and FD both disagreeing (or FD alone,
+where cs is not available) is a disagreement.  The Taylor test (order ≥ 1.8 of the
+remainder along a seeded direction) checks the whole gradient at once.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+EPS = float(np.finfo(float).eps)
+
+#: seeded direction of the Taylor test and seed of the round-off perturbations
+TAYLOR_SEED = 20240611
+ROUNDOFF_SEED = 20261126
+#: perturbed direct + adjoint runs: 3 trials give 6 samples of the round-off error
+ROUNDOFF_TRIALS = 3
+#: σ̂ from 6 samples is below σ/5 with probability P(χ²₆ < 6/25) ≈ 3e-5; the difference
+#: of two errors of deviation ≤ σ then exceeds 30·√2·σ̂ ≥ 6·√2·σ with probability < 1e-8
+ROUNDOFF_FACTOR = 30.0
+#: entries that no perturbation reaches (structural zeros): a handful of roundings of
+#: the gradient's largest entry
+ROUNDOFF_FLOOR = 16.0
+#: complex step's per-step error in ulp (the tangent at Newton's last-but-one iterate)
+CS_ULP = 5.0
+#: relative FD steps of the sweep (times s_j).  Below 1e-7 the noise of ψ (Newton solves
+#: to 1e-12 relative, ~1e-13 after cancellation in ψ differences) divided by h exceeds
+#: 1e-6 relative: no plateau there, only cost
+FD_REL_STEPS = tuple(10.0 ** -k for k in range(2, 8))
+#: the plateau's change δ bounds the chosen estimate's error; 3δ leaves room for the
+#: error of the chosen step being up to its larger neighbour's truncation error
+FD_FACTOR = 3.0
+MIN_TAYLOR_ORDER = 1.8
+TAYLOR_EPS = tuple(1e-2 * 0.5 ** k for k in range(11))
+
+
+def _failures():
+    """Exceptions of a perturbed forward run that make that run unusable, not verify fail."""
+    from ..integrators.newmark import StepError
+    from ..model.system import ModelError
+    return (StepError, ModelError, np.linalg.LinAlgError, FloatingPointError)
+
+
+# ----------------------------------------------------------------------------- round-off
+
+
+class _Perturbed:
+    """The stepper with each tangent / adjoint step's output multiplied by (1 + ε ξ)."""
+
+    def __init__(self, stepper, rng):
+        self._s, self._rng = stepper, rng
+
+    def __getattr__(self, name):
+        return getattr(self._s, name)
+
+    def _j(self, a):
+        a = np.asarray(a)
+        return a * (1.0 + EPS * self._rng.standard_normal(a.shape))
+
+    def tangent_step(self, *args):
+        return tuple(self._j(b) for b in self._s.tangent_step(*args))
+
+    def adjoint_step(self, *args):
+        mu, g = self._s.adjoint_step(*args)
+        return tuple(self._j(b) for b in mu), self._j(g)
+
+
+class _PerturbedSolves:
+    """A SparseOperator whose solves return, to first order, (A + E∘A)⁻¹ b with
+    E_ik = ε ξ_ik on A's nonzeros: the backward error of the LU solve (Higham, Accuracy
+    and Stability of Numerical Algorithms, thm. 9.4, |ΔA| ≤ γ_n |L||U|, here taken as
+    ε|A|), so a badly conditioned Newton matrix (a stiff plate) shows its κ(A)·ε, which
+    one rounding of the step's output does not:  x̃ = x − A⁻¹ (E∘A) x (one more solve)."""
+
+    def __init__(self, op, rng):
+        self._op, self._rng = op, rng
+
+    def __getattr__(self, name):
+        return getattr(self._op, name)
+
+    def solve_many(self, B, transpose=False):
+        import scipy.sparse as sp
+        X = self._op.solve_many(B, transpose)
+        indptr, indices, data = self._op.A.getValuesCSR()
+        n = self._op.N
+        E = sp.csr_matrix((data * EPS * self._rng.standard_normal(len(data)), indices, indptr), shape=(n, n))
+        return X - self._op.solve_many((E.T if transpose else E) @ X, transpose)
+
+
+def _solver_slots(stepper):
+    """The stepper's attributes holding a serial SparseOperator (Newton matrix)."""
+    from ..model.assembly import SparseOperator
+    return [a for a in ("lin", "op") if isinstance(getattr(stepper, a, None), SparseOperator)
+            and getattr(stepper, a).comm.getSize() == 1]
+
+
+def roundoff_measurable(problem):
+    """Whether Problem's own step loops run the sensitivities (whole-run PETSc TS
+    steppers differentiate inside PETSc, where no step's output can be perturbed)."""
+    st = problem.stepper
+    return not (hasattr(st, "direct") or hasattr(st, "adjoint") or problem.checkpoint is not None)
+
+
+def roundoff_sigma(problem, adj, dirg, trials=ROUNDOFF_TRIALS, seed=ROUNDOFF_SEED, with_direct=True):
+    """σ̂ per objective (array over design variables): RMS change of adjoint and direct
+    under one seeded rounding per step (module docstring); None when not measurable."""
+    if not roundoff_measurable(problem):
+        return None
+    rng = np.random.default_rng(seed)
+    stepper = problem.stepper
+    sq = {o: np.zeros(len(adj[o])) for o in adj}
+    n = 0
+    slots = {a: getattr(stepper, a) for a in _solver_slots(stepper)}
+    for a, op in slots.items():
+        setattr(stepper, a, _PerturbedSolves(op, rng))
+    problem.stepper = _Perturbed(stepper, rng)
+    try:
+        for _ in range(trials):
+            runs = [(problem.adjoint(), adj)] + ([(problem.direct(), dirg)] if with_direct else [])
+            for g, g0 in runs:
+                for o in sq:
+                    sq[o] += (np.asarray(g[o], float) - np.asarray(g0[o], float)) ** 2
+                n += 1
+    finally:
+        problem.stepper = stepper
+        for a, op in slots.items():
+            setattr(stepper, a, op)
+    return {o: np.sqrt(sq[o] / n) for o in sq}
+
+
+def adjoint_direct_bound(sigma, a, d):
+    """|adj − dir| allowed by round-off, per design variable (module docstring)."""
+    scale = max(float(np.max(np.abs(a), initial=0.0)), float(np.max(np.abs(d), initial=0.0)))
+    floor = ROUNDOFF_FLOOR * EPS * scale
+    return ROUNDOFF_FACTOR * math.sqrt(2.0) * sigma + floor
+
+
+# ----------------------------------------------------------------------------- FD sweep
+
+
+@dataclass
+class Sweep:
+    """Central differences of one design variable over the steps ``h`` (absolute).
+    ``est[o][i]`` is None where a perturbed run failed (Newton, assembly)."""
+    name: str
+    scale: float
+    h: list
+    est: dict
+    failed: list = field(default_factory=list)   # (h, message)
+
+    def plateau(self, o):
+        """(index, estimate, δ): the step whose estimate changes least towards its
+        neighbours (the larger of the two changes), δ that change.  End points (one
+        neighbour: half the evidence) only when no interior step has two; None if fewer
+        than two steps succeeded."""
+        e = self.est[o]
+        ok = [i for i in range(len(e)) if e[i] is not None and math.isfinite(e[i])]
+        best = None
+        need = 2 if len(ok) >= 3 else 1
+        for k, i in enumerate(ok):
+            nb = [ok[k + s] for s in (-1, 1) if 0 <= k + s < len(ok)]
+            if len(nb) < need:
+                continue
+            delta = max(abs(e[i] - e[j]) for j in nb)
+            if best is None or delta < best[2]:
+                best = (i, e[i], delta)
+        return best
+
+
+def fd_scale(rho_j):
+    """The step unit s_j: |ρ_j|, or 1 for a variable that is 0 at the nominal design."""
+    return abs(float(rho_j)) if rho_j != 0 else 1.0
+
+
+def fd_sweep(problem, p0, rel_steps=FD_REL_STEPS, columns=None, progress=None):
+    """One Sweep per design variable (two forward runs per step), all objectives at once.
+
+    Runs stay in memory (no checkpoint file); the problem is left at ``p0``."""
+    design = problem.design
+    rho = np.asarray(design.values(p0), float)
+    names = list(design.names)
+    cols = range(len(rho)) if columns is None else columns
+    checkpoint, problem.checkpoint = problem.checkpoint, None
+    out = []
+    try:
+        for j in cols:
+            s = fd_scale(rho[j])
+            hs = [r * s for r in rel_steps]
+            sw = Sweep(names[j], s, hs, {ob.name: [] for ob in problem.objectives})
+            for hstep in hs:
+                vals = []
+                for sgn in (+1, -1):
+                    r = rho.copy()
+                    r[j] += sgn * hstep
+                    p = design.apply(p0, r)
+                    try:
+                        tr = problem.forward(p)
+                        vals.append(problem.objective_values(tr, p))
+                    except _failures() as e:
+                        sw.failed.append((hstep, " ".join(str(e).split())))
+                        vals = None
+                        break
+                for o in sw.est:
+                    sw.est[o].append(None if vals is None else (vals[0][o] - vals[1][o]) / (2 * hstep))
+            out.append(sw)
+            if progress:
+                progress(j, sw)
+    finally:
+        problem.checkpoint = checkpoint
+        problem.forward(p0)
+    return out
+
+
+# ----------------------------------------------------------------------------- verdict
+
+
+@dataclass
+class Check:
+    """The comparison of one objective's gradient entry."""
+    objective: str
+    name: str
+    adjoint: float
+    direct: float
+    bound_ad: float
+    cs: float | None = None
+    bound_cs: float | None = None
+    fd: float | None = None
+    fd_h: float | None = None
+    fd_delta: float | None = None
+    status: str = "ok"          # ok | fd-unreliable | cs-disagrees | FAILED
+    reason: str = ""
+
+    @property
+    def bound_fd(self):
+        return None if self.fd is None else FD_FACTOR * self.fd_delta + self.bound_ad
+
+
+def judge(c: Check, nsteps: int) -> Check:
+    """Set ``c.status`` and ``c.reason`` (module docstring: the verdict)."""
+    diff_ad = abs(c.adjoint - c.direct)
+    if not diff_ad <= c.bound_ad:
+        c.status = "FAILED"
+        c.reason = (f"adjoint vs direct differ by {diff_ad:.3e}, beyond the round-off bound {c.bound_ad:.3e}: "
+                    "the two sweeps do not compute the same derivative")
+        return c
+    ref = 0.5 * (c.adjoint + c.direct)
+    cs_ok = None if c.cs is None else bool(abs(c.cs - ref) <= c.bound_cs)
+    fd_ok = None if c.fd is None else bool(abs(c.fd - ref) <= c.bound_fd)
+    if cs_ok is False and fd_ok is not True:
+        c.status = "FAILED"
+        c.reason = (f"complex step differs by {abs(c.cs - ref):.3e} (bound {c.bound_cs:.3e})"
+                    + ("" if c.fd is None else f" and FD by {abs(c.fd - ref):.3e} (bound {c.bound_fd:.3e})")
+                    + " from adjoint = direct")
+    elif cs_ok is None and fd_ok is not True:
+        c.status = "FAILED"
+        c.reason = ("no FD step gave an estimate" if c.fd is None else
+                    f"FD differs by {abs(c.fd - ref):.3e} (bound {c.bound_fd:.3e}) from adjoint = direct") + \
+            " and complex step is not available for this formulation: see the step sweep above; if its " \
+            "estimates never settle, FD cannot check this variable (curvature/noise) — try a shorter " \
+            "horizon or --method cs with an index3 integrator"
+    elif fd_ok is not True:
+        c.status = "fd-unreliable"
+        c.reason = ("FD unreliable for this variable (curvature/noise): "
+                    + ("no step gave an estimate" if c.fd is None else
+                       f"the best plateau of the step sweep is {abs(c.fd - ref):.3e} off (bound {c.bound_fd:.3e})")
+                    + "; complex step agrees")
+    elif cs_ok is False:
+        c.status = "cs-disagrees"
+        c.reason = f"complex step differs by {abs(c.cs - ref):.3e} (bound {c.bound_cs:.3e}); FD agrees"
+    return c
+
+
+def cs_bound(bound_ad, nsteps, gscale, newton_rtol):
+    """|cs − adj| allowed (module docstring): Newton's last-but-one iterate + round-off."""
+    return math.sqrt(newton_rtol) * gscale + CS_ULP * math.sqrt(max(nsteps, 1)) * bound_ad
+
+
+# ----------------------------------------------------------------------------- Taylor test
+
+
+def taylor_orders(eps, r, psi, noise_rel=1e-9):
+    """Observed orders log2(r(eps)/r(eps/2)) of consecutive pairs, and the decisive one.
+
+    Pairs whose smaller remainder is below the noise level (``noise_rel·|ψ|``; the
+    objective is computed by Newton solves to ~1e-12) are reported but not used, and
+    so are pairs with a missing remainder (None: the perturbed run failed).  The
+    decisive order is the median of the usable pairs (None if there are none: the
+    remainder is at noise level everywhere, i.e. ψ is linear along d).
+    """
+    orders, usable = [], []
+    for i in range(len(eps) - 1):
+        if r[i] is not None and r[i + 1] is not None and r[i] > 0 and r[i + 1] > 0:
+            o = math.log(r[i] / r[i + 1]) / math.log(eps[i] / eps[i + 1])
+        else:
+            o = float("nan")
+        orders.append(o)
+        if r[i + 1] is not None and r[i + 1] > noise_rel * max(abs(psi), 1e-300) and math.isfinite(o):
+            usable.append(o)
+    return orders, (float(np.median(usable)) if usable else None)
+
+
+def taylor_remainders(problem, p0, values, grads, eps=TAYLOR_EPS, seed=TAYLOR_SEED):
+    """r_o(ε) = |ψ_o(ρ + ε d) − ψ_o(ρ) − ε ∇ψ_o·d| along a seeded d, |d_j| ≤ s_j (the FD
+    step unit: |ρ_j|, or 1 where ρ_j = 0; a floor of 1 moved a crank inertia of 2e-6 by
+    1e-2 and Newton failed); None where the perturbed run failed.  The problem is left
+    at ``p0``."""
+    rho0 = np.asarray(problem.design.values(p0), float)
+    rng = np.random.default_rng(seed)
+    dvec = rng.uniform(-1.0, 1.0, len(rho0)) * np.array([fd_scale(r) for r in rho0])
+    r = {o: [] for o in grads}
+    try:
+        for e in eps:
+            p = problem.design.apply(p0, rho0 + e * dvec)
+            try:
+                tr = problem.forward(p)
+                vals = problem.objective_values(tr, p)
+            except _failures():
+                vals = None
+            for o in grads:
+                r[o].append(None if vals is None else
+                            abs(vals[o] - values[o] - e * float(np.dot(grads[o], dvec))))
+    finally:
+        problem.forward(p0)
+    return r
+
+
+#: relative adjoint/direct bound where round-off cannot be measured (PETSc TS steppers
+#: differentiate inside PETSc): not an estimate, the former fixed tolerance of verify
+FIXED_REL = 1e-8
+
+
+def fixed_bound(a, d):
+    scale = max(float(np.max(np.abs(a), initial=0.0)), float(np.max(np.abs(d), initial=0.0)))
+    return FIXED_REL * np.maximum(np.abs(a), FIXED_REL * scale)

@@ -1,0 +1,226 @@
+"""``parmbs verify`` passes on every shipped config (issue 17), and on a user's slider-crank
+whose design variable is far below 1 (the former FD step 1e-6·max(|ρ|, 1) was half of
+its crank inertia: FD 5.7e-3 off, then the Taylor test's 1e-2 step made the inertia
+negative and Newton failed).
+
+Every file in configs/*.toml is a case: a config without an entry in HORIZON fails (a
+new model must say how it is verified in the suite).  Horizons are shortened so the
+whole file stays near 2 minutes of CPU: verify costs ≈ 3 + 3·2 (round-off trials) +
+3·n_d (complex step) + 12·n_d (FD sweep) + 11 (Taylor) forward runs.  The verdict's
+tolerances are estimated inside verify (parmbs/sensitivity/verify.py: measured
+round-off of adjoint/direct, complex step's per-step ulp, the FD plateau's change);
+this test asserts the verdict and that each comparison really ran.
+"""
+from pathlib import Path
+
+import pytest
+
+from parmbs import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = sorted(p.name for p in (ROOT / "configs").glob("*.toml"))
+
+#: config -> --set overrides: shortened horizon (steps), and why where it matters
+HORIZON = {
+    "bathe-noh.toml": ["simulation.t_end=2.6180"],                  # 10 of 39 steps (dt 0.2618)
+    "buggy-lane-change.toml": ["simulation.t_end=0.03"],            # 3 steps
+    "buggy-step-descent.toml": ["simulation.t_end=0.004"],          # 4 steps
+    "double-pendulum.toml": ["simulation.t_end=0.02"],              # 20 steps
+    "fivebar.toml": ["simulation.t_end=0.02"],
+    # Newton fails at t = 3.817 s of a perturbed full run (trapezoidal, issue 17; the
+    # default integrators are another change): 20 steps here
+    "flexible-pendulum.toml": ["simulation.t_end=0.02"],
+    "fourbar.toml": ["simulation.t_end=0.02"],
+    # the whole run is 250 steps; its trapezoidal spin mode amplifies round-off (the
+    # round-off bound measures it): 20 steps
+    "heavy-top.toml": ["simulation.t_end=0.02"],
+    "iltis.toml": ["simulation.t_end=0.02"],                        # 4 steps
+    "parallelogram.toml": ["simulation.t_end=0.02"],
+    "pendulum.toml": ["simulation.t_end=0.05"],
+    # 4 × 2 elements (8 density columns; the tip node moved with the mesh), 2 steps
+    "plate-pendulum.toml": ["simulation.t_end=0.004", "plates.P.nx=4", "plates.P.ny=2", "plates.P.points.tip=[4,0]"],
+    "rigid-spring-beam-opt.toml": ["simulation.t_end=0.005"],
+    "rigid-spring-beam.toml": ["simulation.t_end=0.005"],
+    "slider-crank-flex.toml": ["simulation.t_end=0.0003"],          # 3 steps
+    "spatial-ball.toml": ["simulation.t_end=0.02"],                 # 8 steps
+    "spatial-double-pendulum.toml": ["simulation.t_end=0.02"],
+    "spatial-quarter-car.toml": ["simulation.t_end=0.02"],          # 10 steps
+    # 10 × 2 elements (20 density columns), 2 steps; the pin and clamp moved with the mesh
+    "topopt-crank.toml": ["simulation.t_end=0.04", "simulation.dt=0.02", "continua.crank.nx=10",
+                          "continua.crank.ny=2", "continua.crank.points.pin=[9,1]",
+                          "continua.crank.clamp_radius=0.026"],
+}
+
+SLIDER_CRANK = """\
+# A user's small slider-crank (crank 20 mm, rod 80 mm) started at 60 rad/s against a gas
+# spring on the slider; objective: the pivot load.  The crank inertia (2e-6 kg m²) is
+# far below 1.
+[model]
+name = "slider-crank"
+gravity = [0.0, -9.81]
+
+[ground]
+points = { O = [0.0, 0.0], G = [0.1, 0.0], S = [0.2, 0.0] }
+
+[[bodies]]
+name = "crank"
+mass = 0.05
+inertia = 2.0e-6
+com = [0.01, 0.0]
+points = { O = [0.0, 0.0], A = [0.02, 0.0] }
+initial = { angle = 0.3 }
+independent = ["angle"]
+initial_velocity = { angle = 60.0 }
+
+[[bodies]]
+name = "rod"
+mass = 0.1
+inertia = 5.0e-5
+com = [0.04, 0.0]
+points = { A = [0.0, 0.0], B = [0.08, 0.0] }
+initial = { x = 0.0191, y = 0.0059, angle = -0.0739 }
+
+[[bodies]]
+name = "slider"
+mass = 0.2
+inertia = 1.0e-5
+initial = { x = 0.0989, y = 0.0 }
+
+[[joints]]
+type = "revolute"
+name = "pivot"
+a = "ground.O"
+b = "crank.O"
+
+[[joints]]
+type = "revolute"
+name = "crankpin"
+a = "crank.A"
+b = "rod.A"
+
+[[joints]]
+type = "revolute"
+name = "wristpin"
+a = "rod.B"
+b = "slider.com"
+
+[[joints]]
+type = "prismatic"
+name = "guide"
+a = "ground.G"
+b = "slider.com"
+
+[[forces]]
+type = "spring"
+name = "gas"
+a = "slider.com"
+b = "ground.S"
+stiffness = 400.0
+damping = 0.2
+length = 0.1
+
+[simulation]
+t_end = 0.01
+dt = 1e-3
+integrator = "genalpha"
+
+[[design]]
+name = "J_crank"
+path = "bodies.crank.inertia"
+
+[[design]]
+name = "J_rod"
+path = "bodies.rod.inertia"
+
+[[design]]
+name = "m_slider"
+path = "bodies.slider.mass"
+
+[[design]]
+name = "rod_len"
+path = "bodies.rod.points.B.x"
+
+[[objectives]]
+name = "pivot_load"
+integrand = "reaction_sq"
+joint = "pivot"
+"""
+
+
+def _verify(config, sets, capsys):
+    args = ["verify", str(config)] + [x for s in sets for x in ("--set", s)]
+    rc = cli.main(args)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def _assert_ok(rc, out, err):
+    assert rc == 0, out + err
+    assert "verify: OK" in out and err == ""
+    assert "σ: RMS change under one rounding per step" in out      # round-off measured, not assumed
+    assert "fd plateau (rel. step h/s per objective" in out
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_verify_passes_on_shipped_config(name, capsys):
+    assert name in HORIZON, f"configs/{name}: add its shortened horizon to HORIZON"
+    rc, out, err = _verify(ROOT / "configs" / name, HORIZON[name], capsys)
+    _assert_ok(rc, out, err)
+
+
+def test_verify_user_slider_crank(tmp_path, capsys):
+    cfg = tmp_path / "slider-crank.toml"
+    cfg.write_text(SLIDER_CRANK)
+    rc, out, err = _verify(cfg, [], capsys)
+    _assert_ok(rc, out, err)
+    row = next(line for line in out.splitlines() if line.strip().startswith("J_crank"))
+    assert row.rstrip().endswith(" ok"), row          # FD agrees at the swept step, cs too
+
+
+# -- verify must also say FAILED when a derivative is wrong -------------------------------
+
+PENDULUM = ROOT / "configs" / "pendulum.toml"
+PENDULUM_SHORT = ["simulation.t_end=0.02"]
+
+
+def _corrupt(monkeypatch, methods, rel):
+    """Problem.<method> returns gradients whose entry 1 (xG) is off by ``rel``."""
+    from parmbs.sensitivity.problem import Problem
+    for m in methods:
+        orig = getattr(Problem, m)
+
+        def wrong(self, p=None, _orig=orig):
+            g = _orig(self, p)
+            for o in g:
+                g[o] = g[o].copy()
+                g[o][1] *= 1 + rel
+            return g
+        monkeypatch.setattr(Problem, m, wrong)
+
+
+def test_verify_fails_when_adjoint_and_direct_differ(monkeypatch, capsys):
+    # 1e-9 relative: far below the old fixed 1e-8 tolerance's reach, far above the
+    # measured round-off of a 20-step pendulum (bound ~1e-13 relative)
+    _corrupt(monkeypatch, ["adjoint"], 1e-9)
+    rc, out, err = _verify(PENDULUM, PENDULUM_SHORT, capsys)
+    assert rc == 3, out
+    assert "xG: adjoint vs direct differ" in err and len(err.strip().splitlines()) == 1
+
+
+def test_verify_fails_when_both_sensitivities_are_wrong(monkeypatch, capsys):
+    # adjoint = direct, both 1e-4 off (a missing derivative term): cs and FD both disagree
+    _corrupt(monkeypatch, ["adjoint", "direct"], 1e-4)
+    rc, out, err = _verify(PENDULUM, PENDULUM_SHORT, capsys)
+    assert rc == 3, out
+    assert "xG: complex step differs" in err and "and FD" in err
+
+
+def test_judge_fd_unreliable_is_not_a_failure():
+    from parmbs.sensitivity.verify import Check, judge
+    base = dict(objective="psi", name="k", adjoint=1.0, direct=1.0 + 1e-15, bound_ad=1e-13)
+    c = judge(Check(**base, cs=1.0 + 1e-9, bound_cs=1e-8, fd=1.01, fd_h=1e-6, fd_delta=1e-4), 10)
+    assert c.status == "fd-unreliable" and "FD unreliable for this variable" in c.reason
+    c = judge(Check(**base, fd=1.01, fd_h=1e-6, fd_delta=1e-4), 10)          # no cs: FD decides
+    assert c.status == "FAILED" and "step sweep" in c.reason
+    c = judge(Check(**base, cs=1.0, bound_cs=1e-8, fd=1.0 + 1e-7, fd_h=1e-4, fd_delta=1e-7), 10)
+    assert c.status == "ok"

@@ -9,9 +9,9 @@ Four computations of ∇ψ of the same discrete objective:
   (1 + ε ξ), ξ ~ N(0, 1) seeded, ε the unit round-off — one rounding per step — and
   every Newton-matrix solve given the backward error of LU, (A + E∘A)⁻¹ b with
   E_ik = ε ξ_ik (_PerturbedSolves: the κ(A)·ε of a stiff model), or, for the
-  continuum Schur solver, its refinement's measured error (_PerturbedRefinedSolves).  To first order the result moves by a
-  Gaussian of the standard deviation σ of the real round-off error; σ̂ is the RMS of
-  the 2·ROUNDOFF_TRIALS moves.  A model whose linearized steps amplify errors (the
+  continuum Schur solver, its refinement's measured error (_PerturbedRefinedSolves).
+  To first order the result moves by a Gaussian of the standard deviation σ of the
+  real round-off error; σ̂ is the RMS of the 2·ROUNDOFF_TRIALS moves.  A model whose linearized steps amplify errors (the
   heavy top's spin under the trapezoidal rule: its (−1)ⁿ mode grows at a rate ∝ |ω|)
   has a large σ̂, a benign one σ̂ ~ ε |∇ψ|.  Bound: |adj − dir| ≤ ROUNDOFF_FACTOR·√2·σ̂
   + ROUNDOFF_FLOOR·ε·‖∇ψ‖∞ (see the constants).
@@ -57,8 +57,9 @@ TAYLOR_SEED = 20240611
 ROUNDOFF_SEED = 20261126
 #: perturbed direct + adjoint runs: 3 trials give 6 samples of the round-off error
 ROUNDOFF_TRIALS = 3
-#: σ̂ from 6 samples is below σ/5 with probability P(χ²₆ < 6/25) ≈ 3e-5; the difference
-#: of two errors of deviation ≤ σ then exceeds 30·√2·σ̂ ≥ 6·√2·σ with probability < 1e-8
+#: σ̂ from 6 samples is below σ/5 with probability P(χ²₆ < 6/25) = 2.6e-4; otherwise the
+#: difference of two errors of deviation σ exceeds 30·√2·σ̂ ≥ 6·√2·σ with probability
+#: P(|Z| > 6) = 2e-9 (benchmarks/verify_roundoff.py: measured gaps ≤ 1.5 σ̂)
 ROUNDOFF_FACTOR = 30.0
 #: entries that no perturbation reaches (structural zeros): a handful of roundings of
 #: the gradient's largest entry

@@ -876,7 +876,12 @@ def cmd_verify(args):
         else:
             out(f"  observed order: {order:.3f}")
             if not order >= V.MIN_TAYLOR_ORDER:
-                failures.append(f"{o}: Taylor order {order:.3f} < {V.MIN_TAYLOR_ORDER}")
+                noise = V.psi_noise(sweeps, o)
+                hint = ""
+                if noise is not None and noise > V.NOISE_DOMINATED * abs(values[o]):
+                    hint = (f" ({o} = {values[o]:.3e} is at its noise level ≈ {noise:.1e} (FD sweep) over this "
+                            "horizon: nothing to verify; lengthen simulation.t_end)")
+                failures.append(f"{o}: Taylor order {order:.3f} < {V.MIN_TAYLOR_ORDER}{hint}")
     notes = [c for c in checks if c.status in ("fd-unreliable", "cs-disagrees")]
     if failures:
         out("\nverify: FAILED")

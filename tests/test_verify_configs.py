@@ -235,3 +235,12 @@ def test_judge_fd_unreliable_is_not_a_failure():
     assert c.status == "FAILED" and "step sweep" in c.reason
     c = judge(Check(**base, cs=1.0, bound_cs=1e-8, fd=1.0 + 1e-7, fd_h=1e-4, fd_delta=1e-7), 10)
     assert c.status == "ok"
+
+
+def test_psi_noise_from_the_sweep():
+    from parmbs.sensitivity.verify import Sweep, psi_noise
+    hs = [1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7]
+    # derivative 2.0, truncation 0.5 h², noise 1e-15 / h at the smaller steps
+    est = [2.0 + 0.5 * h * h + (1e-15 / h) * (-1) ** i for i, h in enumerate(hs)]
+    noise = psi_noise([Sweep("x", 1.0, hs, {"psi": est})], "psi")
+    assert 1e-15 <= noise <= 4e-15          # |f(1e-7) − f_plateau|·2h ≈ 2·1e-15 (+ the plateau's own)

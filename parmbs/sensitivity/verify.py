@@ -369,6 +369,25 @@ def cs_bound(bound_ad, nsteps, gscale, newton_rtol):
     return newton_bias(gscale, newton_rtol) + CS_ULP * math.sqrt(max(nsteps, 1)) * bound_ad
 
 
+def psi_noise(sweeps, o):
+    """Noise of ψ_o seen by the FD sweep: at the smallest step h the estimate's departure
+    from the plateau is noise / h, so noise ≈ |f(h) − f_plateau|·2h (max over variables);
+    None without estimates.  Far above ε|ψ| means ψ is round-off (nothing to verify)."""
+    out = None
+    for sw in sweeps:
+        pl = sw.plateau(o)
+        last = next((i for i in range(len(sw.h) - 1, -1, -1) if sw.est[o][i] is not None), None)
+        if pl is None or last is None:
+            continue
+        n = abs(sw.est[o][last] - pl[1]) * 2 * sw.h[last]
+        out = n if out is None else max(out, n)
+    return out
+
+
+#: ψ whose FD-sweep noise exceeds this fraction of |ψ| is reported as round-off
+NOISE_DOMINATED = 1e-6
+
+
 # ----------------------------------------------------------------------------- Taylor test
 
 

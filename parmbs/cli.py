@@ -804,11 +804,14 @@ def cmd_verify(args):
     names = list(pr.design.names)
     out(f"{cfg.model.name}: verify, {pr.nsteps} steps, dt = {cfg.simulation.dt:g}; forward {t_fwd:.3g} s, "
         + ", ".join(f"{k} {v:.3g} s" for k, v in timing.items()))
-    out(f"bound(adj,dir) = {V.ROUNDOFF_FACTOR:g}·√2·σ + {V.ROUNDOFF_FLOOR:g}·ε·‖g‖∞, σ: RMS change under one "
-        f"rounding per step and LU backward error per solve ({V.ROUNDOFF_TRIALS} seeded trials)" if sigma is not None else
-        f"bound(adj,dir) = {V.FIXED_REL:g}·max(|g_j|, {V.FIXED_REL:g}·‖g‖∞) (not measured: PETSc TS runs the sweeps)")
-    out(f"bound(cs) = √(newton.rtol)·‖g‖∞ + {V.CS_ULP:g}·√N·bound(adj,dir)" + (f"  [complex step not available: {cs_why}]" if cs is None
-                                                          else ""))
+    if sigma is not None:
+        out(f"bound(adj,dir) = {V.ROUNDOFF_FACTOR:g}·√2·σ + {V.ROUNDOFF_FLOOR:g}·ε·‖g‖∞, σ: RMS change under one "
+            f"rounding per step and LU backward error per solve ({V.ROUNDOFF_TRIALS} seeded trials)")
+    else:
+        out(f"bound(adj,dir) = {V.FIXED_REL:g}·max(|g_j|, {V.FIXED_REL:g}·‖g‖∞) "
+            "(not measured: PETSc TS runs the sweeps)")
+    out(f"bound(cs) = √(newton.rtol)·‖g‖∞ + {V.CS_ULP:g}·√N·bound(adj,dir)"
+        + (f"  [complex step not available: {cs_why}]" if cs is None else ""))
     out(f"fd: central differences at h = s·10^-2 … s·10^-7 (s = |rho|, or 1); the plateau step (least change δ "
         f"to its neighbours) is used; bound(fd) = {V.FD_FACTOR:g}·δ + √(newton.rtol)·‖g‖∞ + bound(adj,dir)")
     checks = []
@@ -835,7 +838,8 @@ def cmd_verify(args):
             fd_txt = f"{c.fd:>18.10e}" if c.fd is not None else f"{'n/a':>18}"
             out(f"  {n:<12} {c.adjoint:>18.10e} {c.direct:>18.10e} {cs_txt} {fd_txt} "
                 f"{abs(c.adjoint - c.direct):>9.2e} {c.bound_ad:>9.2e}  {c.status}")
-    out("\nworst ratio to its bound: " + ", ".join(f"{k} {r:.2g} ({w})" for k, (r, w) in V.worst_ratios(checks).items()))
+    out("\nworst ratio to its bound: "
+        + ", ".join(f"{k} {r:.2g} ({w})" for k, (r, w) in V.worst_ratios(checks).items()))
     flagged = [c for c in checks if c.status != "ok"]
     out("\nfd plateau (rel. step h/s per objective; the step sweep is printed for flagged variables):")
     for j, n in enumerate(names):

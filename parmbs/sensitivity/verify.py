@@ -11,9 +11,9 @@ Four computations of ∇ψ of the same discrete objective:
   E_ik = ε ξ_ik (_PerturbedSolves: the κ(A)·ε of a stiff model), or, for the
   continuum Schur solver, its refinement's measured error (_PerturbedRefinedSolves).
   To first order the result moves by a Gaussian of the standard deviation σ of the
-  real round-off error; σ̂ is the RMS of the 2·ROUNDOFF_TRIALS moves.  A model whose linearized steps amplify errors (the
-  heavy top's spin under the trapezoidal rule: its (−1)ⁿ mode grows at a rate ∝ |ω|)
-  has a large σ̂, a benign one σ̂ ~ ε |∇ψ|.  Bound: |adj − dir| ≤ ROUNDOFF_FACTOR·√2·σ̂
+  real round-off error; σ̂ is the RMS of the 2·ROUNDOFF_TRIALS moves.  A model whose
+  linearized steps amplify errors (the heavy top's spin under the trapezoidal rule:
+  its (−1)ⁿ mode grows at a rate ∝ |ω|) has a large σ̂, a benign one σ̂ ~ ε |∇ψ|.  Bound: |adj − dir| ≤ ROUNDOFF_FACTOR·√2·σ̂
   + ROUNDOFF_FLOOR·ε·‖∇ψ‖∞ (see the constants).
 * complex step (index-3, index-1, Maggi; complex_step.py) is the same tangent
   propagation run through Newton in complex arithmetic.  Newton stops on the real

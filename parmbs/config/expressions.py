@@ -12,6 +12,18 @@ the offending construct; nothing is ever passed to ``eval``)::
     expr := number | NAME | pi | expr (+ - * / **) expr | (+ -) expr | FUNC(expr, ...)
     FUNC := sqrt exp log sin cos tan asin acos atan (one argument) | atan2 hypot (two)
 
+The text is bounded before it is parsed: at most ``MAX_LENGTH`` characters and
+``MAX_DEPTH`` levels of nesting (each operator or function call is one level of the
+parsed tree; a sum of k terms is k − 1 levels deep; parentheses only group).  Without the bounds a 40 000-character
+``[parameters]`` entry made the parser raise MemoryError and a deeply nested one
+RecursionError — tracebacks instead of one line (issue 17).  Python's own parser
+takes 1000 characters of any nesting without exhausting its stack (measured: 990
+unary minus signs, 990-term sums and powers parse; past 200 nested parentheses it
+stops with a SyntaxError, reported as one), and the compile and evaluation
+below recurse once per level, so ``MAX_DEPTH`` levels need about 2·MAX_DEPTH frames,
+well inside the interpreter's default limit of 1000.  Real parameter expressions
+(seed 000 §5.5) are a few dozen characters and a few levels deep.
+
 A parsed ``Expression`` is a tree of closures evaluated on floats or complex numbers.
 Every function is complex-step compatible, f(x + ih) = f(x) + ih f′(x) + O(h²):
 the analytic ones by numpy's principal branches (real positive arguments in use);
@@ -31,6 +43,17 @@ import numpy as np
 
 class ExpressionError(ValueError):
     """Text that is not an expression of the grammar above (message says why)."""
+
+
+#: longest expression text accepted (characters) and deepest nesting (levels); see above
+MAX_LENGTH = 1000
+MAX_DEPTH = 100
+
+
+def short(text: str, width: int = 60) -> str:
+    """``repr`` of ``text`` cut to about ``width`` characters, for one-line messages."""
+    text = str(text)
+    return repr(text) if len(text) <= width else repr(text[:width - 3] + "...") + f" ({len(text)} characters)"
 
 
 def _atan2(y, x):
@@ -101,19 +124,29 @@ class Expression:
         if not isinstance(text, str) or not text.strip():
             raise ExpressionError("empty expression")
         self.text = text
+        self.short = short(text)
+        if len(text) > MAX_LENGTH:
+            raise ExpressionError(f"expression of {len(text)} characters, at most {MAX_LENGTH} are allowed "
+                                  f"({self.short}); split it into several [parameters]")
         try:
             tree = ast.parse(text.strip(), mode="eval")
         except SyntaxError as exc:
-            raise ExpressionError(f"syntax error in {text!r}: {exc.msg}") from None
+            raise ExpressionError(f"syntax error in {self.short}: {exc.msg}") from None
+        except (RecursionError, MemoryError):       # guarded by MAX_LENGTH; kept as a safety net
+            raise ExpressionError(f"{self.short} is nested too deeply to parse") from None
         names: set[str] = set()
-        self._fn = self._compile(tree.body, names)
+        self._fn = self._compile(tree.body, names, 0)
         self.names = sorted(names)
 
-    def _compile(self, node, names):
+    def _compile(self, node, names, depth):
+        if depth > MAX_DEPTH:
+            raise ExpressionError(f"{self.short} is nested more than {MAX_DEPTH} levels deep (each operator "
+                                  "or call is a level); split it into several [parameters]")
+        depth += 1
         if isinstance(node, ast.Constant):
             v = node.value
             if isinstance(v, bool) or not isinstance(v, (int, float)):
-                raise ExpressionError(f"{self.text!r}: only numbers are allowed as constants, got {v!r}")
+                raise ExpressionError(f"{self.short}: only numbers are allowed as constants, got {v!r}")
             v = float(v)
             return lambda env: v
         if isinstance(node, ast.Name):
@@ -122,37 +155,37 @@ class Expression:
                 c = CONSTANTS[name]
                 return lambda env: c
             if name in FUNCTIONS:
-                raise ExpressionError(f"{self.text!r}: {name!r} is a function; call it, e.g. {name}(x)")
+                raise ExpressionError(f"{self.short}: {name!r} is a function; call it, e.g. {name}(x)")
             names.add(name)
             return lambda env: env[name]
         if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-            op, a, b = _BINOPS[type(node.op)], self._compile(node.left, names), self._compile(node.right, names)
+            op, a, b = _BINOPS[type(node.op)], self._compile(node.left, names, depth), self._compile(node.right, names, depth)
             return lambda env: op(a(env), b(env))
         if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
-            op, a = _UNARY[type(node.op)], self._compile(node.operand, names)
+            op, a = _UNARY[type(node.op)], self._compile(node.operand, names, depth)
             return lambda env: op(a(env))
         if isinstance(node, ast.Call):
             if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
                 what = node.func.id if isinstance(node.func, ast.Name) else ast.unparse(node.func)
-                raise ExpressionError(f"{self.text!r}: unknown function {what!r} "
+                raise ExpressionError(f"{self.short}: unknown function {what!r} "
                                       f"(known: {', '.join(sorted(FUNCTIONS))})")
             name = node.func.id
             arity, fn = FUNCTIONS[name]
             if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
-                raise ExpressionError(f"{self.text!r}: {name}() takes plain positional arguments")
+                raise ExpressionError(f"{self.short}: {name}() takes plain positional arguments")
             if len(node.args) != arity:
-                raise ExpressionError(f"{self.text!r}: {name}() takes {arity} argument"
+                raise ExpressionError(f"{self.short}: {name}() takes {arity} argument"
                                       f"{'s' if arity > 1 else ''}, got {len(node.args)}")
-            args = [self._compile(a, names) for a in node.args]
+            args = [self._compile(a, names, depth) for a in node.args]
             if arity == 1:
                 a0 = args[0]
                 return lambda env: fn(a0(env))
             a0, a1 = args
             return lambda env: fn(a0(env), a1(env))
         if isinstance(node, ast.BinOp):
-            raise ExpressionError(f"{self.text!r}: operator {type(node.op).__name__} is not allowed "
+            raise ExpressionError(f"{self.short}: operator {type(node.op).__name__} is not allowed "
                                   f"(allowed: {' '.join(_SYMBOL.values())})")
-        raise ExpressionError(f"{self.text!r}: {type(node).__name__.lower()} "
+        raise ExpressionError(f"{self.short}: {type(node).__name__.lower()} "
                               f"({ast.unparse(node)!r}) is not allowed; use numbers, names, "
                               f"+ - * / ** and {', '.join(sorted(FUNCTIONS))}")
 
@@ -162,15 +195,15 @@ class Expression:
         try:
             v = self._fn(env)
         except ZeroDivisionError:
-            raise ArithmeticError(f"division by zero in {self.text!r}") from None
+            raise ArithmeticError(f"division by zero in {self.short}") from None
         except OverflowError:
-            raise ArithmeticError(f"overflow in {self.text!r}") from None
+            raise ArithmeticError(f"overflow in {self.short}") from None
         except ValueError as exc:          # math domain errors (asin(2), 0 ** -1, ...)
-            raise ArithmeticError(f"{exc} in {self.text!r}") from None
+            raise ArithmeticError(f"{exc} in {self.short}") from None
         if isinstance(v, complex) and not any(isinstance(env[n], complex) for n in self.names):
-            raise ArithmeticError(f"{self.text!r} is complex at real inputs (negative number to a "
+            raise ArithmeticError(f"{self.short} is complex at real inputs (negative number to a "
                                   "fractional power?)")
         return v
 
     def __repr__(self):
-        return f"Expression({self.text!r})"
+        return f"Expression({self.short})"

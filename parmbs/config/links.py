@@ -107,25 +107,33 @@ class Links:
         for key, e in getattr(self, "_pending", []):
             for n in e.names:
                 if n not in known:
-                    raise ConfigError(self.file, key, f"unknown name {n!r} in {e.text!r} (known: "
+                    raise ConfigError(self.file, key, f"unknown name {n!r} in {e.short} (known: "
                                       f"{', '.join(sorted(known)) or 'none'})")
         order, state = [], {}
-
-        def visit(name, stack):
-            if state.get(name) == 2:
-                return
-            if state.get(name) == 1:
-                cyc = stack[stack.index(name):] + [name]
-                raise ConfigError(self.file, f"parameters.{cyc[0]}", "cycle: " + " -> ".join(cyc))
-            state[name] = 1
-            for n in self.exprs[name].names:
-                if n in self.exprs:
-                    visit(n, stack + [n])
-            state[name] = 2
-            order.append(name)
-
-        for name in self.exprs:
-            visit(name, [name])
+        # depth-first, with an explicit stack: a chain of thousands of parameters
+        # (p1 = "p0 + 1", p2 = "p1 + 1", ...) must not exhaust Python's recursion limit
+        for root in self.exprs:
+            if state.get(root) == 2:
+                continue
+            state[root] = 1
+            path = [root]
+            todo = [iter([n for n in self.exprs[root].names if n in self.exprs])]
+            while todo:
+                n = next(todo[-1], None)
+                if n is None:                       # every dependency of path[-1] is ordered
+                    todo.pop()
+                    done = path.pop()
+                    state[done] = 2
+                    order.append(done)
+                    continue
+                if state.get(n) == 2:
+                    continue
+                if state.get(n) == 1:
+                    cyc = path[path.index(n):] + [n]
+                    raise ConfigError(self.file, f"parameters.{cyc[0]}", "cycle: " + " -> ".join(cyc))
+                state[n] = 1
+                path.append(n)
+                todo.append(iter([m for m in self.exprs[n].names if m in self.exprs]))
         return order
 
     def check_names(self) -> None:
@@ -134,7 +142,7 @@ class Links:
         for key, path, e in self.drives:
             for n in e.names:
                 if n not in known:
-                    raise ConfigError(self.file, key + "expression", f"unknown name {n!r} in {e.text!r} "
+                    raise ConfigError(self.file, key + "expression", f"unknown name {n!r} in {e.short} "
                                       f"(known: {', '.join(sorted(known)) or 'none'})")
 
     # -- evaluation -------------------------------------------------------------------------------
@@ -237,7 +245,7 @@ def driven_values(cfg: "Config", file: str) -> list[tuple[str, str, float]]:
         raise ConfigError(file, bad, f"{exc} at the nominal design") from None
     for name in links.order:
         if not math.isfinite(env[name]):
-            raise ConfigError(file, f"parameters.{name}", f"{links.exprs[name].text!r} = {env[name]} "
+            raise ConfigError(file, f"parameters.{name}", f"{links.exprs[name].short} = {env[name]} "
                               "at the nominal design (must be finite)")
     out = []
     for key, path, e in links.drives:
@@ -246,7 +254,7 @@ def driven_values(cfg: "Config", file: str) -> list[tuple[str, str, float]]:
         except ArithmeticError as exc:
             raise ConfigError(file, key + "expression", f"{exc} at the nominal design") from None
         if not math.isfinite(v):
-            raise ConfigError(file, key + "expression", f"{e.text!r} = {v} at the nominal design "
+            raise ConfigError(file, key + "expression", f"{e.short} = {v} at the nominal design "
                               "(must be finite)")
         out.append((key, path, float(v)))
     return out

@@ -5,6 +5,7 @@ Each failure raises ``ConfigError`` naming the *referencing* key, e.g.
 """
 from __future__ import annotations
 
+import math
 import re
 from typing import TYPE_CHECKING, Iterable
 
@@ -250,6 +251,7 @@ class _Checker:
         sim = self.cfg.simulation
         if sim.dt > sim.t_end:
             raise self.fail("simulation.dt", f"dt = {sim.dt} exceeds t_end = {sim.t_end}")
+        steps(sim.t_end, sim.dt, self.file)
         allowed = FORMULATION_INTEGRATORS[sim.formulation]
         if sim.integrator not in allowed:
             choices = "; ".join(f"{f}: {', '.join(i)}" for f, i in FORMULATION_INTEGRATORS.items())
@@ -288,6 +290,10 @@ class _Checker:
             prefix = f"objectives.{o.name}"
             if o.integrand is None and o.terminal is None:
                 raise self.fail(f"{prefix}.integrand", "need at least one of 'integrand' or 'terminal'")
+            if o.callable is not None and o.integrand != "python":
+                raise self.fail(f"{prefix}.callable", "is read only with integrand = \"python\" (integrand is "
+                                + (f"{o.integrand!r}" if o.integrand else "not set") + "); remove it or set "
+                                "integrand = \"python\"")
             for slot, kind in (("integrand", o.integrand), ("terminal", o.terminal)):
                 if kind is None:
                     continue
@@ -330,6 +336,49 @@ class _Checker:
                     if not _CALLABLE_RE.match(o.callable):
                         raise self.fail(f"{prefix}.callable",
                                         f"expected 'module:function', got {o.callable!r}")
+
+
+#: unit round-off of IEEE double precision
+_U = 2.0 ** -53
+#: most steps a run may have: t_end / dt must be an integer exactly representable in a
+#: double (far beyond any memory: resources.py refuses long before)
+MAX_STEPS = 2 ** 53
+
+
+def steps(t_end: float, dt: float, file: str) -> int:
+    """The number of steps N = t_end / dt, which must be a whole number.
+
+    The steppers advance t_k = k·dt for k = 0..N (parmbs/sensitivity/problem.py), so a
+    t_end between two multiples of dt was silently moved to the nearer one (t_end =
+    0.0105 with dt = 0.001 ran to 0.010).  Now that is refused, naming both numbers.
+    Round-off is tolerated: t_end and dt are decimal literals rounded to doubles
+    (relative error ≤ u = 2⁻⁵³ each) and the division rounds once more, so for a true
+    N the computed ratio r satisfies |r − N| ≤ 3uN to first order; we accept
+    |r − N| ≤ 4uN (0.3 / 0.1 = 2.9999999999999996 is 3 steps; over exact decimal
+    multiples t_end = N·dt, N < 10⁵, of eleven dt from 1e-5 to 2.5 the largest
+    |r − N| / (uN) measured was 2.26).  Raises ConfigError.
+    """
+    r = t_end / dt
+    if not (r <= MAX_STEPS):          # also catches inf (t_end = 1e300, dt = 1e-300)
+        raise ConfigError(file, "simulation.dt", f"t_end / dt = {t_end:g} / {dt:g} = {r:.3g} steps, more "
+                          f"than any run can hold (at most 2^53); increase dt or reduce t_end")
+    n = round(r)
+    if n < 1 or abs(r - n) > 4 * _U * n:
+        lo, hi = math.floor(r) * dt, math.ceil(r) * dt
+        raise ConfigError(file, "simulation.t_end", f"t_end = {t_end!r} is not a whole number of steps of "
+                          f"dt = {dt!r} (t_end / dt = {r:.12g}); use t_end = {lo:.12g} or {hi:.12g}, "
+                          "or a dt that divides t_end")
+    return int(n)
+
+
+def require_objectives(cfg: "Config", file: str, command: str) -> None:
+    """``gradient`` and ``verify`` differentiate the ``[[objectives]]``: without any
+    there is nothing to do (it was a traceback from the adjoint sweep).  A config
+    without objectives is valid for ``simulate`` and ``info``, so this is checked by
+    the commands that need them, not by ``check_config``."""
+    if not cfg.objectives:
+        raise ConfigError(file, "objectives", f"nothing to differentiate: no [[objectives]] "
+                          f"('parmbs {command}' needs at least one; 'parmbs simulate' runs without)")
 
 
 def check_config(cfg: "Config", file: str) -> None:

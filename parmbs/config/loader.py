@@ -136,7 +136,7 @@ def _set_path(data: dict[str, Any], segs: list[str], value: Any, file: str, path
                 return
             created = seg not in node
             if created:
-                node[seg] = [] if (i == 0 and seg in NAMED_LISTS) else {}
+                node[seg] = [] if (i == 0 and seg in NAMED_LISTS) else _table_default(segs[:i + 1])
             node = node[seg]
         elif isinstance(node, list):
             idx = list_index(node, seg)
@@ -150,6 +150,24 @@ def _set_path(data: dict[str, Any], segs: list[str], value: Any, file: str, path
             node, created = node[idx], False
         else:
             raise ConfigError(file, path, f"{where} is a {_type_name(node)}, it has no key {seg!r}")
+
+
+def _table_default(segs: list[str]) -> dict[str, Any]:
+    """The table a ``--set`` creates at ``segs`` when the file lacks it: the schema's
+    default if that is a non-empty table, else empty.  So ``--set
+    simulation.petsc_options.pc_factor_mat_solver_type=mumps`` adds to the default
+    ``{ksp_type = "preonly", pc_type = "lu"}`` instead of replacing it (which ran
+    GMRES + ILU and failed: MUMPS has no ILU)."""
+    model: Any = Config
+    field = None
+    for seg in segs:
+        fields = getattr(model, "model_fields", None)
+        if not fields or seg not in fields:
+            return {}
+        field = fields[seg]
+        model = field.annotation
+    default = field.get_default(call_default_factory=True) if field is not None else None
+    return copy.deepcopy(default) if isinstance(default, dict) and default else {}
 
 
 def list_index(node: list, seg: str) -> int | None:

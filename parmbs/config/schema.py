@@ -107,8 +107,21 @@ TimeFunction = Annotated[Union[Polynomial, Harmonic, SinePulses], Field(discrimi
 # ----------------------------------------------------------------------------- model, ground, bodies
 
 
+_MODEL_NAME_RE = re.compile(r"^[A-Za-z0-9_\-][A-Za-z0-9_.\-]{0,99}$")
+
+
+def _check_model_name(v: str) -> str:
+    # model.name becomes a file name (``parmbs optimize``'s default output is
+    # NAME-optimize.h5 in the working directory): an absolute or ``../`` name wrote and
+    # replaced files anywhere (issue 17), so it must be a plain name, not a path
+    if not _MODEL_NAME_RE.match(v):
+        raise ValueError(f"invalid model name {v!r} (a plain name: letters, digits, '-', '_', '.'; "
+                         "not starting with '.'; no '/' or spaces; at most 100 characters)")
+    return v
+
+
 class ModelSection(_Model):
-    name: Str
+    name: Annotated[str, Strict(), AfterValidator(_check_model_name)]
     gravity: Vec2 = (0.0, -9.81)
 
 
@@ -344,8 +357,15 @@ class Penalty(_Model):
     omega: PosReal = 10.0
 
 
+_PETSC_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+
+
 def _check_petsc_options(v: dict[str, Any]) -> dict[str, Any]:
+    # names only here (a value is checked against PETSc itself: parmbs/petsc_options.py)
     for k, val in v.items():
+        if not _PETSC_NAME_RE.match(k):
+            raise ValueError(f"option name {k!r} must be a PETSc option without its '-' "
+                             "(letters, digits, '_'), e.g. ksp_type")
         if not isinstance(val, (str, int, float, bool)):
             raise ValueError(f"option {k!r} must be a string, number or boolean, got {type(val).__name__}")
         if isinstance(val, float) and not math.isfinite(val):
@@ -498,11 +518,19 @@ class Sensitivity(_Model):
 _SCHEDULE_RE = re.compile(r"^(all|every:([0-9]+)|revolve:([0-9]+))$")
 
 
+#: largest K or C of a schedule (beyond any run: 10^15 steps); bigger numbers are refused
+#: here, not passed on (revolve:99999999999999999999 overflowed h5py's dataset shape)
+MAX_SCHEDULE_COUNT = 10 ** 15
+
+
 def _check_schedule(v: str) -> str:
     m = _SCHEDULE_RE.match(v)
     count = m and (m.group(2) or m.group(3))
+    if count is not None and (len(count) > 16 or int(count) > MAX_SCHEDULE_COUNT):
+        raise ValueError(f"invalid schedule {v[:40]!r}: {'K' if m.group(2) else 'C'} must be at most "
+                         f"{MAX_SCHEDULE_COUNT:.0e} (revolve:C with C >= the number of steps keeps every state)")
     if not m or (count is not None and int(count) < 1):
-        raise ValueError(f"invalid schedule {v!r} (expected 'all', 'every:K' or 'revolve:C' with K, C >= 1)")
+        raise ValueError(f"invalid schedule {v[:40]!r} (expected 'all', 'every:K' or 'revolve:C' with K, C >= 1)")
     return v
 
 

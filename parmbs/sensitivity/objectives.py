@@ -137,6 +137,11 @@ class UserTerm:
     arrays of the full length (missing keys are zero).  They enter the adjoint and
     direct gradients unchanged — ``parmbs verify`` checks them against differences.
     For ``--method cs`` the function must accept complex arguments.
+
+    The user's code is treated as a failure of this objective (``ModelError`` naming
+    ``objectives.NAME.callable``: one line, exit 2) when it raises, returns anything but
+    a real or complex number and a dict, or calls ``sys.exit`` — which used to end
+    ``parmbs gradient`` silently with exit 0 and no output (issue 17).
     """
 
     def __init__(self, system, cfg):
@@ -147,15 +152,11 @@ class UserTerm:
 
     def _call(self, t, x, p):
         try:
-            out = self.fn(t, *x, p, self.sys)
-            value, partials = out
-            value = np.asarray(value)
-            if value.shape != () or not isinstance(partials, dict):
-                raise TypeError("must return (scalar value, dict of partials)")
-        except Exception as e:          # the user's code: name it, never a traceback
+            value, partials = _user_result(self.fn(t, *x, p, self.sys))
+        except (Exception, SystemExit) as e:    # the user's code: name it, never a traceback
             from ..model.system import ModelError
-            raise ModelError(self.key, f"{type(e).__name__}: {e}") from None
-        return value[()], partials
+            raise ModelError(self.key, f"at t = {t:.6g}: {_describe_failure(e)}") from None
+        return value, partials
 
     def raw(self, sys, t, x, p, ref):
         return self._call(t, x, p)[0]
@@ -182,6 +183,34 @@ class UserTerm:
         sel = design_map >= 0
         np.add.at(dp, design_map[sel], d["p"][sel])
         return [d["q"], d["v"], d["a"], d["lam"]], dp, np.zeros(2)
+
+
+def _user_result(out):
+    """(value, partials) of a user integrand's return, or TypeError saying what is wrong."""
+    if not isinstance(out, tuple) or len(out) != 2:
+        raise TypeError(f"must return (value, dict of partials), got {_short_type(out)}")
+    value, partials = out
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, complex, np.number, np.ndarray)):
+        raise TypeError(f"value must be a number, got {_short_type(value)}")
+    value = np.asarray(value)
+    if value.shape != () or value.dtype.kind not in "iufc":
+        raise TypeError(f"value must be a scalar number, got an array of shape {value.shape} "
+                        f"and dtype {value.dtype}")
+    if not isinstance(partials, dict):
+        raise TypeError(f"partials must be a dict (keys q, v, a, lam, p), got {_short_type(partials)}")
+    return value[()], partials
+
+
+def _short_type(v):
+    text = repr(v)
+    return f"{type(v).__name__} {text if len(text) <= 40 else text[:37] + '...'}"
+
+
+def _describe_failure(e):
+    """One line for an exception from the user's code (SystemExit: its sys.exit call)."""
+    if isinstance(e, SystemExit):
+        return f"called sys.exit({e.code!r}); a callable must return, not exit"
+    return f"{type(e).__name__}: {' '.join(str(e).split())}"
 
 
 def load_callable(spec, config_file, key):
@@ -211,9 +240,9 @@ def load_callable(spec, config_file, key):
             spec_.loader.exec_module(mod)
         else:
             mod = importlib.import_module(module)
-    except Exception as e:
+    except (Exception, SystemExit) as e:        # its module-level code runs here: no traceback, no exit
         raise ModelError(key, f"cannot import {module!r} (looked for {path} and on sys.path): "
-                              f"{type(e).__name__}: {e}") from None
+                              f"{_describe_failure(e)}") from None
     fn = getattr(mod, name, None)
     if not callable(fn):
         raise ModelError(key, f"module {module!r} has no function {name!r}")

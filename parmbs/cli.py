@@ -157,6 +157,11 @@ def _load(args):
     return load_config(args.config, args.set or [])
 
 
+def _require_objectives(cfg, args):
+    from .config.checks import require_objectives
+    require_objectives(cfg, args.config, args.command)
+
+
 def _problem(cfg, args):
     from .sensitivity.problem import Problem
     try:
@@ -666,6 +671,7 @@ def cmd_gradient(args):
     from .io.outputs import Outputs
     cfg = _load(args)
     _check_outputs(args)
+    _require_objectives(cfg, args)
     if _batched(args, cfg):
         _no_restart(args)
         return _cmd_gradient_batches(args, cfg)
@@ -771,6 +777,7 @@ def cmd_verify(args):
     as references, and a Taylor test; the logic and its estimates: sensitivity/verify.py."""
     from .sensitivity import verify as V
     cfg = _load(args)
+    _require_objectives(cfg, args)
     pr = _problem(cfg, args)
     tracker = _Tracker()
     traj, t_fwd = _forward(pr, cfg, tracker)

@@ -140,7 +140,11 @@ class Revolve(Schedule):
     kind = "revolve"
 
     def slots(self, N):
-        return self.count
+        """C slots, but never more than N: with C ≥ N − 1 the chain below stores every
+        state x_0 … x_{N−2} (one slot each) whatever C is, so further slots would stay
+        empty — and were allocated all the same (revolve:10000000 on a 200-step run
+        wrote a 1.2 GB file; issue 17)."""
+        return min(self.count, max(N, 1))
 
     def chain(self, N):
         """Steps the first sweep stores, in order (slot i holds chain[i]): the rightmost

@@ -21,6 +21,7 @@ import time
 
 import numpy as np
 
+from ..config import resources
 from ..faults import rank_fault
 from ..model.system import System
 from ..formulations import make_stepper
@@ -68,16 +69,27 @@ class Problem:
         self.stepper = make_stepper(self.sys, sim, design_map=self.design.map, ndesign=self.design.ncols,
                                     comm=comm)
         self.objectives = [Objective(self.sys, o) for o in config.objectives]
+        self._comm = comm
+        self._memory_checked = False
+        resources.check_memory(config.source, self.nsteps, self.sys.n, self.sys.m, False, self._mpi())
         self.w = quadrature_weights(self.nsteps, self.h)
         self.checkpoint = None            # a CheckpointedRun once use_checkpoint() was called
         self.traj = None                  # the last forward run (traj.p: its parameters)
+
+    def _mpi(self):
+        """The mpi4py communicator of this problem's matrices (resource checks agree on it)."""
+        from .._petsc import PETSc
+        c = self._comm or PETSc.COMM_WORLD
+        return c.tompi4py() if hasattr(c, "tompi4py") else c
 
     def use_checkpoint(self, path, comm=None, interval=None):
         """Keep the forward states in the HDF5 checkpoint file ``path`` following
         ``config.checkpoint.schedule``, resuming what the file already holds (see
         parmbs/checkpoint).  Index-3 steppers only; raises HDF5Error for a file of
         another config, ValueError for a whole-run (PETSc TS) stepper."""
-        from ..checkpoint import open_run
+        from ..checkpoint import open_run, parse_schedule
+        resources.check_disk(self.config.source, path, parse_schedule(self.config.checkpoint.schedule).slots(self.nsteps),
+                             self.sys.n, self.sys.m, len(self.objectives), comm if comm is not None else self._mpi())
         self.checkpoint = open_run(self, path, comm=comm, interval=interval)
         return self.checkpoint
 
@@ -113,6 +125,9 @@ class Problem:
             self._follow_design(p)
         if self.checkpoint is not None:               # states in an HDF5 checkpoint file
             return self.checkpoint.forward(p, progress, on_step)
+        if not self._memory_checked:                  # the trajectory below must fit (config/resources.py)
+            resources.check_memory(self.config.source, self.nsteps, self.sys.n, self.sys.m, True, self._mpi())
+            self._memory_checked = True
         if hasattr(self.stepper, "forward"):          # whole-run steppers (PETSc TS)
             return self.stepper.forward(self, p, progress, on_step)
         N, n, m = self.nsteps, self.sys.n, self.sys.m

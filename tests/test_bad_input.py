@@ -126,6 +126,26 @@ def test_checkpoint_disk_estimated(tmp_path):
     assert not (tmp_path / "run.h5").exists()
 
 
+def test_mesh_too_large_for_memory(tmp_path):
+    """10⁹ beam elements: at least 4·10⁹ coordinates, 89 GiB for q, v, a alone; was a
+    MemoryError traceback while the config was being checked."""
+    cfg = ROOT / "configs" / "flexible-pendulum.toml"
+    r = _cli("info", cfg, *QUIET, "--set", "beams.beam.elements=1000000000", cwd=tmp_path)
+    _one_line(r, cfg, "beams.beam.elements", "4000000004 coordinates", "memory available")
+
+
+def test_out_of_memory_past_the_estimates_is_one_line(tmp_path):
+    """An allocation that fails although the estimates passed (they are lower bounds)
+    is a failed computation: exit 1, one line, no traceback."""
+    r = _cli("simulate", PENDULUM, *SHORT, cwd=tmp_path,
+             patch="import parmbs.sensitivity.problem as P; "
+                   "P.quadrature_weights = lambda *a: (_ for _ in ()).throw(MemoryError('Unable to allocate 1 TiB'))")
+    assert "Traceback" not in r.stderr, r.stderr
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert r.stderr.strip().splitlines() == [f"parmbs: error: {PENDULUM}: computation failed: out of memory "
+                                             "(Unable to allocate 1 TiB) in the computation"]
+
+
 # -- checkpoint schedule -----------------------------------------------------------------------
 
 

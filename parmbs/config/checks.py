@@ -104,6 +104,8 @@ class _Checker:
 
     def run(self) -> None:
         cfg = self.cfg
+        from .resources import check_model_size
+        check_model_size(cfg, self.file)          # before anything enumerates nodes
         for section in ("bodies", "beams", "plates", "continua", "joints", "forces", "design", "objectives"):
             self.unique(getattr(cfg, section), section)
         if not cfg.bodies and not cfg.beams and not cfg.plates and not cfg.continua and not (

@@ -119,3 +119,31 @@ def check_disk(file: str, path: str, slots: int, n: int, m: int, nobj: int, comm
                           f"({slots} slots × {need // max(slots, 1)} bytes), more than the {_gib(have)} free "
                           "there; use revolve:C with fewer slots C, or a file system with more space")
     return need
+
+
+def check_model_size(cfg, file: str, available: int | None = None) -> int:
+    """Refuse a mesh too large to hold even its state: ``elements = 1000000000`` on a
+    beam was a MemoryError traceback while the config was still being checked.
+
+    A lower bound on the coordinates n from the config alone (flexible/*.py): an ANCF
+    beam has 4 per node (4·(elements + 1)), an FFR beam 3 + 3·elements, a plate 2 per
+    node (2·(nx + 1)(ny + 1)), a continuum at least its frame (3; its free nodes depend
+    on the clamp), a rigid body 3.  The run holds at least q, v and a (3n doubles, one
+    state), so 24·n bytes beyond the available memory cannot fit.  Raises ConfigError
+    naming the largest body's size key; returns the bound in bytes."""
+    parts = [(3 * len(cfg.bodies), "bodies")]
+    for b in cfg.beams:
+        parts.append((4 * (b.elements + 1) if b.type == "ancf" else 3 + 3 * b.elements, f"beams.{b.name}.elements"))
+    for p in cfg.plates:
+        parts.append((2 * (p.nx + 1) * (p.ny + 1), f"plates.{p.name}.nx"))
+    parts += [(3, f"continua.{c.name}.nx") for c in cfg.continua]
+    n = sum(k for k, _ in parts)
+    need = 24 * n
+    if need <= 2 ** 28:                              # 256 MiB: fits anywhere parmbs runs; no need to ask
+        return need
+    have = available_memory() if available is None else available
+    if have is not None and need > have:
+        count, key = max(parts)
+        raise ConfigError(file, key, f"the model has at least {n} coordinates ({count} here): its state alone "
+                          f"(q, v, a) needs ~{_gib(need)}, more than the {_gib(have)} of memory available")
+    return need

@@ -1063,7 +1063,7 @@ def run(args) -> int:
     try:
         return COMMANDS[args.command](args)
     except (ConfigError, HDF5Error, InputError, ModelError, StepError, ComputationError,
-            np.linalg.LinAlgError) as e:
+            np.linalg.LinAlgError, MemoryError) as e:
         code, line = _failure_line(e, file)
         _agree(e, line)                 # all ranks failed together, else this one aborts the job
         err(line)
@@ -1089,6 +1089,9 @@ def _failure_line(e, file):
         return 1, f"parmbs: error: {file}: computation failed: {e}"
     if isinstance(e, np.linalg.LinAlgError):
         return 1, f"parmbs: error: {file}: computation failed: singular matrix ({e}) in {_last_tracker_where()}"
+    if isinstance(e, MemoryError):      # past config/resources.py's estimates (they are lower bounds)
+        return 1, (f"parmbs: error: {file}: computation failed: out of memory ({' '.join(str(e).split())}) "
+                   f"in {_last_tracker_where()}")
     return None, f"parmbs: error: {file}: {type(e).__name__}: {' '.join(str(e).split())}"
 
 

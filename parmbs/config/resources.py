@@ -23,9 +23,9 @@ without swapping), else the free physical pages of ``os.sysconf``; disk with
 holds.  The estimates are lower bounds (matrices, factorizations and Python objects
 come on top), so a run that passes may still be too large; one that fails cannot fit.
 Under MPI rank 0 measures and broadcasts (``comm``), so every rank takes the same
-decision and leaves with the same one-line error; each rank holds its own replicated
-trajectory, so with several ranks on one machine the check is optimistic by their
-number.
+decision and leaves with the same one-line error.  Every rank holds its own replicated
+trajectory, so the memory estimate is multiplied by the number of ranks sharing rank
+0's machine (MPI_COMM_TYPE_SHARED).
 """
 from __future__ import annotations
 
@@ -69,6 +69,18 @@ def _on_root(comm, fn):
     return comm.bcast(fn() if comm.Get_rank() == 0 else None, root=0)
 
 
+def _ranks_on_root_machine(comm) -> int:
+    """How many ranks of ``comm`` share rank 0's machine (collective; 1 without MPI)."""
+    if comm is None or comm.Get_size() == 1:
+        return 1
+    from mpi4py import MPI
+    local = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    try:
+        return comm.bcast(local.Get_size() if comm.Get_rank() == 0 else None, root=0)
+    finally:
+        local.Free()
+
+
 def check_memory(file: str, nsteps: int, n: int, m: int, trajectory: bool, comm=None,
                  available: int | None = None) -> int:
     """Refuse (ConfigError on ``simulation.dt``) a run whose per-step arrays, with the
@@ -76,12 +88,15 @@ def check_memory(file: str, nsteps: int, n: int, m: int, trajectory: bool, comm=
     estimate in bytes.  Collective over ``comm`` (mpi4py, or None); ``available``
     overrides the measured memory (tests)."""
     per = PER_STEP_BYTES + (state_bytes(n, m) if trajectory else 0)
-    need = (nsteps + 1) * per
+    ranks = _ranks_on_root_machine(comm)
+    need = (nsteps + 1) * per * ranks
     have = _on_root(comm, available_memory) if available is None else available
     if have is not None and need > have:
         what = (f"the in-memory trajectory of {nsteps} steps needs ~{_gib(need)} ({nsteps + 1} states × "
                 f"{per} bytes: q, v, a of {n} and λ of {m} doubles)" if trajectory else
                 f"{nsteps} steps need ~{_gib(need)} ({per} bytes per step)")
+        if ranks > 1:
+            what += f", × {ranks} ranks on this machine"
         hint = ("increase dt, reduce t_end, or keep the states in a checkpoint file "
                 "(checkpoint.schedule = \"revolve:C\")" if trajectory else "increase dt or reduce t_end")
         raise ConfigError(file, "simulation.dt", f"{what}, more than the {_gib(have)} of memory available; {hint}")

@@ -30,7 +30,13 @@ from ..model.system import ModelError
 from .newmark import StepError, saddle_point_pattern
 from .initial import InitialState
 
+#: options prefix of everything the TS owns: PETSc's TS reads its prefix + "ts_<name>",
+#: so the TS itself gets "parmbs_" (-parmbs_ts_monitor, -parmbs_ts_type, -parmbs_ts_adapt_type,
+#: -parmbs_ts_trajectory_type) and its Newton solver this prefix (-parmbs_ts_snes_monitor,
+#: -parmbs_ts_ksp_type, -parmbs_ts_pc_type).  Before, the TS had "parmbs_ts_" too and its
+#: options were the doubled -parmbs_ts_ts_<name> (issue 20).
 PREFIX = "parmbs_ts_"
+TS_PREFIX = "parmbs_"
 
 
 class _LinSolver:
@@ -88,11 +94,13 @@ class TSStepper:
                                        options_prefix="parmbs_tsinit_", options=sim.petsc_options)
         self.init = InitialState(sys, self.accel_op, model.design_map, model.nd, sim.newton, comm=comm)
         self.lin = _LinSolver(model, "parmbs_tsaux_")
-        defaults = dict(sim.petsc_options)
+        # one table under PREFIX: TS_PREFIX + "ts_<name>" is PREFIX + "<name>", so a
+        # config's ts_<name> becomes <name> here
+        defaults = {(k[3:] if k.startswith("ts_") else k): v for k, v in sim.petsc_options.items()}
         defaults.setdefault("pc_factor_mat_ordering_type", "natural")
         defaults.setdefault("snes_linesearch_type", "basic")
-        defaults.setdefault("ts_trajectory_type", "memory")
-        defaults.setdefault("ts_theta_initial_guess_extrapolate", "true")
+        defaults.setdefault("trajectory_type", "memory")
+        defaults.setdefault("theta_initial_guess_extrapolate", "true")
         set_config_options(PREFIX, defaults)
 
     # -- TS callbacks (vectorized; one evaluation cached per point) ----------------------
@@ -175,7 +183,8 @@ class TSStepper:
         mod, sim = self.mod, self.sim
         h, N = self.h, problem.nsteps
         ts = PETSc.TS().create(comm=PETSc.COMM_SELF)
-        ts.setOptionsPrefix(PREFIX)
+        ts.setOptionsPrefix(TS_PREFIX)
+        ts.getSNES().setOptionsPrefix(PREFIX)      # (its KSP and PC follow the SNES)
         ts.setProblemType(ts.ProblemType.NONLINEAR)
         ts.setType("beuler" if self.kind == "ts-beuler" else "theta")
         if self.kind != "ts-beuler":

@@ -9,6 +9,9 @@
     parmbs optimize CONFIG [-o OUT.h5] [--restart FILE.h5] [--set k=v]...
     parmbs plot FILE.h5 [-o OUT.png]
 
+Every command takes PETSc options after its arguments, ``parmbs simulate CONFIG
+-log_view -ksp_monitor``; see ``_start_petsc``.
+
 Exit codes: 0 done; 1 the computation failed (Newton divergence, singular matrix:
 the message names step and time); 2 bad usage or bad input (one line
 ``parmbs: error: <file>: <key>: <message>`` on stderr, no traceback); 3 ``verify``
@@ -1023,13 +1026,58 @@ COMMANDS = {"info": cmd_info, "simulate": cmd_simulate, "gradient": cmd_gradient
 def main(argv=None) -> int:
     """Run the CLI; returns the exit code (never calls sys.exit)."""
     parser = build_parser()
+    from ._petsc import split_petsc_args
+    argv, petsc_args = split_petsc_args(sys.argv[1:] if argv is None else list(argv), _own_options(parser))
     try:
         args = parser.parse_args(argv)
+        user = _start_petsc(petsc_args)
     except _Exit as e:
         return int(e.status or 0)
     except UsageError as e:
         err(f"parmbs: error: {e}")
         return 2
+    code = _main(args)
+    line = user.finish(report=code in (0, 3))
+    if line:
+        err(line)
+    return code
+
+
+def _own_options(parser):
+    """Every option string of ``parser`` and its subcommands (-o, -h, --set, ...)."""
+    own = set()
+    for a in parser._actions:
+        own.update(a.option_strings)
+        for sp in (getattr(a, "choices", None) or {}).values():
+            if isinstance(sp, argparse.ArgumentParser):
+                own |= _own_options(sp)
+    return own
+
+
+def _start_petsc(petsc_args):
+    """Start PETSc with the command line's PETSc options (``-log_view``, ``-ksp_monitor``,
+    ``-parmbs_ksp_type gmres``: parmbs/_petsc.py) and check them and PETSC_OPTIONS; an
+    unprefixed solver option reaches every parmbs solver (parmbs/petsc_options.py).
+    Returns the UserOptions (its ``finish`` names the options nothing read); a value
+    PETSc rejects is a UsageError naming option and source."""
+    from . import _petsc
+    at_init = _petsc.set_command_line(petsc_args)
+    env = os.environ.get("PETSC_OPTIONS", "")
+    try:
+        from .petsc_options import OptionError, UserOptions  # (PETSc starts here)
+    except _petsc.StartError as e:
+        who = _petsc.blame(str(e), [("PETSC_OPTIONS", env.split()), ("command line", petsc_args)])
+        raise UsageError(f"{who[0]}: {who[1]}: PETSc rejects it: {e}" if who
+                         else f"PETSc did not start with the given options: {e}") from None
+    user = UserOptions(petsc_args, env)
+    try:
+        user.start(at_init)
+    except OptionError as e:
+        raise UsageError(str(e)) from None
+    return user
+
+
+def _main(args) -> int:
     if args.version:
         from ._petsc import PETSC_VERSION
         out(f"parmbs {__version__} (PETSc {'.'.join(str(x) for x in PETSC_VERSION)})")

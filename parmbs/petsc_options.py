@@ -30,7 +30,10 @@ one line with exit 2.  Not probed: viewer and monitor options (names containing
 the run reads them) and option names PETSc does not know (PETSc ignores those, as on
 its command line).  One probe per distinct option set per process (< 10 ms).
 """
-from ._petsc import PETSc
+import functools
+import re
+
+from ._petsc import PETSc, parse_petsc_args
 
 #: option name → (prefix, string value) a config of this process put into the database
 _FROM_CONFIG = {}
@@ -50,13 +53,18 @@ _PROBE_PREFIX = "parmbs_probe_"
 _NOT_PROBED = ("view", "monitor", "log")
 
 
-def _probe(options):
-    """None if PETSc reads ``options`` (name → text) without error, else its message."""
+def _probe(options, ts_solver=""):
+    """None if PETSc reads ``options`` (name → text) without error, else its message.
+    ``ts_solver``: the probe TS's Newton solver reads ``ts_solver + name`` (``"ts_"``
+    for options relative to ``parmbs_``, as ``integrators/ts.py`` sets its prefixes)."""
     opts = PETSc.Options()
     pre = _PROBE_PREFIX
     for k, v in options.items():
         opts.setValue(pre + k, v)
     A = ksp = ts = None
+    helping = opts.getAll().get("help", False)      # (-help: the probe's objects print none)
+    if helping is not False:
+        opts.delValue("help")
     try:
         A = PETSc.Mat().createAIJ(((2, 2), (2, 2)), nnz=1, comm=PETSc.COMM_SELF)
         A.setValue(0, 0, 2.0)
@@ -69,6 +77,7 @@ def _probe(options):
         ksp.setUp()
         ts = PETSc.TS().create(PETSc.COMM_SELF)
         ts.setOptionsPrefix(pre)
+        ts.getSNES().setOptionsPrefix(pre + ts_solver)
         ts.setFromOptions()
         return None
     except PETSc.Error as e:
@@ -76,6 +85,8 @@ def _probe(options):
         text = lines[-1] if lines else f"error code {e.ierr}"
         return text.split("] ", 1)[1] if text.startswith("[") and "] " in text else text
     finally:
+        if helping is not False:
+            opts.setValue("help", helping)
         for k in options:
             opts.delValue(pre + k)
         for o in (ts, ksp, A):
@@ -123,3 +134,219 @@ def set_config_options(prefix, options):
         _FROM_CONFIG[name] = (prefix, _text(v))
         held.append(name)
     return held
+
+
+# ----------------------------------------------------------------------------- the user's options
+#
+# PETSc options on parmbs's command line (after the config) and in PETSC_OPTIONS.  PETSc
+# starts with them (parmbs/_petsc.py); ``UserOptions`` then
+#
+# * checks their values before the run, with the probe above (a bad one: one line naming
+#   option and source, exit 2 — before, a traceback from setFromOptions, exit 1);
+# * lets an unprefixed solver option reach parmbs's solvers: parmbs has no unprefixed
+#   solver, every solver reads its own prefix (PREFIXES), so ``-ksp_monitor`` was silently
+#   ignored.  The rule: an unprefixed option of a solver kind (ROUTED: ksp_, pc_, snes_,
+#   ts_, tao_, mat_, ...) applies to every parmbs solver, as if given under each prefix
+#   (``-ksp_type gmres`` is ``-parmbs_ksp_type gmres``, ``-parmbs_init_ksp_type gmres``,
+#   ...), except where the same option is given under that solver's prefix.  The copies
+#   count as the user's (they win over ``simulation.petsc_options``);
+# * at the end names the options nothing read, in one warning line (PETSc's
+#   ``-options_left`` prints a page and would list the copies no solver of this run read).
+
+#: every options prefix of a parmbs solver (tests/test_petsc_cli.py checks this list against
+#: the setOptionsPrefix / options_prefix= of the source).  ``parmbs_`` is also the TS's own
+#: prefix (its options -parmbs_ts_<name>), ``parmbs_ts_`` the TS's Newton solver's.
+PREFIXES = ("parmbs_", "parmbs_ts_", "parmbs_init_", "parmbs_maggi_", "parmbs_schur_",
+            "parmbs_schur0_", "parmbs_tsinit_", "parmbs_tsaux_", "parmbs_opt_")
+#: unprefixed options of these kinds reach every parmbs solver
+ROUTED = ("ksp_", "pc_", "snes_", "ts_", "tao_", "mat_", "sub_", "redundant_")
+#: options PETSc reads only in PetscFinalize, after parmbs looks (never "unused")
+AT_FINALIZE = ("options_left", "options_view")
+#: the solver parmbs builds when a config says nothing else (config/schema.py): a probe of
+#: the user's options runs on top of it (pc_factor_mat_solver_type mumps is fine for LU,
+#: an error for PETSc's default ILU)
+BASE = {"ksp_type": "preonly", "pc_type": "lu"}
+
+
+class OptionError(Exception):
+    """A PETSc option the user gave that PETSc rejects."""
+
+    def __init__(self, source, name, message):
+        self.source, self.name, self.message = source, name, message
+        super().__init__(f"{source}: -{name}: {message}")
+
+
+@functools.lru_cache(maxsize=None)
+def _libpetsc():
+    """PETSc's C library (through petsc4py's extension module, which links it), for
+    ``PetscOptionsUsed``, which petsc4py does not wrap."""
+    import ctypes
+    lib = ctypes.CDLL(PETSc.__file__)
+    lib.PetscOptionsUsed.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]
+    return lib
+
+
+#: PETSc's trajectory types (3.18 through 3.26)
+TRAJECTORY_TYPES = ("memory", "basic", "singlefile", "visualization")
+
+
+def set_trajectory_type(ts, kind):
+    """``TSTrajectorySetType`` on ``ts``'s trajectory (after setSaveTrajectory), which
+    petsc4py 3.18 does not wrap; the unprefixed -ts_trajectory_type still overrides it
+    in setFromOptions."""
+    import ctypes
+    if kind not in TRAJECTORY_TYPES:
+        from .model.system import ModelError
+        raise ModelError("-parmbs_ts_trajectory_type", f"PETSc rejects {kind!r}: not one of "
+                         f"{', '.join(TRAJECTORY_TYPES)}")
+    lib = _libpetsc()
+    tj = ctypes.c_void_p()
+    if (lib.TSGetTrajectory(ctypes.c_void_p(ts.handle), ctypes.byref(tj)) != 0 or not tj.value
+            or lib.TSTrajectorySetType(tj, ctypes.c_void_p(ts.handle), kind.encode()) != 0):
+        raise RuntimeError(f"TSTrajectorySetType({kind!r}) failed")
+
+
+def used(name):
+    """Has PETSc looked up option ``name`` (no dash) since it was set?"""
+    import ctypes
+    flag = ctypes.c_int(0)
+    if _libpetsc().PetscOptionsUsed(None, name.encode(), ctypes.byref(flag)) != 0:
+        return True                       # (cannot tell: do not warn)
+    return bool(flag.value)
+
+
+def _prefix_of(name):
+    """The parmbs prefix ``name`` is under ('' for none); ``parmbs_ts_`` counts as
+    ``parmbs_`` + the TS's ``ts_`` (see _probe's ts_solver)."""
+    hits = [p for p in PREFIXES if p != "parmbs_ts_" and name.startswith(p)]
+    return max(hits, key=len) if hits else ""
+
+
+def _find_bad(user, base, ts_solver=""):
+    """None if PETSc reads ``base`` + ``user`` (name → text) without error, else (the
+    name in ``user`` responsible, PETSc's message): the one option whose value PETSc's
+    message quotes ("Unable to find requested KSP type bogus"), else the first whose
+    addition, in the order given, makes the probe fail.  (Not "the one whose removal
+    makes it pass": ``-ksp_type gmres -ksp_rtol abc`` passes without ksp_type, because
+    preonly reads no tolerance.)"""
+    def probe(names):
+        return _probe({**base, **{n: user[n] for n in names}}, ts_solver)
+    names = list(user)
+    msg = probe(names)
+    if msg is None:
+        return None
+    words = set(re.findall(r"[^\s,;:'\"()]+", msg))
+    quoted = [k for k in names if user[k] and user[k] in words]
+    if len(quoted) == 1:
+        return quoted[0], msg
+    for i in range(len(names)):
+        m = probe(names[:i + 1])
+        if m is not None:
+            return names[i], m
+    return names[-1], msg
+
+
+class UserOptions:
+    """The PETSc options of one parmbs command: ``argv`` (the command line's PETSc
+    options) and ``env`` (the text of PETSC_OPTIONS); the command line wins, as in
+    PETSc.  See the section comment above."""
+
+    def __init__(self, argv, env=""):
+        import shlex
+        try:
+            env_tokens = shlex.split(env or "")
+        except ValueError:
+            env_tokens = (env or "").split()
+        self.given = {}                     # lower-case name -> (name, value, source)
+        for tokens, source in ((env_tokens, "PETSC_OPTIONS"), (list(argv), "command line")):
+            for name, value in parse_petsc_args(tokens):
+                self.given[name.lower()] = (name, value, source)
+        self._argv = parse_petsc_args(list(argv))
+        self.copies = {}                    # unprefixed name -> the names it was copied to
+        self.inserted = []                  # names put into a running PETSc's database
+
+    def start(self, at_init):
+        """Check the values, then (PETSc already running: ``at_init`` False) insert the
+        command line's options, then copy the unprefixed solver options under every
+        prefix.  Raises OptionError."""
+        self.check()
+        opts = PETSc.Options()
+        if not at_init:                     # a second command in one process
+            for name, value in self._argv:
+                opts.setValue(name, value)
+                _FROM_CONFIG.pop(name, None)
+                self.inserted.append(name)
+            if any(n.lower().startswith(("log_view", "log_summary", "log_all")) for n, _ in self._argv):
+                PETSc.Log.begin()           # (PetscInitialize does this for -log_view)
+        self.route()
+
+    def check(self):
+        """Probe the solver options by prefix group; OptionError for a rejected value."""
+        groups = {}
+        for key, (name, value, source) in self.given.items():
+            pre = _prefix_of(key)
+            rest = key[len(pre):]
+            if (pre or rest.startswith(ROUTED)) and not any(w in rest for w in _NOT_PROBED):
+                groups.setdefault(pre, {})[rest] = "" if value is None else value
+        for pre, user in groups.items():
+            base, ts_solver = dict(BASE), ""
+            if pre == "parmbs_":            # the TS's Newton solver reads parmbs_ts_<name>
+                base.update({"ts_" + k: v for k, v in BASE.items()})
+                ts_solver = "ts_"
+            found = _find_bad(user, base, ts_solver)
+            if found:
+                rest, msg = found
+                name, value, source = self.given[pre + rest]
+                what = f"{value!r}" if value is not None else "it"
+                raise OptionError(source, name, f"PETSc rejects {what}: {msg}")
+
+    def route(self):
+        """Copy each unprefixed solver option under every parmbs prefix where the user
+        did not give that option (the rule in the section comment)."""
+        opts = PETSc.Options()
+        have = {k.lower() for k in opts.getAll()} - {k.lower() for k in _FROM_CONFIG}
+        for key, (name, value, source) in self.given.items():
+            if _prefix_of(key) or not key.startswith(ROUTED):
+                continue
+            for pre in PREFIXES:
+                full = pre + key
+                if full in self.given or (full in have and full not in self.copies.get(key, ())):
+                    continue                # given under that prefix: it wins
+                opts.setValue(full, value)
+                _FROM_CONFIG.pop(full, None)
+                self.copies.setdefault(key, []).append(full)
+
+    def unused(self):
+        """The options nothing read, ``-name (source)``, in the order given."""
+        out = []
+        for key, (name, value, source) in self.given.items():
+            if key in AT_FINALIZE:
+                continue
+            if not (used(key) or any(used(c) for c in self.copies.get(key, ()))):
+                out.append(f"-{name} ({source})")
+        return out
+
+    def finish(self, report=True):
+        """The warning line for options nothing read (None if all were read, or
+        ``report`` is False); then remove the copies (so PETSc's own -options_left does
+        not list copies for solvers this run did not have) and, for a second command
+        in one process, the options this one inserted (-log_view stays for
+        PetscFinalize)."""
+        line = None
+        if report:
+            left = self.unused()
+            if left:
+                line = ("parmbs: warning: PETSc options that nothing read (misspelt, or for a "
+                        f"solver this run does not have): {', '.join(left)}")
+        opts = PETSc.Options()
+        for key, copies in self.copies.items():
+            if any(used(c) for c in copies):
+                opts.hasName(key)           # (marks the unprefixed original read)
+            for c in copies:
+                opts.delValue(c)
+        self.copies = {}
+        for name in self.inserted:
+            if not name.lower().startswith("log"):
+                opts.delValue(name)
+        self.inserted = []
+        return line

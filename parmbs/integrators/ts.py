@@ -24,7 +24,7 @@ TSAdjoint to round-off, which for the penalty matrix M + αΦ_qᵀΦ_q grows ∝
 import numpy as np
 
 from .._petsc import PETSc
-from ..petsc_options import set_config_options
+from ..petsc_options import set_config_options, set_trajectory_type
 from ..model.assembly import SparseOperator
 from ..model.system import ModelError
 from .newmark import StepError, saddle_point_pattern
@@ -204,6 +204,10 @@ class TSStepper:
         snes.setTolerances(rtol=nt.rtol, atol=nt.atol, stol=max(nt.rtol, 1e-14), max_it=nt.max_it)
         if save:
             ts.setSaveTrajectory()
+            # PETSc 3.18's trajectory has no options prefix: it reads the unprefixed
+            # -ts_trajectory_type and defaulted to the on-disk "basic" (one file per step)
+            # although -parmbs_ts_trajectory_type memory was set; set the type on it
+            set_trajectory_type(ts, PETSc.Options().getString(PREFIX + "trajectory_type", "memory"))
             if mod.nd:
                 self._Jp = PETSc.Mat().createDense([mod.N, mod.nd], comm=PETSc.COMM_SELF)
                 self._Jp.setUp()

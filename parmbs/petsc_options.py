@@ -61,7 +61,7 @@ def _probe(options, ts_solver=""):
     pre = _PROBE_PREFIX
     for k, v in options.items():
         opts.setValue(pre + k, v)
-    A = ksp = ts = None
+    A = ksp = ts = tao = None
     helping = opts.getAll().get("help", False)      # (-help: the probe's objects print none)
     if helping is not False:
         opts.delValue("help")
@@ -79,6 +79,9 @@ def _probe(options, ts_solver=""):
         ts.setOptionsPrefix(pre)
         ts.getSNES().setOptionsPrefix(pre + ts_solver)
         ts.setFromOptions()
+        tao = PETSc.TAO().create(PETSc.COMM_SELF)        # (optimize: -parmbs_opt_tao_*)
+        tao.setOptionsPrefix(pre)
+        tao.setFromOptions()
         return None
     except PETSc.Error as e:
         lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
@@ -89,7 +92,7 @@ def _probe(options, ts_solver=""):
             opts.setValue("help", helping)
         for k in options:
             opts.delValue(pre + k)
-        for o in (ts, ksp, A):
+        for o in (tao, ts, ksp, A):
             if o is not None:
                 o.destroy()
 

@@ -120,6 +120,7 @@ def test_ts_options_are_parmbs_ts_name():
      "parmbs: error: command line: -pc_factor_mat_solver_type: PETSc rejects 'nosuch'"),
     (["-parmbs_ts_type", "bogus"], "parmbs: error: command line: -parmbs_ts_type: PETSc rejects 'bogus'"),
     (["-ksp_type", "gmres", "-ksp_rtol", "abc"], "parmbs: error: command line: -ksp_rtol: PETSc rejects 'abc'"),
+    (["-parmbs_opt_tao_type", "bogus"], "parmbs: error: command line: -parmbs_opt_tao_type: PETSc rejects 'bogus'"),
     (["-malloc_debug", "bogus"], "parmbs: error: command line: -malloc_debug bogus: PETSc rejects it"),
 ])
 def test_bad_value_on_the_command_line_is_one_line_exit_2(args, start):

@@ -135,6 +135,10 @@ def _start():
         petsc4py._parmbs_init = True
     from petsc4py import PETSc
     globals().update(PETSc=PETSc, PETSC_VERSION=PETSc.Sys.getVersion())
+    # PETSc loads MUMPS, SuperLU_dist and libgomp: if they were loaded before ``import
+    # parmbs`` pinned the thread variables, cap their pools now (parmbs/_determinism.py)
+    from ._determinism import limit_loaded_pools
+    limit_loaded_pools()
 
 
 def __getattr__(name):

@@ -1,3 +1,7 @@
+# parmbs first, before any test module imports numpy: its thread and SIMD pinning
+# (parmbs/_determinism.py) only takes full effect before numpy loads
+import parmbs  # noqa: F401
+
 import pathlib
 
 import pytest

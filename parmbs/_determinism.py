@@ -1,0 +1,106 @@
+"""Same input, same bytes: pin what makes floating-point results depend on the run.
+
+Imported first by ``import parmbs``, before numpy or PETSc do any work.  Three
+sources of run-to-run differences were measured (issue 17) and are switched off here:
+
+1. **Threaded BLAS/LAPACK and OpenMP.**  OpenBLAS (Debian: pthreads) splits dgemv,
+   dgemm and LAPACK's getrf between threads, so the number of threads changes the
+   summation order (measured: ``numpy.linalg.solve`` of a 17×17 system differs between
+   1 and 2 threads with the SkylakeX kernels).  Default: one thread per MPI rank —
+   ranks already use the cores.  ``PARMBS_THREADS=N`` asks for N threads; a thread
+   count the user set explicitly (``OPENBLAS_NUM_THREADS``, ``OMP_NUM_THREADS``,
+   ``MKL_NUM_THREADS``) is kept for that library.  Fixed thread counts give fixed
+   results; only the default is guaranteed to give the same bytes as the tests.
+2. **numpy's AVX-512 math (SVML) chosen by memory layout.**  On an AVX-512 CPU,
+   numpy ≥ 1.22 computes float64 sin, cos, exp, log, power, arctan2 … with SVML
+   unless the output array overlaps the span of a strided input, in which case it
+   falls back to libm (numpy/core/src/umath/loops_umath_fp.dispatch.c.src, the
+   ``is_mem_overlap`` test).  SVML and libm differ by one ulp on ~60 % of arguments,
+   and whether a fresh output array lands inside that span depends on the heap: the
+   same ``np.cos(q[..., 5])`` gave different last bits on consecutive calls
+   (measured: ~1 call in 6000 of ``Spring.jacobians`` in a double-pendulum run; the
+   trajectory then drifted to 2e-4 and revolve:7 vs all gradients to 8e-8 relative).
+   ``NPY_DISABLE_CPU_FEATURES=AVX512_SKX`` makes numpy use libm everywhere — the
+   result no longer depends on the heap, and equals that of CPUs without AVX-512.
+   This works only before numpy is imported: the CLI always gets it; a script or
+   test that imports numpy first keeps numpy's choice (import parmbs first, or set
+   the variable).  ``PARMBS_NUMPY_SIMD=native`` keeps numpy's dispatch.
+3. **Scotch threads** (PT-Scotch orderings for MUMPS): ``SCOTCH_PTHREAD_NUMBER=1``.
+
+The MUMPS settings live with the operators that use MUMPS (``mumps_options``).
+"""
+from __future__ import annotations
+
+import os
+import platform
+import sys
+
+#: library thread-count variables set to the pinned count unless the user set them
+THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
+               "SCOTCH_PTHREAD_NUMBER")
+#: numpy's AVX-512 SVML loops are dispatched for this target (numpy 1.22 … 2.x, x86-64)
+NUMPY_SVML_TARGET = "AVX512_SKX"
+
+
+def requested_threads() -> int:
+    """Threads per MPI rank: ``PARMBS_THREADS`` (an integer ≥ 1), default 1."""
+    text = os.environ.get("PARMBS_THREADS", "").strip()
+    if not text:
+        return 1
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        sys.stderr.write(f"parmbs: PARMBS_THREADS={text!r} is not a positive integer; using 1\n")
+        return 1
+    return n
+
+
+def _pin_environment(n: int) -> dict:
+    """Set the thread variables (and numpy's SIMD choice) the user left unset; returns
+    what was set.  PARMBS_THREADS, when given, overrides the per-library variables."""
+    forced = "PARMBS_THREADS" in os.environ
+    done = {}
+    for var in THREAD_VARS:
+        if forced or var not in os.environ:
+            os.environ[var] = str(n)
+            done[var] = str(n)
+    if ("numpy" not in sys.modules and platform.machine().lower() in ("x86_64", "amd64")
+            and os.environ.get("PARMBS_NUMPY_SIMD", "").lower() != "native"
+            and "NPY_DISABLE_CPU_FEATURES" not in os.environ and "NPY_ENABLE_CPU_FEATURES" not in os.environ):
+        os.environ["NPY_DISABLE_CPU_FEATURES"] = NUMPY_SVML_TARGET
+        done["NPY_DISABLE_CPU_FEATURES"] = NUMPY_SVML_TARGET
+    return done
+
+
+def limit_loaded_pools(n: int | None = None) -> None:
+    """Cap the BLAS and OpenMP pools already loaded in this process (threadpoolctl):
+    the environment variables are read when a library loads, so a numpy or PETSc
+    imported before parmbs would otherwise keep its default (one thread per core).
+    Pools whose variable the user set explicitly keep their count unless
+    ``PARMBS_THREADS`` is given."""
+    n = requested_threads() if n is None else n
+    try:
+        from threadpoolctl import threadpool_info, threadpool_limits
+    except ImportError:        # pragma: no cover - a declared dependency; env vars still apply
+        return
+    forced = "PARMBS_THREADS" in os.environ
+    user = {"openblas": "OPENBLAS_NUM_THREADS", "mkl": "MKL_NUM_THREADS", "blis": "BLIS_NUM_THREADS",
+            "openmp": "OMP_NUM_THREADS"}
+    limits = {}
+    for pool in threadpool_info():
+        var = user.get(pool.get("internal_api"))
+        want = n if forced or var is None or os.environ.get(var) == str(n) else None
+        if want is not None and pool.get("num_threads") != want:
+            limits[pool["prefix"]] = want
+    if limits:
+        threadpool_limits(limits=limits)
+
+
+def configure() -> None:
+    """Called once by ``import parmbs``."""
+    n = requested_threads()
+    _pin_environment(n)
+    if "numpy" in sys.modules:          # loaded before parmbs: its BLAS pool already exists
+        limit_loaded_pools(n)

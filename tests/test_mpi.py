@@ -19,6 +19,28 @@ def _run(comm, name, overrides):
     return traj, pr.objective_values(), pr.adjoint(), pr.direct()
 
 
+def _value_bounds(pr, ts, tp):
+    """|ψ(x^MPI) − ψ(x^serial)| to first order in the two trajectories' difference, plus
+    the round-off of summing N+1 terms: Σ_k |∂(w_k f_k)/∂x_k|·|Δx_k| (elementwise, every
+    block q, v, a, λ) + 2(N+1)ε Σ_k |w_k f_k|; doubled for the second-order terms and the
+    round-off of the partials themselves.  The state differences are bounded above (the
+    Newton tolerance); this says the objectives add nothing beyond them."""
+    eps, p, N = np.finfo(float).eps, pr.sys.p, ts.steps
+    out = {}
+    for ob in pr.objectives:
+        ref = ob.reference(pr.sys, ts.q[0], p)
+        lin = 0.0
+        terms = 0.0
+        for k in range(N + 1):
+            gx, _, _ = pr._local_grads(ob, k, ts, p, ref)
+            dx = [np.abs(a - b) for a, b in zip(tp.x(k), ts.x(k))]
+            lin += sum(float(np.abs(g) @ d) for g, d in zip(gx, dx))
+            if ob.integrand:
+                terms += abs(pr.w[k] * ob.weight * ob.integrand.value(pr.sys, ts.t[k], ts.x(k), p, ref))
+        out[ob.name] = 2.0 * (lin + 2 * (N + 1) * eps * terms)
+    return out
+
+
 @pytest.mark.mpi(min_size=2)
 @pytest.mark.parametrize("name,integrator", [("fivebar", "trapezoidal"), ("fivebar", "genalpha"),
                                              ("double-pendulum", "newmark")])
@@ -42,8 +64,13 @@ def test_distributed_equals_serial(name, integrator):
     assert np.max(np.abs(tp.lam - ts.lam)) <= bound
     assert np.max(np.abs(tp.v - ts.v)) <= bound * pr.stepper.gamma * pr.h
     assert np.max(np.abs(tp.a - ts.a)) <= bound
+    bounds = _value_bounds(pr, ts, tp)
     for k in vs:
-        assert abs(vp[k] - vs[k]) <= 1e-12 * abs(vs[k])
+        # was 1e-12 |ψ| with no estimate: ψ3 (∫|r̈|²) and the reaction objective read a
+        # and λ, which the two solvers leave ~1e-14 apart (measured 5.3e-11 vs 1.3e-11 on
+        # an AVX-512 machine, where numpy's SVML noise was added to that)
+        print(f"  {k}: |Δψ| {abs(vp[k] - vs[k]):.1e} (bound {bounds[k]:.1e})")
+        assert abs(vp[k] - vs[k]) <= bounds[k], k
         g = np.max(np.abs(as_[k]))
         assert np.max(np.abs(ap[k] - as_[k])) <= 1e-10 * g, k
         assert np.max(np.abs(dp[k] - ap[k])) <= 1e-9 * g, k

@@ -87,6 +87,7 @@ def _env(**kw):
     for k in ("PARMBS_CHECKPOINT_KILL", "PARMBS_CHECKPOINT_INTERVAL"):
         env.pop(k, None)
     env.update({k: str(v) for k, v in kw.items()})
+    env["PARMBS_TEST_FAULTS"] = "1"                 # arms the kill hook (parmbs/faults.py)
     return env
 
 
@@ -138,17 +139,17 @@ def test_every_schedule_gives_the_bitwise_same_gradient(tmp_path):
     all differed by 8e-8 relative there)."""
     from parmbs.config import load_config
     from parmbs.sensitivity.problem import Problem
-    cfg = spring_double_pendulum(tmp_path)
+    cfg = spring_double_pendulum(tmp_path, t_end=0.3)
     pr = Problem(load_config(cfg, []))
     pr.forward()
     values0, grad0 = pr.objective_values(), pr.adjoint()
-    for schedule in ("all", "every:1", "every:7", "revolve:2", "revolve:7", "revolve:50"):
+    for schedule in ("all", "every:7", "revolve:2", "revolve:7"):
         pr = Problem(load_config(cfg, [f"checkpoint.schedule={schedule}"]))
         run = pr.use_checkpoint(tmp_path / f"{schedule.replace(':', '-')}.h5")
         values = pr.objective_values(pr.forward())
         grad = pr.adjoint()
         run.store.close()
-        if schedule != "all" and schedule != "every:1":
+        if schedule != "all":
             assert run.recomputed > 0                         # states really were recomputed
         for k in grad0:
             assert values[k] == values0[k], (schedule, k)
@@ -201,6 +202,7 @@ def test_mpi_interrupt_then_restart_same_bytes(kill, monkeypatch):
     try:
         cfg = comm.bcast(spring_double_pendulum(d, t_end=0.1) if comm.rank == 0 else None, root=0)
         monkeypatch.setenv("PARMBS_CHECKPOINT_INTERVAL", "0")
+        monkeypatch.setenv("PARMBS_TEST_FAULTS", "1")                 # arms the hook (parmbs/faults.py)
         rc = main(["gradient", cfg, "-o", str(d / "ref.h5"), "--json", str(d / "ref.json")])
         assert comm.allgather(rc) == [0] * comm.size
         monkeypatch.setenv("PARMBS_CHECKPOINT_KILL", f"raise:{kill}")

@@ -87,10 +87,14 @@ CASES = [{"integrator": "trapezoidal"}, {"integrator": "genalpha"},
          {"formulation": "maggi", "integrator": "trapezoidal"},
          {"formulation": "matrix-r", "integrator": "trapezoidal"},
          {"formulation": "matrix-r", "integrator": "trapezoidal", "matrix_r": {"coordinates": "independent"}},
-         {"formulation": "penalty", "integrator": "ts-cn"}]
+         # α = 1e5: adjoint vs direct differ by the round-off of M + αΦ_qᵀΦ_q, ∝ α
+         # (α = 1e7, the default: 2.7e-10 here and 1.02e-9 measured on an AVX-512 machine
+         # against the 1e-9 below; α = 1e5: ≤ 3.9e-12)
+         {"formulation": "penalty", "integrator": "ts-cn", "penalty": {"alpha": 1e5}}]
 
 
-@pytest.mark.parametrize("sim", CASES, ids=lambda s: "-".join(str(v) if not isinstance(v, dict) else "independent" for v in s.values()))
+@pytest.mark.parametrize("sim", CASES, ids=lambda s: "-".join(str(v) if not isinstance(v, dict) else "independent"
+                                                                 for k, v in s.items() if k != "penalty"))
 def test_gradients_adjoint_direct_fd(sim):
     pr = _problem(sim)
     tr = pr.forward()

@@ -9,6 +9,11 @@
     parmbs optimize CONFIG [-o OUT.h5] [--restart FILE.h5] [--set k=v]...
     parmbs plot FILE.h5 [-o OUT.png]
 
+Every command takes ``-q/--quiet`` (stdout: only the result lines — objective values,
+gradients, verify's verdict, optimize's final design — and the files written; no
+progress) or ``-v/--verbose`` (also one stderr line per sweep: its steps or columns and
+time; for forward runs the Newton iterations per step), before or after the command.
+
 Every command takes PETSc options after its arguments, ``parmbs simulate CONFIG
 -log_view -ksp_monitor``; see ``_start_petsc``.
 
@@ -60,6 +65,58 @@ def out(*args, **kw):
 def err(msg):
     if _rank() == 0:
         print(msg, file=sys.stderr, flush=True)
+
+
+#: 0 with -q, 1 by default, 2 with -v (set by main() for each command)
+VERBOSITY = 1
+
+
+def info(*args, **kw):
+    """An informational stdout line (run summary, notices) on rank 0; not with -q."""
+    if VERBOSITY >= 1:
+        out(*args, **kw)
+
+
+def detail(msg):
+    """With -v only: one diagnostics line ``parmbs: msg`` on stderr (rank 0)."""
+    if VERBOSITY >= 2:
+        err(f"parmbs: {msg}")
+
+
+class _Sweep:
+    """One sweep of a command (forward, adjoint, direct, fd, cs, ...): its progress and,
+    with -v, one line with its size and time::
+
+        with _Sweep(cfg, "adjoint") as pg:
+            grads = pr.adjoint(progress=pg)
+
+    ``pg(k, N)`` remembers the last k/N and forwards them to io/progress.py's bar or
+    lines (rank 0; none with -q or ``simulation.progress = false``).  ``wall``: the
+    sweep's seconds once the block is left."""
+
+    def __init__(self, cfg, label, unit="step"):
+        from .io.progress import make_progress
+        self.label, self.unit, self.k, self.N, self.wall = label, unit, 0, 0, None
+        self.shown = None if VERBOSITY == 0 else make_progress(cfg, label=label, rank=_rank(), unit=unit)
+
+    def __call__(self, k, N):
+        self.k, self.N = k, N
+        if self.shown is not None:
+            self.shown(k, N)
+
+    def __enter__(self):
+        self.t0 = time.perf_counter()
+        return self
+
+    def __exit__(self, et, e, tb):
+        self.wall = time.perf_counter() - self.t0
+        if self.shown is not None:
+            self.shown.close()
+        if et is None:
+            size = f"{self.k} {self.unit}{'s' if self.k != 1 else ''} in " if self.N else ""
+            rate = f" ({self.k / max(self.wall, 1e-12):.3g} {self.unit}s/s)" if self.N else ""
+            detail(f"{self.label}: {size}{self.wall:.3g} s{rate}")
+        return False
 
 
 class InputError(Exception):
@@ -175,7 +232,7 @@ def _problem(cfg, args):
                          f"formulation {sim.formulation!r} / integrator {sim.integrator!r} is not "
                          f"available in this build ({e})") from None
     if getattr(pr.sys, "redundancy", None) is not None:     # one line: the rows dropped at set-up
-        out(pr.sys.redundancy.summary())
+        info(pr.sys.redundancy.summary())
     return pr
 
 
@@ -273,10 +330,10 @@ def _checkpoint_run(pr, cfg, args, method="adjoint"):
     run.path, run.final, run.origin = path, final, origin
     k0 = run.resume_point()
     if origin == "temp":
-        out(f"checkpoint {path}: temporary (schedule {sched}; removed at the end; -o OUT.h5 keeps a "
+        info(f"checkpoint {path}: temporary (schedule {sched}; removed at the end; -o OUT.h5 keeps a "
             "resumable OUT.h5.partial)")
     if not run.store.created:
-        out(f"checkpoint {path}: resuming ({'forward complete' if k0 >= pr.nsteps else f'forward from step {k0}'}"
+        info(f"checkpoint {path}: resuming ({'forward complete' if k0 >= pr.nsteps else f'forward from step {k0}'}"
             f"{'' if run.store.adjoint_marker[1] < 0 else f', adjoint at step {run.store.adjoint_marker[1]}'})")
     return run
 
@@ -378,12 +435,12 @@ def _check_outputs(args, outputs=None, inputs=()):
 
 
 def _forward(pr, cfg, tracker, writer=None, label="forward"):
-    from .io.progress import make_progress
-    progress = make_progress(cfg, label=label, rank=_rank())
+    sweep = _Sweep(cfg, label)
     tracker.phase = "forward run"
     t0 = time.perf_counter()
     try:
-        traj = pr.forward(progress=progress, on_step=_chain(tracker.on_step, writer))
+        with sweep:
+            traj = pr.forward(progress=sweep, on_step=_chain(tracker.on_step, writer))
     except BaseException as exc:
         if writer is not None:
             if isinstance(exc, Exception):      # the close below is collective: agree first
@@ -393,11 +450,12 @@ def _forward(pr, cfg, tracker, writer=None, label="forward"):
             except Exception:  # noqa: BLE001
                 pass
         raise
-    finally:
-        if progress is not None:
-            progress.close()
     if writer is not None:
         writer.close()
+    its = np.asarray(traj.newton_its)
+    if its.size:
+        detail(f"{label}: Newton iterations per step: mean {its.mean():.2f}, max {int(its.max())} "
+               f"({int(np.count_nonzero(its == its.max()))} steps), total {int(its.sum())}")
     return traj, time.perf_counter() - t0
 
 
@@ -496,11 +554,11 @@ def cmd_simulate(args):
         sim = cfg.simulation
         its = np.asarray(traj.newton_its)
         vals = pr.objective_values(traj)
-        out(f"{cfg.model.name}: {sim.formulation}/{sim.integrator}, dt = {sim.dt:g} s, "
-            f"{traj.steps} steps to t = {traj.t[-1]:g} s in {wall:.3g} s "
-            f"({traj.steps / max(wall, 1e-12):.0f} steps/s, ranks {_comm().size})")
+        info(f"{cfg.model.name}: {sim.formulation}/{sim.integrator}, dt = {sim.dt:g} s, "
+             f"{traj.steps} steps to t = {traj.t[-1]:g} s in {wall:.3g} s "
+             f"({traj.steps / max(wall, 1e-12):.0f} steps/s, ranks {_comm().size})")
         if its.size:
-            out(f"Newton iterations per step: mean {its.mean():.2f}, max {int(its.max())}")
+            info(f"Newton iterations per step: mean {its.mean():.2f}, max {int(its.max())}")
         for name, v in vals.items():
             out(f"  {name:<12} = {v:.12e}")
         if args.plot:
@@ -518,7 +576,7 @@ def cmd_simulate(args):
     if ck is not None and ck.final is not None:
         out(f"wrote {ck.final} (checkpoint schedule {ck.sched.text}, {ck.store.writes} states written)")
     elif ck is not None:
-        out(f"removed the temporary checkpoint {ck.path} ({ck.store.writes} states written)")
+        info(f"removed the temporary checkpoint {ck.path} ({ck.store.writes} states written)")
     if writer is not None:
         out(f"wrote {args.output} (valid_steps {writer.valid_steps})")
     if args.plot:
@@ -536,15 +594,17 @@ def _sched_kind(cfg):
 
 def _gradient(pr, cfg, method, tracker):
     tracker.phase = f"{method} gradient"
-    if method == "adjoint":
-        return pr.adjoint()
-    if method == "direct":
-        return pr.direct()
-    if method == "fd":
-        return pr.finite_differences(cfg.sensitivity.fd_step)
+    with _Sweep(cfg, method, "step" if method in ("adjoint", "direct") else "column") as pg:
+        if method == "adjoint":
+            return pr.adjoint(progress=pg)
+        if method == "direct":
+            return pr.direct(progress=pg)
+        if method == "fd":
+            return pr.finite_differences(cfg.sensitivity.fd_step, progress=pg)
+        if method == "cs":
+            from .sensitivity.complex_step import complex_step_gradient
+            grads = complex_step_gradient(pr, progress=pg)
     if method == "cs":
-        from .sensitivity.complex_step import complex_step_gradient
-        grads = complex_step_gradient(pr)
         pr.forward()                  # leave the problem at the nominal (real) design
         return grads
     raise AssertionError(method)
@@ -637,7 +697,7 @@ def _cmd_gradient_batches(args, cfg):
             doc["scenarios"] = {sc.name: {"weight": sc.weight,
                                           "objectives": block(res.values[sc.name], res.gradients[sc.name], None)}
                                 for sc in res.scenarios}
-        out(f"{cfg.model.name}: {method} gradient, {layout.mode}, {layout.groups} group(s) on "
+        info(f"{cfg.model.name}: {method} gradient, {layout.mode}, {layout.groups} group(s) on "
             f"{_comm().size} rank(s), {len(res.scenarios)} scenario(s), plan '{res.plan.strategy}' "
             f"({', '.join(str(sum(len(t.units) for t in b)) for b in res.plan.batches)} units per batch); "
             f"forward {res.timing['forward_s']:.3g} s, gradient {res.timing['gradient_s']:.3g} s (slowest group)")
@@ -717,8 +777,8 @@ def cmd_gradient(args):
                            for o in grads},
             "timing": {"forward_s": round(t_fwd, 6), "gradient_s": round(t_grad, 6)},
         }
-        out(f"{cfg.model.name}: {method} gradient, {pr.nsteps} steps, forward {t_fwd:.3g} s, "
-            f"gradient {t_grad:.3g} s, ranks {_comm().size}")
+        info(f"{cfg.model.name}: {method} gradient, {pr.nsteps} steps, forward {t_fwd:.3g} s, "
+             f"gradient {t_grad:.3g} s, ranks {_comm().size}")
         _report_gradient(doc, args, outs=outs)
         if h5 is not None:
             from .io.hdf5 import write_gradient
@@ -738,7 +798,7 @@ def cmd_gradient(args):
     if final is not None:
         out(f"wrote {final} (/trajectory, /gradient)")
     elif ck is not None:
-        out(f"removed the temporary checkpoint {ck.path}")
+        info(f"removed the temporary checkpoint {ck.path}")
     return 0
 
 
@@ -788,49 +848,50 @@ def cmd_verify(args):
     p0 = pr.sys.p.copy()
     timing = {}
 
-    def timed(label, fn):
+    def timed(label, fn, unit="step"):
         tracker.phase = label
-        t0 = time.perf_counter()
-        res = fn()
-        timing[label] = time.perf_counter() - t0
+        with _Sweep(cfg, label, unit) as pg:        # progress and, with -v, one timing line
+            res = fn(pg)
+        timing[label] = pg.wall
         return res
-    adj = timed("adjoint", pr.adjoint)
-    dirg = timed("direct", pr.direct)
+    adj = timed("adjoint", lambda pg: pr.adjoint(progress=pg))
+    dirg = timed("direct", lambda pg: pr.direct(progress=pg))
     _check_finite(values, adj, "adjoint")
     _check_finite(values, dirg, "direct")
-    sigma = timed("round-off", lambda: V.roundoff_sigma(pr, adj, dirg))
+    sigma = timed("round-off", lambda pg: V.roundoff_sigma(pr, adj, dirg))
     cs, cs_why = None, ""
     if cfg.simulation.formulation in ("index3", "index1", "maggi"):
         from .sensitivity.complex_step import complex_step_gradient
         from .model.system import ModelError
         try:
-            cs = timed("complex step", lambda: complex_step_gradient(pr, p0))
+            cs = timed("complex step", lambda pg: complex_step_gradient(pr, p0, progress=pg), "column")
         except (ModelError, TypeError) as e:    # a stepper that does not run in complex
             cs_why = " ".join(str(e).split())
         pr.forward(p0)
     else:
         cs_why = f"formulation '{cfg.simulation.formulation}' (complex step: index3, index1, maggi)"
-    sweeps = timed("fd sweep", lambda: V.fd_sweep(pr, p0))
+    ncol = len(pr.design.values(p0))
+    sweeps = timed("fd sweep", lambda pg: V.fd_sweep(pr, p0, progress=lambda j, sw: pg(j + 1, ncol)), "column")
     names = list(pr.design.names)
-    out(f"{cfg.model.name}: verify, {pr.nsteps} steps, dt = {cfg.simulation.dt:g}; forward {t_fwd:.3g} s, "
+    info(f"{cfg.model.name}: verify, {pr.nsteps} steps, dt = {cfg.simulation.dt:g}; forward {t_fwd:.3g} s, "
         + ", ".join(f"{k} {v:.3g} s" for k, v in timing.items()))
     if sigma is not None:
-        out(f"bound(adj,dir) = {V.ROUNDOFF_FACTOR:g}·√2·σ + {V.ROUNDOFF_FLOOR:g}·ε·‖g‖∞, σ: RMS change under one "
+        info(f"bound(adj,dir) = {V.ROUNDOFF_FACTOR:g}·√2·σ + {V.ROUNDOFF_FLOOR:g}·ε·‖g‖∞, σ: RMS change under one "
             f"rounding per step and LU backward error per solve ({V.ROUNDOFF_TRIALS} seeded trials)")
     else:
-        out(f"bound(adj,dir) = {V.FIXED_REL:g}·max(|g_j|, {V.FIXED_REL:g}·‖g‖∞) "
+        info(f"bound(adj,dir) = {V.FIXED_REL:g}·max(|g_j|, {V.FIXED_REL:g}·‖g‖∞) "
             "(not measured: PETSc TS runs the sweeps)")
-    out(f"bound(cs) = √(newton.rtol)·‖g‖∞ + {V.CS_ULP:g}·√N·bound(adj,dir)"
+    info(f"bound(cs) = √(newton.rtol)·‖g‖∞ + {V.CS_ULP:g}·√N·bound(adj,dir)"
         + (f"  [complex step not available: {cs_why}]" if cs is None else ""))
-    out(f"fd: central differences at h = s·10^-2 … s·10^-7 (s = |rho|, or 1); the plateau step (least change δ "
+    info(f"fd: central differences at h = s·10^-2 … s·10^-7 (s = |rho|, or 1); the plateau step (least change δ "
         f"to its neighbours) is used; bound(fd) = {V.FD_FACTOR:g}·δ + √(newton.rtol)·‖g‖∞ + bound(adj,dir)")
     checks = []
     for o in adj:
         a, d = np.asarray(adj[o], float), np.asarray(dirg[o], float)
         bad = V.adjoint_direct_bound(sigma[o], a, d) if sigma is not None else V.fixed_bound(a, d)
         gscale = max(float(np.max(np.abs(a), initial=0.0)), float(np.max(np.abs(d), initial=0.0)))
-        out(f"\n{o} = {values[o]:.12e}")
-        out(f"  {'design':<12} {'adjoint':>18} {'direct':>18} {'complex step':>18} {'fd (plateau)':>18} "
+        info(f"\n{o} = {values[o]:.12e}")
+        info(f"  {'design':<12} {'adjoint':>18} {'direct':>18} {'complex step':>18} {'fd (plateau)':>18} "
             f"{'|adj-dir|':>9} {'bound':>9}  verdict")
         for j, n in enumerate(names):
             sw = sweeps[j]
@@ -846,49 +907,49 @@ def cmd_verify(args):
             checks.append(c)
             cs_txt = f"{c.cs:>18.10e}" if c.cs is not None else f"{'n/a':>18}"
             fd_txt = f"{c.fd:>18.10e}" if c.fd is not None else f"{'n/a':>18}"
-            out(f"  {n:<12} {c.adjoint:>18.10e} {c.direct:>18.10e} {cs_txt} {fd_txt} "
+            info(f"  {n:<12} {c.adjoint:>18.10e} {c.direct:>18.10e} {cs_txt} {fd_txt} "
                 f"{abs(c.adjoint - c.direct):>9.2e} {c.bound_ad:>9.2e}  {c.status}")
-    out("\nworst ratio to its bound: "
+    info("\nworst ratio to its bound: "
         + ", ".join(f"{k} {r:.2g} ({w})" for k, (r, w) in V.worst_ratios(checks).items()))
     flagged = [c for c in checks if c.status != "ok"]
-    out("\nfd plateau (rel. step h/s per objective; the step sweep is printed for flagged variables):")
+    info("\nfd plateau (rel. step h/s per objective; the step sweep is printed for flagged variables):")
     for j, n in enumerate(names):
         sw = sweeps[j]
         mine = [c for c in flagged if c.name == n]
         if not mine:
             hs = ", ".join(f"{c.objective} {c.fd_h / sw.scale:.0e}" if c.fd_h else f"{c.objective} none"
                            for c in checks if c.name == n)
-            out(f"  {n:<12} {hs}")
+            info(f"  {n:<12} {hs}")
             continue
-        out(f"  {n:<12} step sweep (s = {sw.scale:.6g}); " + "; ".join(f"{c.objective}: {c.reason}" for c in mine))
+        info(f"  {n:<12} step sweep (s = {sw.scale:.6g}); " + "; ".join(f"{c.objective}: {c.reason}" for c in mine))
         obs = [c.objective for c in mine]
-        out(f"    {'rel. step':>10} " + " ".join(f"{o[:18]:>18}" for o in obs))
+        info(f"    {'rel. step':>10} " + " ".join(f"{o[:18]:>18}" for o in obs))
         for i, hstep in enumerate(sw.h):
             row = " ".join(f"{sw.est[o][i]:>18.10e}" if sw.est[o][i] is not None else f"{'run failed':>18}"
                            for o in obs)
-            out(f"    {hstep / sw.scale:>10.0e} {row}")
+            info(f"    {hstep / sw.scale:>10.0e} {row}")
         for hstep, msg in sw.failed[:1]:
-            out(f"    (perturbed run at h = {hstep:.1e} failed: {msg})")
+            info(f"    (perturbed run at h = {hstep:.1e} failed: {msg})")
 
     # Taylor test along one seeded random direction, relative to each design value.
     tracker.phase = "Taylor test"
     eps = list(V.TAYLOR_EPS)
     r = V.taylor_remainders(pr, p0, values, adj, eps)
-    out(f"\nTaylor test: r(eps) = |psi(rho + eps d) - psi(rho) - eps grad.d|, d seeded ({V.TAYLOR_SEED}), "
+    info(f"\nTaylor test: r(eps) = |psi(rho + eps d) - psi(rho) - eps grad.d|, d seeded ({V.TAYLOR_SEED}), "
         f"|d_j| <= s_j; order = log2(r(eps)/r(eps/2)) [need >= {V.MIN_TAYLOR_ORDER}]")
     failures = [f"{c.objective}/{c.name}: {c.reason}" for c in checks if c.status == "FAILED"]
     for o in adj:
         orders, order = V.taylor_orders(eps, r[o], values[o])
-        out(f"{o}:")
-        out(f"  {'eps':>10} {'r(eps)':>12} {'order':>7}")
+        info(f"{o}:")
+        info(f"  {'eps':>10} {'r(eps)':>12} {'order':>7}")
         for i, e in enumerate(eps):
             o_txt = f"{orders[i - 1]:7.3f}" if i > 0 else " " * 7
             r_txt = f"{r[o][i]:>12.4e}" if r[o][i] is not None else f"{'run failed':>12}"
-            out(f"  {e:>10.3e} {r_txt} {o_txt}")
+            info(f"  {e:>10.3e} {r_txt} {o_txt}")
         if order is None:
-            out("  observed order: n/a (remainder at noise level: psi is linear along d)")
+            info("  observed order: n/a (remainder at noise level: psi is linear along d)")
         else:
-            out(f"  observed order: {order:.3f}")
+            info(f"  observed order: {order:.3f}")
             if not order >= V.MIN_TAYLOR_ORDER:
                 noise = V.psi_noise(sweeps, o)
                 hint = ""
@@ -898,7 +959,8 @@ def cmd_verify(args):
                 failures.append(f"{o}: Taylor order {order:.3f} < {V.MIN_TAYLOR_ORDER}{hint}")
     notes = [c for c in checks if c.status in ("fd-unreliable", "cs-disagrees")]
     if failures:
-        out("\nverify: FAILED")
+        info()
+        out("verify: FAILED")
         for f in failures:
             out(f"  {f}")
         err(f"parmbs: error: {args.config}: verify: {len(failures)} disagreement(s); first: {failures[0]} "
@@ -908,7 +970,8 @@ def cmd_verify(args):
         out(f"note: {c.objective}/{c.name}: {c.reason}")
     by = [m for m, st in (("complex step", "cs-disagrees"), ("FD", "fd-unreliable"))
           if (m != "complex step" or cs is not None) and all(c.status != st for c in checks)]
-    out(f"\nverify: OK (adjoint = direct within the round-off bound; confirmed by "
+    info()
+    out(f"verify: OK (adjoint = direct within the round-off bound; confirmed by "
         f"{' and '.join(by) or 'complex step or FD per variable'}; Taylor order ~2)")
     return 0
 
@@ -941,12 +1004,21 @@ def cmd_optimize(args):
                                   ("-o", partial_of(path), "the record's working file"),
                                   ("plot", png, "the history plot")])
     with _Signals() as signals:         # from set-up to exit: a batch system's signal never kills us
-        opt = Optimization(cfg, path, restart=bool(args.restart), out=out, signals=signals, sets=sets)
+        opt = Optimization(cfg, path, restart=bool(args.restart), out=out if VERBOSITY else _optimize_result,
+                           signals=signals, sets=sets)
         code, rho = opt.run()
         _on_root(lambda: replace_on_root(png, lambda tmp: plot_history(
             opt.history, tmp, f"{cfg.model.name}: {opt.objective}", columns=opt.hist_columns)), png, "plot")
         out(f"wrote {opt.record_path} (/optimize) and {png}")
     return code
+
+
+def _optimize_result(line):
+    """-q for optimize: only the result, i.e. the ``done:`` line and the final design
+    below it (indented), and the ``stopped on SIGNAL`` line with its resume command;
+    the header, per-iteration and ``resumed:`` lines (optimize/driver.py) are dropped."""
+    if line.startswith(("done:", "stopped on ", "  ")):
+        out(line)
 
 
 def cmd_plot(args):
@@ -970,10 +1042,13 @@ def build_parser():
     p = _Parser(prog="parmbs", description="Planar multibody dynamics with exact discrete "
                 "sensitivities on PETSc.  Runs unchanged under mpirun.")
     p.add_argument("--version", action="store_true", help="print the parmbs and PETSc versions")
+    _verbosity_flags(p, False)
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     def add(name, help_):
-        return sub.add_parser(name, help=help_, description=help_)
+        sp = sub.add_parser(name, help=help_, description=help_)
+        _verbosity_flags(sp, argparse.SUPPRESS)     # also after the command: parmbs gradient CFG -q
+        return sp
 
     def sets(sp):
         sp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -1019,6 +1094,16 @@ def build_parser():
     return p
 
 
+def _verbosity_flags(parser, default):
+    """-v/--verbose and -q/--quiet on ``parser``; the subcommands' default SUPPRESS
+    keeps a flag given before the command (``parmbs -q gradient CFG``)."""
+    parser.add_argument("-v", "--verbose", action="store_true", default=default,
+                        help="also one stderr line per sweep (steps, time; Newton iterations of forward runs)")
+    parser.add_argument("-q", "--quiet", action="store_true", default=default,
+                        help="only errors and the result lines (values, gradients, verdict, files written); "
+                        "no progress")
+
+
 COMMANDS = {"info": cmd_info, "simulate": cmd_simulate, "gradient": cmd_gradient,
             "verify": cmd_verify, "optimize": cmd_optimize, "plot": cmd_plot}
 
@@ -1030,6 +1115,7 @@ def main(argv=None) -> int:
     argv, petsc_args = split_petsc_args(sys.argv[1:] if argv is None else list(argv), _own_options(parser))
     try:
         args = parser.parse_args(argv)
+        _set_verbosity(args)
         user = _start_petsc(petsc_args)
     except _Exit as e:
         return int(e.status or 0)
@@ -1041,6 +1127,13 @@ def main(argv=None) -> int:
     if line:
         err(line)
     return code
+
+
+def _set_verbosity(args):
+    global VERBOSITY
+    if args.verbose and args.quiet:
+        raise UsageError("-v/--verbose and -q/--quiet exclude each other")
+    VERBOSITY = 2 if args.verbose else 0 if args.quiet else 1
 
 
 def _own_options(parser):

@@ -324,6 +324,7 @@ class TSStepper:
                 if nd:
                     mus[i].setArray(mus[i].getArray(readonly=True) + gp)
                 grefs[i] = grefs[i] + gr
+            problem._tick(N - k, N)             # progress of the sweep (sensitivity/problem.py)
         grads = {}
         for i, ob in enumerate(obs):
             ly = lams[i].getArray(readonly=True).copy()
@@ -427,4 +428,6 @@ class TSStepper:
             for i, ob in enumerate(obs):
                 gy, gp, gr = self._ygrads(problem, ob, k, traj, p, refs[i])
                 grads[ob.name] += gy @ dy + gp + gr @ drefs[i]
+            if k > 0:
+                problem._tick(k, traj.steps)    # progress of the sweep (sensitivity/problem.py)
         return grads

@@ -201,13 +201,15 @@ class Problem:
         return gx, gp, gr
 
     # -- direct differentiation ----------------------------------------------------------------------
-    def direct(self, p=None):
+    def direct(self, p=None, progress=None):
         """∇ψ for every objective by the tangent (forward) sensitivity equations
         (per parameter column, then chained to the design variables: design.py), along
-        the last forward run, at its parameters (``p`` may be omitted)."""
+        the last forward run, at its parameters (``p`` may be omitted).
+        ``progress(k, N)``: called after each tangent step (io/progress.py)."""
         p = self._p(p)
         self.design.check_direct()        # one dense column per design variable: refuse fields
-        return self.design.chain(self._direct_columns(p), p)
+        with _Reporting(self, progress):
+            return self.design.chain(self._direct_columns(p), p)
 
     def _direct_columns(self, p):
         if hasattr(self.stepper, "direct"):
@@ -229,15 +231,26 @@ class Problem:
             for ob in self.objectives:
                 gx, gp, gr = self._local_grads(ob, k, traj, p, refs[ob.name])
                 grads[ob.name] += sum(g @ d for g, d in zip(gx, dx)) + gp + gr @ dref[ob.name]
+            if k > 0:
+                self._tick(k, traj.steps)
         return grads
 
     # -- discrete adjoint -------------------------------------------------------------------------------
-    def adjoint(self, p=None):
+    def adjoint(self, p=None, progress=None):
         """∇ψ for every objective by one backward sweep (one adjoint column each; per
         parameter column, then chained to the design variables: design.py), along the
-        last forward run, at its parameters (``p`` may be omitted)."""
+        last forward run, at its parameters (``p`` may be omitted).
+        ``progress(N - k, N)``: called after each reverse step k (io/progress.py)."""
         p = self._p(p)
-        return self.design.chain(self._adjoint_columns(p), p)
+        with _Reporting(self, progress):
+            return self.design.chain(self._adjoint_columns(p), p)
+
+    def _tick(self, k, N):
+        """Report k of N done to the ``progress`` given to the sweep running now (if any):
+        the in-memory and checkpointed sweeps here and the PETSc TS steppers call it."""
+        cb = getattr(self, "_progress", None)
+        if cb is not None:
+            cb(k, N)
 
     def _adjoint_columns(self, p):
         if self.checkpoint is not None:
@@ -273,6 +286,7 @@ class Problem:
             grad = grad + dg + gp
             gref = gref + gr
             x1 = x0
+            self._tick(self.nsteps - k, self.nsteps)
             if after is not None:
                 grad = self.combine_gradient(grad)   # a checkpoint holds the whole gradient
                 after(k, x0, mu, grad, gref)
@@ -299,12 +313,14 @@ class Problem:
         return {ob.name: grad[:, j].copy() for j, ob in enumerate(self.objectives)}
 
     # -- finite differences -------------------------------------------------------------------------------
-    def finite_differences(self, rel_step=1e-6):
-        """Central differences of the whole discrete computation (verification only)."""
+    def finite_differences(self, rel_step=1e-6, progress=None):
+        """Central differences of the whole discrete computation (verification only).
+        ``progress(j, J)``: called after each design column (two forward runs)."""
         p0 = self.sys.p.copy()
         checkpoint, self.checkpoint = self.checkpoint, None     # perturbed runs stay in memory
         try:
-            return self._finite_differences(p0, rel_step)
+            with _Reporting(self, progress):
+                return self._finite_differences(p0, rel_step)
         finally:
             self.checkpoint = checkpoint
 
@@ -322,6 +338,25 @@ class Problem:
                 vals.append(self.objective_values(traj, p))
             for name in grads:
                 grads[name][j] = (vals[0][name] - vals[1][name]) / (2 * hstep)
+            self._tick(j + 1, len(rho))
         if self.checkpoint is None:
             self.forward(p0)
         return grads
+
+
+class _Reporting:
+    """``with _Reporting(problem, progress):`` the sweep inside reports through
+    ``problem._tick`` to ``progress`` (forward runs report through their own
+    argument); the previous callback is restored on exit."""
+
+    def __init__(self, problem, progress):
+        self.problem, self.progress = problem, progress
+
+    def __enter__(self):
+        self.saved = getattr(self.problem, "_progress", None)
+        self.problem._progress = self.progress
+        return self
+
+    def __exit__(self, *exc):
+        self.problem._progress = self.saved
+        return False

@@ -455,7 +455,7 @@ def _forward(pr, cfg, tracker, writer=None, label="forward"):
     its = np.asarray(traj.newton_its)
     if its.size:
         detail(f"{label}: Newton iterations per step: mean {its.mean():.2f}, max {int(its.max())} "
-               f"({int(np.count_nonzero(its == its.max()))} steps), total {int(its.sum())}")
+               f"on {int(np.count_nonzero(its == its.max()))} steps, total {int(its.sum())}")
     return traj, time.perf_counter() - t0
 
 

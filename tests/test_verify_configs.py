@@ -154,7 +154,8 @@ joint = "pivot"
 
 
 def _verify(config, sets, capsys):
-    args = ["verify", str(config)] + [x for s in sets for x in ("--set", s)]
+    # progress off: the fd sweep of a loaded machine passes 2 s and prints progress lines
+    args = ["verify", str(config), "--set", "simulation.progress=false"] + [x for s in sets for x in ("--set", s)]
     rc = cli.main(args)
     out, err = capsys.readouterr()
     return rc, out, err
@@ -200,8 +201,8 @@ def _corrupt(monkeypatch, methods, rel):
     for m in methods:
         orig = getattr(Problem, m)
 
-        def wrong(self, p=None, _orig=orig):
-            g = _orig(self, p)
+        def wrong(self, p=None, _orig=orig, **kw):        # kw: progress=
+            g = _orig(self, p, **kw)
             for o in g:
                 g[o] = g[o].copy()
                 g[o][1] *= 1 + rel

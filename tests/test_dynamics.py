@@ -26,15 +26,24 @@ def energy(pr, tr):
 @pytest.mark.parametrize("integrator", ["trapezoidal", "genalpha", "newmark"])
 @pytest.mark.parametrize("name", ["fivebar", "fourbar"])
 def test_constraints_hold_at_every_step(name, integrator):
-    pr, tr = run(name, ["simulation.t_end=0.5", f"simulation.integrator={integrator}"])
+    # the four-bar's constant-speed driver makes the undamped schemes' (−1)^k mode of a
+    # and λ grow linearly (1.5e-3 per step, tests/test_guard.py): the instability guard
+    # stops them at t ≈ 0.25 s; this test is about Φ = 0 at every step, so it runs on
+    guard = ["simulation.guard=false"] if name == "fourbar" and integrator != "genalpha" else []
+    pr, tr = run(name, ["simulation.t_end=0.5", f"simulation.integrator={integrator}"] + guard)
     viol = max(np.max(np.abs(StateEval(pr.sys, tr.t[k], *tr.x(k), pr.sys.p).phi())) for k in range(tr.steps + 1))
     print(f"{name}/{integrator}: max |Φ| = {viol:.2e}")
     assert viol <= 1e-10
 
 
 def test_trapezoidal_conserves_energy_double_pendulum():
-    """Undamped double pendulum, 10 s at dt = 1e-3: relative energy drift ≤ 1e-4."""
-    pr, tr = run("double-pendulum", ["simulation.t_end=10", "simulation.dt=1e-3"] + MILD)
+    """Undamped double pendulum, 10 s at dt = 1e-3: relative energy drift ≤ 1e-4.
+
+    Energy is a function of (q, v), which stay accurate; the accelerations and
+    multipliers do not — their (−1)^k mode grows ×3.5e4 and the instability guard stops
+    the run at t ≈ 9.1 s — so the guard is off here (tests/test_guard.py)."""
+    pr, tr = run("double-pendulum", ["simulation.t_end=10", "simulation.dt=1e-3",
+                                     "simulation.integrator=trapezoidal", "simulation.guard=false"] + MILD)
     E = energy(pr, tr)
     drift = np.max(np.abs(E - E[0])) / abs(E[0])
     print(f"trapezoidal relative energy drift over 10 s: {drift:.2e}")

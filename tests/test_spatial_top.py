@@ -21,7 +21,11 @@ from conftest import CONFIGS
 
 
 def test_heavy_top_invariants_and_precession():
-    pr = Problem(load_config(str(CONFIGS / "heavy-top.toml")))
+    # the invariants need the trapezoidal rule (generalized-α damps the spin); its (−1)^k
+    # mode of a and λ grows ×310 by t = 0.217 s, where the instability guard would stop
+    # the run (tests/test_guard.py), while q and v — all this test reads — stay accurate
+    pr = Problem(load_config(str(CONFIGS / "heavy-top.toml"),
+                             ["simulation.integrator=trapezoidal", "simulation.dt=1e-3", "simulation.guard=false"]))
     tr = pr.forward()
     m, l, g, J = 1.0, 0.1, 9.81, np.diag([0.01, 0.01, 0.02])
     E, Lz, w3, az = [], [], [], []

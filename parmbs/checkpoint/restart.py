@@ -127,10 +127,12 @@ class CheckpointedRun:
         if k0 >= keep:
             self.held[k0] = x
         its = np.zeros(N - k0, np.int64)
+        pr.guard.start(k0, T[k0], x, p)                 # instability guard (integrators/guard.py)
         for k in range(k0, N):
             psi = psi + self._integrands(k, x, p, refs)
             x, its[k - k0] = pr.stepper.step(k, T[k], x, p)
             x = rank_fault("forward", k + 1, x)       # test hook (parmbs/faults.py), as Problem.forward
+            pr.guard.check(k + 1, T[k + 1], x)
             self.forward_steps += 1
             st.kill("forward")
             self._put(k + 1, x, psi)

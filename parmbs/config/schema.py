@@ -460,6 +460,7 @@ class Simulation(_Model):
     }
     progress: Bool = True
     output_every: PosInt = 1
+    guard: Bool = True     # instability guard of fixed-step runs (integrators/guard.py)
 
 
 # ----------------------------------------------------------------------------- design, objectives

@@ -225,10 +225,19 @@ class TSStepper:
         T, Y, A, L, its = [], [], [], [], []
         state = {"a": np.zeros(n)}
 
+        guard = getattr(problem, "guard", None)         # instability guard (integrators/guard.py)
+
         def monitor(ts_, k, t, u):
             y = u.getArray(readonly=True).copy()
             a, lam = self._accel(t, y, p, state["a"])
             state["a"] = a
+            if guard is not None:
+                x = (y[:n], y[n:], a, lam)
+                try:
+                    guard.start(0, t, x, p) if k == 0 else guard.check(k, t, x)
+                except StepError as e:      # re-raised after ts.solve (PETSc wraps callback errors)
+                    state["guard"] = e
+                    raise
             T.append(t)
             Y.append(y)
             A.append(a)
@@ -246,6 +255,8 @@ class TSStepper:
         try:
             ts.solve(y)
         except PETSc.Error:
+            if "guard" in state:
+                raise state["guard"] from None
             k = len(T)
             raise StepError(f"step {k} (t = {problem.t0 + k * self.h:.6g}): the TS step failed "
                             f"(nonlinear solve did not converge)") from None

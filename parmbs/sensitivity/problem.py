@@ -75,6 +75,9 @@ class Problem:
         self.w = quadrature_weights(self.nsteps, self.h)
         self.checkpoint = None            # a CheckpointedRun once use_checkpoint() was called
         self.traj = None                  # the last forward run (traj.p: its parameters)
+        # instability guard of the step loops (integrators/guard.py; simulation.guard)
+        from ..integrators.guard import Guard
+        self.guard = Guard(sim, self.sys)
 
     def _mpi(self):
         """The mpi4py communicator of this problem's matrices (resource checks agree on it)."""
@@ -135,12 +138,14 @@ class Problem:
         Q, V, A, L = (np.empty((N + 1, k)) for k in (n, n, n, m))
         x = self.stepper.initial(self.t0, p)
         Q[0], V[0], A[0], L[0] = x
+        self.guard.start(0, T[0], x, p)
         its = np.zeros(N, np.int64)
         if on_step:
             on_step(0, T[0], x)
         for k in range(N):
             x, its[k] = self.stepper.step(k, T[k], x, p)
             x = rank_fault("forward", k + 1, x)       # test hook (parmbs/faults.py); off: x
+            self.guard.check(k + 1, T[k + 1], x)      # exit 1 on a blown-up run (guard.py)
             Q[k + 1], V[k + 1], A[k + 1], L[k + 1] = x
             if on_step:
                 on_step(k + 1, T[k + 1], x)

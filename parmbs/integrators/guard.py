@@ -1,0 +1,232 @@
+"""Instability guard of fixed-step runs: stop a run whose numbers cannot be vouched for.
+
+Why.  The trapezoidal rule (Newmark β = ¼, γ = ½) applied to the index-3 equations
+M a + Φ_qᵀλ = Q, Φ = 0 has no numerical damping: its amplification matrix has a double
+eigenvalue −1 on the algebraic (a, λ) components, so a perturbation of the
+accelerations and multipliers comes back with alternating sign every step — a (−1)ᵏ
+mode that is undamped in the linear case and grows under nonlinear coupling and
+round-off (Arnold & Brüls, Multibody Syst. Dyn. 18 (2007) 185–202, §3; Hairer & Wanner,
+Solving ODEs II, §VII.3 on Runge–Kutta/trapezoidal methods for index-3 problems; the
+seed-001 digest on generalized-α).  Positions converge while a and λ turn into noise
+and finally into a blow-up (the double pendulum at 45°: tip speed 1.6e20, exit 0).
+The same (−1)ᵏ signature precedes the nonlinear (energy) blow-up of stiff elastic
+models under the trapezoidal rule (the flexible pendulum: Newton failure at 3.817 s).
+Generalized-α with ρ∞ < 1 damps the mode (amplification ρ∞ at the Nyquist frequency).
+
+What is monitored (O(n) per step, two previous accelerations kept):
+
+* non-finite q, v, a or λ: stop at once;
+* the Nyquist ((−1)ᵏ) part of the accelerations against their smooth part,
+
+      N_k = ‖a_{k+1} − 2a_k + a_{k−1}‖∞ / 4,    S_k = ‖a_{k+1} + 2a_k + a_{k−1}‖∞ / 4,
+
+  (for a_k = c(−1)ᵏ: N = |c|, S = 0; for a smooth a: N ≈ h²‖ä‖/4 ≪ S).  With N̂_k the
+  median of the last W values of N (persistence), S*_k the largest S so far and N₀ the
+  largest N̂ of the first W steps after the window filled (the level the run starts
+  with), the run stops when both
+
+      N̂_k > THETA · max(S*_k, N_FLOOR)      (the mode is a sizeable part of a)
+      N̂_k > GROWTH · N₀                      (and it grew: not a bounded mode)
+
+  Only a: in the index-3 schemes the mode lives in a and λ together (M a + Φ_qᵀλ = Q
+  couples them), and a has a floor from the Newton tolerance (below) while λ of an
+  unloaded joint has none.
+
+THETA = 0.25.  A resolved component a = A cos ωt sampled at step h has N/S = tan²(ωh/2)
+(exact for the sampled cosine); 0.25 is tan(ωh/2) = ½, ωh = 0.93, fewer than 6.8 steps
+per period of a component as large as the largest acceleration of the run — one the
+second-order schemes already get wrong by ~(ωh)²/12 ≈ 7 % in phase per period.
+
+GROWTH = 10.  A *bounded* alternating mode also exceeds THETA: the trapezoidal rule maps
+an unresolved stiff mode (ωh ≫ 1) to tan(ω̃h/2) = ωh/2, near the Nyquist frequency,
+with its amplitude conserved (tests/test_dynamics.py's oscillator at ωh = 5: N/S ≈ 6).
+Such a mode is present from its excitation on and keeps (trapezoidal, |ρ| = 1) or
+loses (generalized-α, |ρ| = ρ∞ < 1 per step) its amplitude, so N̂/N₀ stays ≈ 1 up to
+the median's fluctuation; the unstable modes grow by orders of magnitude (ratios
+below), so ten times the start level separates them by a wide margin on both sides.
+
+Measured (trapezoidal, dt = 1e-3; N̂ first above THETA·S*): double pendulum at 45°
+(the shipped file) t = 4.1 s, N̂/N₀ ≈ 1e5 — its Newton fails near 6.6 s, the run that
+continues returns a tip speed of 1.6e20; at 30° t ≈ 9.1 s, ×1e4; the four-bar with its
+constant-speed driver grows linearly (1.5e-3 per step), t ≈ 0.25 s; the flexible pendulum
+of the verify Taylor run (ε = 1e-2, Newton fails at t = 3.817 s) ≈ 3.7 s, N̂ from ≈ 5
+to > 1e4.  Stable runs: flexible pendulum nominal N̂/S* ≤ 0.03; double pendulum with
+generalized-α (ρ∞ = 0.9) ≈ 1e-5.  W = 8: an impact or a switched load changes Δ²a over
+at most 3 consecutive steps (a one-step spike), fewer than half the window, so the
+median ignores it; a growing mode is caught W/2 steps late, negligible against its
+growth time (≈ 500 steps per decade on the double pendulum).
+
+* the energy of a closed model (no driver — no constraint with ∂Φ/∂t —, no applied
+  load: every force element has a potential or is inertial, dampers only dissipate;
+  gyroscopic and Euler-parameter regularisation forces do no work): every
+  ENERGY_EVERY steps, E = Σ (kinetic + potential) of the elements (StateEval.energy)
+  against E₀ of the first state; the run stops when
+
+      E_k − E₀ > ENERGY_GAIN · T*_k,   T*_k the largest kinetic energy so far.
+
+  The exact motion keeps E = E₀ and dampers lower it; the trapezoidal rule conserves E
+  of linear models exactly and of nonlinear ones to O(h²) with a bounded oscillation,
+  generalized-α dissipates (Chung–Hulbert; Krenk, "Energy conservation in Newmark
+  based time integration algorithms", CMAME 195 (2006)).  A *gain* of a tenth of the
+  largest kinetic energy is the numerical scheme feeding the motion — the nonlinear
+  instability of undamped implicit schemes on stiff elastic models (Kuhl & Crisfield,
+  IJNME 45 (1999); Simo & Tarnow, ZAMP 43 (1992)) that the flexible pendulum shows
+  before Newton fails.  Measured: that run's gain reaches 0.1 T* at t ≈ 3.1 s (Newton
+  fails at 3.817 s); the nominal flexible pendulum and the trapezoidal double pendulum
+  (energy drift ≤ 1e-4 over 10 s, tests/test_dynamics.py) stay ≥ 10× below.  The
+  alternating-mode test above does not see that run early: its smooth accelerations
+  grow with the alternating part (N̂/S* ≤ 0.15 up to the failure).
+
+N_FLOOR: Newton stops when the position update βh²‖Δa‖ is ≤ atol + rtol‖q‖∞
+(newmark.newton_acceleration_form), so the accelerations carry an error up to
+(atol + rtol‖q‖∞)/(βh²) that may alternate; the floor is 10× that (β = ¼), so a model
+at rest (S ≈ 0) never fires on Newton's own noise.
+
+``simulation.guard = false`` switches the monitor off (non-finite states still stop the
+run: a NaN is never a result).  The guard only stops runs; it never changes a number,
+so gradients and checkpoints are unaffected.  After a checkpoint resume the window
+restarts at the resume step (the first W steps there are not checked).
+"""
+from collections import deque
+
+import numpy as np
+
+from ..model.component import Constraint, Force
+from ..model.evaluation import StateEval
+from .newmark import StepError
+
+#: the alternating part must exceed this fraction of the largest smooth acceleration (estimate above)
+THETA = 0.25
+#: ... as the median of this many consecutive steps (an isolated impact spans ≤ 3)
+WINDOW = 8
+#: ... and grew by this factor over its level at the start (a bounded mode keeps ≈ 1)
+GROWTH = 10.0
+#: energy gain limit, in units of the largest kinetic energy so far (closed models; estimate above)
+ENERGY_GAIN = 0.1
+#: the energy is evaluated every this many steps (O(n) each, ~ one residual evaluation)
+ENERGY_EVERY = 10
+#: forces without a potential that do no work (Euler-parameter bodies, spatial/bodies.py)
+ZERO_POWER = ("SpatialGyroscopic", "EulerRegularization")
+#: acceleration floor in units of Newton's acceleration resolution (atol + rtol‖q‖)/(βh²)
+FLOOR_FACTOR = 10.0
+
+
+class InstabilityError(StepError):
+    """The guard stopped the run (exit 1; the message names step, time, what grew and what to change)."""
+
+
+def closed(system):
+    """True when no element feeds energy into the model (the energy test applies): no
+    rheonomic constraint (a class overriding Constraint.phi_t), and every force class
+    has a potential/kinetic energy (dampers of those classes only dissipate) or is one
+    of ZERO_POWER.  Applied loads (``force``, ``torque``) have none: not closed."""
+    if system is None:
+        return False
+    if any(type(g).phi_t is not Constraint.phi_t for g in system.constraints):
+        return False
+    return all(type(g).energy is not Force.energy or type(g).__name__ in ZERO_POWER for g in system.forces)
+
+
+def advice(sim):
+    """What to change, for the integrator of ``sim`` (one clause)."""
+    integ = getattr(sim, "integrator", "")
+    if integ in ("trapezoidal", "newmark"):
+        return 'use integrator = "genalpha" with rho_inf = 0.9 (numerically damped) or a smaller dt'
+    if integ == "genalpha" and getattr(sim, "rho_inf", 0.0) >= 0.95:
+        return f"lower rho_inf (now {sim.rho_inf:g}; 0.8 damps more) or use a smaller dt"
+    return "use a smaller dt"
+
+
+class Guard:
+    """Per-run monitor: ``start(k, t, x, p)`` at the first state of the loop (initial or resumed),
+    ``check(k, t, x)`` after each step; raises InstabilityError.  ``enabled = False`` keeps
+    only the non-finite check."""
+
+    def __init__(self, sim, system=None, enabled=None):
+        self.sim, self.sys = sim, system
+        self.enabled = getattr(sim, "guard", True) if enabled is None else enabled
+        self.closed = closed(system)
+        nt = sim.newton
+        self.h = sim.dt
+        self.tol = (nt.atol, nt.rtol)
+        self.start(0, 0.0, None)
+
+    def start(self, k, t, x, p=None):
+        """Reset at the loop's first state x_k at t_k (p: the run's parameters, for the energy)."""
+        self.a1 = self.a0 = None           # a_{k−1}, a_k
+        self.smax = 0.0
+        self.peak = 0.0                    # largest N̂ / scale seen (tests, benchmarks)
+        self.growth = 0.0                  # largest N̂ / N₀ seen
+        self.n0 = 0.0                      # N₀: the level of the first WINDOW medians
+        self.nbase = 0                     # medians counted into N₀
+        self.recent = deque(maxlen=WINDOW)
+        self.p, self.k0 = p, k
+        self.e0 = None                     # E₀ (closed models), T*, largest gain / T*
+        self.tmax = self.egain = 0.0
+        if x is not None:
+            self.a0 = np.asarray(x[2])
+            if self.enabled and self.closed and p is not None:
+                self.e0, self.tmax = self._energy(t, x)
+
+    def _energy(self, t, x):
+        """(E, T): total and kinetic energy of state x."""
+        E = T = 0.0
+        for g, q, v, a, p in StateEval(self.sys, t, *x, self.p).F:
+            if type(g).energy is Force.energy:
+                continue
+            e = float(np.real(np.sum(g.energy(t, q, v, p))))
+            E += e
+            T += e if g.inertial else 0.0
+        return E, T
+
+    def _stop(self, k, t, what):
+        raise InstabilityError(f"step {k} (t = {t:.6g}): unstable run: {what}; {advice(self.sim)} "
+                               f"(simulation.guard = false switches this check off)")
+
+    def check(self, k, t, x):
+        """x = x_k (q, v, a, λ) at t_k, after step k."""
+        for name, y in zip(("q", "v", "a", "lambda"), x):
+            if not np.all(np.isfinite(y)):    # O(n)
+                raise InstabilityError(f"step {k} (t = {t:.6g}): unstable run: non-finite {name} "
+                                       f"(the run blew up); {advice(self.sim)}")
+        if not self.enabled:
+            return
+        if self.e0 is not None and (k - self.k0) % ENERGY_EVERY == 0:
+            self._check_energy(k, t, x)
+        a = np.asarray(x[2])
+        a0, a1 = self.a0, self.a1
+        self.a1, self.a0 = a0, a.copy()
+        if a1 is None or a.size == 0:
+            return
+        nyq = 0.25 * float(np.max(np.abs(a - 2.0 * a0 + a1)))
+        smooth = 0.25 * float(np.max(np.abs(a + 2.0 * a0 + a1)))
+        self.smax = max(self.smax, smooth)
+        self.recent.append(nyq)
+        if len(self.recent) < WINDOW:
+            return
+        med = float(np.median(self.recent))
+        if self.nbase < WINDOW:             # the start level N₀
+            self.n0 = max(self.n0, med)
+            self.nbase += 1
+            return
+        atol, rtol = self.tol
+        floor = FLOOR_FACTOR * (atol + rtol * float(np.max(np.abs(x[0])))) / (0.25 * self.h * self.h)
+        scale = max(self.smax, floor)
+        self.peak = max(self.peak, med / scale)
+        self.growth = max(self.growth, med / self.n0 if self.n0 > 0 else np.inf)
+        if med > THETA * scale and med > GROWTH * self.n0:
+            grew = f"{med / self.n0:.3g} x its level at the start" if self.n0 > 0 else "from 0 at the start"
+            self._stop(k, t, f"the alternating (-1)^k part of the accelerations grew to {med:.3g} "
+                             f"({grew}), "
+                             f"{med / scale:.2f} x their largest smooth value {scale:.3g} (limit {THETA:g})")
+
+    def _check_energy(self, k, t, x):
+        E, T = self._energy(t, x)
+        self.tmax = max(self.tmax, T)
+        if self.tmax <= 0.0:
+            return
+        gain = (E - self.e0) / self.tmax
+        self.egain = max(self.egain, gain)
+        if gain > ENERGY_GAIN:
+            self._stop(k, t, f"the energy of this model without energy input grew by {E - self.e0:.3g}, "
+                             f"{gain:.2f} x its largest kinetic energy {self.tmax:.3g} (limit {ENERGY_GAIN:g})")

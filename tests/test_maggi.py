@@ -57,6 +57,7 @@ def test_bad_independent_coordinates(value, cls, words):
     """Each bad choice is one error naming simulation.maggi.independent."""
     with pytest.raises(cls) as e:
         cfg = load_config(str(CONFIGS / "fivebar.toml"), ["simulation.formulation=maggi",
+                                                           "simulation.integrator=trapezoidal",
                                                            f"simulation.maggi.independent={value}"])
         pr = Problem(cfg)
         pr.stepper.initial(0.0, pr.sys.p)
@@ -120,6 +121,7 @@ def test_avm_variants_agree_as_dt_shrinks(pair):
 def test_avm_bad_variant_names_the_key():
     with pytest.raises(ConfigError) as e:
         load_config(str(CONFIGS / "fivebar.toml"), ["simulation.formulation=maggi",
+                                                   "simulation.integrator=trapezoidal",
                                                    'simulation.maggi.adjoint="third-order"'])
     assert "simulation.maggi.adjoint" in str(e.value)
 

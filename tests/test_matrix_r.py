@@ -203,7 +203,7 @@ def test_bad_cut_names_the_key(cut, msg):
 def test_cli_bad_cut_exit_2(tmp_path):
     from parmbs.cli import main
     rc = main(["simulate", str(CONFIGS / "fivebar.toml"), "--set", "simulation.formulation=matrix-r",
-               "--set", 'simulation.matrix_r.cut=["nope"]', "-o", str(tmp_path / "x.h5")])
+               "--set", "simulation.integrator=trapezoidal", "--set", 'simulation.matrix_r.cut=["nope"]', "-o", str(tmp_path / "x.h5")])
     assert rc == 2
 
 
@@ -211,7 +211,7 @@ def test_cli_complex_step_refused(tmp_path, capsys):
     """matrix-r differentiates its kinematics by complex step itself: no nested cs run."""
     from parmbs.cli import main
     rc = main(["gradient", str(CONFIGS / "fivebar.toml"), "--method", "cs", "--set", "simulation.formulation=matrix-r",
-               "--set", "simulation.t_end=0.02", "--set", "simulation.dt=1e-2"])
+               "--set", "simulation.integrator=trapezoidal", "--set", "simulation.t_end=0.02", "--set", "simulation.dt=1e-2"])
     assert rc == 2
     assert "formulation 'matrix-r' takes its own derivatives by complex step" in capsys.readouterr().err
 

@@ -167,7 +167,7 @@ def test_independent_list_without_independent_coordinates_is_config_error():
 def test_cli_bad_choice_exit_2(tmp_path, capsys):
     from parmbs.cli import main
     rc = main(["simulate", str(CONFIGS / "fivebar.toml"), "--set", "simulation.formulation=matrix-r",
-               "--set", "simulation.matrix_r.coordinates=independent",
+               "--set", "simulation.integrator=trapezoidal", "--set", "simulation.matrix_r.coordinates=independent",
                "--set", 'simulation.matrix_r.independent=["nope"]', "-o", str(tmp_path / "x.h5")])
     err = capsys.readouterr().err
     assert rc == 2

@@ -11,7 +11,8 @@ from conftest import CONFIGS
 
 
 def _run(comm, formulation):
-    ov = ["simulation.t_end=0.05", "simulation.dt=1e-2", f"simulation.formulation={formulation}"]
+    ov = ["simulation.t_end=0.05", "simulation.dt=1e-2", f"simulation.formulation={formulation}",
+          "simulation.integrator=trapezoidal"]
     pr = Problem(load_config(str(CONFIGS / "fivebar.toml"), ov), comm=comm)
     traj = pr.forward()
     return traj, pr.adjoint(), pr.direct()

@@ -25,7 +25,8 @@ def crank_data(nx=10, ny=4, gravity=(0.0, 0.0)):
     c.update(nx=nx, ny=ny, clamp_radius=0.026, points={"pin": [9 * nx // 10, ny // 2]}, E=2e9,
              density=rng.uniform(0.2, 1.0, nx * ny).tolist())
     data["model"]["gravity"] = list(gravity)
-    data["simulation"].update(t_end=0.1, dt=0.02)
+    # trapezoidal as written: the element-path reference matrix below has weights 1 (no α)
+    data["simulation"].update(t_end=0.1, dt=0.02, integrator="trapezoidal")
     return data
 
 

@@ -12,7 +12,7 @@ from conftest import CONFIGS
 
 @pytest.fixture(scope="module")
 def ball():
-    pr = Problem(load_config(str(CONFIGS / "spatial-ball.toml")))
+    pr = Problem(load_config(str(CONFIGS / "spatial-ball.toml"), ["simulation.integrator=trapezoidal"]))  # as written
     pr.forward()
     return pr
 

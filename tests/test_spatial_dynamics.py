@@ -68,7 +68,8 @@ def test_energy_error_is_second_order():
     falls by ≈ 4 per halving of dt (measured ratios must lie in [3, 5.5])."""
     errs = []
     for dt in (6e-3, 3e-3, 1.5e-3):
-        pr, tr = run("spatial-double-pendulum", ["simulation.t_end=0.12", f"simulation.dt={dt}"])
+        pr, tr = run("spatial-double-pendulum", ["simulation.t_end=0.12", f"simulation.dt={dt}",
+                                                 "simulation.integrator=trapezoidal"])
         E = energy(pr, tr)
         errs.append(np.max(np.abs(E - E[0])))
     ratios = [errs[0] / errs[1], errs[1] / errs[2]]

@@ -167,7 +167,9 @@ def test_spatial_model_objectives_values_and_gradients(tmp_path):
     direct (1e-9) = central FD (1e-6) on the spatial double pendulum (0.05 s)."""
     from parmbs.config import load_config
     from parmbs.sensitivity.problem import Problem
-    pr = Problem(load_config(str(_pendulum(tmp_path)), ["simulation.t_end=0.05", "simulation.progress=false"]))
+    pr = Problem(load_config(str(_pendulum(tmp_path)), ["simulation.t_end=0.05", "simulation.dt=1e-3",
+                                                        "simulation.integrator=trapezoidal",   # as written
+                                                        "simulation.progress=false"]))
     tr = pr.forward()
     vals = pr.objective_values()
     sp, p = pr.sys.spatial, pr.sys.p

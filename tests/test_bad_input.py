@@ -216,7 +216,7 @@ def test_bad_petsc_option_value_from_set(tmp_path):
 
 def test_bad_petsc_solver_package_in_file(tmp_path):
     """Was exit 1 "singular matrix" at the first solve, without the key."""
-    cfg = _write(tmp_path, _pendulum(**{'integrator = "trapezoidal"': 'integrator = "trapezoidal"\n'
+    cfg = _write(tmp_path, _pendulum(**{'integrator = "genalpha"': 'integrator = "genalpha"\n'
                                         'petsc_options = { ksp_type = "preonly", pc_type = "lu", '
                                         'pc_factor_mat_solver_type = "nosuch" }'}))
     r = _cli("gradient", cfg, *SHORT, cwd=tmp_path)

@@ -222,10 +222,31 @@ def _require_objectives(cfg, args):
     require_objectives(cfg, args.config, args.command)
 
 
-def _problem(cfg, args):
-    from .sensitivity.problem import Problem
+def _system(cfg, args):
+    """The model alone (its size decides the layout); a formulation's missing module is
+    reported like _problem does."""
+    from .model.system import System
     try:
-        pr = Problem(cfg)
+        return System(cfg)
+    except ImportError as e:
+        sim = cfg.simulation
+        raise InputError(args.config, "simulation.formulation",
+                         f"formulation {sim.formulation!r} / integrator {sim.integrator!r} is not "
+                         f"available in this build ({e})") from None
+
+
+def _problem(cfg, args, system=None):
+    """The Problem of a single-group command; a model too small to distribute runs
+    replicated on COMM_SELF under mpirun (parallel.replicate_small, one start-up line)."""
+    from .model.system import System
+    from .sensitivity.problem import Problem
+    from . import parallel
+    try:
+        sys_ = system or System(cfg)
+        comm, note = parallel.replicate_small(sys_.n + sys_.m, cfg.parallel.distribute)
+        if note:
+            out(note)
+        pr = Problem(cfg, system=sys_, comm=comm)
     except ImportError as e:  # e.g. the penalty formulation's module is not in this build
         sim = cfg.simulation
         raise InputError(args.config, "simulation.formulation",
@@ -645,7 +666,31 @@ def _batched(args, cfg):
     return (args.groups or cfg.parallel.groups) != 1 or bool(cfg.scenarios)
 
 
-def _cmd_gradient_batches(args, cfg):
+def _auto_batches(args, cfg, system, method):
+    """Groups for a gradient of a model too small to distribute (parallel.replicate_small)
+    on several ranks when nobody asked for a layout: one batch-parallel group per rank if
+    there are at least as many work units (objectives for the adjoint, design columns for
+    direct/FD) as ranks; None (replicated serial) otherwise, and with -o (batches write
+    /gradient only, not the trajectory), --restart, a checkpoint schedule or complex step."""
+    from . import parallel
+    size = _comm().size
+    if (size == 1 or args.groups is not None or "groups" in cfg.parallel.model_fields_set
+            or method not in ("adjoint", "direct", "fd") or args.output or getattr(args, "restart", None)
+            or cfg.checkpoint.schedule != "all"
+            or parallel.replicate_small(system.n + system.m, cfg.parallel.distribute)[0] is None):
+        return None
+    if method == "adjoint":
+        units, what = len(cfg.objectives), "objectives"
+    else:
+        from .sensitivity.design import DesignSpace
+        units, what = DesignSpace(system, cfg.design).ncols, "design columns"
+    if units < size:
+        return None
+    out(parallel.auto_batch_note(units, what, size))
+    return size
+
+
+def _cmd_gradient_batches(args, cfg, groups=None):
     """``parmbs gradient`` with the work split over groups (parmbs/sensitivity/batch.py).
 
     Same JSON as the single-group path plus ``groups`` and, with ``[[scenarios]]``,
@@ -657,7 +702,7 @@ def _cmd_gradient_batches(args, cfg):
     from .io.outputs import Outputs
     from .sensitivity.batch import batch_gradient
     from .sensitivity.scenarios import resolve_scenarios
-    groups = args.groups or cfg.parallel.groups
+    groups = groups or args.groups or cfg.parallel.groups
     key = "--groups" if args.groups else "parallel.groups"
     if getattr(args, "restart", None):
         raise InputError(args.config, "--restart", "restart is not supported with parallel groups or "
@@ -741,7 +786,11 @@ def cmd_gradient(args):
     method = args.method or cfg.sensitivity.method
     _check_method(method, args.config)
     _check_cs(method, cfg, args.config)
-    pr = _problem(cfg, args)
+    system = _system(cfg, args)
+    groups = _auto_batches(args, cfg, system, method)
+    if groups is not None:
+        return _cmd_gradient_batches(args, cfg, groups)
+    pr = _problem(cfg, args, system)
     tracker = _Tracker()
     outs = Outputs(_comm())
     ck = _checkpoint_run(pr, cfg, args, method)

@@ -156,3 +156,47 @@ def gather_owned(layout: Layout, n: int, idx, vals, to_all: bool = True):
     scat.destroy()
     full.destroy()
     return vec, arr
+
+
+# ----------------------------------------------------------------------------- small models
+
+
+#: A state-parallel run (groups = 1 on several ranks) distributes the model's matrices
+#: only from this many unknowns (n + m) up; below, every rank runs the whole model
+#: serially on PETSc.COMM_SELF ("replicated").  Measured on this machine (2 cores,
+#: benchmarks/README.md "Small models under mpirun"): the five-bar (22 unknowns) is
+#: 25x slower in wall time on 2 ranks than serially (MUMPS and a gather per solve on a
+#: 22 x 22 system); topopt-crank at 2 138 and 8 234 unknowns still loses on 2 ranks
+#: (per-step CPU of a rank above the serial run's); at 2·10^5 unknowns a rank's CPU per
+#: forward step is 1.82 s against 2.36 s serially.  The crossover lies between, taken
+#: here as 5·10^4 (order of magnitude: the per-solve MUMPS/scatter overhead of
+#: ~10 ms per solve on 2 ranks against LU work that grows like N^1.5 on these meshes).
+DISTRIBUTE_MIN_UNKNOWNS = 50_000
+
+
+def replicate_small(unknowns: int, distribute: str = "auto", world=None):
+    """The PETSc communicator for a state-parallel Problem of ``unknowns`` unknowns.
+
+    Returns ``(comm, note)``: ``(None, None)`` — the default, PETSc.COMM_WORLD,
+    matrices distributed — on one rank, with ``distribute = "always"``, or from
+    ``DISTRIBUTE_MIN_UNKNOWNS`` unknowns up; otherwise ``(PETSc.COMM_SELF, note)``:
+    every rank computes the same serial model (the serial run's operations, so its
+    numbers bit for bit, and no communication inside the run), and ``note`` is the one
+    start-up line saying so.  Outputs are unaffected: they are written by rank 0 from
+    the replicated state either way (io/hdf5.py, checkpoint/store.py).
+    """
+    from mpi4py import MPI
+    from ._petsc import PETSc
+    world = world if world is not None else MPI.COMM_WORLD
+    if world.size == 1 or distribute == "always" or unknowns >= DISTRIBUTE_MIN_UNKNOWNS:
+        return None, None
+    note = (f"parallel: {unknowns} unknowns < {DISTRIBUTE_MIN_UNKNOWNS}: too small to distribute; "
+            f"each of the {world.size} ranks runs the model serially (replicated, same numbers as one rank; "
+            f"force distribution with parallel.distribute = \"always\" or --set parallel.distribute=always)")
+    return PETSc.COMM_SELF, note
+
+
+def auto_batch_note(units: int, what: str, size: int) -> str:
+    """The start-up line of a gradient switched to batch-parallel groups automatically."""
+    return (f"parallel: model too small to distribute; {units} {what} split over {size} batch-parallel groups "
+            f"(one rank each; --groups 1 for replicated serial, parallel.distribute = \"always\" to distribute)")

@@ -46,7 +46,9 @@ def test_simulate_file_matches_forward(shared_tmp, capsys):
     from parmbs.cli import main
     comm = MPI.COMM_WORLD
     h5 = shared_tmp / "run.h5"
-    rc = main(["simulate", FIVEBAR, "--set", "simulation.t_end=0.1", "-o", str(h5)])
+    # distributed like _problem's (the five-bar alone would run replicated: test_small_mpi.py)
+    rc = main(["simulate", FIVEBAR, "--set", "simulation.t_end=0.1", "--set", "parallel.distribute=always",
+               "-o", str(h5)])
     assert comm.allgather(rc) == [0] * comm.size
     out = capsys.readouterr()
     if comm.rank == 0:
@@ -72,7 +74,8 @@ def test_gradient_json_matches_adjoint(shared_tmp):
     from parmbs.cli import main
     comm = MPI.COMM_WORLD
     js = shared_tmp / "g.json"
-    rc = main(["gradient", FIVEBAR, "--set", "simulation.t_end=0.05", "--json", str(js)])
+    rc = main(["gradient", FIVEBAR, "--set", "simulation.t_end=0.05", "--set", "parallel.distribute=always",
+               "--json", str(js)])
     assert comm.allgather(rc) == [0] * comm.size
     pr = _problem(["simulation.t_end=0.05"])
     pr.forward()

@@ -25,7 +25,9 @@ import pytest
 from conftest import CONFIGS
 
 FIVEBAR = CONFIGS / "fivebar.toml"
-SETS = ["simulation.t_end=0.2", "simulation.dt=1e-2", "simulation.progress=false"]
+# distributed on purpose: the five-bar is below parallel.DISTRIBUTE_MIN_UNKNOWNS and would
+# otherwise run replicated (no collective inside the run; tests/test_small_mpi.py)
+SETS = ["simulation.t_end=0.2", "simulation.dt=1e-2", "simulation.progress=false", "parallel.distribute=always"]
 
 
 def _mpirun(tmp_path, spec, *argv):

@@ -572,6 +572,10 @@ class Optimize(_Model):
 
 class Parallel(_Model):
     groups: PosInt = 1
+    # state-parallel (groups = 1) on several ranks: "auto" distributes only models of at
+    # least parallel.DISTRIBUTE_MIN_UNKNOWNS unknowns (smaller ones run replicated, serial
+    # on every rank); "always" distributes whatever the size (parmbs/parallel.py)
+    distribute: Literal["auto", "always"] = "auto"
 
 
 #: Sections a scenario may override: the model and its simulation.  Design variables,

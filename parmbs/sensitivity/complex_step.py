@@ -66,7 +66,7 @@ def _exact_newton_twin(problem):
     old = opts.getString(key) if opts.hasName(key) else None
     opts[key] = False
     try:
-        return Problem(problem.config)
+        return Problem(problem.config, comm=problem._comm)
     finally:
         if old is None:
             opts.delValue(key)

@@ -11,6 +11,11 @@ for its matrices and solves:
   objective / scenario batches for the adjoint — is divided between groups;
 * hybrid (1 < G < size): groups of several ranks, each group state-parallel.
 
+A model too small to distribute (``DISTRIBUTE_MIN_UNKNOWNS``) is not: a state-parallel
+request runs it *replicated* — every rank the whole serial model on COMM_SELF
+(``replicate_small``), and ``parmbs gradient`` picks batch-parallel groups when it can
+(cli.py ``_auto_batches``); ``parallel.distribute = "always"`` forces distribution.
+
 Group sizes differ by at most one when G does not divide the rank count.  Besides
 the split, this module holds the two collective patterns the batch driver needs:
 an error check that every rank reaches (so a failing group cannot leave the others
@@ -163,14 +168,17 @@ def gather_owned(layout: Layout, n: int, idx, vals, to_all: bool = True):
 
 #: A state-parallel run (groups = 1 on several ranks) distributes the model's matrices
 #: only from this many unknowns (n + m) up; below, every rank runs the whole model
-#: serially on PETSc.COMM_SELF ("replicated").  Measured on this machine (2 cores,
-#: benchmarks/README.md "Small models under mpirun"): the five-bar (22 unknowns) is
-#: 25x slower in wall time on 2 ranks than serially (MUMPS and a gather per solve on a
-#: 22 x 22 system); topopt-crank at 2 138 and 8 234 unknowns still loses on 2 ranks
-#: (per-step CPU of a rank above the serial run's); at 2·10^5 unknowns a rank's CPU per
-#: forward step is 1.82 s against 2.36 s serially.  The crossover lies between, taken
-#: here as 5·10^4 (order of magnitude: the per-solve MUMPS/scatter overhead of
-#: ~10 ms per solve on 2 ranks against LU work that grows like N^1.5 on these meshes).
+#: serially on PETSc.COMM_SELF ("replicated").  Measured on this 2-core machine (load
+#: 9-11, benchmarks/README.md "Small models under mpirun"): the five-bar (22 unknowns)
+#: took 25x the serial wall time on 2 ranks (MUMPS and a gather per solve of a 22 x 22
+#: system).  topopt-crank, rank-0 CPU on 2 ranks / serial CPU of the same 3 steps
+#: (forward + adjoint): 2 138 unknowns 5.2x, 8 234 1.3x, 50 350 1.4x (the 200-step
+#: extrapolation, where the first steps weigh less: 53 vs 51 s, even), 199 922 1.7x
+#: (extrapolated 206 vs 168 s).  No size measured here wins on 2 ranks (the ranks share
+#: 2 cores with other jobs); the loss is largest for small models and the whole-run
+#: cost is about even from ~5·10^4 unknowns, where distributing also splits the
+#: factor's memory over the ranks.  Hence the threshold: an order of magnitude, not a
+#: fitted crossover; set parallel.distribute = "always" on a machine where ranks help.
 DISTRIBUTE_MIN_UNKNOWNS = 50_000
 
 

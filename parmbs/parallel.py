@@ -170,15 +170,15 @@ def gather_owned(layout: Layout, n: int, idx, vals, to_all: bool = True):
 #: only from this many unknowns (n + m) up; below, every rank runs the whole model
 #: serially on PETSc.COMM_SELF ("replicated").  Measured on this 2-core machine (load
 #: 9-11, benchmarks/README.md "Small models under mpirun"): the five-bar (22 unknowns)
-#: took 25x the serial wall time on 2 ranks (MUMPS and a gather per solve of a 22 x 22
-#: system).  topopt-crank, rank-0 CPU on 2 ranks / serial CPU of the same 3 steps
+#: took 7-12x the serial wall time on 2 ranks, 15-26x in the stepping loop (MUMPS and
+#: a gather per solve of a 22 x 22 system).  topopt-crank, rank-0 CPU on 2 ranks / serial CPU of the same 3 steps
 #: (forward + adjoint): 2 138 unknowns 5.2x, 8 234 1.3x, 50 350 1.4x (the 200-step
 #: extrapolation, where the first steps weigh less: 53 vs 51 s, even), 199 922 1.7x
 #: (extrapolated 206 vs 168 s).  No size measured here wins on 2 ranks (the ranks share
-#: 2 cores with other jobs); the loss is largest for small models and the whole-run
-#: cost is about even from ~5·10^4 unknowns, where distributing also splits the
-#: factor's memory over the ranks.  Hence the threshold: an order of magnitude, not a
-#: fitted crossover; set parallel.distribute = "always" on a machine where ranks help.
+#: 2 cores with other jobs); the loss is 6x at 2·10^3 and the 200-step extrapolations
+#: are within -8 .. +23 % from 8·10^3 up.  The threshold sits at the top of that "about
+#: even" band, where distributing also splits the factor's memory over the ranks: an
+#: order of magnitude, not a fitted crossover; parallel.distribute = "always" below it.
 DISTRIBUTE_MIN_UNKNOWNS = 50_000
 
 

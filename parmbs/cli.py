@@ -245,7 +245,7 @@ def _problem(cfg, args, system=None):
         sys_ = system or System(cfg)
         comm, note = parallel.replicate_small(sys_.n + sys_.m, cfg.parallel.distribute)
         if note:
-            out(note)
+            info(note)
         pr = Problem(cfg, system=sys_, comm=comm)
     except ImportError as e:  # e.g. the penalty formulation's module is not in this build
         sim = cfg.simulation
@@ -686,7 +686,7 @@ def _auto_batches(args, cfg, system, method):
         units, what = DesignSpace(system, cfg.design).ncols, "design columns"
     if units < size:
         return None
-    out(parallel.auto_batch_note(units, what, size))
+    info(parallel.auto_batch_note(units, what, size))
     return size
 
 

@@ -5,8 +5,8 @@
 The run is interrupted on every rank at the same adjoint step (the kill hook in
 ``raise:`` mode raises SimulatedKill instead of SIGKILL, which would end the whole
 MPI job), the file is left as a crash leaves it, and ``--restart`` finishes with the
-gradient of an uninterrupted run on the same communicator (bitwise: the same
-deterministic steps).  Rank 0 alone writes; errors are collective (no hang).
+gradient of an uninterrupted run on the same communicator (to the 2-rank run-to-run
+spread, MPI_RTOL below).  Rank 0 alone writes; errors are collective (no hang).
 """
 from __future__ import annotations
 
@@ -22,8 +22,11 @@ import pytest
 ROOT = pathlib.Path(__file__).parents[1]
 FIVEBAR = str(ROOT / "configs" / "fivebar.toml")
 # distributed on purpose (the five-bar alone would run replicated, serially on each rank:
-# tests/test_small_mpi.py); a serial adjoint restart equals the uninterrupted run to
-# ~1e-13 of max|g| only (tests/test_checkpoint.py), the distributed one bitwise
+# tests/test_small_mpi.py).  Distributed 2-rank runs are not bitwise run to run (two
+# uninterrupted runs differed by 2.7e-15 … 8e-12 relative, 1 run in 6; suspect: MUMPS
+# summing the other rank's contributions in arrival order — tests/test_determinism.py),
+# so the restart is compared to 1e-10 of max|g|, >= 10x the largest spread measured.
+MPI_RTOL = 1e-10
 SETS = ["--set", "simulation.t_end=0.05", "--set", "checkpoint.schedule=revolve:3",
         "--set", "parallel.distribute=always"]
 
@@ -67,7 +70,7 @@ def test_restart_after_interrupt_equals_uninterrupted(shared_tmp, kill, monkeypa
     comm.Barrier()
     g0, g1 = _grads(ref), _grads(js)
     for k in g0:
-        assert np.array_equal(g0[k], g1[k]), (k, g0[k] - g1[k])
+        assert np.max(np.abs(g0[k] - g1[k])) <= MPI_RTOL * np.max(np.abs(g0[k])), (k, g0[k] - g1[k])
 
 
 @pytest.mark.mpi(min_size=2)

@@ -25,7 +25,7 @@ ROOT = pathlib.Path(__file__).parents[1]
 PENDULUM = str(ROOT / "configs" / "pendulum.toml")
 DOUBLE = str(ROOT / "configs" / "double-pendulum.toml")
 SHORT = ["--set", "simulation.t_end=0.002"]
-TS = ["--set", "simulation.t_end=0.003", "--set", 'simulation.formulation="penalty"',
+TS = ["--set", "simulation.t_end=0.003", "--set", "simulation.dt=0.001", "--set", 'simulation.formulation="penalty"',
       "--set", 'simulation.integrator="ts-beuler"']
 KSP_LINE = re.compile(r"^\s*Residual norms for (\S+) solve\.$", re.M)
 TS_LINE = re.compile(r"^\d+ TS dt [0-9.e-]+ time ", re.M)

@@ -145,13 +145,24 @@ def advice(sim):
     return "use a smaller dt"
 
 
+def _MPI_MAX():
+    from mpi4py import MPI
+    return MPI.MAX
+
+
 class Guard:
     """Per-run monitor: ``start(k, t, x, p)`` at the first state of the loop (initial or resumed),
     ``check(k, t, x)`` after each step; raises InstabilityError.  ``enabled = False`` keeps
     only the non-finite check."""
 
-    def __init__(self, sim, system=None, enabled=None):
+    def __init__(self, sim, system=None, enabled=None, comm=None):
+        """``comm``: the (mpi4py) communicator of a distributed run.  Every rank holds the
+        whole state, so the instability tests below see the same numbers and decide alike;
+        only a non-finite value can be local to one rank (a fault on its copy), so that
+        verdict is agreed by one allreduce per step — every rank then raises together and
+        no rank is left waiting in the next collective solve."""
         self.sim, self.sys = sim, system
+        self.comm = comm if comm is not None and comm.Get_size() > 1 else None
         self.enabled = getattr(sim, "guard", True) if enabled is None else enabled
         self.closed = closed(system)
         nt = sim.newton
@@ -195,10 +206,13 @@ class Guard:
 
     def check(self, k, t, x):
         """x = x_k (q, v, a, λ) at t_k, after step k."""
-        for name, y in zip(("q", "v", "a", "lambda"), x):
-            if not np.all(np.isfinite(y)):    # O(n)
-                raise InstabilityError(f"step {k} (t = {t:.6g}): unstable run: non-finite {name} "
-                                       f"(the run blew up); {advice(self.sim)}")
+        bad = next((i for i, y in enumerate(x) if not np.all(np.isfinite(y))), -1)    # O(n)
+        if self.comm is not None:
+            bad = self.comm.allreduce(bad, op=_MPI_MAX())
+        if bad >= 0:
+            name = ("q", "v", "a", "lambda")[bad]
+            raise InstabilityError(f"step {k} (t = {t:.6g}): unstable run: non-finite {name} "
+                                   f"(the run blew up); {advice(self.sim)}")
         if not self.enabled:
             return
         if self.e0 is not None and (k - self.k0) % ENERGY_EVERY == 0:

@@ -77,7 +77,7 @@ class Problem:
         self.traj = None                  # the last forward run (traj.p: its parameters)
         # instability guard of the step loops (integrators/guard.py; simulation.guard)
         from ..integrators.guard import Guard
-        self.guard = Guard(sim, self.sys)
+        self.guard = Guard(sim, self.sys, comm=self._mpi())
 
     def _mpi(self):
         """The mpi4py communicator of this problem's matrices (resource checks agree on it)."""
@@ -112,7 +112,9 @@ class Problem:
         None; a ``p`` other than the trajectory's is refused (module docstring)."""
         traj = self.traj if traj is None else traj
         if traj is None:
-            if hasattr(self.stepper, "forward"):      # PETSc TS: direct/adjoint run their own forward
+            # PETSc TS: direct/adjoint run their own forward; a checkpointed run resumes
+            # from its HDF5 store, which holds (and checks) the run's parameters
+            if hasattr(self.stepper, "forward") or getattr(self, "checkpoint", None) is not None:
                 return self.sys.p if p is None else p
             raise ValueError("no trajectory: call forward(p) first")
         tp = getattr(traj, "p", None)

@@ -24,7 +24,11 @@ sources of run-to-run differences were measured (issue 17) and are switched off 
    result no longer depends on the heap, and equals that of CPUs without AVX-512.
    This works only before numpy is imported: the CLI always gets it; a script or
    test that imports numpy first keeps numpy's choice (import parmbs first, or set
-   the variable).  ``PARMBS_NUMPY_SIMD=native`` keeps numpy's dispatch.
+   the variable) and is warned (``svml_active``).  ``PARMBS_NUMPY_SIMD=native`` keeps
+   numpy's dispatch, silently.  Measured (five-bar, t_end 0.1, four such processes
+   at once on 2 cores): in-memory vs in-memory and vs every:7/revolve:5 adjoint
+   gradients up to 2.9e-12 (genalpha) and 1.7e-11 (trapezoidal) apart; with parmbs
+   imported first, or the variable set, 0 in every comparison.
 3. **Scotch threads** (PT-Scotch orderings for MUMPS): ``SCOTCH_PTHREAD_NUMBER=1``.
 
 The MUMPS settings live with the operators that use MUMPS (``mumps_options``).
@@ -98,9 +102,35 @@ def limit_loaded_pools(n: int | None = None) -> None:
         threadpool_limits(limits=limits)
 
 
+def svml_active() -> bool:
+    """True when the loaded numpy dispatches its float64 math to AVX-512 (SVML) — the
+    layout-dependent choice of item 2 — i.e. it was imported before parmbs could set
+    NPY_DISABLE_CPU_FEATURES on an AVX-512 CPU."""
+    if "numpy" not in sys.modules:
+        return False
+    try:
+        from numpy.core._multiarray_umath import __cpu_features__ as features
+    except ImportError:                 # pragma: no cover - numpy 2.x layout
+        try:
+            from numpy._core._multiarray_umath import __cpu_features__ as features
+        except ImportError:
+            return False
+    return bool(features.get(NUMPY_SVML_TARGET, False))
+
+
+#: the one-line warning of a process whose numpy came first with SVML on
+SVML_WARNING = ("numpy was imported before parmbs with AVX-512 (SVML) math on: results may differ "
+                "in the last bits from run to run and between checkpoint schedules; import parmbs "
+                f"first or set NPY_DISABLE_CPU_FEATURES={NUMPY_SVML_TARGET} (PARMBS_NUMPY_SIMD=native: "
+                "keep numpy's choice)")
+
+
 def configure() -> None:
     """Called once by ``import parmbs``."""
     n = requested_threads()
     _pin_environment(n)
     if "numpy" in sys.modules:          # loaded before parmbs: its BLAS pool already exists
         limit_loaded_pools(n)
+        if os.environ.get("PARMBS_NUMPY_SIMD", "").lower() != "native" and svml_active():
+            import warnings
+            warnings.warn(SVML_WARNING, RuntimeWarning, stacklevel=3)

@@ -31,6 +31,9 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 FIVEBAR = str(ROOT / "configs" / "fivebar.toml")
 FOURBAR = str(ROOT / "configs" / "fourbar.toml")
+#: both index-3 schemes the schedule/restart checks run (generalized-α: the shipped default,
+#: its step also evaluates the old state's residual; trapezoidal: the seed scheme)
+INTEGRATORS = ("genalpha", "trapezoidal")
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -133,18 +136,22 @@ def test_same_command_twice_same_bytes(tmp_path, config, sets):
 
 # ----------------------------------------------------------------------------- every schedule
 
-def test_every_schedule_gives_the_bitwise_same_gradient(tmp_path):
+@pytest.mark.parametrize("integrator", INTEGRATORS)
+def test_every_schedule_gives_the_bitwise_same_gradient(tmp_path, integrator):
     """all, every:K and revolve:C (recomputing forward steps from stored states) give the
     in-memory gradient bit for bit on the spring double pendulum (before: revolve:7 vs
-    all differed by 8e-8 relative there)."""
+    all differed by 8e-8 relative there), with generalized-α (whose step also evaluates
+    the old state's residual) and with the trapezoidal rule."""
     from parmbs.config import load_config
     from parmbs.sensitivity.problem import Problem
     cfg = spring_double_pendulum(tmp_path, t_end=0.3)
-    pr = Problem(load_config(cfg, []))
+    sets = [f"simulation.integrator={integrator}"]
+    pr = Problem(load_config(cfg, sets))
+    assert pr.config.simulation.integrator == integrator
     pr.forward()
     values0, grad0 = pr.objective_values(), pr.adjoint()
     for schedule in ("all", "every:7", "revolve:2", "revolve:7"):
-        pr = Problem(load_config(cfg, [f"checkpoint.schedule={schedule}"]))
+        pr = Problem(load_config(cfg, sets + [f"checkpoint.schedule={schedule}"]))
         run = pr.use_checkpoint(tmp_path / f"{schedule.replace(':', '-')}.h5")
         values = pr.objective_values(pr.forward())
         grad = pr.adjoint()
@@ -158,17 +165,18 @@ def test_every_schedule_gives_the_bitwise_same_gradient(tmp_path):
 
 # ----------------------------------------------------------------------------- SIGKILL and --restart
 
-@pytest.mark.parametrize("schedule,kill", [
-    ("all", "forward:150"), ("all", "adjoint:120"), ("all", "write:90"),
-    ("revolve:5", "adjoint:60"), ("revolve:5", "write:3"),
+@pytest.mark.parametrize("integrator,schedule,kill", [
+    ("genalpha", "all", "forward:150"), ("genalpha", "all", "adjoint:120"), ("genalpha", "all", "write:90"),
+    ("genalpha", "revolve:5", "adjoint:60"), ("genalpha", "revolve:5", "write:3"),
+    ("trapezoidal", "every:7", "forward:150"), ("trapezoidal", "revolve:5", "adjoint:60"),
 ])
-def test_sigkill_then_restart_same_bytes(tmp_path, schedule, kill):
+def test_sigkill_then_restart_same_bytes(tmp_path, integrator, schedule, kill):
     """A gradient run SIGKILLed in the forward run, in the adjoint sweep or between a
     write and its marker, then `--restart`: the JSON (less timing) and the result
     datasets (/gradient, /trajectory or /checkpoint slots, /checkpoint/psi …) equal
-    those of the uninterrupted run byte for byte."""
+    those of the uninterrupted run byte for byte (generalized-α and trapezoidal)."""
     cfg = spring_double_pendulum(tmp_path, t_end=0.3)
-    sets = ["--set", f"checkpoint.schedule={schedule}"]
+    sets = ["--set", f"checkpoint.schedule={schedule}", "--set", f"simulation.integrator={integrator}"]
     ref = _cli(["gradient", cfg, *sets, "-o", "ref.h5", "--json", "ref.json"], cwd=tmp_path,
                PARMBS_CHECKPOINT_INTERVAL=0)
     assert ref.returncode == 0, ref.stderr[-2000:]
@@ -183,6 +191,39 @@ def test_sigkill_then_restart_same_bytes(tmp_path, schedule, kill):
         _assert_same_h5(tmp_path / "ref.h5", tmp_path / "run.h5")
     else:
         _assert_same_h5(tmp_path / "ref.h5", tmp_path / "run.h5", skip_groups=("adjoint", "checkpoint"))
+
+
+# ----------------------------------------------------------------------------- numpy imported first
+
+def _import_run(code, **env):
+    e = {k: v for k, v in os.environ.items()
+         if k not in ("NPY_DISABLE_CPU_FEATURES", "NPY_ENABLE_CPU_FEATURES", "PARMBS_NUMPY_SIMD")}
+    e.update(env)
+    e["PYTHONPATH"] = os.pathsep.join([str(ROOT), e.get("PYTHONPATH", "")])
+    return subprocess.run([sys.executable, "-W", "default", "-c", code], env=e, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_numpy_imported_first_with_svml_is_warned():
+    """A process that imports numpy before parmbs keeps numpy's AVX-512 SVML math, whose
+    last bits depend on the heap (parmbs/_determinism.py item 2; measured: in-memory vs
+    checkpointed adjoint 2.9e-12 apart on the five-bar, either integrator): parmbs warns
+    then, exactly when that math is on, and is silent when parmbs came first, the
+    variable was set or PARMBS_NUMPY_SIMD=native asks for numpy's choice."""
+    probe = _import_run("import numpy; from numpy.core._multiarray_umath import __cpu_features__ as f; "
+                        "print(int(bool(f.get('AVX512_SKX'))))")
+    assert probe.returncode == 0, probe.stderr
+    svml = probe.stdout.strip() == "1"          # this CPU and numpy: SVML on when numpy is first
+    first = _import_run("import numpy, parmbs")
+    assert first.returncode == 0, first.stderr
+    assert ("numpy was imported before parmbs" in first.stderr) == svml, (svml, first.stderr)
+    for code, env in (("import parmbs, numpy", {}),
+                      ("import numpy, parmbs", {"NPY_DISABLE_CPU_FEATURES": "AVX512_SKX"}),
+                      ("import numpy, parmbs", {"PARMBS_NUMPY_SIMD": "native"})):
+        r = _import_run(code + "; from parmbs._determinism import svml_active; print(int(svml_active()))", **env)
+        assert r.returncode == 0, r.stderr
+        assert "numpy was imported before parmbs" not in r.stderr, (code, env, r.stderr)
+        assert r.stdout.strip() == ("1" if svml and "PARMBS_NUMPY_SIMD" in env else "0"), (code, env, r.stdout)
 
 
 @pytest.mark.mpi(min_size=2)

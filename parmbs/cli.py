@@ -1055,6 +1055,8 @@ def cmd_optimize(args):
     with _Signals() as signals:         # from set-up to exit: a batch system's signal never kills us
         opt = Optimization(cfg, path, restart=bool(args.restart), out=out if VERBOSITY else _optimize_result,
                            signals=signals, sets=sets)
+        if opt.parallel_note:
+            info(opt.parallel_note)
         code, rho = opt.run()
         _on_root(lambda: replace_on_root(png, lambda tmp: plot_history(
             opt.history, tmp, f"{cfg.model.name}: {opt.objective}", columns=opt.hist_columns)), png, "plot")

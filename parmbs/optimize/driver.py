@@ -134,7 +134,14 @@ class Optimization:
             raise ModelError("optimize.method", f"{opt.method!r} is not available (use one of "
                              f"{', '.join(TAO_TYPES)}, mma)")
         self.mma = opt.method == "mma"
-        self.problem = pr = Problem(config, comm=self.comm)
+        # a model too small to distribute runs replicated on every rank (parallel.py; the
+        # serial run's numbers bit for bit); the design Vec, TAO/MMA and the record stay on comm
+        from .. import parallel
+        from ..model.system import System
+        system = System(config)
+        pcomm, self.parallel_note = parallel.replicate_small(system.n + system.m, config.parallel.distribute,
+                                                             world=self.mpi)     # the CLI prints the note
+        self.problem = pr = Problem(config, system=system, comm=pcomm or self.comm)
         if pr.sys.redundancy is not None:          # one line: the redundant rows dropped at set-up
             out(pr.sys.redundancy.summary())
         names = [o.name for o in pr.objectives]

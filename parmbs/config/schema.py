@@ -351,6 +351,25 @@ class Newton(_Model):
     max_it: PosInt = 25
 
 
+class Adapt(_Model):
+    """``simulation.adapt``: error-controlled variable steps (integrators/timeloop.py).
+    The local error of each step, measured in positions and velocities, is kept below
+    ``atol + rtol |x|`` (weighted RMS norm, as PETSc's TSAdapt); ``dt`` is the first
+    step, ``dt_min`` ≤ h ≤ ``dt_max`` (defaults: dt_max = t_end / 10, dt_min = 1e-10 t_end).
+    Absent: fixed steps of ``dt``."""
+
+    rtol: PosReal = 1e-4
+    atol: PosReal = 1e-6
+    dt_min: PosReal | None = None
+    dt_max: PosReal | None = None
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "Adapt":
+        if self.dt_min is not None and self.dt_max is not None and self.dt_min > self.dt_max:
+            raise ValueError("dt_min must not exceed dt_max")
+        return self
+
+
 class Penalty(_Model):
     alpha: PosReal = 1e7
     xi: NonNegReal = 1.0
@@ -461,6 +480,7 @@ class Simulation(_Model):
     progress: Bool = True
     output_every: PosInt = 1
     guard: Bool = True     # instability guard of fixed-step runs (integrators/guard.py)
+    adapt: Adapt | None = None   # error-controlled variable steps; absent: fixed dt
 
 
 # ----------------------------------------------------------------------------- design, objectives

@@ -11,7 +11,7 @@ export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 export OMPI_MCA_rmaps_base_oversubscribe := 1
 MPIRUN := mpirun -n 2
 
-.PHONY: setup slurm-pkgs demo test test-serial test-mpi bench clean
+.PHONY: setup slurm-pkgs demo test test-serial test-mpi bench docs clean
 
 setup: $(VENV)/.stamp
 
@@ -48,6 +48,9 @@ test-mpi: setup
 	$(MPIRUN) $(PY) -m pytest -q --with-mpi -m mpi tests
 
 test: test-serial test-mpi
+
+docs: setup
+	$(PY) -m parmbs.docs
 
 bench: setup
 	$(PY) benchmarks/forward.py

@@ -1,0 +1,312 @@
+"""Words and units for the config keys that the schema source does not describe.
+
+A field is documented by (first found): its pydantic ``description``, the ``# comment``
+beside it in parmbs/config/schema*.py, ``CLASS`` below ("Class.field"), ``GENERIC``
+below (by field name, for keys that mean the same everywhere).  tests/test_docs.py
+fails for a field with none of these: add a comment beside the new field in the
+schema (preferred) or an entry here.
+
+Units: parmbs has no unit system of its own; every number is read in whatever
+consistent set the model is written in.  The units below are those of SI models
+(kg, m, s), the set of every shipped config; a model in mm, t, s reads them so.
+"""
+from __future__ import annotations
+
+#: (unit, meaning) by field name, where the name means the same in every table
+GENERIC = {
+    "name": ("", "name of this entry, unique in its table; used in paths (`bodies.NAME.mass`), "
+                 "point references and the HDF5 coordinate names"),
+    "type": ("", "which kind of entry (selects the table's keys)"),
+    "a": ("", "first point, `BODY.POINT` or `ground.POINT`"),
+    "b": ("", "second point, `BODY.POINT` or `ground.POINT`"),
+    "mass": ("kg", "mass"),
+    "inertia": ("kg·m²", "moment of inertia about the centre of mass"),
+    "points": ("m", "named points in the body frame"),
+    "initial": ("", "initial pose (an estimate: the initial assembly solves the constraints, "
+                    "keeping the `independent` coordinates)"),
+    "initial_velocity": ("", "initial velocity (of the `independent` coordinates; the others follow "
+                             "from the velocity constraints)"),
+    "independent": ("", "coordinates kept at their `initial`/`initial_velocity` values by the "
+                        "initial assembly (the others are solved from the constraints)"),
+    "function": ("", "time function f(t) (a table with `type`); absent: constant 1"),
+    "point": ("", "the point, `BODY.POINT`"),
+    "body": ("", "the body (by name)"),
+    "smoothing": ("m", "width δ of the C² onset of the contact force"),
+    "lower": ("", "lower bound (absent: unbounded)"),
+    "upper": ("", "upper bound (absent: unbounded)"),
+    "axis_a": ("", "axis fixed in a's body, `BODY.AXIS` (`x`, `y`, `z` predefined)"),
+    "axis_b": ("", "axis fixed in b's body, `BODY.AXIS`"),
+    "gravity": ("m/s²", "gravitational acceleration, global frame"),
+    "max_it": ("", "iteration limit"),
+    "z0": ("m", "road height at the origin"),
+    "slip_velocity": ("m/s", "slip speed below which friction is regularised (linear in the slip)"),
+    "E": ("Pa", "Young's modulus"),
+    "size": ("m", "[Lx, Ly] of the rectangle"),
+    "nx": ("", "elements along x"),
+    "ny": ("", "elements along y"),
+    "thickness": ("m", "thickness (plane stress)"),
+    "nu": ("", "Poisson's ratio"),
+    "rho0": ("kg/m³", "density of the solid material (x_e = 1)"),
+    "penalization": ("", "SIMP exponent p of E(x) = x^p E"),
+    "density_law": ("", '`"seed003"`: ρ(x) = 1e5·x⁶·ρ0 below x = 0.1, x·ρ0 above (the law of [Held 2021]); '
+                        '`"linear"`: ρ(x) = x·ρ0'),
+}
+
+#: (unit, meaning) by "Class.field"
+CLASS = {
+    # top level
+    "Config.model": ("", "model name and gravity"),
+    "Config.ground": ("", "the fixed frame and its points"),
+    "Config.beams": ("", "planar beams (ANCF or floating frame)"),
+    "Config.plates": ("", "plane-stress plates (absolute nodal coordinates)"),
+    "Config.continua": ("", "plane-stress bodies in a floating frame of reference"),
+    "Config.joints": ("", "joints and drivers (kinematic constraints)"),
+    "Config.forces": ("", "springs, rotational springs, point forces and torques"),
+    "Config.simulation": ("", "time span, step, formulation, integrator and solver"),
+    "Config.design": ("", "design variables: the config scalars the gradient is taken with respect to"),
+    "Config.objectives": ("", "objective functions ψ = weight·(∫ integrand dt + terminal)"),
+    "Config.sensitivity": ("", "default gradient method"),
+    "Config.checkpoint": ("", "what the adjoint keeps of the forward run, and where"),
+    "Config.optimize": ("", "`parmbs optimize`: method, objective, stopping, constraints"),
+    "Config.parallel": ("", "parallel groups and state distribution under mpirun"),
+    "Config.scenarios": ("", "load cases: the base config with overrides; gradients summed with weights"),
+    "ModelSection.name": ("", "model name (used in messages and default output names)"),
+    "Ground.points": ("m", "named points fixed in the global frame"),
+    # rigid bodies
+    "Body.name": ("", "body name (`ground` is reserved)"),
+    "Body.mass": ("kg", "mass"),
+    "Body.points": ("m", "named points, body frame, relative to the body origin (`com` is predefined)"),
+    "Pose.x": ("m | m/s", "x of the centre of mass (`initial_velocity`: its velocity)"),
+    "Pose.y": ("m | m/s", "y of the centre of mass (`initial_velocity`: its velocity)"),
+    "Pose.angle": ("rad | rad/s", "angle of the body frame (`initial_velocity`: angular velocity)"),
+    # beams
+    "Beam.name": ("", "beam name"),
+    "Beam.type": ("", '`"ancf"`: absolute nodal coordinates; `"ffr"`: Euler–Bernoulli elements in a '
+                      "floating frame clamped at the root"),
+    "Beam.length": ("m", "undeformed length"),
+    "Beam.elements": ("", "number of elements"),
+    "Beam.width": ("m", "section width (out of plane); with `height`"),
+    "Beam.density": ("kg/m³", "material density"),
+    "Beam.E": ("Pa", "Young's modulus"),
+    "Beam.elastic": ("", 'ANCF elastic forces: `"seed"` (the form of [Ebrahimi 2019]) or '
+                         '`"conservative"` (gradient of a strain energy)'),
+    "Beam.points": ("m", "named points by arclength from the root"),
+    "Beam.initial": ("", "pose of the root frame (x along the beam)"),
+    # plates and continua
+    "Plate.name": ("", "plate name"),
+    "Plate.density": ("", "element density field x_e: one number (uniform) or nx·ny numbers "
+                          "(element e = j·nx + i)"),
+    "Plate.points": ("", "named nodes `{ NAME = [i, j] }` (`origin`, `node_i_j` predefined)"),
+    "Plate.initial": ("", "pose of the plate origin (node_0_0)"),
+    "Continuum.name": ("", "continuum name"),
+    "Continuum.density": ("", "element density field x_e: one number (uniform) or nx·ny numbers "
+                              "(element e = j·nx + i)"),
+    "Continuum.points": ("", "named nodes `{ NAME = [i, j] }` (`origin`, `node_i_j` predefined)"),
+    "Continuum.initial": ("", "pose of the body frame"),
+    "Continuum.offset": ("m", "lower-left corner of the mesh in the body frame"),
+    "Continuum.clamp_radius": ("m", "nodes within this distance of the frame origin are clamped "
+                                    "(reference condition; at least two nodes)"),
+    # joints
+    "Revolute.a": ("", "point on the first body (`BODY.POINT` or `ground.POINT`)"),
+    "Revolute.b": ("", "point on the second body; a and b coincide"),
+    "Prismatic.a": ("", "point on the first body; b moves along `axis` through it"),
+    "Prismatic.b": ("", "point on the second body"),
+    "Weld.a": ("", "point on the first body"),
+    "Weld.b": ("", "point on the second body; points coincide and the relative angle is kept"),
+    "Driver.coordinate": ("", "driven coordinate `BODY.x`, `BODY.y` or `BODY.angle` (= f(t))"),
+    "Driver.function": ("m | rad", "f(t): the prescribed value of the coordinate"),
+    # time functions
+    "Polynomial.coefficients": ("", "c_k of f(t) = Σ c_k t^k"),
+    "Harmonic.amplitude": ("", "amplitude A of f(t) = offset + A sin(ω t + phase)"),
+    "Harmonic.omega": ("rad/s", "angular frequency ω"),
+    "Harmonic.phase": ("rad", "phase"),
+    "Harmonic.offset": ("", "offset"),
+    "SinePulses.amplitudes": ("", "pulse amplitudes"),
+    "SinePulses.starts": ("s", "pulse start times"),
+    "SinePulses.durations": ("s", "pulse durations"),
+    # forces
+    "Spring.a": ("", "first end point"),
+    "Spring.b": ("", "second end point"),
+    "Spring.stiffness": ("N/m", "stiffness k: tension k (l − length) + c l̇"),
+    "Spring.damping": ("N·s/m", "damping c"),
+    "RotationalSpring.stiffness": ("N·m/rad", "stiffness k: torque k (θ_b − θ_a − angle) + c (ω_b − ω_a)"),
+    "RotationalSpring.damping": ("N·m·s/rad", "damping c"),
+    "PointForce.point": ("", "point of application, `BODY.POINT`"),
+    "PointForce.value": ("N", "force, global frame (times `function` if given)"),
+    "PointForce.function": ("", "time function multiplying `value`; absent: constant"),
+    "Torque.body": ("", "body the torque acts on"),
+    "Torque.value": ("N·m", "torque (times `function` if given)"),
+    "Torque.function": ("", "time function multiplying `value`; absent: constant"),
+    # simulation
+    "Simulation.t_end": ("s", "end time (the run starts at t = 0)"),
+    "Simulation.dt": ("s", "time step"),
+    "Simulation.formulation": ("", "equations of motion: index-3 DAE, penalty, index-1, Maggi or "
+                                   "semi-recursive Matrix-R (each accepts the integrators listed in "
+                                   "`FORMULATION_INTEGRATORS`: see the table below)"),
+    "Simulation.integrator": ("", "time integrator (see the table below)"),
+    "Simulation.rho_inf": ("", "spectral radius at infinite frequency ρ∞ of generalized-α"),
+    "Simulation.beta": ("", "Newmark β (integrator `newmark`)"),
+    "Simulation.gamma": ("", "Newmark γ (integrator `newmark`)"),
+    "Simulation.theta": ("", "θ of `ts-theta`"),
+    "Simulation.newton": ("", "Newton iteration of the implicit step"),
+    "Simulation.penalty": ("", "options of the penalty formulation"),
+    "Simulation.index1": ("", "options of the index-1 formulation"),
+    "Simulation.maggi": ("", "options of Maggi's formulation"),
+    "Simulation.matrix_r": ("", "options of the Matrix-R formulation"),
+    "Simulation.petsc_options": ("", "PETSc options for the linear solver, names without `-` "
+                                     "(prefix `parmbs_` added); command-line PETSc options win"),
+    "Simulation.progress": ("", "progress bar/lines on stderr"),
+    "Simulation.output_every": ("", "keep every K-th step in outputs"),
+    "Newton.rtol": ("", "relative tolerance of the Newton update"),
+    "Newton.atol": ("", "absolute tolerance of the Newton residual"),
+    "Newton.max_it": ("", "Newton iterations before the step fails"),
+    "Penalty.alpha": ("", "penalty factor α"),
+    "Penalty.xi": ("", "damping ratio ξ of the constraint stabilisation"),
+    "Penalty.omega": ("rad/s", "natural frequency ω of the constraint stabilisation"),
+    # design and objectives
+    "Design.name": ("", "design variable name (JSON and HDF5 key of its gradient)"),
+    "Design.path": ("", "the config scalar or field it designs, e.g. `bodies.A1.mass`, "
+                        "`forces.S1.length`, `ground.points.D.x`, `plates.P.density`"),
+    "Design.lower": ("", "lower bound for `optimize`"),
+    "Design.upper": ("", "upper bound for `optimize`"),
+    "Drive.path": ("", "the config scalar driven by the expression"),
+    "Drive.expression": ("", "expression of the design variables and `[parameters]` "
+                             "(+ − × / ^, sqrt, sin, cos, atan2, hypot, …)"),
+    "Objective.name": ("", "objective name (JSON and HDF5 key)"),
+    "Objective.integrand": ("", "g of ∫ g dt (trapezoidal sum on the steps): "
+                                "`point_deviation_sq` |r_P − r_ref|², `point_velocity_sq` |ṙ_P|², "
+                                "`point_acceleration_sq` |r̈_P|², `angle` θ, `angle_sq` θ², "
+                                "`spring_elongation_sq` (l − l0)², `reaction_sq` |λ_joint|², "
+                                "`python` (`callable`), `deflection*` (beam points), "
+                                "`vertical_acceleration_*`, `roll_rate_sq` (spatial bodies)"),
+    "Objective.terminal": ("", "G(x_N) added at t_end (same kinds, except `reaction_sq` and `python`)"),
+    "Objective.point": ("", "point of the point kinds, `BODY.POINT`"),
+    "Objective.body": ("", "body of the angle kinds"),
+    "Objective.force": ("", "spring of `spring_elongation_sq`"),
+    "Objective.joint": ("", "joint of `reaction_sq`"),
+    "Objective.reference": ("m", "r_ref of `point_deviation_sq`; absent: the point's initial position"),
+    "Objective.weight": ("", "factor w of ψ"),
+    "Sensitivity.method": ("", "gradient method of `parmbs gradient` without `--method`: adjoint, "
+                               "direct (tangent), finite differences, complex step"),
+    "Checkpoint.schedule": ("", "`all` keeps every state in memory; `every:K` stores every K-th "
+                                "state in `file` and recomputes between; `revolve:C` binomial "
+                                "checkpointing with C slots"),
+    "Checkpoint.file": ("", "checkpoint HDF5 file of non-`all` schedules"),
+    "Optimize.method": ("", "TAO bound-constrained quasi-Newton (`tao-*`) or MMA (constraints)"),
+    "Optimize.objective": ("", "the `[[objectives]]` name minimised; absent: the only objective"),
+    "Optimize.max_it": ("", "iteration limit"),
+    "Optimize.gatol": ("", "stop when |∇ψ| ≤ gatol (TAO)"),
+    "Optimize.grtol": ("", "stop when |∇ψ|/|ψ| ≤ grtol (TAO)"),
+    "Constraint.objective": ("", "an `[[objectives]]` name whose value is bounded"),
+    "Constraint.kind": ("", "`volume_fraction` of a density field or a named `parameter`"),
+    "Constraint.field": ("", "the density field of `volume_fraction`, e.g. `plates.P.density`"),
+    "Constraint.lower": ("", "lower bound of c"),
+    "Constraint.upper": ("", "upper bound of c"),
+    "Maggi.independent": ("", "the independent coordinates z = B q, named like the HDF5 coordinates "
+                              "(`BODY.x`, …); empty: the bodies' `independent` lists"),
+    "Maggi.adjoint": ("", "`discrete` (exact transpose of the scheme) or a continuous adjoint ODE "
+                          "of [Zhu 2014] §3.2.4 (O(h²) agreement only)"),
+    "MatrixR.cut": ("", "joints opened to make a kinematic tree; absent: chosen automatically"),
+    "MatrixR.coordinates": ("", "`dependent` (all relative coordinates, loop closure by multipliers) "
+                                "or `independent` (the projection of [López Varela 2025] eqs. 24–29)"),
+    "MatrixR.independent": ("", "tree joints whose coordinates are independent; absent: chosen by "
+                                "column pivoting at the initial state"),
+    "Parallel.distribute": ("", "several ranks, groups = 1: `auto` distributes the state only for "
+                                "large models (small ones run replicated); `always` distributes"),
+    "Parallel.groups": ("", "parallel groups G: gradients split into G batches of design "
+                            "columns or objectives/scenarios, each on size/G ranks"),
+    "Scenario.name": ("", "scenario name"),
+    "Scenario.set": ("", "overrides `{ \"simulation.dt\" = 5e-4, ... }` in `--set` syntax"),
+    # spatial
+    "Spatial.gravity": ("m/s²", "gravitational acceleration, global frame"),
+    "Spatial.ground": ("", "ground points and axes"),
+    "Spatial.bodies": ("", "spatial rigid bodies"),
+    "Spatial.joints": ("", "spatial joints and drivers"),
+    "Spatial.forces": ("", "spatial force elements, contact and tyres"),
+    "SpatialGround.points": ("m", "named points, global frame"),
+    "SpatialGround.axes": ("", "named axes, global frame (normalised)"),
+    "SpatialBody.mass": ("kg", "mass"),
+    "SpatialBody.inertia": ("kg·m²", "about the centre of mass, body frame"),
+    "SpatialBody.points": ("m", "named points, body frame, relative to the centre of mass"),
+    "SpatialBody.axes": ("", "named axes, body frame (`x`, `y`, `z` predefined)"),
+    "SpatialBody.initial": ("", "initial COM position and orientation"),
+    "SpatialBody.initial_velocity": ("", "initial COM velocity and angular velocity"),
+    "SpatialBody.independent": ("", "coordinates the initial assembly keeps; absent everywhere: "
+                                    "chosen automatically"),
+    "SpatialPose.position": ("m", "COM position, global frame"),
+    "SpatialPose.orientation": ("", "Euler parameters [e0, e1, e2, e3] (unit within 1e-6)"),
+    "SpatialPose.bryant": ("rad", "Bryant angles [φ, θ, ψ] (x-y'-z'')"),
+    "SpatialVelocity.velocity": ("m/s", "COM velocity, global frame"),
+    "SpatialVelocity.angular_velocity": ("rad/s", "angular velocity, global frame"),
+    "SpatialDriver.joint": ("", "revolute or cylindrical joint whose relative angle is driven"),
+    "SpatialDriver.coordinate": ("", "or `BODY.x|y|z`: the COM coordinate driven"),
+    "SpatialDriver.function": ("rad | m", "f(t)"),
+    "SpatialSpringDamper.law": ("", '`"linear"` or `"iltis"` (polynomial law of [Zhu 2014] eq. 5.5)'),
+    "SpatialSpringDamper.stiffness": ("N/m", "k"),
+    "SpatialSpringDamper.damping": ("N·s/m", "c"),
+    "SpatialSpringDamper.length": ("m", "free length (law linear)"),
+    "SpatialSpringDamper.spring": ("", "[a0, a2, a3] of the iltis spring polynomial (N, N/m², N/m³)"),
+    "SpatialSpringDamper.damper": ("", "[d2, d3, d4] of the iltis damper polynomial"),
+    "SpatialSpringDamper.breakpoints": ("m/s", "[v_lo, v_hi] of the iltis damper polynomial"),
+    "SpatialBumpStop.stiffness": ("N/m", "contact stiffness k"),
+    "SpatialBumpStop.length": ("m", "distance below which the stop is in contact"),
+    "SpatialBumpStop.damping": ("N·s/m", "damping c"),
+    "SpatialBushing.stiffness": ("N/m", "translational stiffness along a's body axes"),
+    "SpatialBushing.rotational_stiffness": ("N·m/rad", "rotational stiffness about a's body axes"),
+    "SpatialBushing.damping": ("N·s/m", "translational damping"),
+    "SpatialBushing.rotational_damping": ("N·m·s/rad", "rotational damping"),
+    "SpatialContact.radius": ("m", "sphere radius (0: a point)"),
+    "SpatialContact.stiffness": ("N/m", "normal stiffness k"),
+    "SpatialContact.damping": ("N·s/m", "normal damping"),
+    "SpatialContact.hunt_crossley": ("N·s/m²", "Hunt–Crossley damping (× penetration)"),
+    "SpatialContact.friction": ("", "friction coefficient μ"),
+    "SpatialContact.surface": ("", "`road` ([spatial.road]) or `plane` (origin, normal)"),
+    "SpatialContact.origin": ("m", "a point of the plane (surface plane)"),
+    "SpatialContact.normal": ("", "the plane's normal (surface plane)"),
+    "SpatialTyre.wheel": ("", "wheel body"),
+    "SpatialTyre.centre": ("", "wheel centre point of that body"),
+    "SpatialTyre.axis": ("", "spin axis `WHEEL.AXIS`"),
+    "SpatialTyre.radius": ("m", "unloaded radius"),
+    "SpatialTyre.stiffness": ("N/m", "radial stiffness"),
+    "SpatialTyre.damping": ("N·s/m", "radial damping"),
+    "SpatialTyre.mu_x": ("", "longitudinal friction coefficient"),
+    "SpatialTyre.mu_y": ("", "lateral friction coefficient"),
+    "SpatialTyre.kappa_c": ("", "critical longitudinal slip"),
+    "SpatialTyre.alpha_c": ("rad", "critical slip angle"),
+    "SpatialTyre.saturation_width": ("", "width of the smoothed saturation (fraction of the critical slip)"),
+    "SpatialTyre.smoothing": ("m", "width of the C² onset of the radial force"),
+    "SpatialPointForce.value": ("N", "force, global frame (times `function`)"),
+    "SpatialTorque.value": ("N·m", "torque, global frame (times `function`)"),
+    "PlaneRoadConfig.normal": ("", "upward normal of the plane"),
+    "FunctionRoadConfig.shape": ("", "road shape"),
+    "FunctionRoadConfig.height": ("m", "bump or step height"),
+    "FunctionRoadConfig.length": ("m", "bump or step length"),
+    "FunctionRoadConfig.x0": ("m", "where the bump or step starts"),
+    "FunctionRoadConfig.amplitude": ("m", "sinusoid amplitude"),
+    "FunctionRoadConfig.wavelength": ("m", "sinusoid wavelength"),
+    "FunctionRoadConfig.phase": ("rad", "sinusoid phase"),
+    "TableRoadConfig.x": ("m", "stations, strictly increasing"),
+    "TableRoadConfig.z": ("m", "heights at the stations"),
+}
+
+#: units of fields whose words come from the schema's comments
+UNITS = {
+    "Body.inertia": "kg·m²",
+    "Body.com": "m",
+    "Beam.height": "m",
+    "Beam.side": "m",
+    "Spring.length": "m",
+    "RotationalSpring.angle": "rad",
+    "Optimize.filter_radius": "m",
+    "SpatialContact.slip_velocity": "m/s",
+}
+
+
+def describe(cls_name: str, key: str, comment: str, info) -> tuple[str, str]:
+    """(unit, words) of one field; words are empty when it is undocumented."""
+    full = f"{cls_name}.{key}"
+    unit_c, words_c = CLASS.get(full, ("", ""))
+    unit_g, words_g = GENERIC.get(key, ("", ""))
+    words = info.description or words_c or comment or words_g
+    unit = UNITS.get(full) or unit_c or (unit_g if not words_c else "")
+    return unit, words

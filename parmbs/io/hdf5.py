@@ -296,9 +296,11 @@ def write_gradient(path, grads, design_names, config=None, values=None, comm=Non
             if "gradient" in f:
                 del f["gradient"]
             g = f.create_group("gradient")
-            g.attrs["design"] = list(design_names)
+            put_names(g, "design", design_names)     # 10⁵ field columns: /names/design
             for obj, grad in grads.items():
                 go = g.create_group(obj)
+                if values is not None and obj in values:
+                    go.attrs["value"] = float(values[obj])
                 grad = np.asarray(grad, dtype=float)
                 for name, val, skip in zip(design_names, grad, in_field):
                     if not skip:
@@ -311,8 +313,6 @@ def write_gradient(path, grads, design_names, config=None, values=None, comm=Non
                 gd = f.create_group("design")
                 for name, sl in fields.items():
                     vector(gd, name, np.asarray(design, float)[sl])
-                if values is not None and obj in values:
-                    go.attrs["value"] = float(values[obj])
         return sorted(blocks)
     keys = _root_call(comm, write, path, "/gradient")
     if parallel:

@@ -120,9 +120,20 @@ def _check_model_name(v: str) -> str:
     return v
 
 
+class Units(_Model):
+    """Labels of the model's units for plots and messages.  parmbs converts nothing:
+    every number is read in one consistent set, these only name it (absent: SI)."""
+
+    length: Str = "m"
+    mass: Str = "kg"
+    time: Str = "s"
+    energy: Str = "J"   # mass·length²/time² (mm, t, s: mJ)
+
+
 class ModelSection(_Model):
     name: Annotated[str, Strict(), AfterValidator(_check_model_name)]
     gravity: Vec2 = (0.0, -9.81)
+    units: Units | None = None   # unit labels for plots (absent: m, kg, s, J)
 
 
 class Ground(_Model):

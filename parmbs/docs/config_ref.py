@@ -153,8 +153,9 @@ def render() -> str:
         "no scalar) run after these and name the key the same way (parmbs/config/checks.py).",
         "",
         "**Units.**  parmbs has none of its own: every number is read in one consistent set.  "
-        "The units shown are those of an SI model (kg, m, s, N, Pa) — the set of every shipped "
-        "config; a model written in mm, t (tonne), s reads them as mm, t, N, MPa.",
+        "The units shown are those of an SI model (kg, m, s, N, Pa); a model written in mm, t "
+        "(tonne), s reads them as mm, t, N, MPa, and names its units for the plots in "
+        "[`[model.units]`](#units) (configs/slider-crank-flex.toml).",
         "",
         "## Formulations and integrators",
         "",

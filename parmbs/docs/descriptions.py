@@ -71,6 +71,9 @@ CLASS = {
     "Config.parallel": ("", "parallel groups and state distribution under mpirun"),
     "Config.scenarios": ("", "load cases: the base config with overrides; gradients summed with weights"),
     "ModelSection.name": ("", "model name (used in messages and default output names)"),
+    "Units.length": ("", "label of the length unit"),
+    "Units.mass": ("", "label of the mass unit"),
+    "Units.time": ("", "label of the time unit"),
     "Ground.points": ("m", "named points fixed in the global frame"),
     # rigid bodies
     "Body.name": ("", "body name (`ground` is reserved)"),

@@ -119,7 +119,7 @@ def record_density(h5_path):
     design in an optimization record; [] if its design has no density field."""
     import h5py
     from .hdf5 import HDF5Error
-    from .plot import config_from_text
+    from .stored_config import config_from_text
     with h5py.File(h5_path, "r") as f:
         if "optimize" not in f or "config" not in f:
             raise HDF5Error(h5_path, "/optimize", "missing (not a parmbs optimization record)")

@@ -1086,6 +1086,31 @@ def cmd_plot(args):
     return 0
 
 
+def cmd_animate(args):
+    """The mechanism of a trajectory file moving, as GIF (Pillow) or MP4 (ffmpeg);
+    written under a working name and renamed (io/animate.py)."""
+    from .io.animate import AnimateError, animate_file, writer_for
+    from .io.outputs import replace_on_root
+    if args.frames < 2 or args.fps < 1:
+        raise InputError(args.file, "--frames" if args.frames < 2 else "--fps", "must be >= 2 frames and >= 1 fps")
+    try:
+        writer_for(args.output)
+    except AnimateError as e:
+        raise InputError(args.file, e.option, e.message) from None
+    _check_outputs(args, outputs=[("-o", args.output, "the animation")],
+                   inputs=[("FILE", args.file, "the file to animate")])
+
+    def run():
+        try:
+            return replace_on_root(args.output, lambda tmp: animate_file(args.file, args.output, args.frames,
+                                                                         args.fps, tmp))
+        except AnimateError as e:
+            raise InputError(args.file, e.option, e.message) from None
+    frames = _on_root(run, args.file, "<file>")
+    out(f"wrote {args.output} ({frames} frames)")
+    return 0
+
+
 # ----------------------------------------------------------------------------- parser / main
 
 
@@ -1142,6 +1167,13 @@ def build_parser():
     sp = add("plot", "PNG plot of a trajectory HDF5 file")
     sp.add_argument("file", metavar="FILE.h5")
     sp.add_argument("-o", "--output", metavar="OUT.png", help="default: FILE.png")
+
+    sp = add("animate", "GIF or MP4 of the mechanism moving, from a trajectory HDF5 file (planar models)")
+    sp.add_argument("file", metavar="FILE.h5")
+    sp.add_argument("-o", "--output", metavar="OUT.gif|OUT.mp4", required=True,
+                    help="the video; .gif (Pillow) or .mp4 (needs ffmpeg)")
+    sp.add_argument("--frames", type=int, default=120, metavar="N", help="at most N frames (default 120)")
+    sp.add_argument("--fps", type=int, default=20, help="frames per second (default 20)")
     return p
 
 
@@ -1156,7 +1188,7 @@ def _verbosity_flags(parser, default):
 
 
 COMMANDS = {"info": cmd_info, "simulate": cmd_simulate, "gradient": cmd_gradient,
-            "verify": cmd_verify, "optimize": cmd_optimize, "plot": cmd_plot}
+            "verify": cmd_verify, "optimize": cmd_optimize, "plot": cmd_plot, "animate": cmd_animate}
 
 
 def main(argv=None) -> int:

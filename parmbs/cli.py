@@ -421,6 +421,39 @@ def _after_failure(ck, e):
         _remove_on_root(ck.path)
 
 
+class _committed:
+    """``with _committed(outs, ck):`` around a command's work: at the end of the block
+    the checkpoint file (if any) joins the outputs and all of them are renamed from
+    their working names (``outs.commit()``, io/outputs.py); if the block or the commit
+    fails, the working files are removed and the checkpoint file handled by
+    ``_after_failure`` — except after a simulated kill (tests), which must leave the
+    files as a crash would."""
+
+    def __init__(self, outs, ck):
+        self.outs, self.ck = outs, ck
+
+    def __enter__(self):
+        return self.outs
+
+    def __exit__(self, et, e, tb):
+        if et is not None:
+            self._failed(e)
+            return False
+        try:
+            if self.ck is not None:
+                self.outs.add(self.ck.path, self.ck.final)
+            self.outs.commit()
+        except BaseException as failure:
+            self._failed(failure)
+            raise
+        return False
+
+    def _failed(self, e):
+        if not _is_kill(e):
+            self.outs.discard()
+            _after_failure(self.ck, e)
+
+
 def _is_kill(e):
     from .checkpoint import SimulatedKill
     return isinstance(e, SimulatedKill)
@@ -562,7 +595,7 @@ def cmd_simulate(args):
     tracker = _Tracker()
     outs = Outputs(_comm())
     ck = _checkpoint_run(pr, cfg, args)
-    try:
+    with _committed(outs, ck):
         writer = None
         if ck is not None:
             with _closing(ck, args.config):
@@ -586,14 +619,6 @@ def cmd_simulate(args):
             from .io.plot import plot_trajectory
             png = outs.temp(args.plot)
             _on_root(lambda: plot_trajectory(pr.sys, traj.t, traj.q, traj.v, png), args.plot, "--plot")
-        if ck is not None:
-            outs.add(ck.path, ck.final)
-        outs.commit()
-    except BaseException as e:
-        if not _is_kill(e):
-            outs.discard()
-            _after_failure(ck, e)
-        raise
     if ck is not None and ck.final is not None:
         out(f"wrote {ck.final} (checkpoint schedule {ck.sched.text}, {ck.store.writes} states written)")
     elif ck is not None:
@@ -794,7 +819,7 @@ def cmd_gradient(args):
     tracker = _Tracker()
     outs = Outputs(_comm())
     ck = _checkpoint_run(pr, cfg, args, method)
-    try:
+    with _committed(outs, ck):
         h5 = outs.temp(args.output) if args.output and ck is None else None   # where /gradient goes now
         writer = _writer(h5, cfg, pr) if h5 else None
         with _closing(ck, args.config):
@@ -834,14 +859,6 @@ def cmd_gradient(args):
             write_gradient(h5, grads, names, config=cfg, values=values, comm=_comm(),
                            fields={n: sl for n, sl in pr.design.fields.items() if pr.design.is_field(n)},
                            design=rho)
-        if ck is not None:
-            outs.add(ck.path, ck.final)
-        outs.commit()
-    except BaseException as e:
-        if not _is_kill(e):
-            outs.discard()
-            _after_failure(ck, e)
-        raise
     if args.json:
         out(f"wrote {args.json}")
     if final is not None:

@@ -10,7 +10,7 @@ import re
 from typing import TYPE_CHECKING, Iterable
 
 from .errors import ConfigError
-from .schema import (ANGLE_KINDS, FORMULATION_INTEGRATORS, POINT_KINDS, SPATIAL_OBJECTIVE_KINDS,
+from .schema import (ANGLE_KINDS, FORMULATION_INTEGRATORS, GGL_INTEGRATORS, POINT_KINDS, SPATIAL_OBJECTIVE_KINDS,
                      Driver, Spring)
 
 if TYPE_CHECKING:
@@ -260,6 +260,10 @@ class _Checker:
             raise self.fail(
                 "simulation.integrator",
                 f"integrator {sim.integrator!r} does not go with formulation {sim.formulation!r} ({choices})")
+        if sim.stabilization == "ggl" and not (sim.formulation == "index3" and sim.integrator in GGL_INTEGRATORS):
+            raise self.fail("simulation.stabilization",
+                            f"\"ggl\" stabilizes the index3 integrators {', '.join(GGL_INTEGRATORS)}, not "
+                            f"{sim.formulation!r} / {sim.integrator!r} (set stabilization = \"none\")")
         for name in sim.maggi.independent:       # Maggi's B (seed 004 eq. 2.26): "BODY.x|y|angle"
             body, _, comp = name.partition(".")
             if body in self.beams or body in self.plates:

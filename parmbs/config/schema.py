@@ -414,6 +414,8 @@ FORMULATION_INTEGRATORS = {
     "maggi": ("trapezoidal",),
     "matrix-r": ("trapezoidal",),
 }
+#: The index3 integrators ``simulation.stabilization = "ggl"`` applies to (integrators/ggl.py).
+GGL_INTEGRATORS = ("trapezoidal", "genalpha", "newmark")
 
 
 class Index1(_Model):
@@ -479,6 +481,9 @@ class Simulation(_Model):
     beta: PosReal = 0.25
     gamma: Annotated[float, Strict(), Field(allow_inf_nan=False, ge=0.5)] = 0.5
     theta: Annotated[float, Strict(), Field(allow_inf_nan=False, gt=0, le=1)] = 0.5
+    # "ggl": the stabilized index-2 (Gear–Gupta–Leimkuhler) form of the index3 Newmark
+    # family, velocity constraint enforced too (integrators/ggl.py; checks.py: which integrators)
+    stabilization: Literal["none", "ggl"] = "none"
     newton: Newton = Field(default_factory=Newton)
     penalty: Penalty = Field(default_factory=Penalty)
     index1: Index1 = Field(default_factory=Index1)

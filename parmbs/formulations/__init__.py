@@ -19,6 +19,9 @@ def make_stepper(system, sim, **kw):
         if sim.integrator == "variational":
             from ..integrators.variational import make_variational_stepper
             return make_variational_stepper(system, sim, **kw)
+        if sim.stabilization == "ggl":              # stabilized index 2 (integrators/ggl.py)
+            from ..integrators.ggl import make_ggl_stepper
+            return make_ggl_stepper(system, sim, **kw)
         from ..integrators.newmark import make_stepper as make_newmark
         return make_newmark(system, sim, **kw)
     if f == "penalty":

@@ -152,6 +152,12 @@ BAD = [
      "simulation.integrator"),
     ("rho_inf-too-big", [("dt = 1e-3", "dt = 1e-3\nrho_inf = 1.5")], "", [], "simulation.rho_inf"),
     ("unknown-integrator", [("dt = 1e-3", 'dt = 1e-3\nintegrator = "euler"')], "", [], "simulation.integrator"),
+    ("unknown-stabilization", [("dt = 1e-3", 'dt = 1e-3\nstabilization = "baumgarte"')], "", [],
+     "simulation.stabilization"),
+    ("ggl-with-penalty", [("dt = 1e-3", 'dt = 1e-3\nformulation = "penalty"\nintegrator = "ts-cn"\n'
+                                        'stabilization = "ggl"')], "", [], "simulation.stabilization"),
+    ("ggl-with-variational", [], "", ["simulation.integrator=variational", "simulation.stabilization=ggl"],
+     "simulation.stabilization"),
     ("output_every-float", [("dt = 1e-3", "dt = 1e-3\noutput_every = 1.5")], "", [], "simulation.output_every"),
     ("newton-max_it-zero", [("dt = 1e-3", "dt = 1e-3\nnewton = { max_it = 0 }")], "", [],
      "simulation.newton.max_it"),

@@ -575,7 +575,7 @@ def cmd_info(args):
         what = " ".join(str(x) for x in (o.integrand and f"∫ {o.integrand}", o.terminal and f"terminal {o.terminal}",
                                          o.point or o.body or o.force or o.joint) if x)
         out(f"  {o.name:<12} {what}")
-    out(f"formulation   {sim.formulation} / {sim.integrator}")
+    out(f"formulation   {sim.formulation} / {sim.integrator}" + (" (GGL-stabilized)" if sim.stabilization == "ggl" else ""))
     out(f"dt            {sim.dt:g} s, t_end {sim.t_end:g} s, {pr.nsteps} steps")
     out(f"sensitivity   {cfg.sensitivity.method}")
     out(f"MPI ranks     {_comm().size}")
@@ -608,7 +608,8 @@ def cmd_simulate(args):
         sim = cfg.simulation
         its = np.asarray(traj.newton_its)
         vals = pr.objective_values(traj)
-        info(f"{cfg.model.name}: {sim.formulation}/{sim.integrator}, dt = {sim.dt:g} s, "
+        info(f"{cfg.model.name}: {sim.formulation}/{sim.integrator}{'+ggl' if sim.stabilization == 'ggl' else ''}, "
+             f"dt = {sim.dt:g} s, "
              f"{traj.steps} steps to t = {traj.t[-1]:g} s in {wall:.3g} s "
              f"({traj.steps / max(wall, 1e-12):.0f} steps/s, ranks {_comm().size})")
         if its.size:

@@ -151,6 +151,9 @@ CLASS = {
     "Simulation.beta": ("", "Newmark β (integrator `newmark`)"),
     "Simulation.gamma": ("", "Newmark γ (integrator `newmark`)"),
     "Simulation.theta": ("", "θ of `ts-theta`"),
+    "Simulation.stabilization": ("", "`\"ggl\"`: the index3 `trapezoidal`, `newmark` or `genalpha` stepper on the "
+                                     "stabilized index-2 (Gear–Gupta–Leimkuhler) equations, velocity "
+                                     "constraint enforced too (no growing (−1)ᵏ mode of a, λ); `\"none\"`: index 3"),
     "Simulation.newton": ("", "Newton iteration of the implicit step"),
     "Simulation.penalty": ("", "options of the penalty formulation"),
     "Simulation.index1": ("", "options of the index-1 formulation"),

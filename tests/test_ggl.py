@@ -110,8 +110,8 @@ def _alternating_ratio(X):
 #: N/S of a smooth trajectory is 1 + O(100 (ωh)²/12) (the two spacings' truncation)
 #: plus noise/S: round-off of the converged Newton solve ~ ε κ(J) ‖a‖ ≈ 1e-11 against
 #: S = h²‖ä‖/4 ≈ 1.3e-6 at h = 1e-4 — so ≈ 1; measured 1.02 (a), 1.00 (λ).  The
-#: index-3 trapezoidal rule's mode grows linearly (a Jordan block at −1): N/S = 4.5e3
-#: (a) and 1.7e3 (λ) after 500 steps.
+#: index-3 trapezoidal rule's mode grows with the step count: N/S = 4.5e3 (a) and
+#: 1.7e3 (λ) after 500 steps (1.7e6 after 50000: benchmarks/README.md "GGL").
 SMOOTH_RATIO = 10.0
 
 

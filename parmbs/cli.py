@@ -83,6 +83,11 @@ def detail(msg):
         err(f"parmbs: {msg}")
 
 
+#: the PETSc log stage of a sweep label (parmbs/_log.py); labels not here have none
+_SWEEP_STAGES = {"forward": "forward", "adjoint": "adjoint", "direct": "direct", "fd": "fd", "fd sweep": "fd",
+                 "cs": "cs", "complex step": "cs"}
+
+
 class _Sweep:
     """One sweep of a command (forward, adjoint, direct, fd, cs, ...): its progress and,
     with -v, one line with its size and time::
@@ -96,8 +101,12 @@ class _Sweep:
 
     def __init__(self, cfg, label, unit="step"):
         from .io.progress import make_progress
+        from . import _log
         self.label, self.unit, self.k, self.N, self.wall = label, unit, 0, 0, None
         self.shown = None if VERBOSITY == 0 else make_progress(cfg, label=label, rank=_rank(), unit=unit)
+        # the sweep's PETSc log stage (-log_view; parmbs/_log.py), if it has one
+        what = _SWEEP_STAGES.get(label)
+        self.stage = _log.stage(what) if what else None
 
     def __call__(self, k, N):
         self.k, self.N = k, N
@@ -105,11 +114,15 @@ class _Sweep:
             self.shown(k, N)
 
     def __enter__(self):
+        if self.stage is not None:
+            self.stage.__enter__()
         self.t0 = time.perf_counter()
         return self
 
     def __exit__(self, et, e, tb):
         self.wall = time.perf_counter() - self.t0
+        if self.stage is not None:
+            self.stage.__exit__(et, e, tb)
         if self.shown is not None:
             self.shown.close()
         if et is None:

@@ -10,10 +10,16 @@ coordinates, so objectives, design variables and checkpoints are shared.
 
 
 def make_stepper(system, sim, **kw):
-    """The stepper for ``simulation.formulation`` / ``simulation.integrator``.
+    """The stepper for ``simulation.formulation`` / ``simulation.integrator``, its
+    per-step methods logged as PETSc events (parmbs/_log.py, ``-log_view``).
 
     Modules are imported lazily: a formulation's import error names it (cli.py turns
     it into a one-line message)."""
+    from .._log import instrument
+    return instrument(_make(system, sim, **kw))
+
+
+def _make(system, sim, **kw):
     f = sim.formulation
     if f == "index3":
         if sim.integrator == "variational":

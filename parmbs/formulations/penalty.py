@@ -25,6 +25,7 @@ the PETSc-TS stepper of ``parmbs/integrators/ts.py``.
 import numpy as np
 
 from .._petsc import PETSc
+from .._log import event
 from ..model.assembly import BlockPattern
 from ..model.component import Constraint
 from ..model.evaluation import StateEval, LocalOperator
@@ -70,6 +71,7 @@ class PenaltyModel:
         A.setUp()
         return A
 
+    @event("ParmbsAssemble")
     def fill(self, A, blocks):
         A.setValuesCSR(self.pattern.indptr, self.pattern.indices, self.pattern.values(blocks))
         A.assemble()

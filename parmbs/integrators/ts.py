@@ -24,6 +24,7 @@ TSAdjoint to round-off, which for the penalty matrix M + αΦ_qᵀΦ_q grows ∝
 import numpy as np
 
 from .._petsc import PETSc
+from .._log import stage
 from ..petsc_options import set_config_options, set_trajectory_type
 from ..model.assembly import SparseOperator
 from ..model.system import ModelError
@@ -215,6 +216,7 @@ class TSStepper:
         ts.setFromOptions()
         return ts
 
+    @stage("forward")          # (also the forward re-run inside adjoint and direct: -log_view)
     def _run(self, problem, p, save=False, progress=None, on_step=None):
         from ..sensitivity.problem import Trajectory
         mod = self.mod

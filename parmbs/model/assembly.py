@@ -8,6 +8,7 @@ import numpy as np
 
 from .._petsc import PETSc
 from ..petsc_options import set_config_options
+from .._log import event
 
 
 def scatter_add(size, idx, vals):
@@ -173,6 +174,7 @@ class SparseOperator(ColumnSolves):
         self.ksp = ksp
         self._factored = False
 
+    @event("ParmbsAssemble")
     def set_values(self, vals):
         """Assemble the matrix from local blocks (list matching the pattern's blocks)."""
         data = self.pattern.values(vals)

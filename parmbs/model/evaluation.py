@@ -14,6 +14,7 @@ the constraint forces Φ_qᵀλ) with ``wf``.
 import numpy as np
 
 from .assembly import scatter_add, scatter_add_cols
+from .._log import event
 
 
 class LocalOperator:
@@ -169,6 +170,7 @@ class StateEval:
         return self.plan.rows[id(g)]
 
     # -- vectors -------------------------------------------------------------------
+    @event("ParmbsResidual")
     def residual(self, wi=1.0, wf=1.0):
         """wi Σ_inertial r + wf (Σ_other r + Φ_qᵀλ) on the n coordinates.
 
@@ -218,6 +220,7 @@ class StateEval:
                                 np.result_type(self.dtype, w))
 
     # -- local block lists (for SparseOperator) --------------------------------------
+    @event("ParmbsAssemble")
     def force_blocks(self, cq, cv, ca, wi=1.0, wf=1.0):
         """Per force group: w (ca r_a + cv r_v + cq r_q)."""
         out = []
@@ -232,6 +235,7 @@ class StateEval:
                        w * (B if B.shape == (g.ne, g.nq, g.nq) else np.broadcast_to(B, (g.ne, g.nq, g.nq))))
         return out
 
+    @event("ParmbsAssemble")
     def hess_blocks(self):
         return [self._memo(("hess", id(g)), lambda: g.hess_lam(self.t, q, p, lam))
                 for g, q, v, a, lam, p in self.C]

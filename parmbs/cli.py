@@ -857,7 +857,7 @@ def cmd_gradient(args):
             "formulation": sim.formulation,
             "integrator": sim.integrator,
             "dt": sim.dt,
-            "steps": pr.nsteps,
+            "steps": traj.steps,            # (an adaptive run's accepted steps)
             "ranks": _comm().size,
             "design": _design_json(pr.design, rho, final, None),
             "objectives": {o: {"value": float(values[o]),
@@ -865,7 +865,7 @@ def cmd_gradient(args):
                            for o in grads},
             "timing": {"forward_s": round(t_fwd, 6), "gradient_s": round(t_grad, 6)},
         }
-        info(f"{cfg.model.name}: {method} gradient, {pr.nsteps} steps, forward {t_fwd:.3g} s, "
+        info(f"{cfg.model.name}: {method} gradient, {traj.steps} steps, forward {t_fwd:.3g} s, "
              f"gradient {t_grad:.3g} s, ranks {_comm().size}")
         _report_gradient(doc, args, outs=outs)
         if h5 is not None:

@@ -209,6 +209,23 @@ def set_trajectory_type(ts, kind):
         raise RuntimeError(f"TSTrajectorySetType({kind!r}) failed")
 
 
+def adapt_type(ts, kind=None):
+    """The type of ``ts``'s TSAdapt ("none", "basic", ...), set to ``kind`` first if
+    given (TSGetAdapt/TSAdaptSetType/TSAdaptGetType, which petsc4py 3.18 does not wrap).
+    Set before ``ts.setFromOptions()``, -parmbs_ts_adapt_type still overrides it."""
+    import ctypes
+    lib = _libpetsc()
+    ad = ctypes.c_void_p()
+    if lib.TSGetAdapt(ctypes.c_void_p(ts.handle), ctypes.byref(ad)) != 0 or not ad.value:
+        raise RuntimeError("TSGetAdapt failed")
+    if kind is not None and lib.TSAdaptSetType(ad, kind.encode()) != 0:
+        raise RuntimeError(f"TSAdaptSetType({kind!r}) failed")
+    name = ctypes.c_char_p()
+    if lib.TSAdaptGetType(ad, ctypes.byref(name)) != 0:
+        raise RuntimeError("TSAdaptGetType failed")
+    return (name.value or b"").decode()
+
+
 def used(name):
     """Has PETSc looked up option ``name`` (no dash) since it was set?"""
     import ctypes

@@ -16,6 +16,18 @@ TSAdjoint one step at a time (adjointSetSteps(1); adjointSolve()) and adds
 w_k ∂g/∂y_k to the cost gradients between steps — a terminal cost at every step.
 The initial state y_0 = (q_0, v_0)(ρ) is the index-3 consistent one (InitialState).
 
+Adaptive steps (``simulation.adapt = {rtol, atol, dt_min, dt_max}``, or
+``-parmbs_ts_adapt_type basic``): PETSc's TSAdapt "basic" chooses h_k from the θ
+scheme's local error estimate (TSEvaluateWLTE_Theta: backward differences over
+y_{k−1}, y_k, y_{k+1}) in PETSc's weighted RMS norm, ‖e_i/(atol + rtol |y_i|)‖ ≤ 1;
+the last step is cut to end at t_end (MATCHSTEP); a failed Newton solve rejects the
+step.  The trajectory then holds the accepted steps only, and the objective's weights
+are the trapezoid weights of those times (``time_weights``).  TSAdjoint, ``direct``
+and ``own_adjoint`` differentiate the computation *on that step sequence*: the step
+sizes are frozen, their own dependence on ρ (through the error estimate) is not
+differentiated — as PETSc's TSAdjoint does.  ``freeze(t)`` replays a step sequence
+with fixed steps, so finite differences check exactly that derivative.
+
 ``direct`` is the tangent-linear sweep of the same schemes (petsc4py has no
 TSForward) and ``own_adjoint`` its transpose, written by hand: both agree with
 TSAdjoint to round-off, which for the penalty matrix M + αΦ_qᵀΦ_q grows ∝ α
@@ -25,7 +37,8 @@ import numpy as np
 
 from .._petsc import PETSc
 from .._log import stage
-from ..petsc_options import set_config_options, set_trajectory_type
+from ..petsc_options import adapt_type, set_config_options, set_trajectory_type
+from ..sensitivity.objectives import quadrature_weights
 from ..model.assembly import SparseOperator
 from ..model.system import ModelError
 from .newmark import StepError, saddle_point_pattern
@@ -38,6 +51,16 @@ from .initial import InitialState
 #: options were the doubled -parmbs_ts_ts_<name> (issue 20).
 PREFIX = "parmbs_ts_"
 TS_PREFIX = "parmbs_"
+
+
+def time_weights(t):
+    """Trapezoid weights of ∫ g dt on the times t_0 < … < t_N:
+    w_0 = h_0/2, w_k = (h_{k−1} + h_k)/2, w_N = h_{N−1}/2 (h_k = t_{k+1} − t_k)."""
+    h = np.diff(t)
+    w = np.zeros(len(t))
+    w[:-1] += 0.5 * h
+    w[1:] += 0.5 * h
+    return w
 
 
 class _LinSolver:
@@ -79,6 +102,13 @@ class TSStepper:
         self.mod, self.sim = model, sim
         self.h = sim.dt
         self.kind = sim.integrator
+        # error-controlled steps (TSAdapt "basic"): simulation.adapt; -parmbs_ts_adapt_type
+        # basic turns them on without it (with the table's defaults), ... none off
+        self.adapt = sim.adapt
+        #: a frozen step sequence (times t_0 < ... < t_N) the runs replay with fixed steps,
+        #: or None: the derivative of an adaptive run is taken on its accepted steps
+        #: (TSAdjoint, direct), so FD checks perturb along the same mesh (freeze())
+        self.grid = None
         if self.kind == "ts-rk":
             raise ModelError("simulation.integrator", "ts-rk is not implemented yet for the penalty "
                              "formulation (use ts-beuler, ts-cn or ts-theta)")
@@ -196,10 +226,21 @@ class TSStepper:
         ts.setIFunction(self._ifunction, self._f)
         ts.setIJacobian(self._ijacobian, self._J)
         ts.setTime(problem.t0)
-        ts.setTimeStep(h)
+        grid = self.grid
+        if grid is not None:
+            ts.setTimeStep(grid[1] - grid[0])
+            ts.setMaxTime(grid[-1])
+        else:
+            ts.setTimeStep(h)
+            ts.setMaxTime(problem.t0 + N * h)
         ts.setMaxSteps(N)
-        ts.setMaxTime(problem.t0 + N * h)
         ts.setExactFinalTime(ts.ExactFinalTime.MATCHSTEP)
+        # TSAdapt: its type, tolerances and step limits before setFromOptions, so the
+        # user's -parmbs_ts_adapt_type/-parmbs_ts_rtol/-parmbs_ts_adapt_dt_min win
+        ad = self._adapt_settings(problem)
+        adapt_type(ts, "basic" if self.adapt is not None and grid is None else "none")
+        ts.setTolerances(rtol=ad.rtol, atol=ad.atol)
+        ts.setStepLimits(ad.dt_min, ad.dt_max)
         snes = ts.getSNES()
         nt = sim.newton
         snes.setTolerances(rtol=nt.rtol, atol=nt.atol, stol=max(nt.rtol, 1e-14), max_it=nt.max_it)
@@ -214,7 +255,40 @@ class TSStepper:
                 self._Jp.setUp()
                 ts.setIJacobianP(self._ijacobianp, self._Jp)
         ts.setFromOptions()
+        if grid is not None:
+            adapt_type(ts, "none")                  # a replay is fixed whatever the options say
+            ts.setMaxSteps(len(grid) - 1)
+            ts.setPreStep(self._replay_step)
+            self.adaptive = False
+        else:
+            self.adaptive = adapt_type(ts) != "none"
+        if self.adaptive:
+            # a failed Newton solve rejects the step (smaller h) instead of ending the run
+            ts.setMaxSNESFailures(-1)
+            ts.setMaxSteps(min(int(np.ceil((problem.nsteps * h) / ad.dt_min)) + 1, 2 ** 31 - 1))
         return ts
+
+    def _adapt_settings(self, problem):
+        """rtol, atol, dt_min, dt_max of TSAdapt: simulation.adapt, else its defaults;
+        dt_min, dt_max default to 1e-10 and 1/10 of the time span (config/schema.py)."""
+        from types import SimpleNamespace
+        from ..config.schema import Adapt
+        a = self.adapt if self.adapt is not None else Adapt()
+        span = problem.nsteps * self.h
+        return SimpleNamespace(rtol=a.rtol, atol=a.atol, dt_min=a.dt_min if a.dt_min is not None else 1e-10 * span,
+                               dt_max=a.dt_max if a.dt_max is not None else 0.1 * span)
+
+    def _replay_step(self, ts):
+        """PreStep of a replay: the next step is the frozen one, h_k = t_{k+1} − t_k."""
+        k = ts.getStepNumber()
+        ts.setTimeStep(self.grid[k + 1] - self.grid[k])
+
+    def freeze(self, t):
+        """Replay the step sequence ``t`` (a trajectory's times) with fixed steps in every
+        later run (forward, direct, adjoint, FD); ``freeze(None)`` ends it.  The replay at
+        the same parameters repeats the adaptive run up to round-off in the step sizes
+        (h_k = t_{k+1} − t_k recomputed from the stored times)."""
+        self.grid = None if t is None else np.array(t, dtype=float)
 
     @stage("forward")          # (also the forward re-run inside adjoint and direct: -log_view)
     def _run(self, problem, p, save=False, progress=None, on_step=None):
@@ -226,8 +300,12 @@ class TSStepper:
         ts = self._make_ts(problem, p, save)
         T, Y, A, L, its = [], [], [], [], []
         state = {"a": np.zeros(n)}
+        t0, t1 = problem.t0, ts.getMaxTime()
+        variable = self.adaptive or self.grid is not None
 
-        guard = getattr(problem, "guard", None)         # instability guard (integrators/guard.py)
+        # instability guard (integrators/guard.py): its (-1)^k test is one of fixed steps;
+        # an error-controlled run has its own control and is checked for non-finite values
+        guard = getattr(problem, "guard", None) if not self.adaptive else None
 
         def monitor(ts_, k, t, u):
             y = u.getArray(readonly=True).copy()
@@ -240,6 +318,9 @@ class TSStepper:
                 except StepError as e:      # re-raised after ts.solve (PETSc wraps callback errors)
                     state["guard"] = e
                     raise
+            elif not (np.all(np.isfinite(y)) and np.all(np.isfinite(a)) and np.all(np.isfinite(lam))):
+                state["guard"] = StepError(f"step {k} (t = {t:.6g}): non-finite state")
+                raise state["guard"]
             T.append(t)
             Y.append(y)
             A.append(a)
@@ -249,7 +330,7 @@ class TSStepper:
             if on_step:
                 on_step(k, t, (y[:n], y[n:], a, lam))
             if progress and k > 0:
-                progress(k, N)
+                progress(int(round(N * (t - t0) / (t1 - t0))) if variable else k, N)
 
         ts.setMonitor(monitor)
         y = PETSc.Vec().createSeq(mod.N)
@@ -260,16 +341,22 @@ class TSStepper:
             if "guard" in state:
                 raise state["guard"] from None
             k = len(T)
-            raise StepError(f"step {k} (t = {problem.t0 + k * self.h:.6g}): the TS step failed "
+            raise StepError(f"step {k} (t = {ts.getTime():.6g}): the TS step failed "
                             f"(nonlinear solve did not converge)") from None
-        if ts.getConvergedReason() < 0 or len(T) != N + 1:
+        done = abs(T[-1] - t1) <= 1e-12 * max(abs(t1), 1.0) if (variable and T) else len(T) == N + 1
+        if ts.getConvergedReason() < 0 or not done:
             k = len(T)
-            raise StepError(f"step {k} (t = {problem.t0 + k * self.h:.6g}): TS stopped "
-                            f"(reason {ts.getConvergedReason()})")
+            why = {-1: "nonlinear solve failed", -2: "too many step rejections (adaptive)"}.get(
+                ts.getConvergedReason(), f"reason {ts.getConvergedReason()}")
+            raise StepError(f"step {k} (t = {ts.getTime():.6g}): TS stopped ({why})")
         Y = np.array(Y)
-        traj = Trajectory(np.array(T), Y[:, :n].copy(), Y[:, n:].copy(), np.array(A), np.array(L),
+        T = np.array(T)
+        traj = Trajectory(T, Y[:, :n].copy(), Y[:, n:].copy(), np.array(A), np.array(L),
                           np.array(its, np.int64))
         traj.y = Y
+        # the objective's trapezoid weights on the computed times (Problem reads problem.w)
+        traj.w = time_weights(T) if variable else quadrature_weights(N, self.h)
+        problem.w = traj.w
         self._y0vec = y
         return traj, ts
 

@@ -688,8 +688,9 @@ def _check_method(method, file):
 
 def _check_cs(method, cfg, file):
     """Complex step runs our own steppers in complex arithmetic; PETSc TS is real."""
-    if method == "cs" and cfg.simulation.formulation not in ("index3", "index1", "maggi"):
-        why = (f"'{cfg.simulation.integrator}' runs in real-valued PETSc TS" if cfg.simulation.formulation == "penalty"
+    ts = cfg.simulation.integrator.startswith("ts-")
+    if method == "cs" and (ts or cfg.simulation.formulation not in ("index3", "index1", "maggi")):
+        why = (f"'{cfg.simulation.integrator}' runs in real-valued PETSc TS" if ts
                else f"formulation '{cfg.simulation.formulation}' takes its own derivatives by complex step")
         raise InputError(file, "--method", f"complex step needs an index3 integrator (or index1, maggi); "
                          f"{why} (use --method fd)")
@@ -940,7 +941,7 @@ def cmd_verify(args):
     _check_finite(values, dirg, "direct")
     sigma = timed("round-off", lambda pg: V.roundoff_sigma(pr, adj, dirg))
     cs, cs_why = None, ""
-    if cfg.simulation.formulation in ("index3", "index1", "maggi"):
+    if cfg.simulation.formulation in ("index3", "index1", "maggi") and not cfg.simulation.integrator.startswith("ts-"):
         from .sensitivity.complex_step import complex_step_gradient
         from .model.system import ModelError
         try:
@@ -949,7 +950,8 @@ def cmd_verify(args):
             cs_why = " ".join(str(e).split())
         pr.forward(p0)
     else:
-        cs_why = f"formulation '{cfg.simulation.formulation}' (complex step: index3, index1, maggi)"
+        cs_why = (f"'{cfg.simulation.integrator}' runs in real-valued PETSc TS" if cfg.simulation.integrator.startswith("ts-")
+                  else f"formulation '{cfg.simulation.formulation}' (complex step: index3, index1, maggi)")
     ncol = len(pr.design.values(p0))
     sweeps = timed("fd sweep", lambda pg: V.fd_sweep(pr, p0, progress=lambda j, sw: pg(j + 1, ncol)), "column")
     names = list(pr.design.names)

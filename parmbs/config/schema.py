@@ -410,7 +410,7 @@ PENALTY_INTEGRATORS = ("ts-beuler", "ts-cn", "ts-theta", "ts-rk")
 FORMULATION_INTEGRATORS = {
     "index3": INDEX3_INTEGRATORS,
     "penalty": PENALTY_INTEGRATORS,
-    "index1": ("trapezoidal",),
+    "index1": ("trapezoidal",) + PENALTY_INTEGRATORS,     # ts-*: the index-1 ODE on PETSc TS (index1_ode.py)
     "maggi": ("trapezoidal",),
     "matrix-r": ("trapezoidal",),
 }

@@ -34,6 +34,9 @@ def _make(system, sim, **kw):
         from .penalty import make_ts_stepper
         return make_ts_stepper(system, sim, **kw)
     if f == "index1":
+        if sim.integrator.startswith("ts-"):
+            from .index1_ode import make_index1_ts_stepper
+            return make_index1_ts_stepper(system, sim, **kw)
         from .index1 import make_index1_stepper
         return make_index1_stepper(system, sim, **kw)
     if f == "maggi":

@@ -63,6 +63,24 @@ def time_weights(t):
     return w
 
 
+def rk_tableau(ts):
+    """(A, b, c) of ``ts``'s explicit RK method (TSRKGetTableau, not wrapped by
+    petsc4py 3.18)."""
+    import ctypes
+    from ..petsc_options import _libpetsc
+    lib = _libpetsc()
+    Int = ctypes.c_int64 if np.dtype(PETSc.IntType).itemsize == 8 else ctypes.c_int32
+    s, order, pinterp, fsal = Int(), Int(), Int(), ctypes.c_int()
+    A, b, c, be = (ctypes.POINTER(ctypes.c_double)() for _ in range(4))
+    if lib.TSRKGetTableau(ctypes.c_void_p(ts.handle), ctypes.byref(s), ctypes.byref(A), ctypes.byref(b),
+                          ctypes.byref(c), ctypes.byref(be), ctypes.byref(order), ctypes.byref(pinterp),
+                          ctypes.byref(fsal)) != 0:
+        raise RuntimeError("TSRKGetTableau failed")
+    ns = s.value
+    return (np.array([A[i] for i in range(ns * ns)]).reshape(ns, ns), np.array([b[i] for i in range(ns)]),
+            np.array([c[i] for i in range(ns)]))
+
+
 class _LinSolver:
     """An AIJ matrix of the penalty pattern with an LU KSP (natural ordering)."""
 
@@ -109,14 +127,14 @@ class TSStepper:
         #: or None: the derivative of an adaptive run is taken on its accepted steps
         #: (TSAdjoint, direct), so FD checks perturb along the same mesh (freeze())
         self.grid = None
-        if self.kind == "ts-rk":
+        if self.kind == "ts-rk" and not getattr(model, "explicit", False):
             raise ModelError("simulation.integrator", "ts-rk is not implemented yet for the penalty "
                              "formulation (use ts-beuler, ts-cn or ts-theta)")
         # ts-cn: the θ = ½ stage form (implicit midpoint).  PETSc's TSCN is the endpoint
         # variant, which assumes a constant mass matrix; with S(q) = M + αΦ_qᵀΦ_q it mixes
         # S(q_{k+1}) with the O(α) constraint forces at q_k and diverges within ~30 steps.
         self.theta, self.endpoint = {"ts-beuler": (1.0, False), "ts-cn": (0.5, False),
-                                     "ts-theta": (float(sim.theta), False)}[self.kind]
+                                     "ts-theta": (float(sim.theta), False), "ts-rk": (None, False)}[self.kind]
         sys = model.sys
         n, m = sys.n, sys.m
         # the index-3 acceleration operator InitialState expects (NewmarkFamily's pattern)
@@ -187,8 +205,31 @@ class TSStepper:
         A.assemble()
         return True
 
+    # explicit models (F = ẏ − G(t, y)): G, G_y, G_ρ for ts-rk
+    def _rhsfunction(self, ts, t, y, f):
+        pe = self._eval(t, y.getArray(readonly=True).copy(), np.zeros(self.mod.N))
+        f.setArray(pe.G())
+
+    def _rhsjacobian(self, ts, t, y, A, P):
+        pe = self._eval(t, y.getArray(readonly=True).copy(), np.zeros(self.mod.N))
+        self.mod.fill(P, pe.Gy())
+        if A != P:
+            A.assemble()
+        return True
+
+    def _rhsjacobianp(self, ts, t, y, A):
+        pe = self._eval(t, y.getArray(readonly=True).copy(), np.zeros(self.mod.N))
+        Gp = pe.Gp()
+        A.zeroEntries()
+        A.setValues(np.arange(Gp.shape[0], dtype=PETSc.IntType), np.arange(Gp.shape[1], dtype=PETSc.IntType),
+                    Gp.ravel())
+        A.assemble()
+        return True
+
     # -- consistent acceleration a = v̇ at a stored state ---------------------------------
     def _accel(self, t, y, p, a0):
+        if hasattr(self.mod, "accel"):                 # a model that has a(y) directly
+            return self.mod.accel(t, y, p, a0)
         n = self.mod.n
         # F₂ is linear in v̇ for rigid bodies (one step); chord iterations with S
         # otherwise, until the update stops decreasing (round-off floor of S ~ α).
@@ -217,14 +258,22 @@ class TSStepper:
         ts.setOptionsPrefix(TS_PREFIX)
         ts.getSNES().setOptionsPrefix(PREFIX)      # (its KSP and PC follow the SNES)
         ts.setProblemType(ts.ProblemType.NONLINEAR)
-        ts.setType("beuler" if self.kind == "ts-beuler" else "theta")
-        if self.kind != "ts-beuler":
-            ts.setTheta(self.theta)
-            ts.setThetaEndpoint(False)
         self._f = PETSc.Vec().createSeq(mod.N)
         self._J = mod.create_mat()
-        ts.setIFunction(self._ifunction, self._f)
-        ts.setIJacobian(self._ijacobian, self._J)
+        if self.kind == "ts-rk":
+            # explicit RK on ẏ = G(t, y) (models with F = ẏ − G); classical RK4 unless
+            # -parmbs_ts_rk_type says otherwise (the tangent reads PETSc's tableau)
+            ts.setType("rk")
+            ts.setRKType("4")
+            ts.setRHSFunction(self._rhsfunction, self._f)
+            ts.setRHSJacobian(self._rhsjacobian, self._J)
+        else:
+            ts.setType("beuler" if self.kind == "ts-beuler" else "theta")
+            if self.kind != "ts-beuler":
+                ts.setTheta(self.theta)
+                ts.setThetaEndpoint(False)
+            ts.setIFunction(self._ifunction, self._f)
+            ts.setIJacobian(self._ijacobian, self._J)
         ts.setTime(problem.t0)
         grid = self.grid
         if grid is not None:
@@ -253,7 +302,10 @@ class TSStepper:
             if mod.nd:
                 self._Jp = PETSc.Mat().createDense([mod.N, mod.nd], comm=PETSc.COMM_SELF)
                 self._Jp.setUp()
-                ts.setIJacobianP(self._ijacobianp, self._Jp)
+                if self.kind == "ts-rk":
+                    ts.setRHSJacobianP(self._rhsjacobianp, self._Jp)
+                else:
+                    ts.setIJacobianP(self._ijacobianp, self._Jp)
         ts.setFromOptions()
         if grid is not None:
             adapt_type(ts, "none")                  # a replay is fixed whatever the options say
@@ -262,6 +314,8 @@ class TSStepper:
             self.adaptive = False
         else:
             self.adaptive = adapt_type(ts) != "none"
+        if self.kind == "ts-rk":
+            self._tableau = rk_tableau(ts)
         if self.adaptive:
             # a failed Newton solve rejects the step (smaller h) instead of ending the run
             ts.setMaxSNESFailures(-1)
@@ -369,9 +423,12 @@ class TSStepper:
     def _ygrads(self, problem, ob, k, traj, p, ref):
         """(∂ψ_k/∂y_k (2n), ∂ψ_k/∂ρ explicit (nd), ∂ψ_k/∂ref (2)) with a_k(y_k), λ_k(y_k)."""
         mod = self.mod
-        n, al = mod.n, mod.alpha
         (gq, gv, ga, gl), gp, gr = problem._local_grads(ob, k, traj, p, ref)
-        if np.any(ga) or np.any(gl):
+        if (np.any(ga) or np.any(gl)) and hasattr(mod, "output_grads"):
+            dy, dp = mod.output_grads(traj.t[k], traj.y[k], p, ga, gl)
+            return np.r_[gq, gv] + dy, gp + dp, gr
+        if np.any(ga) or np.any(gl):             # penalty: a, λ through F₂(t, y, a) = 0
+            n, al = mod.n, mod.alpha
             c = self._kcache
             if c is None or c[0] != k:
                 y = traj.y[k]
@@ -444,6 +501,8 @@ class TSStepper:
 
     # -- tangent-linear (direct) sweep of the same scheme ----------------------------------------
     def _tangent_step(self, k, traj, dy, p):
+        if self.kind == "ts-rk":
+            return self._tangent_step_rk(k, traj, dy, p)
         mod, th = self.mod, self.theta
         h = traj.t[k + 1] - traj.t[k]
         y0, y1 = traj.y[k], traj.y[k + 1]
@@ -460,6 +519,24 @@ class TSStepper:
         rhs = (mod.operator(pe1.blocks(0.0, 1.0)) @ dy / (th * h) - pe1.Fp()
                - (1 - th) / th * (mod.operator(pe0.blocks(1.0, 0.0)) @ dy + pe0.Fp()))
         return self.lin.solve(rhs)
+
+    def _tangent_step_rk(self, k, traj, dy, p):
+        """The tangent of one explicit RK step (PETSc's tableau A, b, c):
+            Y_i = y_k + h Σ_{j<i} A_ij K_j,  K_i = G(t_k + c_i h, Y_i),  y_{k+1} = y_k + h Σ b_i K_i
+            dY_i = dy_k + h Σ_{j<i} A_ij dK_j,  dK_i = G_y(Y_i) dY_i + G_ρ(Y_i)
+            dy_{k+1} = dy_k + h Σ b_i dK_i
+        (stage values recomputed here from y_k: PETSc's differ by round-off)."""
+        A, b, c = self._tableau
+        t0, y0 = traj.t[k], traj.y[k]
+        h = traj.t[k + 1] - t0
+        K, dK = [], []
+        for i in range(len(b)):
+            Y = y0 + h * sum((A[i, j] * K[j] for j in range(i) if A[i, j]), np.zeros_like(y0))
+            dY = dy + h * sum((A[i, j] * dK[j] for j in range(i) if A[i, j]), np.zeros_like(dy))
+            pe = self.mod.eval(t0 + c[i] * h, Y, np.zeros_like(Y), p)
+            K.append(pe.G())
+            dK.append(pe.Gy() @ dY + pe.Gp())
+        return dy + h * sum(bi * dKi for bi, dKi in zip(b, dK) if bi)
 
     def _adjoint_step(self, k, traj, lam1, p):
         """The transpose of ``_tangent_step`` (stage form): (λ_k, ∇ψ increment) from λ_{k+1}.

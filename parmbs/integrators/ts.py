@@ -149,7 +149,23 @@ class TSStepper:
         defaults.setdefault("pc_factor_mat_ordering_type", "natural")
         defaults.setdefault("snes_linesearch_type", "basic")
         defaults.setdefault("trajectory_type", "memory")
-        defaults.setdefault("theta_initial_guess_extrapolate", "true")
+        # Newton starts from the current state y_k, not from PETSc's extrapolation of the
+        # last stages: on the 20-link closed chain (ts-cn, h = 1e-3) the extrapolated guess
+        # sent the first Newton update of step 126 to a residual 3e4 times larger and the
+        # solve diverged (α = 1e7; t = 0.36 at α = 1e6; ts-beuler at α = 1e5: t = 0.038);
+        # no line search (bt, l2, cp) nor trust region helped, and the explicit predictor
+        # y_k + θh (v_k, a_k) failed too (ts-beuler α = 1e5 at t = 0.038, ts-theta 0.7 at
+        # t = 0.231).  From y_k every scheme and α ran the chain's 1 s.  Cost: Newton
+        # iterations per step 6.1 instead of 3.7 on the five-bar (benchmarks/README.md,
+        # "Penalty on the 20-link chain"); -parmbs_ts_theta_initial_guess_extrapolate true
+        # brings PETSc's guess back
+        defaults.setdefault("theta_initial_guess_extrapolate", "false")
+        # no SNES divergence test: the penalty rows carry α (1e7): after the first Newton
+        # update their residual norm may rise 1e4-fold before it converges quadratically
+        # (20-link closed chain, ts-cn, step 1: 9.8 -> 1.2e5 -> 1e-3 -> 7e-7), which the
+        # default dtol 1e4 took for divergence and ended the run (issue 20 item 7);
+        # max_it still bounds a Newton solve that does not converge
+        defaults.setdefault("snes_divergence_tolerance", -1)
         set_config_options(PREFIX, defaults)
 
     # -- TS callbacks (vectorized; one evaluation cached per point) ----------------------
@@ -292,7 +308,12 @@ class TSStepper:
         ts.setStepLimits(ad.dt_min, ad.dt_max)
         snes = ts.getSNES()
         nt = sim.newton
-        snes.setTolerances(rtol=nt.rtol, atol=nt.atol, stol=max(nt.rtol, 1e-14), max_it=nt.max_it)
+        # converged on the update, ‖δX‖ ≤ newton.rtol ‖X‖ (stol; as the own steppers'
+        # update test), or on ‖F‖ ≤ newton.atol; no test relative to the first residual
+        # (rtol = 0): that one depends on the initial guess, and from the current state it
+        # stopped ~1e-6 relative FD noise early (five-bar ts-beuler at α = 1e5: FD gap
+        # 1.6e-6 instead of 5e-8)
+        snes.setTolerances(rtol=0.0, atol=nt.atol, stol=max(nt.rtol, 1e-14), max_it=nt.max_it)
         if save:
             ts.setSaveTrajectory()
             # PETSc 3.18's trajectory has no options prefix: it reads the unprefixed

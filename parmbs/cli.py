@@ -8,6 +8,8 @@
     parmbs verify CONFIG [--set k=v]...
     parmbs optimize CONFIG [-o OUT.h5] [--restart FILE.h5] [--set k=v]...
     parmbs plot FILE.h5 [-o OUT.png]
+    parmbs animate FILE.h5 -o OUT.gif|OUT.mp4 [--frames N] [--fps F]
+    parmbs export FILE.h5 --xdmf OUT.xdmf [--frames N]
 
 Every command takes ``-q/--quiet`` (stdout: only the result lines — objective values,
 gradients, verify's verdict, optimize's final design — and the files written; no
@@ -1144,6 +1146,34 @@ def cmd_animate(args):
     return 0
 
 
+def cmd_export(args):
+    """An XDMF time series of a trajectory file for ParaView (io/xdmf.py): OUT.xdmf and
+    its heavy data OUT.xdmf.h5, both written under working names and renamed."""
+    from .io.outputs import Outputs
+    from .io.xdmf import ExportError, export_xdmf, heavy_path
+    if args.frames < 2:
+        raise InputError(args.file, "--frames", "must be >= 2")
+    heavy = heavy_path(args.xdmf)
+    _check_outputs(args, outputs=[("--xdmf", args.xdmf, "the XDMF file"), ("--xdmf", heavy, "its HDF5 data")],
+                   inputs=[("FILE", args.file, "the file to export")])
+    outs = Outputs(_comm())
+    tx, th = outs.temp(args.xdmf), outs.temp(heavy)
+
+    def run():
+        try:
+            return export_xdmf(args.file, args.xdmf, args.frames, tx, th)
+        except ExportError as e:
+            raise InputError(args.file, e.option, e.message) from None
+    try:
+        frames, cells, points = _on_root(run, args.file, "<file>") or (0, 0, 0)   # (rank 0 prints)
+        outs.commit()
+    except BaseException:
+        outs.discard()
+        raise
+    out(f"wrote {args.xdmf} and {heavy} ({frames} time steps, {cells} cells, {points} points)")
+    return 0
+
+
 # ----------------------------------------------------------------------------- parser / main
 
 
@@ -1207,6 +1237,14 @@ def build_parser():
                     help="the video; .gif (Pillow) or .mp4 (needs ffmpeg)")
     sp.add_argument("--frames", type=int, default=120, metavar="N", help="at most N frames (default 120)")
     sp.add_argument("--fps", type=int, default=20, help="frames per second (default 20)")
+
+    sp = add("export", "XDMF time series of a trajectory HDF5 file for ParaView (planar models): bodies, "
+             "frames, beam centre lines, meshes with density and gradient fields")
+    sp.add_argument("file", metavar="FILE.h5")
+    sp.add_argument("--xdmf", metavar="OUT.xdmf", required=True,
+                    help="the XDMF file; its heavy data go to OUT.xdmf.h5 beside it")
+    sp.add_argument("--frames", type=int, default=200, metavar="N",
+                    help="at most N time steps, evenly spaced, first and last kept (default 200)")
     return p
 
 
@@ -1221,7 +1259,8 @@ def _verbosity_flags(parser, default):
 
 
 COMMANDS = {"info": cmd_info, "simulate": cmd_simulate, "gradient": cmd_gradient,
-            "verify": cmd_verify, "optimize": cmd_optimize, "plot": cmd_plot, "animate": cmd_animate}
+            "verify": cmd_verify, "optimize": cmd_optimize, "plot": cmd_plot, "animate": cmd_animate,
+            "export": cmd_export}
 
 
 def main(argv=None) -> int:
@@ -1292,7 +1331,8 @@ def _main(args) -> int:
         out(f"parmbs {__version__} (PETSc {'.'.join(str(x) for x in PETSC_VERSION)})")
         return 0
     if not args.command:
-        err("parmbs: error: a command is required (info, simulate, gradient, verify, optimize, plot; "
+        err("parmbs: error: a command is required (info, simulate, gradient, verify, optimize, plot, "
+            "animate, export; "
             "see 'parmbs --help')")
         return 2
     _default_sigpipe()

@@ -654,13 +654,13 @@ def _sched_kind(cfg):
         return None
 
 
-def _gradient(pr, cfg, method, tracker):
+def _gradient(pr, cfg, method, tracker, on_step=None):
     tracker.phase = f"{method} gradient"
     with _Sweep(cfg, method, "step" if method in ("adjoint", "direct") else "column") as pg:
         if method == "adjoint":
-            return pr.adjoint(progress=pg)
+            return pr.adjoint(progress=pg, on_step=on_step)
         if method == "direct":
-            return pr.direct(progress=pg)
+            return pr.direct(progress=pg, on_step=on_step)
         if method == "fd":
             return pr.finite_differences(cfg.sensitivity.fd_step, progress=pg)
         if method == "cs":
@@ -822,10 +822,11 @@ def cmd_gradient(args):
     cfg = _load(args)
     _check_outputs(args)
     _require_objectives(cfg, args)
+    method = args.method or cfg.sensitivity.method
+    _check_history(args, cfg, method)
     if _batched(args, cfg):
         _no_restart(args)
         return _cmd_gradient_batches(args, cfg)
-    method = args.method or cfg.sensitivity.method
     _check_method(method, args.config)
     _check_cs(method, cfg, args.config)
     system = _system(cfg, args)
@@ -833,6 +834,9 @@ def cmd_gradient(args):
     if groups is not None:
         return _cmd_gradient_batches(args, cfg, groups)
     pr = _problem(cfg, args, system)
+    if args.history and hasattr(pr.stepper, "forward"):
+        raise InputError(args.config, "--history", f"integrator {cfg.simulation.integrator!r} (PETSc TS) runs "
+                         "its own sensitivity sweeps; --history needs trapezoidal, genalpha, newmark or variational")
     tracker = _Tracker()
     outs = Outputs(_comm())
     ck = _checkpoint_run(pr, cfg, args, method)
@@ -843,7 +847,11 @@ def cmd_gradient(args):
             traj, t_fwd = _forward(pr, cfg, tracker, writer)
             values = pr.objective_values(traj)
             t0 = time.perf_counter()
-            grads = _gradient(pr, cfg, method, tracker)
+            hist = None
+            if args.history:
+                from .sensitivity.history import History
+                hist = History(pr, method)
+            grads = _gradient(pr, cfg, method, tracker, on_step=hist)
             t_grad = time.perf_counter() - t0
         _check_finite(values, grads, method)
         final = args.output
@@ -876,13 +884,42 @@ def cmd_gradient(args):
             write_gradient(h5, grads, names, config=cfg, values=values, comm=_comm(),
                            fields={n: sl for n, sl in pr.design.fields.items() if pr.design.is_field(n)},
                            design=rho)
+            if hist is not None:
+                from .sensitivity.history import write_history
+                write_history(h5, hist.finish(grads), comm=_comm())
+        if args.plot:
+            from .io.history_plot import history_dict, plot_histories
+            from .io.plot import units
+            png, hd = outs.temp(args.plot), history_dict(hist)
+            _on_root(lambda: plot_histories([(hd, o) for o in hd["objectives"]], png,
+                                            f"{cfg.model.name}: {method} sensitivity history",
+                                            units(cfg)["time"]), args.plot, "--plot")
     if args.json:
         out(f"wrote {args.json}")
     if final is not None:
-        out(f"wrote {final} (/trajectory, /gradient)")
+        out(f"wrote {final} (/trajectory, /gradient{', /sensitivity/history' if args.history else ''})")
+    if args.plot:
+        out(f"wrote {args.plot}")
     elif ck is not None:
         info(f"removed the temporary checkpoint {ck.path}")
     return 0
+
+
+def _check_history(args, cfg, method):
+    """``--history`` (and its ``--plot``): direct or adjoint, one group, into the -o file."""
+    if args.plot and not args.history:
+        raise InputError(args.config, "--plot", "gradient --plot draws the sensitivity history: add --history")
+    if not args.history:
+        return
+    if method not in ("adjoint", "direct"):
+        raise InputError(args.config, "--history", f"a sensitivity history needs --method adjoint or direct, "
+                         f"not {method!r}")
+    if not args.output:
+        raise InputError(args.config, "--history", "the history is written to /sensitivity/history of the "
+                         "-o file: give -o OUT.h5")
+    if _batched(args, cfg):
+        raise InputError(args.config, "--history", "not with parallel groups or [[scenarios]] (one sweep "
+                         "records one history): use --groups 1")
 
 
 def _report_gradient(doc, args, note="", outs=None):
@@ -1214,6 +1251,12 @@ def build_parser():
     sp.add_argument("--groups", type=int, metavar="G",
                     help="parallel groups: split design variables (direct, fd) or objectives/scenarios "
                     "(adjoint) into G batches (default: the config's parallel.groups)")
+    sp.add_argument("--history", action="store_true",
+                    help="also write the sensitivity history to /sensitivity/history of the -o file: the "
+                    "gradient accumulated over time (direct: from t0, with dq/dv/da per design variable; "
+                    "adjoint: from t_end backwards)")
+    sp.add_argument("--plot", metavar="OUT.png", help="with --history: a PNG of the history, one panel per "
+                    "design variable and objective")
     sets(sp)
 
     sp = add("verify", "adjoint vs direct (measured round-off bound), complex step and an FD step sweep, "

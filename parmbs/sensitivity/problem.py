@@ -208,14 +208,16 @@ class Problem:
         return gx, gp, gr
 
     # -- direct differentiation ----------------------------------------------------------------------
-    def direct(self, p=None, progress=None):
+    def direct(self, p=None, progress=None, on_step=None):
         """∇ψ for every objective by the tangent (forward) sensitivity equations
         (per parameter column, then chained to the design variables: design.py), along
         the last forward run, at its parameters (``p`` may be omitted).
-        ``progress(k, N)``: called after each tangent step (io/progress.py)."""
+        ``progress(k, N)``: called after each tangent step (io/progress.py);
+        ``on_step(k, t_k, grads, dx_k)``: the gradient summed over steps 0..k and
+        dx_k/dp, per parameter column (sensitivity/history.py)."""
         p = self._p(p)
         self.design.check_direct()        # one dense column per design variable: refuse fields
-        with _Reporting(self, progress):
+        with _Reporting(self, progress, on_step):
             return self.design.chain(self._direct_columns(p), p)
 
     def _direct_columns(self, p):
@@ -238,18 +240,21 @@ class Problem:
             for ob in self.objectives:
                 gx, gp, gr = self._local_grads(ob, k, traj, p, refs[ob.name])
                 grads[ob.name] += sum(g @ d for g, d in zip(gx, dx)) + gp + gr @ dref[ob.name]
+            self._observe(k, traj.t[k], grads, dx)
             if k > 0:
                 self._tick(k, traj.steps)
         return grads
 
     # -- discrete adjoint -------------------------------------------------------------------------------
-    def adjoint(self, p=None, progress=None):
+    def adjoint(self, p=None, progress=None, on_step=None):
         """∇ψ for every objective by one backward sweep (one adjoint column each; per
         parameter column, then chained to the design variables: design.py), along the
         last forward run, at its parameters (``p`` may be omitted).
-        ``progress(N - k, N)``: called after each reverse step k (io/progress.py)."""
+        ``progress(N - k, N)``: called after each reverse step k (io/progress.py);
+        ``on_step(k, t_k, grad, None)``: the gradient summed over steps N..k, (ncols, K),
+        before the initial-state term (sensitivity/history.py)."""
         p = self._p(p)
-        with _Reporting(self, progress):
+        with _Reporting(self, progress, on_step):
             return self.design.chain(self._adjoint_columns(p), p)
 
     def _tick(self, k, N):
@@ -258,6 +263,12 @@ class Problem:
         cb = getattr(self, "_progress", None)
         if cb is not None:
             cb(k, N)
+
+    def _observe(self, k, t, grad, dx=None):
+        """Hand step k's accumulated gradient (and dx_k/dp) to the sweep's ``on_step``."""
+        cb = getattr(self, "_on_step", None)
+        if cb is not None:
+            cb(k, t, grad, dx)
 
     def _adjoint_columns(self, p):
         if self.checkpoint is not None:
@@ -284,6 +295,7 @@ class Problem:
         decreasing k (in memory, or a checkpoint provider); ``after(k, x_k, μ_k, grad, gref)``
         is called after each step (checkpointing the adjoint state)."""
         T = t if t is not None else self.t0 + self.h * np.arange(self.nsteps + 1)
+        self._observe(k1, T[k1], grad)
         for k in range(k1 - 1, -1, -1):
             x0 = state(k)
             mu, dg = self.stepper.adjoint_step(T[k], x0, x1, mu, p)
@@ -293,6 +305,7 @@ class Problem:
             grad = grad + dg + gp
             gref = gref + gr
             x1 = x0
+            self._observe(k, T[k], grad)
             self._tick(self.nsteps - k, self.nsteps)
             if after is not None:
                 grad = self.combine_gradient(grad)   # a checkpoint holds the whole gradient
@@ -356,14 +369,14 @@ class _Reporting:
     ``problem._tick`` to ``progress`` (forward runs report through their own
     argument); the previous callback is restored on exit."""
 
-    def __init__(self, problem, progress):
-        self.problem, self.progress = problem, progress
+    def __init__(self, problem, progress, on_step=None):
+        self.problem, self.progress, self.on_step = problem, progress, on_step
 
     def __enter__(self):
-        self.saved = getattr(self.problem, "_progress", None)
-        self.problem._progress = self.progress
+        self.saved = getattr(self.problem, "_progress", None), getattr(self.problem, "_on_step", None)
+        self.problem._progress, self.problem._on_step = self.progress, self.on_step
         return self
 
     def __exit__(self, *exc):
-        self.problem._progress = self.saved
+        self.problem._progress, self.problem._on_step = self.saved
         return False

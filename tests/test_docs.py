@@ -175,8 +175,10 @@ SHORT = ["--set", "simulation.t_end=0.02"]
 def test_simulate_and_gradient_files_are_documented(tmp_path):
     cfg = os.path.join(ROOT, "configs", "pendulum.toml")
     _parmbs("simulate", cfg, *SHORT, "-o", str(tmp_path / "sim.h5"))
-    _parmbs("gradient", cfg, *SHORT, "-o", str(tmp_path / "grad.h5"), "--json", str(tmp_path / "g.json"))
-    for f in ("sim.h5", "grad.h5"):
+    _parmbs("gradient", cfg, *SHORT, "-o", str(tmp_path / "grad.h5"), "--json", str(tmp_path / "g.json"),
+            "--history")
+    _parmbs("gradient", cfg, *SHORT, "-o", str(tmp_path / "direct.h5"), "--method", "direct", "--history")
+    for f in ("sim.h5", "grad.h5", "direct.h5"):
         _check_layout(tmp_path / f, PENDULUM)
     with h5py.File(tmp_path / "grad.h5") as f:
         for o in PENDULUM["objective"]:          # ψ beside each gradient, as documented

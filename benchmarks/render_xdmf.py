@@ -68,7 +68,7 @@ def main():
         act.SetMapper(m)
         act.GetProperty().SetOpacity(alpha)
         act.GetProperty().SetLineWidth(4)
-        act.GetProperty().SetEdgeVisibility(1)
+        act.GetProperty().SetEdgeVisibility(g.GetNumberOfCells() <= 400)   # else the edges blacken a mesh
         act.GetProperty().SetEdgeColor(0.2, 0.2, 0.2)
         ren.AddActor(act)
     bar = vtk.vtkScalarBarActor()

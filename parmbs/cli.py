@@ -1281,8 +1281,8 @@ def build_parser():
     sp.add_argument("--frames", type=int, default=120, metavar="N", help="at most N frames (default 120)")
     sp.add_argument("--fps", type=int, default=20, help="frames per second (default 20)")
 
-    sp = add("export", "XDMF time series of a trajectory HDF5 file for ParaView (planar models): bodies, "
-             "frames, beam centre lines, meshes with density and gradient fields")
+    sp = add("export", "XDMF time series of a trajectory HDF5 file for ParaView: bodies and their frames, "
+             "springs, beam centre lines, meshes with density and gradient fields")
     sp.add_argument("file", metavar="FILE.h5")
     sp.add_argument("--xdmf", metavar="OUT.xdmf", required=True,
                     help="the XDMF file; its heavy data go to OUT.xdmf.h5 beside it")

@@ -127,12 +127,30 @@ def test_ancf_beam_centre_line(work):
     assert np.allclose(frames[-1].points[-1, :2], tip, rtol=0, atol=1e-14)   # the line ends at the tip node
 
 
-def test_bad_requests_are_one_line_exit_2(work):
-    _parmbs("simulate", os.path.join(ROOT, "configs", "spatial-ball.toml"), "--set", "simulation.t_end=0.005",
+def test_spatial_body_frame(work):
+    """spatial-ball: one body with no named point: its three frame axes (6 points), of
+    length FRAME = 0.25 (no extent of its own, none in the model); the x axis ends at
+    r + 0.25 A(p) e_x, A(p) e_x = (e0² + e1² − e2² − e3², 2(e1e2 + e0e3), 2(e1e3 − e0e2))."""
+    _parmbs("simulate", os.path.join(ROOT, "configs", "spatial-ball.toml"), "--set", "simulation.t_end=0.05",
             "-o", "ball.h5", cwd=work)
-    for args, words in ((("ball.h5", "--xdmf", "ball.xdmf"), "spatial model"),
-                        (("nothere.h5", "--xdmf", "x.xdmf"), "no such file"),
-                        (("ball.h5", "--xdmf", "nodir/x.xdmf"), "no such directory")):
+    _parmbs("export", "ball.h5", "--xdmf", "ball.xdmf", "--frames", "5", cwd=work)
+    frames = _check(work / "ball.xdmf", 5, {"line": 3}, 6)
+    with h5py.File(work / "ball.h5") as f:
+        q = f["trajectory/q"][-1]
+    r, (e0, e1, e2, e3) = q[:3], q[3:7]
+    ex = np.array([e0**2 + e1**2 - e2**2 - e3**2, 2 * (e1 * e2 + e0 * e3), 2 * (e1 * e3 - e0 * e2)])
+    assert np.allclose(frames[-1].points[0], r, rtol=0, atol=1e-14)
+    assert np.allclose(frames[-1].points[1], r + 0.25 * ex, rtol=0, atol=1e-14)
+    assert abs(ex[2]) > 1e-2                                   # the ball has turned
+    assert list(frames[0].cell_data["kind"]) == [1, 2, 7]
+
+
+def test_bad_requests_are_one_line_exit_2(work):
+    _parmbs("simulate", os.path.join(ROOT, "configs", "pendulum.toml"), "--set", "simulation.t_end=0.005",
+            "-o", "p.h5", cwd=work)
+    for args, words in ((("nothere.h5", "--xdmf", "x.xdmf"), "no such file"),
+                        (("p.h5", "--xdmf", "nodir/x.xdmf"), "no such directory"),
+                        (("p.h5", "--xdmf", "x.xdmf", "--frames", "1"), "--frames")):
         r = _parmbs("export", *args, cwd=work, code=2)
         assert words in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
-    assert not [f for f in os.listdir(work) if ".tmp-" in f or f.startswith(("ball.xdmf", "x.xdmf"))]
+    assert not [f for f in os.listdir(work) if ".tmp-" in f or f.startswith("x.xdmf")]

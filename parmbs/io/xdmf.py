@@ -1,15 +1,17 @@
 """``parmbs export RUN.h5 --xdmf OUT.xdmf``: a trajectory as an XDMF time series for
 ParaView (and meshio's ``xdmf.TimeSeriesReader``).
 
-What is drawn (geometry from the stored config and the named coordinates of q alone,
-io/mechanism.py; planar models, z = 0):
+What is drawn (planar bodies from the stored config and the named coordinates of q
+alone, io/mechanism.py, at z = 0; spatial bodies through the model, spatial/outputs.py):
 
 * rigid body B: the outline of its points (the convex hull the plot fills, closed) and
   its frame — two segments from the centre of mass along the body's x and y axes,
   ``FRAME`` long (a quarter of the body's extent);
 * ANCF and floating-frame beams: the deformed centre line (Hermite), 4 segments per element;
 * plates and continua: the deformed quad mesh, element e = j·nx + i (io/density.py);
-* springs: one segment between their end points.
+* springs: one segment between their end points;
+* spatial body B: a segment from its centre of mass to each named point (``marker``)
+  and its frame, three axes of ``FRAME`` × its extent (0.25 for a body of one point).
 
 XDMF 3 (xdmf.org, "XDMF Model and Format"): the light XML file holds a ``Temporal``
 collection of ``Uniform`` grids, one per exported frame, each with its ``Time``; the
@@ -33,12 +35,14 @@ from xml.sax.saxutils import quoteattr
 import numpy as np
 
 #: cell kinds (cell data ``kind``)
-KINDS = {"outline": 0, "frame_x": 1, "frame_y": 2, "beam": 3, "element": 4, "spring": 5}
+KINDS = {"outline": 0, "frame_x": 1, "frame_y": 2, "beam": 3, "element": 4, "spring": 5, "marker": 6,
+         "frame_z": 7}
 #: XDMF Mixed-topology ids: polyline (followed by its node count) and quadrilateral
 POLYLINE, QUAD = 2, 5
 #: segments per beam element on the exported centre line
 PER_ELEMENT = 4
-#: frame axes as a fraction of the body's extent (largest distance of a point from the com)
+#: frame axes as a fraction of the body's extent (largest distance of a point from the com;
+#: a body of one point takes the largest extent of the model's bodies)
 FRAME = 0.25
 
 
@@ -60,17 +64,17 @@ class Geometry:
     """Points (rows, P, 2) of every exported row, the segments (L, 2) and quads (Q, 4)
     over them, and the static cell data (cells ordered segments first, then quads)."""
 
-    def __init__(self, cfg, coordinates, q):
+    def __init__(self, cfg, coordinates, q, system=None):
+        """``system``: the assembled model, needed for spatial bodies only."""
         from .mechanism import Mechanism
         self.mech = mech = Mechanism(cfg, coordinates)
-        if cfg.spatial is not None and (cfg.spatial.bodies or not mech.body_names()):
-            raise ExportError("FILE", "a spatial model; --xdmf exports planar models "
-                              "(parmbs plot draws the side and top views of spatial ones)")
         self.bodies = mech.body_names()
         self._pts, self._segs, self._quads = [], [], []
         self._seg_data, self._quad_data = [], []     # (body, kind) per cell, density per quad
         self.mesh_cells = {}                          # mesh name -> slice of the quads
         self.rows = len(q)
+        self.scale = max([_extent(np.array([r.com, *r.points.values()], float)) for r in mech.rigid.values()]
+                         + [0.0]) or 1.0
         for b, name in enumerate(self.bodies):
             if name in mech.rigid:
                 self._rigid(q, b, name)
@@ -84,6 +88,8 @@ class Geometry:
                 a, c = mech.point(q, f.a), mech.point(q, f.b)
                 if a is not None and c is not None:
                     self._polyline(np.stack([a, c], 1), -1, KINDS["spring"])
+        if system is not None and getattr(system, "spatial", None) is not None:
+            self._spatial(system, q)
         if not self._pts:
             raise ExportError("FILE", "the model has no bodies to export")
         self.points = np.concatenate(self._pts, 1)
@@ -102,9 +108,12 @@ class Geometry:
         return len(self.segments) + len(self.quads)
 
     def _add_points(self, xy):
-        """Append points (rows, k, 2); returns the index of the first."""
+        """Append points (rows, k, 2 or 3; planar at z = 0); returns the index of the first."""
+        xy = np.asarray(xy, float)
+        if xy.shape[-1] == 2:
+            xy = np.concatenate([xy, np.zeros(xy.shape[:-1] + (1,))], -1)
         start = sum(p.shape[1] for p in self._pts)
-        self._pts.append(np.asarray(xy, float))
+        self._pts.append(xy)
         return start
 
     def _polyline(self, xy, body, kind, closed=False):
@@ -123,13 +132,30 @@ class Geometry:
             size = np.ptp(out[0], axis=0).max()
             self._polyline(out, b, KINDS["outline"], closed=area > 1e-9 * size * size)
         body = mech.rigid[name]
-        local = np.array([body.com, *body.points.values()], float)
-        ext = float(np.max(np.hypot(*(local - local[0]).T))) if len(local) > 1 else 0.0
-        ell = FRAME * (ext if ext > 0 else 1.0)
+        ell = FRAME * (_extent(np.array([body.com, *body.points.values()], float)) or self.scale)
         com = mech.rigid_point(q, name, body.com)
         for axis, kind in (((ell, 0.0), "frame_x"), ((0.0, ell), "frame_y")):
             tip = mech.rigid_point(q, name, np.asarray(body.com, float) + axis)
             self._polyline(np.stack([com, tip], 1), b, KINDS[kind])
+
+    def _spatial(self, system, q):
+        """Spatial bodies: centre of mass → each named point, and three frame axes
+        (r + A(p) ℓ e_i, spatial/kinematics.point_position)."""
+        from ..spatial.kinematics import point_position
+        sp = system.spatial
+        qe = system.extend(np.atleast_2d(q))
+        for name, body in sp.bodies.items():
+            b = len(self.bodies)
+            self.bodies.append(name)
+            qb = qe[:, body.qidx()]
+            local = [np.asarray(system.p[sp.point_pidx(f"{name}.{pt}")], float) for pt in body.cfg.points]
+            com = point_position(qb, np.zeros(3))
+            for s in local:
+                self._polyline(np.stack([com, point_position(qb, s)], 1), b, KINDS["marker"])
+            ell = FRAME * (_extent(np.array([np.zeros(3), *local])) or self.scale)
+            for i, kind in enumerate(("frame_x", "frame_y", "frame_z")):
+                tip = point_position(qb, ell * np.eye(3)[i])
+                self._polyline(np.stack([com, tip], 1), b, KINDS[kind])
 
     def _mesh(self, q, b, name):
         from .density import quad_mesh
@@ -161,6 +187,11 @@ class Geometry:
                                self.segments]).ravel()
         quad = np.column_stack([np.full(len(self.quads), QUAD), self.quads]).ravel()
         return np.concatenate([seg, quad]).astype(np.int64)
+
+
+def _extent(local):
+    """Largest distance of a body's points (rows of ``local``) from the first (its com)."""
+    return float(np.max(np.linalg.norm(local - local[0], axis=1))) if len(local) > 1 else 0.0
 
 
 def gradient_fields(h5_path, cfg, geom):
@@ -202,13 +233,21 @@ def export_xdmf(h5_path, xdmf_path, max_frames=200, tmp_xdmf=None, tmp_h5=None):
     data = read_trajectory(h5_path)
     cfg = config_from_text(data.config_text, os.path.basename(os.fspath(h5_path)) + ".config.toml")
     rows = frame_rows(data.steps, max_frames)
-    geom = Geometry(cfg, data.coordinates, data.q[rows])
+    system = None
+    if cfg.spatial is not None:                          # spatial bodies: their points need the model
+        from ..model.system import System
+        system = System(cfg)
+        if data.q.shape[1] != system.n:
+            from .hdf5 import HDF5Error
+            raise HDF5Error(h5_path, "/trajectory/q", f"width {data.q.shape[1]} does not match the "
+                            f"stored config's {system.n} coordinates")
+    geom = Geometry(cfg, data.coordinates, data.q[rows], system)
     grads, design = gradient_fields(h5_path, cfg, geom)
     for mesh, v in design.items():                       # the densities the run used
         geom.cell_data["density"][geom.mesh_cells[mesh]] = np.asarray(v, float).ravel()
     cells = dict(geom.cell_data, **grads)
     P = geom.points.shape[1]
-    xyz = np.concatenate([geom.points, np.zeros(geom.points.shape[:2] + (1,))], -1)
+    xyz = geom.points
     topo = geom.topology()
     h5_final = heavy_path(xdmf_path)
 

@@ -325,6 +325,16 @@ def _checkpoint_run(pr, cfg, args, method="adjoint"):
     from .io.outputs import final_of, partial_of, same_file, temp_of
     restart, output = getattr(args, "restart", None), getattr(args, "output", None)
     sched = cfg.checkpoint.schedule
+    if pr.adapt is not None and not hasattr(pr.stepper, "forward"):
+        from .config import ConfigError     # adaptive steps: N is unknown before the run
+        if sched != "all":
+            raise ConfigError(args.config, "checkpoint.schedule",
+                              f"schedule {sched!r} needs fixed steps; with simulation.adapt the trajectory "
+                              "stays in memory (use 'all', or remove [simulation.adapt])")
+        if restart:
+            raise InputError(args.config, "--restart", "restarting needs fixed steps; this run has "
+                             "simulation.adapt (its trajectory stays in memory)")
+        return None
     if hasattr(pr.stepper, "forward"):
         from .config import ConfigError
         if sched != "all":
@@ -528,6 +538,19 @@ def _forward(pr, cfg, tracker, writer=None, label="forward"):
     return traj, time.perf_counter() - t0
 
 
+def _report_steps(traj, sim):
+    """One line on an adaptive run's accepted steps (integrators/timeloop.py)."""
+    g = getattr(traj, "grid", None)
+    if sim.adapt is None or g is None or not g.steps:
+        return
+    from .integrators.timeloop import march
+    floor = getattr(march, "floor_hits", 0)
+    info(f"adaptive steps (rtol {sim.adapt.rtol:g}, atol {sim.adapt.atol:g}): {g.steps} accepted, "
+         f"{getattr(traj, 'rejected', 0)} rejected, h in [{g.h.min():.3g}, {g.h.max():.3g}] s"
+         + (f"; on {floor} steps the Newton noise floor, not the tolerance, set the error weight "
+            "(tighten simulation.newton or use stabilization = \"ggl\")" if floor else ""))
+
+
 def _writer(path, cfg, pr):
     from .io.hdf5 import TrajectoryWriter
     return TrajectoryWriter(path, cfg, pr.sys, pr.nsteps, comm=_comm())
@@ -629,6 +652,7 @@ def cmd_simulate(args):
              f"({traj.steps / max(wall, 1e-12):.0f} steps/s, ranks {_comm().size})")
         if its.size:
             info(f"Newton iterations per step: mean {its.mean():.2f}, max {int(its.max())}")
+        _report_steps(traj, sim)
         for name, v in vals.items():
             out(f"  {name:<12} = {v:.12e}")
         if args.plot:

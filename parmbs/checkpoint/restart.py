@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..faults import rank_fault
+from ..integrators.timeloop import march, set_step
 from .schedules import revolve_split
 
 #: rows of ``all`` read per block in the reverse sweep (bounded by ~16 MB)
@@ -52,7 +52,7 @@ class CheckpointedRun:
     def __init__(self, problem, store):
         self.pr, self.store, self.sched = problem, store, store.schedule
         self.N = problem.nsteps
-        self.T = problem.t0 + problem.h * np.arange(self.N + 1)
+        self.T = problem.grid.t            # fixed steps (adaptive runs keep no checkpoint file yet)
         self.held = {}                 # states kept in memory from the forward run
         self.mem = {}                  # revolve: mirror of the slots
         self.forward_steps = 0         # forward steps computed in the forward run (this job)
@@ -126,22 +126,25 @@ class CheckpointedRun:
             on_step(k0, T[k0], x)
         if k0 >= keep:
             self.held[k0] = x
-        its = np.zeros(N - k0, np.int64)
         pr.guard.start(k0, T[k0], x, p)                 # instability guard (integrators/guard.py)
-        for k in range(k0, N):
-            psi = psi + self._integrands(k, x, p, refs)
-            x, its[k - k0] = pr.stepper.step(k, T[k], x, p)
-            x = rank_fault("forward", k + 1, x)       # test hook (parmbs/faults.py), as Problem.forward
-            pr.guard.check(k + 1, T[k + 1], x)
+        prev = [x]                                      # x_{k−1} of the state kept next
+
+        def kept(k, t, h, xk):
+            """x_k accepted by the time loop: ψ_k = ψ_{k−1} + w_{k−1} f(x_{k−1}), stored."""
+            nonlocal psi
+            psi = psi + self._integrands(k - 1, prev[0], p, refs)
+            prev[0] = xk
             self.forward_steps += 1
             st.kill("forward")
-            self._put(k + 1, x, psi)
-            if k + 1 >= keep:
-                self.held[k + 1] = x
+            self._put(k, xk, psi)
+            if k >= keep:
+                self.held[k] = xk
             if on_step:
-                on_step(k + 1, T[k + 1], x)
-            if progress:
-                progress(k + 1, N)
+                on_step(k, t, xk)
+
+        (_, its), _ = march(pr.stepper, p, T[-1], x, k0, T[k0], kept, grid=pr.grid, guard=pr.guard,
+                            progress=progress)
+        x = prev[0]
         if self.sched.kind == "all":
             st.sync()
         values = self._values(psi, x, p, refs)
@@ -206,6 +209,7 @@ class _Provider:
     def advance(self, j, x, to):
         """x_to from x_j by recomputing forward steps."""
         for i in range(j, to):
+            set_step(self.pr.stepper, self.pr.grid.h[i])
             x, _ = self.pr.stepper.step(i, self.T[i], x, self.p)
             self.recomputed += 1
         return x

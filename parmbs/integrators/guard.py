@@ -172,6 +172,7 @@ class Guard:
         nt = sim.newton
         self.h = sim.dt
         self.tol = (nt.atol, nt.rtol)
+        self.alternating = True   # the (−1)^k monitor (equal steps only; off for adaptive runs)
         self.start(0, 0.0, None)
 
     def start(self, k, t, x, p=None):
@@ -224,7 +225,7 @@ class Guard:
         a = np.asarray(x[2])
         a0, a1 = self.a0, self.a1
         self.a1, self.a0 = a0, a.copy()
-        if a1 is None or a.size == 0:
+        if a1 is None or a.size == 0 or not self.alternating:
             return
         nyq = 0.25 * float(np.max(np.abs(a - 2.0 * a0 + a1)))
         smooth = 0.25 * float(np.max(np.abs(a + 2.0 * a0 + a1)))

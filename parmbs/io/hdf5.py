@@ -158,6 +158,7 @@ class TrajectoryWriter:
         self.valid_steps = -1
         self._last_flush = time.monotonic()
         sim = config.simulation
+        self.adaptive = getattr(sim, "adapt", None) is not None
 
         def create():
             import h5py
@@ -226,6 +227,8 @@ class TrajectoryWriter:
                 d.resize(rows, axis=0)
             d[k0:rows] = np.array([b[1 + j] for b in self._buf])
         self.f.flush()                    # data first ...
+        if self.adaptive:                 # the number of steps is known as they are accepted
+            g.attrs["steps"] = k1
         g.attrs["valid_steps"] = k1       # ... then the marker, flushed again
         self.f.flush()
         self.valid_steps = k1

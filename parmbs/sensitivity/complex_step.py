@@ -21,6 +21,7 @@ CS_STEP = 1e-30
 
 
 from ..model.system import ModelError
+from ..integrators.timeloop import set_step
 
 
 def objective_values_complex(problem, p):
@@ -30,7 +31,9 @@ def objective_values_complex(problem, p):
         raise ModelError("simulation.integrator",
                          f"'{problem.config.simulation.integrator}' runs in PETSc TS, which is real-valued; "
                          "use --method fd (or an index3 integrator) for complex step")
-    N, h, w = problem.nsteps, problem.h, problem.w
+    # the step sequence of the last real run (adaptive runs: the accepted steps, frozen)
+    grid = problem.grid
+    N, w = grid.steps, grid.weights()
     t = problem.t0
     x = stepper.initial(t, p)
     refs = [ob.reference(sysm, x[0], p) for ob in problem.objectives]
@@ -45,8 +48,9 @@ def objective_values_complex(problem, p):
 
     add(0, t, x)
     for k in range(N):
-        x, _ = stepper.step(k, t, x, p)
-        t = problem.t0 + (k + 1) * h
+        set_step(stepper, grid.h[k])
+        x, _ = stepper.step(k, grid.t[k], x, p)
+        t = grid.t[k + 1]
         add(k + 1, t, x)
     return {ob.name: ob.weight * acc[j] for j, ob in enumerate(problem.objectives)}
 
@@ -78,7 +82,11 @@ def complex_step_gradient(problem, p=None, step=CS_STEP, progress=None):
     """∇ψ for every objective, one complex forward run per design variable."""
     p0 = problem.sys.p if p is None else p
     design = problem.design
+    if problem.adapt is not None and (problem.traj is None or not np.array_equal(problem.traj.p, p0)):
+        problem.forward(p0)               # adaptive: the accepted steps the complex runs replay
+    grid = problem.grid
     problem = _exact_newton_twin(problem)
+    problem._set_grid(grid)
     rho = design.values(p0)
     grads = {ob.name: np.zeros(len(rho)) for ob in problem.objectives}
     for j in range(len(rho)):

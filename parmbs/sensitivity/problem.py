@@ -26,13 +26,16 @@ from ..faults import rank_fault
 from ..model.system import System
 from ..formulations import make_stepper
 from .design import DesignSpace
-from .objectives import Objective, quadrature_weights
+from .objectives import Objective
+from ..integrators.timeloop import Adapt, TimeGrid, march, set_step
 
 
 class Trajectory:
-    def __init__(self, t, q, v, a, lam, newton_its):
+    def __init__(self, t, q, v, a, lam, newton_its, grid=None, rejected=0):
         self.t, self.q, self.v, self.a, self.lam = t, q, v, a, lam
         self.newton_its = newton_its
+        self.grid = grid                  # TimeGrid: t_k and h_k (integrators/timeloop.py)
+        self.rejected = rejected          # rejected steps of an adaptive run
 
     def x(self, k):
         return (self.q[k], self.v[k], self.a[k], self.lam[k])
@@ -72,12 +75,38 @@ class Problem:
         self._comm = comm
         self._memory_checked = False
         resources.check_memory(config.source, self.nsteps, self.sys.n, self.sys.m, False, self._mpi())
-        self.w = quadrature_weights(self.nsteps, self.h)
+        # the step sequence: fixed (known now), or chosen by the adaptive run
+        # (simulation.adapt; integrators/timeloop.py), or a frozen replay of an earlier
+        # run's accepted steps (finite differences, complex step, verify)
+        self.adapt = Adapt.of(sim, self.t0)
+        self.frozen_grid = None
+        self._fixed_grid = TimeGrid.fixed(self.t0, self.h, self.nsteps)
+        self._set_grid(self._fixed_grid)
         self.checkpoint = None            # a CheckpointedRun once use_checkpoint() was called
         self.traj = None                  # the last forward run (traj.p: its parameters)
         # instability guard of the step loops (integrators/guard.py; simulation.guard)
         from ..integrators.guard import Guard
         self.guard = Guard(sim, self.sys, comm=self._mpi())
+
+    def _set_grid(self, grid):
+        """The step sequence the sweeps and objective sums use (that of the last run)."""
+        self.grid = grid
+        self.nsteps = grid.steps
+        self.w = grid.weights()
+
+    def frozen_steps(self):
+        """``with problem.frozen_steps():`` forward runs inside replay the step sequence
+        of the last run instead of choosing their own (adaptive runs: FD, complex step
+        and verify differentiate on the same mesh as the direct/adjoint sweeps)."""
+        return _Frozen(self)
+
+    def _steps(self):
+        """march()'s step-sequence argument of the next forward run."""
+        if self.frozen_grid is not None:
+            return dict(grid=self.frozen_grid)
+        if self.adapt is not None:
+            return dict(adapt=self.adapt)
+        return dict(grid=self._fixed_grid)
 
     def _mpi(self):
         """The mpi4py communicator of this problem's matrices (resource checks agree on it)."""
@@ -91,6 +120,12 @@ class Problem:
         parmbs/checkpoint).  Index-3 steppers only; raises HDF5Error for a file of
         another config, ValueError for a whole-run (PETSc TS) stepper."""
         from ..checkpoint import open_run, parse_schedule
+        if self.adapt is not None:
+            from ..config import ConfigError
+            raise ConfigError(self.config.source or "<config>", "simulation.adapt",
+                              "adaptive steps keep the trajectory in memory: a checkpoint file (schedules "
+                              "other than 'all', -o/--restart of gradient) needs fixed steps; remove "
+                              "[simulation.adapt] or the checkpoint")
         resources.check_disk(self.config.source, path, parse_schedule(self.config.checkpoint.schedule).slots(self.nsteps),
                              self.sys.n, self.sys.m, len(self.objectives), comm if comm is not None else self._mpi())
         self.checkpoint = open_run(self, path, comm=comm, interval=interval)
@@ -134,26 +169,31 @@ class Problem:
             resources.check_memory(self.config.source, self.nsteps, self.sys.n, self.sys.m, True, self._mpi())
             self._memory_checked = True
         if hasattr(self.stepper, "forward"):          # whole-run steppers (PETSc TS)
-            return self.stepper.forward(self, p, progress, on_step)
-        N, n, m = self.nsteps, self.sys.n, self.sys.m
-        T = self.t0 + self.h * np.arange(N + 1)
-        Q, V, A, L = (np.empty((N + 1, k)) for k in (n, n, n, m))
+            return self.stepper.forward(self, p, progress, on_step)   # TSAdapt chooses the steps (ts.py)
+        steps = self._steps()
+        rows = _Rows(self.sys.n, self.sys.m, steps["grid"].steps if "grid" in steps else None)
         x = self.stepper.initial(self.t0, p)
-        Q[0], V[0], A[0], L[0] = x
-        self.guard.start(0, T[0], x, p)
-        its = np.zeros(N, np.int64)
+        rows.put(0, x)
+        self.guard.start(0, self.t0, x, p)
+        self.guard.alternating = "adapt" not in steps  # the (−1)^k monitor assumes equal steps
         if on_step:
-            on_step(0, T[0], x)
-        for k in range(N):
-            x, its[k] = self.stepper.step(k, T[k], x, p)
-            x = rank_fault("forward", k + 1, x)       # test hook (parmbs/faults.py); off: x
-            self.guard.check(k + 1, T[k + 1], x)      # exit 1 on a blown-up run (guard.py)
-            Q[k + 1], V[k + 1], A[k + 1], L[k + 1] = x
+            on_step(0, self.t0, x)
+
+        def keep(k, t, h, x):
+            rows.put(k, x)
             if on_step:
-                on_step(k + 1, T[k + 1], x)
-            if progress:
-                progress(k + 1, N)
-        return Trajectory(T, Q, V, A, L, its)
+                on_step(k, t, x)
+
+        (grid, its), rejected = march(self.stepper, p, self.config.simulation.t_end, x, 0, self.t0, keep,
+                                      guard=self.guard, progress=progress, comm=self._mpi_if_distributed(),
+                                      **steps)
+        self._set_grid(grid)
+        Q, V, A, L = rows.arrays()
+        return Trajectory(grid.t, Q, V, A, L, its, grid, rejected)
+
+    def _mpi_if_distributed(self):
+        c = self._mpi()
+        return c if c is not None and c.Get_size() > 1 else None
 
     def _follow_design(self, p):
         """Linked design (design.py): the initial assembly starts from the geometry of
@@ -179,11 +219,13 @@ class Problem:
         if getattr(traj, "values", None) is not None:     # checkpointed run: accumulated in forward
             return dict(traj.values)
         out = {}
+        g = getattr(traj, "grid", None)
+        w = self.w if g is None or g is self.grid else g.weights()
         for ob in self.objectives:
             ref = ob.reference(self.sys, traj.q[0], p)
             val = 0.0
             if ob.integrand:
-                val += sum(self.w[k] * ob.integrand.value(self.sys, traj.t[k], traj.x(k), p, ref)
+                val += sum(w[k] * ob.integrand.value(self.sys, traj.t[k], traj.x(k), p, ref)
                            for k in range(traj.steps + 1))
             if ob.terminal:
                 val += ob.terminal.value(self.sys, traj.t[-1], traj.x(traj.steps), p, ref)
@@ -236,6 +278,7 @@ class Problem:
             dref[ob.name] = Jq @ dx[0] + Jp
         for k in range(traj.steps + 1):
             if k > 0:
+                set_step(self.stepper, self.grid.h[k - 1])
                 dx = self.stepper.tangent_step(traj.t[k - 1], traj.x(k - 1), traj.x(k), dx, p)
             for ob in self.objectives:
                 gx, gp, gr = self._local_grads(ob, k, traj, p, refs[ob.name])
@@ -285,7 +328,7 @@ class Problem:
 
     def _adjoint_local(self, k, t, x, p, refs, T=None):
         """Objective partials at state x_k, one column per objective: (μ blocks, ∂ψ/∂ρ, ∂ψ/∂ref)."""
-        view = _StateView(T if T is not None else self.t0 + self.h * np.arange(self.nsteps + 1), x, self.nsteps)
+        view = _StateView(T if T is not None else self.grid.t, x, self.nsteps)
         parts = [self._local_grads(ob, k, view, p, ref) for ob, ref in zip(self.objectives, refs)]
         gx = [np.stack([pt[0][i] for pt in parts], -1) for i in range(4)]
         return gx, np.stack([pt[1] for pt in parts], -1), np.stack([pt[2] for pt in parts], -1)
@@ -294,10 +337,11 @@ class Problem:
         """Reverse steps k1−1, …, 0 from μ_{k1} (x_{k1} given); ``state(k)`` supplies x_k in
         decreasing k (in memory, or a checkpoint provider); ``after(k, x_k, μ_k, grad, gref)``
         is called after each step (checkpointing the adjoint state)."""
-        T = t if t is not None else self.t0 + self.h * np.arange(self.nsteps + 1)
+        T = t if t is not None else self.grid.t
         self._observe(k1, T[k1], grad)
         for k in range(k1 - 1, -1, -1):
             x0 = state(k)
+            set_step(self.stepper, self.grid.h[k])
             mu, dg = self.stepper.adjoint_step(T[k], x0, x1, mu, p)
             mu = rank_fault("adjoint", k, mu)         # test hook (parmbs/faults.py); off: mu
             gx, gp, gr = self._adjoint_local(k, T[k], x0, p, refs, T)
@@ -337,9 +381,11 @@ class Problem:
         """Central differences of the whole discrete computation (verification only).
         ``progress(j, J)``: called after each design column (two forward runs)."""
         p0 = self.sys.p.copy()
+        if self.adapt is not None and (self.traj is None or not np.array_equal(self.traj.p, p0)):
+            self.forward(p0)                          # the step sequence FD replays
         checkpoint, self.checkpoint = self.checkpoint, None     # perturbed runs stay in memory
         try:
-            with _Reporting(self, progress):
+            with _Reporting(self, progress), self.frozen_steps():
                 return self._finite_differences(p0, rel_step)
         finally:
             self.checkpoint = checkpoint
@@ -362,6 +408,52 @@ class Problem:
         if self.checkpoint is None:
             self.forward(p0)
         return grads
+
+
+class _Rows:
+    """The in-memory trajectory's states: preallocated when the number of steps is
+    known (fixed or frozen steps), grown step by step otherwise (adaptive)."""
+
+    def __init__(self, n, m, N):
+        self.N = N
+        self.cols = (n, n, n, m)
+        self.arr = [np.empty((N + 1, c)) for c in self.cols] if N is not None else None
+        self.lists = [[], [], [], []]
+
+    def put(self, k, x):
+        if self.arr is not None:
+            for a, y in zip(self.arr, x):
+                a[k] = y
+        else:
+            for lst, y in zip(self.lists, x):
+                lst.append(np.array(y, dtype=float))
+
+    def arrays(self):
+        if self.arr is not None:
+            return self.arr
+        return [np.array(lst).reshape(len(lst), c) for lst, c in zip(self.lists, self.cols)]
+
+
+class _Frozen:
+    """Context of ``Problem.frozen_steps``: replay the current grid, restore on exit."""
+
+    def __init__(self, problem):
+        self.pr = problem
+
+    def __enter__(self):
+        self.saved = self.pr.frozen_grid
+        self.pr.frozen_grid = self.pr.grid
+        st, tr = self.pr.stepper, self.pr.traj
+        self.ts = hasattr(st, "freeze") and getattr(st, "adaptive", False) and tr is not None
+        if self.ts:                       # PETSc TS replays its own accepted times
+            st.freeze(tr.t)
+        return self
+
+    def __exit__(self, *exc):
+        self.pr.frozen_grid = self.saved
+        if self.ts:
+            self.pr.stepper.freeze(None)
+        return False
 
 
 class _Reporting:

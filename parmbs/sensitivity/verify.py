@@ -96,6 +96,12 @@ class _Perturbed:
     def __getattr__(self, name):
         return getattr(self._s, name)
 
+    def __setattr__(self, name, value):
+        if name.startswith("_"):
+            object.__setattr__(self, name, value)
+        else:                             # h (the time loop's step size) is the stepper's
+            setattr(self._s, name, value)
+
     def _j(self, a):
         a = np.asarray(a)
         return a * (1.0 + EPS * self._rng.standard_normal(a.shape))
@@ -249,6 +255,8 @@ def fd_sweep(problem, p0, rel_steps=FD_REL_STEPS, columns=None, progress=None):
     cols = range(len(rho)) if columns is None else columns
     checkpoint, problem.checkpoint = problem.checkpoint, None
     out = []
+    frozen = problem.frozen_steps()       # adaptive runs: the perturbed runs replay the nominal steps
+    frozen.__enter__()
     try:
         for j in cols:
             s = fd_scale(rho[j])
@@ -273,6 +281,7 @@ def fd_sweep(problem, p0, rel_steps=FD_REL_STEPS, columns=None, progress=None):
             if progress:
                 progress(j, sw)
     finally:
+        frozen.__exit__(None, None, None)
         problem.checkpoint = checkpoint
         problem.forward(p0)
     return out
@@ -421,6 +430,8 @@ def taylor_remainders(problem, p0, values, grads, eps=TAYLOR_EPS, seed=TAYLOR_SE
     rng = np.random.default_rng(seed)
     dvec = rng.uniform(-1.0, 1.0, len(rho0)) * np.array([fd_scale(r) for r in rho0])
     r = {o: [] for o in grads}
+    frozen = problem.frozen_steps()       # adaptive runs: on the nominal run's steps
+    frozen.__enter__()
     try:
         for e in eps:
             p = problem.design.apply(p0, rho0 + e * dvec)
@@ -433,6 +444,7 @@ def taylor_remainders(problem, p0, values, grads, eps=TAYLOR_EPS, seed=TAYLOR_SE
                 r[o].append(None if vals is None else
                             abs(vals[o] - values[o] - e * float(np.dot(grads[o], dvec))))
     finally:
+        frozen.__exit__(None, None, None)
         problem.forward(p0)
     return r
 

@@ -1,0 +1,370 @@
+"""One time loop: the step sequence (t_k, h_k, accept/reject) of every forward run.
+
+``march`` owns the loop over steps for every one-step stepper (Newmark family,
+variational, index-1, Maggi, matrix-r): in-memory runs (``Problem.forward``) and
+checkpointed runs (``CheckpointedRun.forward``) give it a ``keep(k, t, h, x)``
+callback for each accepted state and otherwise share every line.  (The whole-run
+PETSc TS steppers keep PETSc's own loop and TSAdapt.)  The step sequence is one of
+
+* **fixed**: h_k = ``simulation.dt`` for every step (t_k = t_0 + k dt, as always);
+* **adaptive** (``simulation.adapt``): the local error of each step is estimated and
+  kept below the tolerance by a PI step-size controller; steps whose error is too
+  large, or whose Newton iteration fails, are rejected and retried with a smaller h;
+* **frozen**: a given ``TimeGrid`` replayed step by step (no control) — the accepted
+  sequence of an adaptive run, for finite differences, complex step and ``verify``,
+  which must compare runs on the same mesh.
+
+Sensitivities of adaptive runs differentiate the *accepted* step sequence with the
+step sizes frozen (h_k does not depend on ρ), as PETSc's TSAdjoint does: the direct
+and adjoint gradients are exact derivatives of the discrete scheme on that mesh, and
+FD replays the same mesh (``Problem.frozen_grid``), so all three compare like with
+like.  The derivative of the step-size selection itself is left out on purpose: it
+is piecewise constant almost everywhere (a rejected/accepted decision flips) and of
+the order of the tolerance, i.e. of the discretisation error, not of the solution.
+
+Error estimate (``LocalError``): the principal local error term of the second-order
+one-step schemes here is C h³ y''' for y = q and y = v (C = 1/12 for the trapezoidal
+rule and Newmark β = ¼, |β − 1/6| for other Newmark β — Zienkiewicz & Xie 1991,
+"A simple error estimator and adaptive time stepping procedure for dynamic analysis",
+Earthquake Eng. Struct. Dyn. 20:871–887, eq. 7).  y''' is estimated from the
+accepted states by divided differences over the last three states and the new one
+(with the consistent initial v₀, a₀ as confluent data at t₀) — the variable-step
+backward-difference estimate PETSc's TSALPHA2 also uses (TSEvaluateWLTE_Alpha2),
+taken one order higher to match the scheme's order.  It needs only q and v, so it is
+the same for every formulation (multipliers and accelerations are excluded: in the
+index-3 schemes they carry the h⁻² round-off amplification, not a truncation error).
+
+Error norm: weighted RMS over the q and v components,
+‖e‖ = sqrt(mean((e_i / (atol + rtol max(|y_k,i|, |y_k+1,i|)))²)), as PETSc's
+TSErrorWeightedNorm with ``-ts_adapt_wnormtype 2``; a step is accepted when ‖e‖ ≤ 1.
+
+Noise floor: Newton stops when the position update is below δq = atol_N + rtol_N |q|
+(``simulation.newton``); in the acceleration-form schemes v = v̂ + γh a and a = (q −
+q̂)/(βh²), so v carries up to δv = γ δq/(βh) of that termination error — h⁻¹
+amplification, which grows as the controller shrinks h (the velocity level of an
+index-3 DAE is an index-2 variable; Hairer & Wanner II, §VII.3 scale such components'
+error by h for the same reason).  The divided difference turns noise δ into ≈ 8C δ;
+the weights therefore include 2 δ, so the controller never chases its own round-off:
+``sc = atol + rtol max(|y_k|, |y_k+1|) + 2 δ``.  Where that floor decides the step
+the run reports it (``LocalError.floor_hits``): tolerances below it are not reachable
+with that Newton tolerance and formulation (a stabilized/index-1 formulation has no
+h⁻¹ factor).
+
+Controller: PI (Gustafsson 1991; Hairer & Wanner, Solving ODEs II, §IV.2 eq. 2.43c)
+h_new = h · safety · ‖e_n‖^(−0.7/3) · ‖e_{n−1}‖^(0.4/3), safety 0.9, the factor
+clipped to [0.2, 5] (PETSc TSAdapt basic: safety 0.9, clip [0.1, 10]); after a
+rejection no growth; a Newton failure quarters the step.  h stays in
+[dt_min, dt_max]; the last step lands on t_end exactly.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..faults import rank_fault
+from .newmark import StepError
+
+SAFETY = 0.9
+FAC_MIN, FAC_MAX = 0.2, 5.0
+K_I, K_P = 0.7 / 3.0, 0.4 / 3.0          # PI exponents for local error order 3
+NEWTON_FAIL_FACTOR = 0.25
+
+
+class StepSizeError(StepError):
+    """The step size fell below dt_min (message names step and time)."""
+
+
+class TimeGrid:
+    """Accepted times t_0 … t_N and step sizes h_0 … h_{N−1} of one run.
+
+    h_k is stored, not recomputed as t_{k+1} − t_k: a fixed-step run keeps h_k =
+    dt exactly (as before this module existed), and a replay uses the same bits."""
+
+    def __init__(self, t, h):
+        self.t = np.asarray(t, dtype=float)
+        self.h = np.asarray(h, dtype=float)
+        if len(self.t) != len(self.h) + 1:
+            raise ValueError("a time grid has one more time than steps")
+
+    @classmethod
+    def fixed(cls, t0, dt, nsteps):
+        return cls(t0 + dt * np.arange(nsteps + 1), np.full(nsteps, float(dt)))
+
+    @property
+    def steps(self):
+        return len(self.h)
+
+    def weights(self):
+        """Trapezoidal quadrature weights of ∫ f dt on this grid: w_0 = h_0/2,
+        w_k = (h_{k−1} + h_k)/2, w_N = h_{N−1}/2 (equal to dt, dt/2 at the ends on a
+        fixed grid, bit for bit)."""
+        w = np.zeros(self.steps + 1)
+        if self.steps:
+            w[:-1] += 0.5 * self.h
+            w[1:] += 0.5 * self.h
+        return w
+
+    def weight(self, k):
+        """w_k alone (the checkpointed loop adds w_k f_k once h_k is known)."""
+        lo = 0.5 * self.h[k - 1] if k > 0 else 0.0
+        hi = 0.5 * self.h[k] if k < self.steps else 0.0
+        return lo + hi
+
+    def __eq__(self, other):
+        return (isinstance(other, TimeGrid) and np.array_equal(self.t, other.t)
+                and np.array_equal(self.h, other.h))
+
+
+@dataclass
+class Adapt:
+    """The resolved ``simulation.adapt`` settings of one run."""
+    rtol: float
+    atol: float
+    dt0: float
+    dt_min: float
+    dt_max: float
+
+    @classmethod
+    def of(cls, sim, t0=0.0):
+        a = sim.adapt
+        if a is None:
+            return None
+        span = sim.t_end - t0
+        dt_max = a.dt_max if a.dt_max is not None else span / 10.0
+        dt_min = a.dt_min if a.dt_min is not None else 1e-10 * span
+        return cls(a.rtol, a.atol, min(max(sim.dt, dt_min), dt_max), dt_min, dt_max)
+
+
+class LocalError:
+    """Weighted RMS norm of the estimated local error C h³ y''' of a step (module
+    docstring), from the accepted states kept here (the last three)."""
+
+    def __init__(self, adapt, C=1.0 / 12.0, newton_tol=(1e-12, 1e-12), v_gain=2.0):
+        self.rtol, self.atol, self.C = adapt.rtol, adapt.atol, C
+        self.ntol = newton_tol               # (atol_N, rtol_N) of Newton on q
+        self.v_gain = v_gain                 # γ/β: δv = (γ/β) δq / h
+        self.floor_hits = 0                  # accepted steps where the noise floor was the larger weight
+        self._floor = False
+        self.hist = []                       # (t, q, v) of the last accepted states
+        self.v0a0 = None                     # (v_0, a_0) at t_0: confluent data
+
+    def start(self, t, x, initial):
+        self.hist = [(t, np.asarray(x[0]), np.asarray(x[1]))]
+        self.t0 = t
+        self.v0a0 = (np.asarray(x[1]), np.asarray(x[2])) if initial else None
+
+    def accept(self, t, x):
+        if self._floor:
+            self.floor_hits += 1
+            self._floor = False
+        self.hist.append((t, np.asarray(x[0]), np.asarray(x[1])))
+        del self.hist[:-4]
+
+    def norm(self, t1, x1, h):
+        """‖e‖ of the step to (t1, x1); None when there is no estimate yet (a run
+        resumed from one state without its history: the first step is then taken
+        at the stored h, which the interrupted run had accepted)."""
+        q1, v1 = np.asarray(x1[0]), np.asarray(x1[1])
+        d3q = self._third(t1, q1, 1)
+        d3v = self._third(t1, v1, 2)
+        if d3q is None:
+            return None
+        parts = [(d3q, 1), (d3v, 2)] if d3v is not None else [(d3q, 1)]
+        acc, cnt = 0.0, 0
+        dq = self.ntol[0] + self.ntol[1] * float(np.max(np.abs(q1)))     # Newton's δq
+        floor_hit = False
+        for d3, j in parts:
+            y0 = self.hist[-1][j]
+            y1 = q1 if j == 1 else v1
+            e = self.C * h ** 3 * 6.0 * d3                     # C h³ y''', y''' ≈ 3! y[4 nodes]
+            tol = self.atol + self.rtol * np.maximum(np.abs(y0), np.abs(y1))
+            noise = 2.0 * (dq if j == 1 else self.v_gain * dq / h)
+            floor_hit |= bool(np.any(noise > tol))
+            r = np.real(e) / (tol + noise)
+            acc += float(r @ r)
+            cnt += r.size
+        self._floor = floor_hit
+        return math.sqrt(acc / cnt) if cnt else 0.0
+
+    def _third(self, t1, y1, j):
+        """Third divided difference y[z_0, z_1, z_2, z_3] over the last nodes, using
+        the confluent data at t_0 (y' and y'' for q, y' for v) while the history is
+        short.  None when the nodes do not suffice."""
+        nodes = [(t, s[j - 1]) for t, *s in self.hist] + [(t1, y1)]
+        # the derivative data at t_0 (q' = v_0, q'' = a_0, v' = a_0)
+        d1 = d2 = None
+        if self.v0a0 is not None and len(self.hist) < 3 and self.hist[0][0] == self.t0:
+            d1 = self.v0a0[0] if j == 1 else self.v0a0[1]
+            d2 = self.v0a0[1] if j == 1 else None
+        z = [t for t, _ in nodes]
+        ys = [y for _, y in nodes]
+        if len(nodes) >= 5:               # mean of the last two: cancels a (−1)^k mode
+            return 0.5 * (_dd(z[-4:], ys[-4:]) + _dd(z[-5:-1], ys[-5:-1]))
+        if len(nodes) >= 4:
+            return _dd(z[-4:], ys[-4:])
+        if d1 is None:
+            return None
+        if len(nodes) == 3:                 # z = t0, t0, t1, t2
+            return _dd_confluent(z, ys, d1, None)
+        if len(nodes) == 2 and d2 is not None:   # z = t0, t0, t0, t1
+            return _dd_confluent(z, ys, d1, d2)
+        return None
+
+
+def _dd(z, y):
+    """Newton divided difference y[z_0, …, z_3] of four distinct nodes."""
+    t = list(y)
+    for lev in range(1, 4):
+        t = [(t[i + 1] - t[i]) / (z[i + lev] - z[i]) for i in range(len(t) - 1)]
+    return t[0]
+
+
+def _dd_confluent(z, y, d1, d2):
+    """y[t0, t0, t1, t2] (d2 None) or y[t0, t0, t0, t1] from values and the
+    derivatives y'(t0) = d1, y''(t0) = d2 (Hermite divided differences)."""
+    if d2 is None:
+        t0, t1, t2 = z
+        y0, y1, y2 = y
+        a01 = (y1 - y0) / (t1 - t0)
+        a12 = (y2 - y1) / (t2 - t1)
+        b001 = (a01 - d1) / (t1 - t0)
+        b012 = (a12 - a01) / (t2 - t0)
+        return (b012 - b001) / (t2 - t0)
+    t0, t1 = z
+    y0, y1 = y
+    a01 = (y1 - y0) / (t1 - t0)
+    b001 = (a01 - d1) / (t1 - t0)
+    return (b001 - 0.5 * d2) / (t1 - t0)
+
+
+class Controller:
+    """PI step-size controller (module docstring)."""
+
+    def __init__(self, adapt):
+        self.ad = adapt
+        self.err_prev = None
+
+    def after_accept(self, h, err):
+        e = max(err, 1e-10)
+        fac = SAFETY * e ** -K_I * (self.err_prev ** K_P if self.err_prev is not None else 1.0)
+        fac = min(FAC_MAX, max(FAC_MIN, fac))
+        self.err_prev = e
+        return self._clip(h * fac)
+
+    def after_reject(self, h, err):
+        fac = min(1.0, max(FAC_MIN, SAFETY * max(err, 1e-10) ** (-1.0 / 3.0)))
+        return self._clip(h * fac, floor=False)
+
+    def _clip(self, h, floor=True):
+        h = min(h, self.ad.dt_max)
+        return max(h, self.ad.dt_min) if floor else h
+
+
+def _newton_data(stepper):
+    """(atol_N, rtol_N) of the stepper's Newton and its γ/β (module docstring)."""
+    nt = getattr(stepper, "newton", None)
+    tol = (nt.atol, nt.rtol) if nt is not None and hasattr(nt, "atol") else (1e-12, 1e-12)
+    return tol, getattr(stepper, "gamma", 0.5) / getattr(stepper, "beta", 0.25)
+
+
+def error_constant(stepper):
+    """C of the principal local error term C h³ y''' (module docstring)."""
+    beta = getattr(stepper, "beta", 0.25)
+    return max(abs(beta - 1.0 / 6.0), 1.0 / 12.0)
+
+
+def march(stepper, p, t_end, x, k0, t0, keep, *, dt=None, adapt=None, grid=None, guard=None,
+          progress=None, h_prev=None, comm=None):
+    """Advance x from step k0 at time t0 to t_end; ``keep(k, t, h_prev, x)`` is called for
+    every accepted state x_k (k > k0) with h_prev = h_{k−1}.  The step sequence: ``adapt``
+    (an Adapt: chosen here), else ``grid`` (a whole-run TimeGrid whose steps k0 … N are
+    taken: fixed dt or a frozen replay), else fixed ``dt``.  Returns ((the TimeGrid —
+    whole run for fixed/frozen, steps k0 … N for adaptive —, Newton iterations per
+    accepted step), rejected steps).  ``comm`` (mpi4py, distributed runs): the accept/reject verdict is
+    agreed by one allreduce so every rank takes the same step sequence."""
+    if adapt is None:
+        if grid is None:
+            grid = TimeGrid.fixed(t0, dt, int(round((t_end - t0) / dt)))
+        return _march_fixed(stepper, p, x, k0, grid, keep, guard, progress), 0
+    return _march_adaptive(stepper, p, t_end, x, k0, t0, keep, adapt, guard, progress, h_prev, comm)
+
+
+def set_step(stepper, h):
+    """The step size of the stepper's next step/tangent/adjoint call (steppers read
+    ``self.h`` at every call)."""
+    stepper.h = h
+
+
+def _march_fixed(stepper, p, x, k0, grid, keep, guard, progress):
+    """Steps k0 … N of ``grid`` (fixed dt, or a frozen replay); returns (grid, Newton
+    iterations of these steps)."""
+    N = grid.steps
+    its = np.zeros(N - k0, np.int64)
+    for k in range(k0, N):
+        set_step(stepper, grid.h[k])
+        x, its[k - k0] = stepper.step(k, grid.t[k], x, p)
+        x = rank_fault("forward", k + 1, x)           # test hook (parmbs/faults.py); off: x
+        if guard is not None:
+            guard.check(k + 1, grid.t[k + 1], x)      # exit 1 on a blown-up run (guard.py)
+        keep(k + 1, grid.t[k + 1], grid.h[k], x)
+        if progress:
+            progress(k + 1, N)
+    return grid, its
+
+
+def _march_adaptive(stepper, p, t_end, x, k0, t0, keep, ad, guard, progress, h_prev, comm):
+    ntol, v_gain = _newton_data(stepper)
+    est = LocalError(ad, error_constant(stepper), ntol, v_gain)
+    est.start(t0, x, initial=(k0 == 0))
+    ctl = Controller(ad)
+    h = ad.dt0 if h_prev is None else min(max(h_prev, ad.dt_min), ad.dt_max)
+    T, H, its = [t0], [], []
+    t, k, rejected = t0, k0, 0
+    span = t_end - t0
+    tiny = 1e-12 * max(abs(t_end), span)
+    while t_end - t > tiny:
+        last = t + 1.1 * h >= t_end - tiny          # no sliver of a step at the end
+        hk = t_end - t if last else h
+        set_step(stepper, hk)
+        try:
+            x1, it = stepper.step(k, t, x, p)
+            failed = None
+        except StepError as e:                        # Newton failed: a smaller step
+            x1, it, failed = None, 0, e
+        t1 = t_end if last else t + hk
+        if failed is None:
+            x1 = rank_fault("forward", k + 1, x1)
+            finite = all(np.all(np.isfinite(y)) for y in x1)
+            err = est.norm(t1, x1, hk) if finite else math.inf
+        else:
+            err = math.inf
+        if comm is not None:
+            from mpi4py import MPI
+            err = comm.allreduce(err if err is not None else -1.0, op=MPI.MAX)
+            err = None if err < 0 else err
+        if err is not None and not err <= 1.0:
+            rejected += 1
+            h = hk * NEWTON_FAIL_FACTOR if failed is not None or not math.isfinite(err) else \
+                ctl.after_reject(hk, err)
+            if h < ad.dt_min:
+                why = f"Newton failed ({failed})" if failed is not None else f"local error {err:.3g} x the tolerance"
+                raise StepSizeError(f"step {k + 1} (t = {t:.6g}): the step size fell below dt_min = {ad.dt_min:.3g} s "
+                                    f"({why}); loosen simulation.adapt.rtol/atol or lower dt_min")
+            continue
+        x = x1
+        if guard is not None:
+            guard.h = hk
+            guard.check(k + 1, t1, x)
+        est.accept(t1, x)
+        k, t = k + 1, t1
+        T.append(t)
+        H.append(hk)
+        its.append(it)
+        keep(k, t, hk, x)
+        h = ctl.after_accept(hk, err if err is not None else 1.0)
+        if progress:
+            progress(max(1, min(999, int(1000 * (t - t0) / span))) if t < t_end else 1000, 1000)
+    march.floor_hits = est.floor_hits           # read by the caller's report (Problem.forward)
+    return (TimeGrid(np.array(T), np.array(H)), np.array(its, np.int64)), rejected

@@ -225,7 +225,7 @@ class CheckpointStore:
         ck.attrs["resolved_sha256"] = self.sha
         ck.attrs["format"] = FORMAT
         ck.attrs["objectives"] = [o.name for o in problem.objectives]
-        ck.attrs["design"] = list(problem.design.names)
+        put_names(ck, "design", problem.design.names)     # 10⁵ field columns: /names/design
         adj = f.create_group("adjoint")
         for c in ("c0", "c1"):
             g = adj.create_group(c)

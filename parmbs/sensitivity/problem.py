@@ -21,6 +21,7 @@ import time
 
 import numpy as np
 
+from .. import _log
 from ..config import resources
 from ..faults import rank_fault
 from ..model.system import System
@@ -132,6 +133,7 @@ class Problem:
         return self.checkpoint
 
     # -- forward -------------------------------------------------------------------------------
+    @_log.stage("forward")          # -log_view (parmbs/_log.py)
     def forward(self, p=None, progress=None, on_step=None):
         """Run the simulation at ``p`` (default: the config's parameters ``sys.p``);
         returns the trajectory, also kept as ``self.traj`` with ``traj.p`` a copy of
@@ -250,6 +252,7 @@ class Problem:
         return gx, gp, gr
 
     # -- direct differentiation ----------------------------------------------------------------------
+    @_log.stage("direct")          # -log_view (parmbs/_log.py)
     def direct(self, p=None, progress=None, on_step=None):
         """∇ψ for every objective by the tangent (forward) sensitivity equations
         (per parameter column, then chained to the design variables: design.py), along
@@ -289,6 +292,7 @@ class Problem:
         return grads
 
     # -- discrete adjoint -------------------------------------------------------------------------------
+    @_log.stage("adjoint")          # -log_view (parmbs/_log.py)
     def adjoint(self, p=None, progress=None, on_step=None):
         """∇ψ for every objective by one backward sweep (one adjoint column each; per
         parameter column, then chained to the design variables: design.py), along the
@@ -377,6 +381,7 @@ class Problem:
         return {ob.name: grad[:, j].copy() for j, ob in enumerate(self.objectives)}
 
     # -- finite differences -------------------------------------------------------------------------------
+    @_log.stage("fd")          # -log_view (parmbs/_log.py)
     def finite_differences(self, rel_step=1e-6, progress=None):
         """Central differences of the whole discrete computation (verification only).
         ``progress(j, J)``: called after each design column (two forward runs)."""

@@ -138,8 +138,8 @@ def test_out_of_memory_past_the_estimates_is_one_line(tmp_path):
     """An allocation that fails although the estimates passed (they are lower bounds)
     is a failed computation: exit 1, one line, no traceback."""
     r = _cli("simulate", PENDULUM, *SHORT, cwd=tmp_path,
-             patch="import parmbs.sensitivity.problem as P; "
-                   "P.quadrature_weights = lambda *a: (_ for _ in ()).throw(MemoryError('Unable to allocate 1 TiB'))")
+             patch="import parmbs.integrators.timeloop as T; "
+                   "T.TimeGrid.weights = lambda *a: (_ for _ in ()).throw(MemoryError('Unable to allocate 1 TiB'))")
     assert "Traceback" not in r.stderr, r.stderr
     assert r.returncode == 1, (r.returncode, r.stderr)
     assert r.stderr.strip().splitlines() == [f"parmbs: error: {PENDULUM}: computation failed: out of memory "

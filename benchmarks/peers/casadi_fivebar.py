@@ -204,6 +204,7 @@ def main():
     ap.add_argument("--tol", type=float, default=1e-10, help="CasADi abstol = reltol")
     ap.add_argument("--plugins", default="cvodes,idas")
     ap.add_argument("--repeat", type=int, default=3, help="CasADi timings: median of this many calls")
+    ap.add_argument("--json", help="also write the first plugin's psi, grad, steps and times here (benchmarks/adaptive.py)")
     args = ap.parse_args()
     m, p0 = read_model(CONFIG)
 
@@ -215,6 +216,12 @@ def main():
     peers[ref_key + "@tol/100"] = run_casadi(m, p0, ref_key, args.tol / 100, 1)
     ref = peers[ref_key]
     tight = peers[ref_key + "@tol/100"]
+    if args.json:
+        import json
+        pathlib.Path(args.json).write_text(json.dumps(dict(
+            psi=np.asarray(ref["psi"]).tolist(), grad=np.asarray(ref["grad"]).tolist(), steps=int(ref["steps"]),
+            t_fwd=ref["t_fwd"], t_rev=ref["t_rev"], tol=args.tol, t_end=m["t_end"],
+            psi_tight=np.asarray(tight["psi"]).tolist(), grad_tight=np.asarray(tight["grad"]).tolist())))
 
     print(f"\nfive-bar, t_end = {m['t_end']} s, CasADi {ca.__version__}, tolerance {args.tol:g}")
     print(f"{'CasADi run':<18} {'steps':>6} {'build s':>8} {'psi s':>8} {'adjoint s':>10} {'(1st call)':>11} {'forward-sens s':>15} "

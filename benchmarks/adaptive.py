@@ -1,0 +1,138 @@
+"""Work–precision of fixed and adaptive steps on the five-bar (issue 18), with the
+CasADi/CVODES peer as the continuous reference, in one run.
+
+For each parmbs configuration: ψ (3 objectives) and ∇ψ (adjoint, 3 × 5) over the
+config's whole horizon (5 s), the relative error of each against the peer at a tight
+tolerance (max over objectives; gradient: max over entries of |Δ| / max|∇ψ_o|), and
+the CPU time of forward + adjoint (time.process_time, this process only).  Rows:
+
+  fixed     trapezoidal + GGL, generalized-α (ρ∞ 0.9) at several dt
+  adaptive  the same two steppers with simulation.adapt at several rtol (atol = rtol)
+
+The peer runs in its own interpreter (casadi is not a parmbs dependency): give it with
+--peer-python (a venv with casadi, e.g. `python -m venv /tmp/peer && /tmp/peer/bin/pip
+install casadi numpy`); its CPU time for the gradient (CVODES adjoint, median of 3
+calls after the build) is printed beside parmbs's, with the ratio.
+
+    PYTHONPATH=$PWD .venv/bin/python benchmarks/adaptive.py --peer-python /tmp/venv-kernels/bin/python \
+        [--plot /tmp/work-precision.png]
+"""
+import parmbs  # noqa: F401  (first: parmbs/_determinism.py)
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+from parmbs.config.loader import load_config
+from parmbs.sensitivity.problem import Problem
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CONFIG = os.path.join(HERE, "..", "configs", "fivebar.toml")
+OBJ = ("psi1", "psi2", "psi3")
+STEPPERS = {"trap+ggl": ['simulation.integrator="trapezoidal"', 'simulation.stabilization="ggl"'],
+            "genalpha": ['simulation.integrator="genalpha"', 'simulation.stabilization="none"']}
+
+
+def peer(python, tol):
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "peer.json")
+        subprocess.run([python, os.path.join(HERE, "peers", "casadi_fivebar.py"), "--dts", "", "--tol", str(tol),
+                        "--plugins", "cvodes", "--json", out], check=True, capture_output=True, text=True)
+        with open(out) as f:
+            return json.load(f)
+
+
+def run(overrides):
+    pr = Problem(load_config(CONFIG, overrides))
+    c0 = time.process_time()
+    tr = pr.forward()
+    c1 = time.process_time()
+    g = pr.adjoint()
+    c2 = time.process_time()
+    psi = pr.objective_values()
+    names = list(pr.design.names)
+    return dict(psi=np.array([psi[o] for o in OBJ]), grad=np.array([g[o] for o in OBJ]), names=names,
+                steps=tr.steps, rejected=getattr(tr, "rejected", 0), t_fwd=c1 - c0, t_grad=c2 - c0)
+
+
+def errors(r, ref):
+    e_psi = float(np.max(np.abs(r["psi"] - ref["psi"]) / np.abs(ref["psi"])))
+    e_grad = float(np.max(np.abs(r["grad"] - ref["grad"]) / np.max(np.abs(ref["grad"]), axis=1, keepdims=True)))
+    return e_psi, e_grad
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--peer-python", help="an interpreter with casadi (the reference); without it the "
+                                           "reference is trapezoidal+GGL at --ref-dt, Richardson-extrapolated")
+    ap.add_argument("--peer-tol", type=float, default=1e-12)
+    ap.add_argument("--ref-dt", type=float, default=5e-5)
+    ap.add_argument("--dts", default="4e-3,2e-3,1e-3,5e-4")
+    ap.add_argument("--rtols", default="1e-5,1e-6,1e-7,1e-8")
+    ap.add_argument("--plot", help="work-precision PNG")
+    a = ap.parse_args()
+
+    if a.peer_python:
+        pk = peer(a.peer_python, a.peer_tol)
+        ref = dict(psi=np.array(pk["psi"]), grad=np.array(pk["grad"]))
+        tight = dict(psi=np.array(pk["psi_tight"]), grad=np.array(pk["grad_tight"]))
+        print(f"reference: CasADi CVODES, tol {a.peer_tol:g}, {pk['steps']} steps; gradient CPU {pk['t_rev']:.3f} s "
+              f"(median of 3); its own error (tol vs tol/100): psi {errors(ref, tight)[0]:.1e}, "
+              f"grad {errors(ref, tight)[1]:.1e}")
+        t_peer = pk["t_rev"]
+    else:
+        h = a.ref_dt
+        r1, r2 = (run(STEPPERS["trap+ggl"] + [f"simulation.dt={d}"]) for d in (2 * h, h))
+        ref = {k: (4 * r2[k] - r1[k]) / 3 for k in ("psi", "grad")}
+        print(f"reference: trapezoidal+GGL, Richardson of dt {2 * h:g} and {h:g}; difference of the two "
+              f"(an error bound): {errors(r1, r2)}")
+        t_peer = None
+
+    rows = []
+    for name, ov in STEPPERS.items():
+        for dt in (float(x) for x in a.dts.split(",")):
+            rows.append((f"{name} fixed dt={dt:g}", name, "fixed", run(ov + [f"simulation.dt={dt}"])))
+        for rt in (float(x) for x in a.rtols.split(",")):
+            if name == "genalpha" and rt < 1e-7:
+                continue                     # first-order acceleration error: see README
+            rows.append((f"{name} adapt rtol={rt:g}", name, "adapt",
+                         run(ov + [f"simulation.adapt.rtol={rt}", f"simulation.adapt.atol={rt}"])))
+
+    print(f"\n{'run':<28} {'steps':>6} {'rej':>4} {'fwd s':>7} {'fwd+adj s':>10} {'err psi':>9} {'err grad':>9}"
+          + (f" {'CPU / peer':>11}" if t_peer else ""))
+    for label, _, _, r in rows:
+        ep, eg = errors(r, ref)
+        r["err"] = (ep, eg)
+        print(f"{label:<28} {r['steps']:>6} {r['rejected']:>4} {r['t_fwd']:>7.2f} {r['t_grad']:>10.2f} {ep:>9.1e} "
+              f"{eg:>9.1e}" + (f" {r['t_grad'] / t_peer:>11.1f}" if t_peer else ""))
+    if a.plot:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        fig, axs = plt.subplots(1, 2, figsize=(11, 4.2))
+        for ax, i, what in ((axs[0], 0, "ψ"), (axs[1], 1, "∇ψ")):
+            for name in STEPPERS:
+                for mode, mk in (("fixed", "o-"), ("adapt", "s--")):
+                    pts = sorted((r["t_grad"], r["err"][i]) for _, n, m, r in rows if n == name and m == mode)
+                    if pts:
+                        ax.loglog(*zip(*pts), mk, label=f"{name} {mode}")
+            if t_peer:
+                ax.axvline(t_peer, color="k", lw=0.8, ls=":", label="CasADi CVODES (gradient CPU)")
+            ax.set_xlabel("CPU s, forward + adjoint")
+            ax.set_ylabel(f"relative error of {what}")
+            ax.grid(True, which="both", alpha=0.3)
+        axs[0].legend(fontsize=8)
+        fig.suptitle("five-bar, 5 s: work-precision of fixed and adaptive steps")
+        fig.tight_layout()
+        fig.savefig(a.plot, dpi=110)
+        print(f"wrote {a.plot}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

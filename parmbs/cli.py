@@ -269,6 +269,8 @@ def _problem(cfg, args, system=None):
                          f"available in this build ({e})") from None
     if getattr(pr.sys, "redundancy", None) is not None:     # one line: the rows dropped at set-up
         info(pr.sys.redundancy.summary())
+    if getattr(pr.stepper, "compiled_note", None):          # compiled step (parmbs/compiled): once per process
+        info(pr.stepper.compiled_note)
     return pr
 
 

@@ -107,7 +107,7 @@ class NewmarkFamily:
     name = "newmark-family"
 
     def __init__(self, system, h, alpha_m=0.0, alpha_f=0.0, beta=0.25, gamma=0.5,
-                 newton=None, petsc_options=None, design_map=None, ndesign=0, comm=None):
+                 newton=None, petsc_options=None, design_map=None, ndesign=0, comm=None, compiled="off"):
         self.sys, self.h = system, h
         self.am, self.af, self.beta, self.gamma = alpha_m, alpha_f, beta, gamma
         self.newton = newton
@@ -139,6 +139,10 @@ class NewmarkFamily:
             continuum_schur.ContinuumSchurOperator(system, self.plan, comm=comm, options_prefix="parmbs_schur0_",
                                                    structure=self.schur.st)
         self.init = InitialState(system, init_op, self.design_map, ndesign, newton, comm=comm)
+        # issue 19: small planar rigid models take one compiled call per step (parmbs/compiled)
+        from .. import compiled as _compiled
+        self.compiled, self.compiled_note = (None, None) if self.schur is not None else \
+            _compiled.make(system, compiled, self.op.comm)
 
     # -- named parameter sets ---------------------------------------------------------------
     @classmethod
@@ -183,6 +187,11 @@ class NewmarkFamily:
     def step(self, k, t, x, p, ev_old=None):
         """x_{k+1} from x_k at time t = t_k; returns (x_{k+1}, Newton iterations)."""
         h, b, g = self.h, self.beta, self.gamma
+        if self.compiled is not None and not any(np.iscomplexobj(y) for y in (p, *x)):
+            q1, v1, a1, l1, its, status = self.compiled.newton(x, p, h, b, g, self.am, self.af, self.newton)
+            if status == 0:
+                return (q1, v1, a1, l1), its
+            # a failed compiled step is redone below, so the error names step and time as always
         t1 = t + h
         qp, vp = self._predict(x)
         R_old = 0.0
@@ -264,7 +273,7 @@ class NewmarkFamily:
 def make_stepper(system, sim, **kw):
     """The stepper named by ``simulation.integrator`` (index3 formulation)."""
     h = sim.dt
-    common = dict(newton=sim.newton, petsc_options=sim.petsc_options, **kw)
+    common = dict(newton=sim.newton, petsc_options=sim.petsc_options, compiled=sim.compiled, **kw)
     if sim.integrator == "trapezoidal":
         return NewmarkFamily.trapezoidal(system, h, **common)
     if sim.integrator == "newmark":

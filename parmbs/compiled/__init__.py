@@ -1,0 +1,74 @@
+"""Compiled per-step evaluation of small models (issue 19), optional.
+
+``simulation.compiled`` chooses (``--set simulation.compiled=off`` on the command line):
+
+* ``"auto"`` (default): the index-3 Newmark-family steppers (trapezoidal, Newmark,
+  generalized-α) take one compiled call per time step (compiled/newmark_step.py) when
+  numba is importable, the model has at most ``MAX_UNKNOWNS`` unknowns n + m, every
+  component group is of a kind with a kernel (``KINDS``, compiled/planar.py), and its
+  matrices are not distributed (one rank, or replicated under mpirun); silently the
+  numpy path otherwise;
+* ``"on"``: the same, but when it cannot be used one line says why (numpy path then);
+* ``"off"``: the numpy components and PETSc, always.
+
+The numpy path stays the reference: tangent and adjoint steps, the complex-step
+verification (complex states and parameters always run numpy), the initial state and
+every failed compiled step (redone on numpy, which names step and time) use it.
+Numbers: not bitwise those of the numpy path (other sin/cos and summation order; the
+bounds are in tests/test_compiled.py), bitwise the same from run to run.
+
+Compile time: the kernels are compiled at the first use in a process, or loaded from
+numba's cache (``cache=True``: ``__pycache__`` beside these files, or — read-only
+install — numba's user cache directory; ``NUMBA_CACHE_DIR`` overrides).  The time is
+measured and reported once per process in ``note`` (the CLI prints it).
+"""
+from ..model import forces as F, joints as J
+
+#: component kind -> (kernel argument name, q width, p width, rows width or None)
+KINDS = {F.Inertia: ("i", 3, 2, None), F.Gravity: ("g", 3, 3, None), F.Spring: ("s", 6, 11, None),
+         F.RotationalSpring: ("t", 6, 3, None), J.Revolute: ("r", 6, 8, 2), J.Weld: ("w", 6, 9, 3)}
+
+#: above this many unknowns n + m the dense LU (O(N³)) loses to PETSc's sparse one
+MAX_UNKNOWNS = 120
+
+_REPORTED = False
+
+
+def unsupported(system):
+    """Names of the component kinds without a compiled kernel (empty: all have one)."""
+    return sorted({type(g).__name__ for g in list(system.forces) + list(system.constraints)
+                   if type(g) not in KINDS})
+
+
+def why_not(system, comm=None):
+    """None if the compiled step can run this model, else the reason (one phrase)."""
+    N = system.n + system.m
+    if N > MAX_UNKNOWNS:
+        return f"{N} unknowns > {MAX_UNKNOWNS} (dense LU)"
+    bad = unsupported(system)
+    if bad:
+        return f"no compiled kernel for {', '.join(bad)}"
+    if comm is not None and comm.getSize() > 1:
+        return "matrices distributed over several ranks"
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return "numba is not installed (Debian: apt-get install python3-numba)"
+    return None
+
+
+def make(system, mode="auto", comm=None):
+    """(CompiledNewmark or None, note or None) for ``simulation.compiled = mode``."""
+    if mode == "off":
+        return None, None
+    reason = why_not(system, comm)
+    if reason is not None:
+        return None, (f"compiled: not used ({reason}); numpy path" if mode == "on" else None)
+    from .stepper import CompiledNewmark
+    cs = CompiledNewmark(system)
+    global _REPORTED
+    note = None
+    if not _REPORTED:
+        _REPORTED = True
+        note = cs.warm_up()
+    return cs, note

@@ -1,0 +1,104 @@
+"""One compiled call per time step of the index-3 Newmark family (issue 19).
+
+The same step as ``NewmarkFamily.step`` + ``newton_acceleration_form``
+(integrators/newmark.py), for models whose every component group has a compiled
+kernel (compiled/planar.py): predictor
+
+    q̂ = q_n + h v_n + (½ − β) h² a_n,   v̂ = v_n + (1 − γ) h a_n,
+
+the old-state residual R_old = α_m r_I(x_n) + α_f [r_F(x_n) + Φ_qᵀλ_n] (generalized-α
+only), then Newton on z = (a, λ) with q = q̂ + βh² a, v = v̂ + γh a,
+
+    R = [(1−α_m) r_I + (1−α_f)(r_F + Φ_qᵀλ) + R_old,  Φ/(βh²)],
+    J = [[Σ w (r_a + γh r_v + βh² r_q) + (1−α_f) βh² ∂(Φ_qᵀλ)/∂q,  (1−α_f) Φ_qᵀ], [Φ_q, 0]],
+
+J factored by compiled/dense.py, and the same convergence test: the position update
+βh² ‖Δa‖∞ ≤ atol + rtol ‖q‖∞ (q of the iterate the update was computed at).
+
+Why one call per step: the numpy path spends ~90 % of a small model's step in numpy's
+per-call overhead over ~20 small groups; a compiled step costs ~10 µs on the five-bar
+(benchmarks/README.md, prototype a2).  A failed step (singular matrix, non-finite or
+unconverged update) returns a status; the stepper then redoes that step on the numpy
+path, which raises the usual StepError / SingularConfiguration naming step and time.
+"""
+import numpy as np
+from numba import njit
+
+from . import planar
+from .dense import lu_factor, lu_solve
+
+
+@njit(cache=True)
+def _evaluate(q, v, a, lam, p, n, wi, wf, cq, cv, hw, bh2, want_J, R, J,
+              iq, ip, gq, gp, sq, sp, tq, tp, rq, rp, rr, wq, wp, wr):
+    """R (and J when want_J) of every group, forces first (the numpy order)."""
+    planar.inertia(a, p, iq, ip, R, J, wi, want_J)
+    planar.gravity(p, gq, gp, R, wf)
+    planar.spring(q, v, p, sq, sp, R, J, wf, cq, cv, want_J)
+    planar.rotational_spring(q, v, p, tq, tp, R, J, wf, cq, cv, want_J)
+    planar.revolute(q, lam, p, rq, rp, rr, n, R, J, wf, bh2, hw, want_J)
+    planar.weld(q, lam, p, wq, wp, wr, n, R, J, wf, bh2, hw, want_J)
+
+
+@njit(cache=True)
+def newton_step(q0, v0, a0, lam0, p, h, beta, gamma, am, af, atol, rtol, max_it,
+                iq, ip, gq, gp, sq, sp, tq, tp, rq, rp, rr, wq, wp, wr):
+    """x_{n+1} from x_n = (q0, v0, a0, λ0): returns (q, v, a, λ, iterations, status),
+    status 0 converged, 1 singular matrix, 2 non-finite update, 3 not converged."""
+    n, m = q0.shape[0], lam0.shape[0]
+    N = n + m
+    c2 = (0.5 - beta) * h * h
+    c1 = (1 - gamma) * h
+    qp = np.empty(n)
+    vp = np.empty(n)
+    for i in range(n):
+        qp[i] = q0[i] + h * v0[i] + c2 * a0[i]
+        vp[i] = v0[i] + c1 * a0[i]
+    bh2 = beta * h * h
+    gh = gamma * h
+    wi, wf = 1 - am, 1 - af
+    hw = wf * beta * h * h
+    R_old = np.zeros(N)
+    J = np.zeros((N, N))
+    if am != 0.0 or af != 0.0:
+        _evaluate(q0, v0, a0, lam0, p, n, am, af, 0.0, 0.0, 0.0, bh2, False, R_old, J,
+                  iq, ip, gq, gp, sq, sp, tq, tp, rq, rp, rr, wq, wp, wr)
+    a, lam = a0.copy(), lam0.copy()
+    q1 = np.empty(n)
+    v1 = np.empty(n)
+    R = np.zeros(N)
+    for it in range(1, max_it + 1):
+        for i in range(n):
+            q1[i] = qp[i] + bh2 * a[i]
+            v1[i] = vp[i] + gh * a[i]
+        R[:] = 0.0
+        J[:, :] = 0.0
+        _evaluate(q1, v1, a, lam, p, n, wi, wf, bh2, gh, hw, bh2, True, R, J,
+                  iq, ip, gq, gp, sq, sp, tq, tp, rq, rp, rr, wq, wp, wr)
+        for i in range(n):
+            R[i] = -(R[i] + R_old[i])
+        for i in range(n, N):
+            R[i] = -R[i]
+        LU, piv, ok = lu_factor(J)
+        if not ok:
+            return q1, v1, a, lam, it, 1
+        dz = lu_solve(LU, piv, R)
+        dq = 0.0
+        for i in range(n):
+            a[i] += dz[i]
+            dq = max(dq, abs(dz[i]))
+        for i in range(m):
+            lam[i] += dz[n + i]
+        dq = bh2 * dq
+        for i in range(N):
+            if not np.isfinite(dz[i]):
+                return q1, v1, a, lam, it, 2
+        qmax = 0.0
+        for i in range(n):
+            qmax = max(qmax, abs(q1[i]))
+        if dq <= atol + rtol * qmax:
+            for i in range(n):
+                q1[i] = qp[i] + bh2 * a[i]
+                v1[i] = vp[i] + gh * a[i]
+            return q1, v1, a, lam, it, 0
+    return q1, v1, a, lam, max_it, 3

@@ -2,7 +2,7 @@
 # user once the Debian packages are there).  `make demo` and `make test` do all set-up.
 SHELL := /bin/bash
 APT_PKGS := python3-petsc4py python3-mpi4py python3-h5py-mpi python3-numpy \
-            python3-scipy python3-matplotlib python3-threadpoolctl python3-venv python3-pip openmpi-bin
+            python3-scipy python3-matplotlib python3-threadpoolctl python3-numba python3-venv python3-pip openmpi-bin
 SLURM_PKGS := slurmd slurmctld slurm-client munge
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -15,10 +15,11 @@ MPIRUN := mpirun -n 2
 
 setup: $(VENV)/.stamp
 
-# 1. the reference stack from Debian (PETSc 3.18, OpenMPI) if any piece is missing;
+# 1. the reference stack from Debian (PETSc 3.18, OpenMPI; numba 0.56 for the compiled step
+#    of small models, parmbs/compiled — optional at run time) if any piece is missing;
 # 2. a venv on Debian's python3 that sees those packages, plus the pip-only pieces.
 $(VENV)/.stamp: pyproject.toml
-	@if ! command -v mpirun >/dev/null || ! /usr/bin/python3 -c "import mpi4py, h5py, numpy, scipy, matplotlib, threadpoolctl" 2>/dev/null \
+	@if ! command -v mpirun >/dev/null || ! /usr/bin/python3 -c "import mpi4py, h5py, numpy, scipy, matplotlib, threadpoolctl, numba" 2>/dev/null \
 	    || ! ls -d /usr/lib/petscdir/petsc*/*-real/lib/python3 >/dev/null 2>&1; then \
 	  echo "installing the Debian reference stack: $(APT_PKGS)"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(APT_PKGS); \

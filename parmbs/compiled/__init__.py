@@ -24,9 +24,11 @@ measured and reported once per process in ``note`` (the CLI prints it).
 """
 from ..model import forces as F, joints as J
 
-#: component kind -> (kernel argument name, q width, p width, rows width or None)
-KINDS = {F.Inertia: ("i", 3, 2, None), F.Gravity: ("g", 3, 3, None), F.Spring: ("s", 6, 11, None),
-         F.RotationalSpring: ("t", 6, 3, None), J.Revolute: ("r", 6, 8, 2), J.Weld: ("w", 6, 9, 3)}
+#: component kinds with a kernel (compiled/planar.py), in the order of the stacked arrays
+#: (stepper.LAYOUT); the time-dependent ones for these time functions only
+KINDS = (F.Inertia, F.Gravity, F.Spring, F.RotationalSpring, F.PointForce, F.Torque,
+         J.Revolute, J.Weld, J.Prismatic, J.Driver)
+TIME_FUNCTIONS = ("constant", "polynomial", "harmonic")
 
 #: above this many unknowns n + m the dense LU (O(N³)) loses to PETSc's sparse one
 MAX_UNKNOWNS = 120
@@ -36,8 +38,14 @@ _REPORTED = False
 
 def unsupported(system):
     """Names of the component kinds without a compiled kernel (empty: all have one)."""
-    return sorted({type(g).__name__ for g in list(system.forces) + list(system.constraints)
-                   if type(g) not in KINDS})
+    bad = set()
+    for g in list(system.forces) + list(system.constraints):
+        fn = getattr(g, "function", None)
+        if type(g) not in KINDS:
+            bad.add(type(g).__name__)
+        elif fn is not None and fn.kind not in TIME_FUNCTIONS:
+            bad.add(f"{type(g).__name__} ({fn.kind} function)")
+    return sorted(bad)
 
 
 def why_not(system, comm=None):

@@ -29,21 +29,24 @@ from .dense import lu_factor, lu_solve
 
 
 @njit(cache=True)
-def _evaluate(q, v, a, lam, p, n, wi, wf, cq, cv, hw, bh2, want_J, R, J,
-              iq, ip, gq, gp, sq, sp, tq, tp, rq, rp, rr, wq, wp, wr):
-    """R (and J when want_J) of every group, forces first (the numpy order)."""
-    planar.inertia(a, p, iq, ip, R, J, wi, want_J)
-    planar.gravity(p, gq, gp, R, wf)
-    planar.spring(q, v, p, sq, sp, R, J, wf, cq, cv, want_J)
-    planar.rotational_spring(q, v, p, tq, tp, R, J, wf, cq, cv, want_J)
-    planar.revolute(q, lam, p, rq, rp, rr, n, R, J, wf, bh2, hw, want_J)
-    planar.weld(q, lam, p, wq, wp, wr, n, R, J, wf, bh2, hw, want_J)
+def _evaluate(q, v, a, lam, p, t, n, wi, wf, cq, cv, hw, bh2, want_J, R, J, K):
+    """R (and J when want_J) of every group at time t, forces first (the numpy order).
+    K: the stacked index arrays of stepper.CompiledNewmark (its ``LAYOUT``)."""
+    planar.inertia(a, p, K[0], K[1], R, J, wi, want_J)
+    planar.gravity(p, K[2], K[3], R, wf)
+    planar.spring(q, v, p, K[4], K[5], R, J, wf, cq, cv, want_J)
+    planar.rotational_spring(q, v, p, K[6], K[7], R, J, wf, cq, cv, want_J)
+    planar.point_force(q, p, K[8], K[9], K[10], t, R, J, wf, cq, want_J)
+    planar.torque(p, K[11], K[12], K[13], t, R, wf)
+    planar.revolute(q, lam, p, K[14], K[15], K[16], n, R, J, wf, bh2, hw, want_J)
+    planar.weld(q, lam, p, K[17], K[18], K[19], n, R, J, wf, bh2, hw, want_J)
+    planar.prismatic(q, lam, p, K[20], K[21], K[22], n, R, J, wf, bh2, hw, want_J)
+    planar.driver(q, lam, p, K[23], K[24], K[25], K[26], n, t, R, J, wf, bh2, hw, want_J)
 
 
 @njit(cache=True)
-def newton_step(q0, v0, a0, lam0, p, h, beta, gamma, am, af, atol, rtol, max_it,
-                iq, ip, gq, gp, sq, sp, tq, tp, rq, rp, rr, wq, wp, wr):
-    """x_{n+1} from x_n = (q0, v0, a0, λ0): returns (q, v, a, λ, iterations, status),
+def newton_step(q0, v0, a0, lam0, p, t, h, beta, gamma, am, af, atol, rtol, max_it, K):
+    """x_{n+1} at t + h from x_n = (q0, v0, a0, λ0) at t: returns (q, v, a, λ, iterations, status),
     status 0 converged, 1 singular matrix, 2 non-finite update, 3 not converged."""
     n, m = q0.shape[0], lam0.shape[0]
     N = n + m
@@ -69,16 +72,17 @@ def newton_step(q0, v0, a0, lam0, p, h, beta, gamma, am, af, atol, rtol, max_it,
     first = 0 if (am != 0.0 or af != 0.0) else 1
     for it in range(first, max_it + 1):
         if it == 0:
-            xq, xv, xa, xl, Rt, w1, w2, cq, cv, cw, want_J = q0, v0, a0, lam0, R_old, am, af, 0.0, 0.0, 0.0, False
+            xq, xv, xa, xl, Rt, tx = q0, v0, a0, lam0, R_old, t
+            w1, w2, cq, cv, cw, want_J = am, af, 0.0, 0.0, 0.0, False
         else:
             for i in range(n):
                 q1[i] = qp[i] + bh2 * a[i]
                 v1[i] = vp[i] + gh * a[i]
             R[:] = 0.0
             J[:, :] = 0.0
-            xq, xv, xa, xl, Rt, w1, w2, cq, cv, cw, want_J = q1, v1, a, lam, R, wi, wf, bh2, gh, hw, True
-        _evaluate(xq, xv, xa, xl, p, n, w1, w2, cq, cv, cw, bh2, want_J, Rt, J,
-                  iq, ip, gq, gp, sq, sp, tq, tp, rq, rp, rr, wq, wp, wr)
+            xq, xv, xa, xl, Rt, tx = q1, v1, a, lam, R, t + h
+            w1, w2, cq, cv, cw, want_J = wi, wf, bh2, gh, hw, True
+        _evaluate(xq, xv, xa, xl, p, tx, n, w1, w2, cq, cv, cw, bh2, want_J, Rt, J, K)
         if it == 0:
             continue
         for i in range(n):

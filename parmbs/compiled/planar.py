@@ -233,3 +233,143 @@ def weld(q, lam, p, qidx, pidx, rows, n, R, J, wf, bh2, hw, want_J):
                 if i >= 0:
                     J[n + row, i] += s
                     J[i, n + row] += wf * s
+
+
+# ----------------------------------------------------------------------------- time-dependent kinds
+
+#: time-function codes of ``meta`` (model/timefunctions.py)
+CONSTANT, POLYNOMIAL, HARMONIC = 0, 1, 2
+
+
+@njit(cache=True)
+def _timefn(kind, nc, t, p, pe, k0):
+    """f(t) of a time function whose coefficients sit at local p columns k0 … k0+nc−1:
+    constant 1; polynomial Σ c_k t^k; harmonic offset + amplitude·sin(ω t + phase)."""
+    if kind == POLYNOMIAL:
+        out = 0.0
+        for k in range(nc):
+            out = out + 1.0 * p[pe[k0 + k]] * t ** float(k)
+        return out
+    if kind == HARMONIC:
+        return p[pe[k0 + 3]] + p[pe[k0]] * np.sin(p[pe[k0 + 1]] * t + p[pe[k0 + 2]])
+    return 1.0
+
+
+@njit(cache=True)
+def driver(q, lam, p, qidx, pidx, rows, meta, n, t, R, J, wf, bh2, hw, want_J):
+    """joints.Driver: Φ = c(q) − f(t), c = θ (meta[0] = 2) or the x (0) / y (1) of the body
+    frame origin, x_k + (A(θ)(−c̄))_k;  Φ_q = e_k + (A R (−c̄))_k e_θ, Hessian −λ (A(−c̄))_k
+    at θθ.  meta = (coordinate, time-function kind, coefficients); p = (c̄x, c̄y, coeffs)."""
+    for e in range(qidx.shape[0]):
+        idx, pe, row = qidx[e], pidx[e], rows[e, 0]
+        if row < 0:
+            continue
+        coord = meta[e, 0]
+        th = q[idx[2]]
+        l = lam[row]
+        f = _timefn(meta[e, 1], meta[e, 2], t, p, pe, 2)
+        if coord == 2:
+            R[n + row] += (th - f) / bh2
+            R[idx[2]] += wf * l
+            if want_J:
+                J[n + row, idx[2]] += 1.0
+                J[idx[2], n + row] += wf
+            continue
+        s0, s1 = -p[pe[0]], -p[pe[1]]
+        c, s = np.cos(th), np.sin(th)
+        if coord == 0:
+            r, d = c * s0 - s * s1, -s * s0 - c * s1
+        else:
+            r, d = s * s0 + c * s1, c * s0 - s * s1
+        R[n + row] += (q[idx[coord]] + r - f) / bh2
+        R[idx[coord]] += wf * l
+        R[idx[2]] += wf * (d * l)
+        if want_J:
+            J[n + row, idx[coord]] += 1.0
+            J[n + row, idx[2]] += d
+            J[idx[coord], n + row] += wf
+            J[idx[2], n + row] += wf * d
+            J[idx[2], idx[2]] += hw * (-(l * r))
+
+
+@njit(cache=True)
+def prismatic(q, lam, p, qidx, pidx, rows, n, R, J, wf, bh2, hw, want_J):
+    """joints.Prismatic: Φ₁ = θ_b − θ_a − θ₀, Φ₂ = n·d, n = A(θ_a) R ū, d = r_Pb − r_Pa;
+    p = (P̄a, c̄a, P̄b, c̄b, ū, θ₀).  The Hessian of λ₂Φ₂ (numpy: complex step), with
+    u_r = A(θ_a)ū, ∂n/∂θ_a = −u_r, ∂d/∂θ_a = −A R s_a, ∂d/∂θ_b = A R s_b:
+        θaθa: −n·d + 2 u_r·(A R s_a) + n·(A s_a),  θaθb: −u_r·(A R s_b),  θbθb: −n·(A s_b),
+        θa x_a: u_r,  θa x_b: −u_r  (and symmetric)."""
+    for e in range(qidx.shape[0]):
+        idx, pe, rw = qidx[e], pidx[e], rows[e]
+        ql = _loc(q, idx)
+        sa0, sa1 = _offset(p, pe, 0)
+        sb0, sb1 = _offset(p, pe, 4)
+        u0, u1 = p[pe[8]], p[pe[9]]
+        ca, sa = np.cos(ql[2]), np.sin(ql[2])
+        cb, sb = np.cos(ql[5]), np.sin(ql[5])
+        ra0, ra1 = ca * sa0 - sa * sa1, sa * sa0 + ca * sa1
+        rb0, rb1 = cb * sb0 - sb * sb1, sb * sb0 + cb * sb1
+        da0, da1 = -sa * sa0 - ca * sa1, ca * sa0 - sa * sa1
+        db0, db1 = -sb * sb0 - cb * sb1, cb * sb0 - sb * sb1
+        ur0, ur1 = ca * u0 - sa * u1, sa * u0 + ca * u1              # A(θa) ū
+        n0, n1 = -sa * u0 - ca * u1, ca * u0 - sa * u1               # A(θa) R ū
+        d0 = ql[3] + rb0 - ql[0] - ra0
+        d1 = ql[4] + rb1 - ql[1] - ra1
+        G0 = (0.0, 0.0, -1.0, 0.0, 0.0, 1.0)
+        G1 = (-n0, -n1, -(ur0 * d0 + ur1 * d1) - (n0 * da0 + n1 * da1), n0, n1, n0 * db0 + n1 * db1)
+        l0 = lam[rw[0]] if rw[0] >= 0 else 0.0
+        l1 = lam[rw[1]] if rw[1] >= 0 else 0.0
+        for k in range(6):
+            _add(R, idx[k], wf * (G0[k] * l0 + G1[k] * l1))
+        if rw[0] >= 0:
+            R[n + rw[0]] += (ql[5] - ql[2] - p[pe[10]]) / bh2
+        if rw[1] >= 0:
+            R[n + rw[1]] += (n0 * d0 + n1 * d1) / bh2
+        if not want_J:
+            continue
+        for rr in range(2):
+            row = rw[rr]
+            if row < 0:
+                continue
+            for k in range(6):
+                i = idx[k]
+                g = G0[k] if rr == 0 else G1[k]
+                if i >= 0:
+                    J[n + row, i] += g
+                    J[i, n + row] += wf * g
+        H = np.zeros((6, 6))
+        H[2, 2] = -(n0 * d0 + n1 * d1) + 2.0 * (ur0 * da0 + ur1 * da1) + (n0 * ra0 + n1 * ra1)
+        H[2, 5] = H[5, 2] = -(ur0 * db0 + ur1 * db1)
+        H[5, 5] = -(n0 * rb0 + n1 * rb1)
+        H[2, 0] = H[0, 2] = ur0
+        H[2, 1] = H[1, 2] = ur1
+        H[2, 3] = H[3, 2] = -ur0
+        H[2, 4] = H[4, 2] = -ur1
+        _add_block(J, idx, H, hw * l1)
+
+
+@njit(cache=True)
+def point_force(q, p, qidx, pidx, meta, t, R, J, w, cq, want_J):
+    """forces.PointForce: r = −(F, F·A R s), F = F̄ f(t);  r_q: θθ entry F·A s.
+    p = (P̄, c̄, F̄, coeffs); meta = (time-function kind, coefficients)."""
+    for e in range(qidx.shape[0]):
+        idx, pe = qidx[e], pidx[e]
+        th = q[idx[2]] if idx[2] >= 0 else 0.0
+        s0, s1 = _offset(p, pe, 0)
+        f = _timefn(meta[e, 0], meta[e, 1], t, p, pe, 6)
+        F0, F1 = p[pe[4]] * f, p[pe[5]] * f
+        c, s = np.cos(th), np.sin(th)
+        d0, d1 = -s * s0 - c * s1, c * s0 - s * s1
+        _add(R, idx[0], w * (-F0))
+        _add(R, idx[1], w * (-F1))
+        _add(R, idx[2], w * (-(F0 * d0 + F1 * d1)))
+        if want_J and idx[2] >= 0:
+            J[idx[2], idx[2]] += w * (cq * (F0 * (c * s0 - s * s1) + F1 * (s * s0 + c * s1)))
+
+
+@njit(cache=True)
+def torque(p, qidx, pidx, meta, t, R, w):
+    """forces.Torque: r_θ = −T f(t); p = (T, coeffs).  No Jacobian."""
+    for e in range(qidx.shape[0]):
+        pe = pidx[e]
+        _add(R, qidx[e, 2], w * (-(p[pe[0]] * _timefn(meta[e, 0], meta[e, 1], t, p, pe, 1))))

@@ -10,41 +10,55 @@ import time
 
 import numpy as np
 
-from . import KINDS
+from ..model import forces as F, joints as J
 from .newmark_step import newton_step
+from .planar import CONSTANT, POLYNOMIAL, HARMONIC
 
-_ORDER = ("i", "g", "s", "t", "r", "w")
+#: the stacked arrays per kind, in newmark_step._evaluate's order: q (qidx), p (pidx),
+#: r (rows), m (meta: [coordinate,] time-function kind, coefficients)
+LAYOUT = ((F.Inertia, "qp"), (F.Gravity, "qp"), (F.Spring, "qp"), (F.RotationalSpring, "qp"),
+          (F.PointForce, "qpm"), (F.Torque, "qpm"), (J.Revolute, "qpr"), (J.Weld, "qpr"),
+          (J.Prismatic, "qpr"), (J.Driver, "qprm"))
+_FN = {"constant": CONSTANT, "polynomial": POLYNOMIAL, "harmonic": HARMONIC}
+_COORD = {"x": 0, "y": 1, "angle": 2}
+
+
+def _meta(g):
+    fn = [_FN[g.function.kind], g.function.ncoef]
+    return [_COORD[g.coordinate]] + fn if isinstance(g, J.Driver) else fn
+
+
+def _stack(blocks):
+    """Row-stack int arrays of possibly different widths (right-padded with 0: a
+    parameter index never read beyond the element's own columns)."""
+    w = max((b.shape[1] for b in blocks), default=0)
+    out = np.zeros((sum(b.shape[0] for b in blocks), max(w, 1)), np.int64)
+    r = 0
+    for b in blocks:
+        out[r:r + b.shape[0], :b.shape[1]] = b
+        r += b.shape[0]
+    return out
 
 
 class CompiledNewmark:
     def __init__(self, system):
         self.sys = system
-        n = system.n
-        gi = np.r_[np.arange(n), -np.ones(3, np.int64)]           # extended slot -> unknown
-        parts = {key: ([], [], []) for key in _ORDER}
-        for g in list(system.forces) + list(system.constraints):
-            key, nq, np_, m = KINDS[type(g)]
-            qs, ps, rs = parts[key]
-            qs.append(gi[g.qidx])
-            ps.append(np.asarray(g.pidx))
-            rs.append(np.asarray(g.rows) if m else None)
-        widths = {key: (nq, np_, m) for key, nq, np_, m in KINDS.values()}
-        self.args = []
-        for key in _ORDER:
-            nq, np_, m = widths[key]
-            qs, ps, rs = parts[key]
-            cat = (lambda xs, w: np.ascontiguousarray(np.concatenate(xs), dtype=np.int64) if xs
-                   else np.zeros((0, w), np.int64))
-            self.args += [cat(qs, nq), cat(ps, np_)]
-            if m:
-                self.args.append(cat(rs, m))
+        gi = np.r_[np.arange(system.n), -np.ones(3, np.int64)]           # extended slot -> unknown
+        groups = list(system.forces) + list(system.constraints)
+        K = []
+        for kind, fields in LAYOUT:
+            mine = [g for g in groups if type(g) is kind]
+            get = {"q": lambda g: gi[g.qidx], "p": lambda g: np.asarray(g.pidx),
+                   "r": lambda g: np.asarray(g.rows), "m": lambda g: np.array([_meta(g)] * g.ne, np.int64)}
+            K += [_stack([get[f](g) for g in mine]) for f in fields]
+        self.K = tuple(K)
 
-    def newton(self, x, p, h, beta, gamma, am, af, tol):
-        """The compiled step: (q, v, a, λ, iterations, status) (newmark_step.newton_step)."""
+    def newton(self, x, p, t, h, beta, gamma, am, af, tol):
+        """The compiled step from x at t: (q, v, a, λ, iterations, status) (newmark_step.newton_step)."""
         q, v, a, lam = (np.ascontiguousarray(y, dtype=np.float64) for y in x)
-        return newton_step(q, v, a, lam, np.ascontiguousarray(p, dtype=np.float64), float(h), float(beta),
+        return newton_step(q, v, a, lam, np.ascontiguousarray(p, dtype=np.float64), float(t), float(h), float(beta),
                            float(gamma), float(am), float(af), float(tol.atol), float(tol.rtol), int(tol.max_it),
-                           *self.args)
+                           self.K)
 
     def warm_up(self):
         """Compile (or load from numba's cache) and time it: the one-line note."""
@@ -53,7 +67,7 @@ class CompiledNewmark:
         s = self.sys
         x = (s.q_guess, np.zeros(s.n), np.zeros(s.n), np.zeros(s.m))
         t0, w0 = time.process_time(), time.perf_counter()
-        self.newton(x, s.p, 1e-3, 0.25, 0.5, 0.0, 0.0, Newton(max_it=1))
+        self.newton(x, s.p, 0.0, 1e-3, 0.25, 0.5, 0.0, 0.0, Newton(max_it=1))
         cpu, wall = time.process_time() - t0, time.perf_counter() - w0
         st = newton_step.stats
         how = ("loaded from numba's cache" if st.cache_hits and not st.cache_misses else

@@ -15,6 +15,11 @@ The compile (or cache load) time is the one-line note of the first compiled step
 the process.  Cold compile: give an empty cache directory,
     NUMBA_CACHE_DIR=$(mktemp -d) PYTHONPATH=$PWD .venv/bin/python benchmarks/compiled.py
 Warm: run again with the same directory (or without the variable: parmbs/compiled/__pycache__).
+
+``--crossover 4,10,20,40,60``: instead, the CPU time of one step (stepper.step, up to
+400 steps or 1 s) on both paths for hanging chains of that many links (benchmarks/
+gradient.py's model, N = 5·links unknowns), the compiled path forced beyond
+``compiled.MAX_UNKNOWNS`` — the measurement that sets it.
 """
 import parmbs  # noqa: F401  (first: parmbs/_determinism.py pins threads and numpy's SIMD)
 
@@ -44,12 +49,42 @@ def bare_steps(pr, x0, p):
     return x
 
 
+def crossover(links):
+    """Step time numpy vs compiled on chains of ``links`` links (module docstring)."""
+    import pathlib
+    import sys
+    import tempfile
+    sys.path.insert(0, str(pathlib.Path(__file__).parent))
+    from gradient import chain_toml
+    from parmbs import compiled
+    compiled.MAX_UNKNOWNS = 10 ** 9
+    print("| links | N = n + m | numpy µs/step | compiled µs/step | ratio |\n|---|---|---|---|---|")
+    for L in links:
+        f = pathlib.Path(tempfile.mkdtemp()) / "chain.toml"
+        f.write_text(chain_toml(L, 50, 0))
+        per = []
+        for mode in ("off", "on"):
+            pr = Problem(load_config(str(f), [f"simulation.compiled={mode}"]))
+            x = pr.stepper.initial(0.0, pr.sys.p)
+            x, _ = pr.stepper.step(0, 0.0, x, pr.sys.p)
+            t0, k = time.process_time(), 1
+            while time.process_time() - t0 < 1.0 and k < 400:
+                x, _ = pr.stepper.step(k, k * pr.h, x, pr.sys.p)
+                k += 1
+            per.append((time.process_time() - t0) / (k - 1))
+        print(f"| {L} | {pr.sys.n + pr.sys.m} | {1e6 * per[0]:.0f} | {1e6 * per[1]:.0f} | {per[0] / per[1]:.1f} |",
+              flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--config", default="configs/fivebar.toml")
     ap.add_argument("--t-end", type=float, default=5.0)
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--crossover", help="comma list of chain lengths (module docstring)")
     args = ap.parse_args()
+    if args.crossover:
+        return crossover([int(c) for c in args.crossover.split(",")])
     sets = [f"simulation.t_end={args.t_end}", "simulation.progress=false"]
     res = {}
     for mode in ("off", "auto"):

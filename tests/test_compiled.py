@@ -354,3 +354,13 @@ def test_shipped_configs_match_numpy_path(name, steps):
     assert gr.keys() == gc.keys() and gr
     for k in gr:
         assert np.max(np.abs(gr[k] - gc[k])) <= rel * np.max(np.abs(gr[k])), k
+
+
+def test_a_chosen_solver_keeps_the_numpy_path():
+    """petsc_options asking for another Newton solver than direct LU are obeyed."""
+    pr = _problem(ROOT / "configs" / "fivebar.toml", 'simulation.petsc_options.ksp_type="gmres"',
+                  "simulation.compiled=off")
+    assert pr.stepper.op.ksp.getType() == "gmres"
+    cs, note = compiled.make(pr.sys, "on", pr.stepper.op)
+    assert cs is None and "ksp_type gmres" in note
+    assert compiled.make(pr.sys, "auto", pr.stepper.op) == (None, None)

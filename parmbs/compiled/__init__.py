@@ -5,9 +5,10 @@
 * ``"auto"`` (default): the index-3 Newmark-family steppers (trapezoidal, Newmark,
   generalized-α) take one compiled call per time step (compiled/newmark_step.py) when
   numba is importable, the model has at most ``MAX_UNKNOWNS`` unknowns n + m, every
-  component group is of a kind with a kernel (``KINDS``, compiled/planar.py), and its
-  matrices are not distributed (one rank, or replicated under mpirun); silently the
-  numpy path otherwise;
+  component group is of a kind with a kernel (``KINDS``, compiled/planar.py), its
+  matrices are not distributed (one rank, or replicated under mpirun) and its Newton
+  solver is the default direct LU (ksp_type preonly, pc_type lu); silently the numpy
+  path otherwise;
 * ``"on"``: the same, but when it cannot be used one line says why (numpy path then);
 * ``"off"``: the numpy components and PETSc, always.
 
@@ -30,8 +31,10 @@ KINDS = (F.Inertia, F.Gravity, F.Spring, F.RotationalSpring, F.PointForce, F.Tor
          J.Revolute, J.Weld, J.Prismatic, J.Driver)
 TIME_FUNCTIONS = ("constant", "polynomial", "harmonic")
 
-#: above this many unknowns n + m the dense LU (O(N³)) loses to PETSc's sparse one
-MAX_UNKNOWNS = 120
+#: above this many unknowns n + m the dense LU (O(N³)) loses to PETSc's sparse one; measured
+#: on a pendulum chain (benchmarks/compiled.py --crossover): step ×4.0 faster at N = 100,
+#: ×1.7 at 200, ×0.6 at 300
+MAX_UNKNOWNS = 200
 
 _REPORTED = False
 
@@ -48,16 +51,21 @@ def unsupported(system):
     return sorted(bad)
 
 
-def why_not(system, comm=None):
-    """None if the compiled step can run this model, else the reason (one phrase)."""
+def why_not(system, op=None):
+    """None if the compiled step can run this model, else the reason (one phrase).
+    ``op``: the stepper's SparseOperator — its KSP must be the direct LU the compiled
+    step replaces (a user's iterative or other solver choice is kept)."""
     N = system.n + system.m
     if N > MAX_UNKNOWNS:
         return f"{N} unknowns > {MAX_UNKNOWNS} (dense LU)"
     bad = unsupported(system)
     if bad:
         return f"no compiled kernel for {', '.join(bad)}"
-    if comm is not None and comm.getSize() > 1:
+    if op is not None and op.comm.getSize() > 1:
         return "matrices distributed over several ranks"
+    if op is not None and (op.ksp.getType(), op.ksp.getPC().getType()) != ("preonly", "lu"):
+        return (f"the Newton solver is ksp_type {op.ksp.getType()} / pc_type {op.ksp.getPC().getType()}, "
+                "not the direct LU the compiled step replaces")
     try:
         import numba  # noqa: F401
     except ImportError:
@@ -65,11 +73,11 @@ def why_not(system, comm=None):
     return None
 
 
-def make(system, mode="auto", comm=None):
+def make(system, mode="auto", op=None):
     """(CompiledNewmark or None, note or None) for ``simulation.compiled = mode``."""
     if mode == "off":
         return None, None
-    reason = why_not(system, comm)
+    reason = why_not(system, op)
     if reason is not None:
         return None, (f"compiled: not used ({reason}); numpy path" if mode == "on" else None)
     from .stepper import CompiledNewmark

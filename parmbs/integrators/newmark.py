@@ -142,7 +142,7 @@ class NewmarkFamily:
         # issue 19: small planar rigid models take one compiled call per step (parmbs/compiled)
         from .. import compiled as _compiled
         self.compiled, self.compiled_note = (None, None) if self.schur is not None else \
-            _compiled.make(system, compiled, self.op.comm)
+            _compiled.make(system, compiled, self.op)
 
     # -- named parameter sets ---------------------------------------------------------------
     @classmethod

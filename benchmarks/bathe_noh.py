@@ -163,9 +163,9 @@ def growth(st, k, n):
     return gN, gG, gN / gG
 
 
-def cost(scheme, repeat, rel_step=1e-6):
+def cost(scheme, repeat, rel_step=1e-6, extra=()):
     """Wall times (median of `repeat`): forward; forward + DDM gradient; central FD (2N forwards)."""
-    pr = problem(scheme)
+    pr = problem(scheme, extra)
     tf, td, tfd = [], [], []
     for _ in range(repeat):
         t0 = time.perf_counter()

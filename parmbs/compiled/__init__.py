@@ -70,6 +70,10 @@ def why_not(system, op=None):
         import numba  # noqa: F401
     except ImportError:
         return "numba is not installed (Debian: apt-get install python3-numba)"
+    try:                   # decorating with cache=True fails without a writable cache directory
+        from . import stepper  # noqa: F401
+    except Exception as e:  # noqa: BLE001 - any failure of numba's set-up means: numpy path
+        return f"numba cannot be used here ({type(e).__name__}: {e}; NUMBA_CACHE_DIR names a writable cache)"
     return None
 
 

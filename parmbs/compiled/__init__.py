@@ -15,7 +15,7 @@
 The numpy path stays the reference: tangent and adjoint steps, the complex-step
 verification (complex states and parameters always run numpy), the initial state and
 every failed compiled step (redone on numpy, which names step and time) use it.
-Numbers: not bitwise those of the numpy path (other sin/cos and summation order; the
+Numbers: not bitwise those of the numpy path (another summation order and LU; the
 bounds are in tests/test_compiled.py), bitwise the same from run to run.
 
 Compile time: the kernels are compiled at the first use in a process, or loaded from
@@ -32,8 +32,8 @@ KINDS = (F.Inertia, F.Gravity, F.Spring, F.RotationalSpring, F.PointForce, F.Tor
 TIME_FUNCTIONS = ("constant", "polynomial", "harmonic")
 
 #: above this many unknowns n + m the dense LU (O(N³)) loses to PETSc's sparse one; measured
-#: on a pendulum chain (benchmarks/compiled.py --crossover): step ×4.0 faster at N = 100,
-#: ×1.7 at 200, ×0.6 at 300
+#: on a pendulum chain (benchmarks/compiled.py --crossover): step ×4.8 faster at N = 100,
+#: ×2.1 at 200, ×0.8 at 300
 MAX_UNKNOWNS = 200
 
 _REPORTED = False

@@ -364,3 +364,30 @@ def test_a_chosen_solver_keeps_the_numpy_path():
     cs, note = compiled.make(pr.sys, "on", pr.stepper.op)
     assert cs is None and "ksp_type gmres" in note
     assert compiled.make(pr.sys, "auto", pr.stepper.op) == (None, None)
+
+
+def test_step_reads_h_at_every_call():
+    """Variable steps set ``stepper.h`` before each call (the adaptive loop): the compiled
+    step must follow it like the numpy one.  20 steps alternating h = 1e-3 / 4e-4 on both
+    paths: within the per-quantity bounds of the smaller βh² (module docstring; measured
+    ≤ 1e-7 of them — a step that kept a stale h would be off by ~1e-4 in q)."""
+    cfg = ROOT / "configs" / "fivebar.toml"
+    runs = []
+    for mode in ("off", "auto"):
+        pr = _problem(cfg, f"simulation.compiled={mode}")
+        st, p = pr.stepper, pr.sys.p
+        x, t, X = st.initial(0.0, p), 0.0, []
+        for k in range(20):
+            st.h = 1e-3 if k % 2 == 0 else 4e-4
+            x, _ = st.step(k, t, x, p)
+            t += st.h
+            X.append(x)
+        runs.append([np.array(z) for z in zip(*X)])       # q, v, a, λ (20, ·)
+    assert pr.stepper.compiled is not None
+    (q0, v0, a0, l0), (q1, v1, a1, l1) = runs
+    assert not np.allclose(q0[1], q0[0], rtol=0, atol=1e-9)     # it moved
+    st.h = 4e-4
+    tr = type("T", (), {"q": q0, "x": lambda self, k: (q0[0], v0[0], a0[0], l0[0])})()
+    bound = _bounds(pr, tr, 20)
+    for k, (u, w) in zip(("q", "v", "a", "lam"), ((q0, q1), (v0, v1), (a0, a1), (l0, l1))):
+        assert np.max(np.abs(u - w)) <= bound[k], k

@@ -54,7 +54,8 @@ def events(text, stage):
 
 
 def test_simulate_shows_the_forward_stage_and_one_newton_event_per_step():
-    out = cli("simulate", FIVEBAR, *SHORT)
+    # the numpy path's events (the compiled step of small models assembles nothing: below)
+    out = cli("simulate", FIVEBAR, *SHORT, "--set", "simulation.compiled=off")
     st = stages(out)
     assert "parmbs forward" in st and st["parmbs forward"] > 0, st
     assert "parmbs adjoint" not in st                       # a stage only when its phase ran
@@ -62,6 +63,17 @@ def test_simulate_shows_the_forward_stage_and_one_newton_event_per_step():
     assert ev["ParmbsNewton"] == STEPS, ev                  # one event per step
     assert ev["ParmbsResidual"] > STEPS and ev["ParmbsAssemble"] > STEPS, ev
     assert ev["KSPSolve"] >= STEPS                          # PETSc's own events sit in our stage
+
+
+def test_compiled_step_is_one_newton_event_per_step():
+    """The compiled step (parmbs/compiled) is logged as ParmbsNewton too; it evaluates
+    and factors inside numba, so the forward stage has no residual/assembly events per
+    step (only the initial state's) and no KSPSolve per step."""
+    pytest.importorskip("numba")
+    out = cli("simulate", FIVEBAR, *SHORT)
+    ev = events(out, "parmbs forward")
+    assert ev["ParmbsNewton"] == STEPS, ev
+    assert ev.get("ParmbsAssemble", 0) < STEPS and ev.get("KSPSolve", 0) < STEPS, ev
 
 
 @pytest.mark.parametrize("method,stage,event", [("adjoint", "parmbs adjoint", "ParmbsAdjStep"),

@@ -22,6 +22,8 @@ Bounds and their estimates (ε = 2.2e-16, Q = max |q| = 2.36):
   max |∇ψ| for ψ3.  Measured 1.2e-7; bound 1e-6.
 """
 import pathlib
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -96,3 +98,20 @@ def test_adapt_refused(tmp_path):
     cfg.write_text(FIVEBAR.read_text() + "\n[simulation.adapt]\nrtol = 1e-6\n")
     with pytest.raises(ConfigError, match="simulation.adapt"):
         load_config(cfg, SHORT + ['simulation.integrator="ts-alpha2"'])
+
+
+@pytest.mark.parametrize("extra, key", [
+    (["--set", "simulation.adapt.rtol=1e-6"], "simulation.adapt"),
+    (["--set", 'simulation.formulation="penalty"'], "simulation.integrator"),
+    (["-parmbs_ts_alpha_radius", "0.5"], "simulation.rho_inf"),     # PETSc's own α would not be ours
+])
+def test_cli_bad_combination_exit_2(tmp_path, extra, key):
+    cfg = ROOT / "configs" / "pendulum.toml"
+    r = subprocess.run([sys.executable, "-m", "parmbs", "simulate", str(cfg), "--set", "simulation.t_end=0.01",
+                        "--set", "simulation.progress=false", "--set", 'simulation.integrator="ts-alpha2"',
+                        "-o", str(tmp_path / "out.h5"), *extra],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"parmbs: error: {cfg}: {key}: "), r.stderr
+    assert not (tmp_path / "out.h5").exists()

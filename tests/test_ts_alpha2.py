@@ -8,12 +8,13 @@ Bounds and their estimates (ε = 2.2e-16, Q = max |q| = 2.36):
   recovering a from q, ε Q/(βh²) ≈ 1.9e-9 in a (v: ε Q/h, q: ε Q), which the
   trajectory carries on.  Bound: c N ε Q s_x with s_q = 1, s_v = 1/h, s_a = 1/(βh²),
   s_λ = s_a max|λ|/max|a| (λ from M a ≈ −Φ_qᵀλ), c = 10 for the few floating-point
-  operations per injection and their growth.  Measured / bound: q 0.18, v 0.03,
-  a 0.11, λ 0.20 (first step: Δa = 2.7e-9, one injection).  Newton starts from our
+  operations per injection and their growth.  Measured / bound: q 0.19, v 0.03,
+  a 0.12, λ 0.18 (against genalpha's compiled step; numpy step: q 0.18, λ 0.20; first
+  step: Δa = 2.7e-9, one injection).  Newton starts from our
   predictor (SNESSetComputeInitialGuess), so the iteration counts are equal.
 * Gradient: adjoint on TSALPHA2's trajectory vs our own direct: the persistent state
   differences ≤ N ε Q/h ≈ 2.6e-11, relative to |v| ≈ 0.43 about 6e-11; the a, λ
-  round-off alternates and averages out of the time integrals.  Measured 5.4e-12 of
+  round-off alternates and averages out of the time integrals.  Measured 5.5e-12 of
   max |∇ψ|; bound 1e-9.  TSALPHA2's adjoint vs its own direct (the same trajectory):
   6e-14.
 * vs central FD at relative step s = 1e-5: truncation C s² (C ≲ 3 on the five-bar,

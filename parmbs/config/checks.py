@@ -260,6 +260,9 @@ class _Checker:
             raise self.fail(
                 "simulation.integrator",
                 f"integrator {sim.integrator!r} does not go with formulation {sim.formulation!r} ({choices})")
+        if sim.integrator == "ts-alpha2" and sim.adapt is not None:
+            raise self.fail("simulation.adapt", "ts-alpha2 (PETSc TSALPHA2) runs fixed steps here; remove "
+                            "[simulation.adapt] or use integrator = \"genalpha\", whose steps adapt")
         if sim.stabilization == "ggl" and not (sim.formulation == "index3" and sim.integrator in GGL_INTEGRATORS):
             raise self.fail("simulation.stabilization",
                             f"\"ggl\" stabilizes the index3 integrators {', '.join(GGL_INTEGRATORS)}, not "

@@ -146,8 +146,11 @@ CLASS = {
     "Simulation.formulation": ("", "equations of motion: index-3 DAE, penalty, index-1, Maggi or "
                                    "semi-recursive Matrix-R (each accepts the integrators listed in "
                                    "`FORMULATION_INTEGRATORS`: see the table below)"),
-    "Simulation.integrator": ("", "time integrator (see the table below)"),
-    "Simulation.rho_inf": ("", "spectral radius at infinite frequency ρ∞ of generalized-α"),
+    "Simulation.integrator": ("", "time integrator (see the table below); `ts-alpha2`: generalized-α on PETSc "
+                                  "TSALPHA2, the same discrete equations as `genalpha` (equal to round-off, "
+                                  "forward and gradient), fixed steps"),
+    "Simulation.rho_inf": ("", "spectral radius at infinite frequency ρ∞ of generalized-α (`genalpha`, "
+                               "`ts-alpha2`)"),
     "Simulation.beta": ("", "Newmark β (integrator `newmark`)"),
     "Simulation.gamma": ("", "Newmark γ (integrator `newmark`)"),
     "Simulation.theta": ("", "θ of `ts-theta`"),

@@ -22,6 +22,9 @@ def make_stepper(system, sim, **kw):
 def _make(system, sim, **kw):
     f = sim.formulation
     if f == "index3":
+        if sim.integrator == "ts-alpha2":           # generalized-α on PETSc TSALPHA2
+            from ..integrators.ts_alpha2 import make_alpha2_stepper
+            return make_alpha2_stepper(system, sim, **kw)
         if sim.integrator == "variational":
             from ..integrators.variational import make_variational_stepper
             return make_variational_stepper(system, sim, **kw)

@@ -1,0 +1,389 @@
+"""Generalized-α of the index-3 equations on PETSc TS (``integrator = "ts-alpha2"``).
+
+PETSc's TSALPHA2 (src/ts/impls/implicit/alpha/alpha2.c, Chung–Hulbert 1993) steps a
+second-order system F(t, X, Ẋ, Ẍ) = 0; here X = (q, λ), the multipliers among the
+unknowns.  Per step it solves with SNES for X_{n+1} (not for a_{n+1} as our
+NewmarkFamily does), with the Newmark update
+
+    A_{n+1} = (X_{n+1} − X_n − h V_n)/(βh²) − (1 − 2β)/(2β) A_n
+    V_{n+1} = V_n + h [(1 − γ) A_n + γ A_{n+1}]
+
+— the same as ours (integrators/newmark.py) — and its α weights on the *new* state:
+α_m^P = 1 − α_m, α_f^P = 1 − α_f (TSAlpha2SetRadius: α_m^P = (2−ρ∞)/(1+ρ∞),
+α_f^P = 1/(1+ρ∞); γ and β equal ours).
+
+Where the two forms differ.  TSALPHA2 evaluates the user's F *once*, at interpolated
+states: F(t_n + α_f^P h, X_a, V_a, A_a) with X_a = X_n + α_f^P (X_{n+1} − X_n) (V_a, A_a
+likewise, A with α_m^P), scaled by 1/α_f^P.  Our scheme interpolates *residuals*:
+R₁ = (1−α_m) r_I(x_{n+1}) + (1−α_f)[r_F + Φ_qᵀλ](x_{n+1}) + α-weighted terms at x_n.
+For a linear, constant-coefficient system the two coincide; for a multibody system
+(M(q), Φ_q(q), forces nonlinear in q, v) they differ by O(h²) per step, so a plain
+physical I2Function would *not* reproduce our stepper to round-off.  Reproduction is
+exact here because the I2Function is not a physical residual at X_a: X_a is affine in
+the unknown, so it recovers the end state,
+
+    X_{n+1} = X_n + (X_a − X_n)/α_f^P,   a_{n+1}, v_{n+1}: the Newmark update above,
+
+and returns our interpolated residual R(x_{n+1}; x_n) with the h²-scaled constraint
+rows Φ(q_{n+1})/(βh²).  TSALPHA2 owns the time loop, the Newmark update, the SNES
+Newton solve (our convergence test: the position update |ΔX_q|∞ = βh²|Δa|∞ below
+atol + rtol |q|) and the LU of its Jacobian
+
+    J_P = d(F/α_f^P)/dX_{n+1} = J diag(1/(βh²) I_n, I_m) / α_f^P
+
+(J: our Newton matrix in z = (a, λ)).  Its own V_a, A_a are checked against ours at
+every step (they agree when its A_0 is the consistent initial acceleration).
+
+Initial acceleration.  TSALPHA2 does not take A_0: at its first step
+(TSAlpha_Restart) it runs two backward-Euler half steps (parameters 1, 1, 1, ½) and
+sets A_0 = (−3V_0 + 4V_1 − V_2)/(h/2) — twice the backward-difference derivative (PETSc
+3.18; measured: a constant Ẍ = c in both half steps gives A_0 = 2c).  During those
+half steps the I2Function here is F = (Ẍ_q − a_0/2, X_λ − λ_0), so A_0 = a_0, the
+consistent acceleration of InitialState, and the λ rows stay at λ_0.  Should a PETSc
+version change that formula, the per-step check of A_a names it.
+
+Round-off.  TSALPHA2's unknown is the position, ours the acceleration: a_{n+1} recovered
+from X_{n+1} carries ε|q|/(βh²) (and v_{n+1} ε|q|γ/(βh)), X_{n+1} from X_a a factor
+1/α_f^P of ε|X|.  That, propagated over the run by the dynamics, is the agreement
+bound of tests/test_ts_alpha2.py.
+
+Derivatives: the discrete equations are ours, so ``direct`` and ``adjoint`` are
+NewmarkFamily's tangent and adjoint sweeps over the TS's stored trajectory (PETSc has
+no TSAdjoint for TSALPHA2).  Fixed steps only (simulation.adapt refused in
+config/checks.py), trajectory in memory (checkpoint schedule 'all'), the TS on
+COMM_SELF (replicated on every rank), rigid and beam models (not FFR continua, whose
+Newton matrices are structured operators).
+"""
+import ctypes
+
+import numpy as np
+
+from .._petsc import PETSc
+from .._log import stage, instrument
+from ..model.system import ModelError
+from ..petsc_options import _libpetsc, set_config_options
+from .newmark import NewmarkFamily, StepError
+from .ts import PREFIX, TS_PREFIX
+
+#: TSAlpha_Restart's parameters (α_m, α_f, γ, β) during its backward-Euler half steps
+RESTART_PARAMS = (1.0, 1.0, 1.0, 0.5)
+#: TSAlpha_Restart's A_0 is this multiple of the constant Ẍ of its two half steps
+RESTART_FACTOR = 2.0
+
+
+def _alpha2_params(ts, params=None):
+    """TSAlpha2GetParams / TSAlpha2SetParams (petsc4py 3.18's get/setAlphaParams call
+    the first-order TSALPHA's functions, which TSALPHA2 does not have)."""
+    lib = _libpetsc()
+    h = ctypes.c_void_p(ts.handle)
+    if params is not None:
+        lib.TSAlpha2SetParams.argtypes = [ctypes.c_void_p] + [ctypes.c_double] * 4
+        if lib.TSAlpha2SetParams(h, *params) != 0:
+            raise RuntimeError("TSAlpha2SetParams failed")
+        return tuple(params)
+    v = [ctypes.c_double() for _ in range(4)]
+    if lib.TSAlpha2GetParams(h, *[ctypes.byref(x) for x in v]) != 0:
+        raise RuntimeError("TSAlpha2GetParams failed")
+    return tuple(x.value for x in v)
+
+
+class TSAlpha2Stepper:
+    """Whole-run stepper: ``forward`` on TSALPHA2, ``direct``/``adjoint`` by
+    NewmarkFamily's sweeps over its trajectory (module docstring)."""
+
+    name = "ts-alpha2"
+
+    def __init__(self, system, sim, design_map=None, ndesign=0, comm=None, native=False):
+        self.sim = sim
+        #: PETSc's own form instead (benchmarks/ts_alpha2_native.py only): the residual
+        #: *at* the interpolated state, F = r(t_a, x_a) + Φ_q(q_a)ᵀλ_a, Φ(q_a)/(βh²) —
+        #: not our scheme (module docstring); no derivatives
+        self.native = native
+        nm = NewmarkFamily.genalpha(system, sim.dt, sim.rho_inf, newton=sim.newton,
+                                    petsc_options=sim.petsc_options, design_map=design_map,
+                                    ndesign=ndesign, comm=PETSc.COMM_SELF)
+        if nm.schur is not None:
+            raise ModelError("simulation.integrator", "ts-alpha2 does not run FFR continua (their Newton "
+                             "matrices are structured operators); use integrator = \"genalpha\"")
+        self.nm = instrument(nm)            # its tangent/adjoint steps logged (-log_view)
+        self.init, self.plan, self.sys = nm.init, nm.plan, system
+        #: PETSc's parameters (weights on the new state), from ours
+        self.params = (1.0 - nm.am, 1.0 - nm.af, nm.gamma, nm.beta)
+        defaults = {(k[3:] if k.startswith("ts_") else k): v for k, v in sim.petsc_options.items()}
+        defaults.setdefault("pc_factor_mat_ordering_type", "natural")    # saddle point: no pivoting
+        defaults.setdefault("snes_linesearch_type", "basic")
+        set_config_options(PREFIX, defaults)
+
+    @property
+    def h(self):
+        return self.nm.h
+
+    @h.setter
+    def h(self, value):
+        self.nm.h = value
+
+    # -- the step's state from TSALPHA2's unknown X_{n+1} = (q, λ) ------------------------------
+    def _newmark(self, q1):
+        """(v_{n+1}, a_{n+1}) from q_{n+1}: TSALPHA2's update (TSAlpha_StageVecs), same order
+        of operations."""
+        q0, v0, a0, _ = self._x
+        h, b, g = self.h, self.nm.beta, self.nm.gamma
+        a1 = (-(1 - 2 * b) / (2 * b)) * a0 + (1 / (h * h * b)) * ((q1 - q0) - h * v0)
+        v1 = v0 + (h * g) * ((1.0 - g) / g * a0 + a1)
+        return v1, a1
+
+    def _state(self, Xa, Va, Aa):
+        """x_{n+1} = (q, v, a, λ) and our evaluator there, from the interpolated X_a."""
+        key = Xa.tobytes()
+        if self._cache is not None and self._cache[0] == key:
+            return self._cache[1]
+        n = self.sys.n
+        amP, afP = self.params[:2]
+        X0 = self._X0
+        X1 = X0 + (Xa - X0) / afP
+        q1, lam1 = X1[:n], X1[n:]
+        v1, a1 = self._newmark(q1)
+        self._check_interpolation(v1, a1, Va[:n], Aa[:n], amP, afP)
+        x1 = (q1, v1, a1, lam1)
+        ev = self.nm._eval(self._t1, x1, self._p)
+        self._cache = (key, (x1, ev))
+        return x1, ev
+
+    def _check_interpolation(self, v1, a1, Va, Aa, amP, afP):
+        """TSALPHA2's own V_a, A_a against ours: equal up to the round-off of recovering
+        a from X (ε|q|/(βh²), module docstring); 1e-6 of the scale catches an A_0 that is
+        not the consistent one (an O(1) difference), not round-off."""
+        _, v0, a0, _ = self._x
+        ea = np.max(np.abs(Aa - (a0 + amP * (a1 - a0))), initial=0.0)
+        ev = np.max(np.abs(Va - (v0 + afP * (v1 - v0))), initial=0.0)
+        sa = 1.0 + np.max(np.abs(a1), initial=0.0)
+        sv = 1.0 + np.max(np.abs(v1), initial=0.0)
+        if not (ea <= 1e-6 * sa and ev <= 1e-6 * sv):
+            raise RuntimeError(f"TSALPHA2's interpolated acceleration/velocity differ from the generalized-α "
+                               f"update by {ea:.2e}/{ev:.2e} at step {self._k + 1}: its initial acceleration "
+                               f"(TSAlpha_Restart) is not the consistent one")
+
+    # -- TS callbacks -----------------------------------------------------------------------------
+    def _restarting(self, ts):
+        return _alpha2_params(ts) == RESTART_PARAMS
+
+    def _prestep(self, ts):
+        k = ts.getStepNumber()
+        g = self._grid
+        self._k, self._x = k, self._states[k]
+        self.h = g.h[k]
+        self._t1 = g.t[k] + g.h[k]
+        self._X0 = np.r_[self._x[0], self._x[3]]
+        nm = self.nm
+        self._R_old = 0.0
+        if nm.am or nm.af:
+            self._R_old = nm._eval(g.t[k], self._x, self._p).residual(nm.am, nm.af)
+        self._cache = None
+
+    def _i2function(self, ts, t, X, V, A, F):
+        n = self.sys.n
+        Xa, Va, Aa = (u.getArray(readonly=True).copy() for u in (X, V, A))
+        if self._restarting(ts):
+            # backward-Euler half steps: Ẍ_q = a_0/2 (A_0 = 2c, module docstring), λ = λ_0
+            F.setArray(np.r_[Aa[:n] - self._x[2] / RESTART_FACTOR, Xa[n:] - self._x[3]])
+            return
+        nm = self.nm
+        bh2 = nm.beta * self.h * self.h
+        if self.native:
+            ev = self._native_eval(t, Xa, Va, Aa)
+            F.setArray(np.r_[ev.residual(1.0, 1.0), ev.phi() / bh2])
+            return
+        x1, ev = self._state(Xa, Va, Aa)
+        F.setArray(np.r_[ev.residual(1 - nm.am, 1 - nm.af) + self._R_old, ev.phi() / bh2])
+
+    def _i2jacobian(self, ts, t, X, V, A, shift_v, shift_a, J, P):
+        n, m = self.sys.n, self.sys.m
+        if self._restarting(ts):
+            P.zeroEntries()
+            d = P.createVecLeft()
+            d.setArray(np.r_[np.full(n, shift_a), np.ones(m)])
+            P.setDiagonal(d)
+        else:
+            nm = self.nm
+            if self.native:
+                self._native_matrix(self._native_eval(t, *(u.getArray(readonly=True).copy() for u in (X, V, A))))
+            else:
+                _, ev = self._state(*(u.getArray(readonly=True).copy() for u in (X, V, A)))
+                nm._set_matrix(ev.real())
+            nm.op.A.copy(P, PETSc.Mat.Structure.SAME_NONZERO_PATTERN)
+            afP, bh2 = self.params[1], nm.beta * self.h * self.h
+            s = P.createVecRight()
+            s.setArray(np.r_[np.full(n, 1.0 / (bh2 * afP)), np.full(m, 1.0 / afP)])
+            P.diagonalScale(None, s)
+        P.assemble()
+        if J != P:
+            J.assemble()
+        return True
+
+    def _guess(self, snes, X):
+        """Newton's first iterate: ours, X = (q̂ + βh² a_n, λ_n) — the predictor with the
+        old acceleration — not TSALPHA2's X_n (SNESSetComputeInitialGuess; the restart's
+        half steps keep X_n).  Same start, same iterates: 2 instead of 3 Newton
+        iterations per step on the five-bar."""
+        ts = self._ts
+        if self._restarting(ts):
+            return
+        qp, _ = self.nm._predict(self._x)
+        h = self.h
+        X.setArray(np.r_[qp + self.nm.beta * h * h * self._x[2], self._x[3]])
+
+    def _native_eval(self, t, Xa, Va, Aa):
+        n = self.sys.n
+        return self.nm._eval(t, (Xa[:n], Va[:n], Aa[:n], Xa[n:]), self._p)
+
+    def _native_matrix(self, ev):
+        """d/dz of the native residual, z = (a_{n+1}, λ_{n+1}): q_a, v_a, a_a move by
+        α_f^P βh², α_f^P γh, α_m^P per unit of a_{n+1}, λ_a by α_f^P per unit of λ_{n+1}."""
+        nm, h = self.nm, self.h
+        amP, afP = self.params[:2]
+        bh2 = nm.beta * h * h
+        F = ev.force_blocks(afP * bh2, afP * nm.gamma * h, amP, 1.0, 1.0)
+        H = [afP * bh2 * Hb for Hb in ev.hess_blocks()]
+        G = ev.phi_q_blocks()
+        nm.op.set_values(F + H + [afP * Gb for Gb in G] + [afP * np.swapaxes(Gb, 1, 2) for Gb in G]
+                         + nm.zero_diag)
+
+    def _converged(self, snes, it, norms):
+        """Our Newton test (newton_acceleration_form): |ΔX_q|∞ = βh²|Δa|∞ ≤ atol + rtol|q|∞."""
+        R = PETSc.SNES.ConvergedReason
+        if it == 0:
+            return R.ITERATING
+        n, tol = self.sys.n, self.sim.newton
+        dX = snes.getSolutionUpdate().getArray(readonly=True)
+        X = snes.getSolution().getArray(readonly=True)
+        if not (np.all(np.isfinite(dX)) and np.all(np.isfinite(X))):
+            return R.DIVERGED_FNORM_NAN
+        dq = np.max(np.abs(dX[:n]), initial=0.0)
+        if dq <= tol.atol + tol.rtol * np.max(np.abs(X[:n]), initial=0.0):
+            return R.CONVERGED_SNORM_RELATIVE
+        return R.DIVERGED_MAX_IT if it >= tol.max_it else R.ITERATING
+
+    def _make_ts(self, problem, N):
+        n, m = self.sys.n, self.sys.m
+        ts = PETSc.TS().create(comm=PETSc.COMM_SELF)
+        ts.setOptionsPrefix(TS_PREFIX)
+        ts.getSNES().setOptionsPrefix(PREFIX)
+        ts.setProblemType(ts.ProblemType.NONLINEAR)
+        ts.setType("alpha2")
+        _alpha2_params(ts, self.params)
+        self._F = PETSc.Vec().createSeq(n + m)
+        self._J = self.nm.op.A.duplicate(copy=False)
+        ts.setI2Function(self._i2function, self._F)
+        ts.setI2Jacobian(self._i2jacobian, self._J)
+        ts.setTime(problem.t0)
+        ts.setTimeStep(self._grid.h[0])
+        ts.setMaxTime(self._grid.t[-1])
+        ts.setMaxSteps(N)
+        ts.setExactFinalTime(ts.ExactFinalTime.MATCHSTEP)
+        ts.setPreStep(self._prestep)
+        ts.setFromOptions()
+        got = _alpha2_params(ts)
+        if not np.allclose(got, self.params, rtol=0.0, atol=0.0):
+            raise ModelError("simulation.rho_inf", f"the TSALPHA2 parameters {got} from PETSc options "
+                             f"(-{TS_PREFIX}ts_alpha_*) differ from simulation.rho_inf's {self.params}; "
+                             "set rho_inf instead")
+        snes = ts.getSNES()
+        snes.setConvergenceTest(self._converged)
+        self._ts = ts
+        snes.setInitialGuess(self._guess)
+        snes.setTolerances(max_it=self.sim.newton.max_it)
+        return ts
+
+    # -- forward ---------------------------------------------------------------------------------------
+    @stage("forward")
+    def forward(self, problem, p, progress=None, on_step=None):
+        from ..sensitivity.problem import Trajectory
+        sys = self.sys
+        n = sys.n
+        grid = self._grid = problem.grid
+        N = grid.steps
+        self._p, self._cache = p, None
+        x0 = self.nm.initial(grid.t[0], p)
+        self._states = [x0]
+        its = []
+        guard = getattr(problem, "guard", None)
+        state = {}
+        ts = self._make_ts(problem, N)
+
+        def monitor(ts_, k, t, u):
+            if k == 0:
+                x = x0
+                if guard is not None:
+                    guard.start(0, grid.t[0], x, p)
+            else:
+                X = u.getArray(readonly=True).copy()
+                self._x = self._states[k - 1]
+                self.h = grid.h[k - 1]
+                v1, a1 = self._newmark(X[:n])
+                x = (X[:n], v1, a1, X[n:])
+                if not all(np.all(np.isfinite(y)) for y in x):
+                    state["error"] = StepError(f"step {k} (t = {grid.t[k]:.6g}): non-finite state")
+                    raise state["error"]
+                if guard is not None:
+                    try:
+                        guard.check(k, grid.t[k], x)
+                    except StepError as e:
+                        state["error"] = e
+                        raise
+                self._states.append(x)
+                its.append(ts_.getSNES().getIterationNumber())
+            if on_step:
+                on_step(k, grid.t[k], x)
+            if progress and k > 0:
+                progress(k, N)
+
+        ts.setMonitor(monitor)
+        X = PETSc.Vec().createSeq(n + sys.m)
+        X.setArray(np.r_[x0[0], x0[3]])
+        V = X.duplicate()
+        V.setArray(np.r_[x0[1], np.zeros(sys.m)])
+        ts.setSolution2(X, V)
+        try:
+            ts.solve(X)
+        except PETSc.Error:
+            if "error" in state:
+                raise state["error"] from None
+            k = len(self._states)
+            raise StepError(f"step {k} (t = {grid.t[min(k, N)]:.6g}): the TSALPHA2 step failed "
+                            f"(Newton did not converge in {self.sim.newton.max_it} iterations)") from None
+        finally:
+            self._cache = None
+        reason = ts.getConvergedReason()
+        self._ts = None
+        ts.destroy()
+        if reason < 0 or len(self._states) != N + 1:
+            k = len(self._states)
+            raise StepError(f"step {k} (t = {grid.t[min(k, N)]:.6g}): TSALPHA2 stopped (reason {reason}: "
+                            f"Newton did not converge)")
+        S = self._states
+        traj = Trajectory(np.array(grid.t), *(np.array([s[i] for s in S]) for i in range(4)),
+                          np.array(its, np.int64), grid)
+        self._states = None
+        return traj
+
+    # -- derivatives: NewmarkFamily's sweeps over this trajectory ------------------------------------
+    def _sweep(self, problem, p, method):
+        traj = problem.traj
+        if traj is None or not np.array_equal(getattr(traj, "p", None), p):
+            problem.forward(p)
+        stepper, problem.stepper = problem.stepper, self.nm     # Problem's in-memory sweeps
+        try:
+            return getattr(problem, method)(p)
+        finally:
+            problem.stepper = stepper
+
+    def direct(self, problem, p):
+        return self._sweep(problem, p, "_direct_columns")
+
+    def adjoint(self, problem, p):
+        return self._sweep(problem, p, "_adjoint_columns")
+
+
+def make_alpha2_stepper(system, sim, design_map=None, ndesign=0, comm=None):
+    """The TSALPHA2 stepper for ``formulation = "index3"``, ``integrator = "ts-alpha2"``."""
+    return TSAlpha2Stepper(system, sim, design_map, ndesign, comm)

@@ -80,7 +80,7 @@ import numpy as np
 from ..model.assembly import SparseOperator
 from ..model.evaluation import EvalPlan, LocalOperator, StateEval
 from .initial import InitialState
-from .newmark import StepError, _singular, saddle_point_pattern
+from .newmark import NewmarkParameterSets, StepError, _singular, saddle_point_pattern
 
 
 def _shift(idx, off):
@@ -93,7 +93,7 @@ def _shifted(op, nrows, row_offset):
     return LocalOperator(nrows, op.shape[1], [(_shift(r, row_offset), c, B) for r, c, B in op.parts])
 
 
-class GGLNewmarkFamily:
+class GGLNewmarkFamily(NewmarkParameterSets):
     """The Newmark family (newmark.NewmarkFamily's parameters) on the stabilized index-2
     (GGL) equations; see the module docstring for the scheme and its derivatives."""
 
@@ -138,21 +138,6 @@ class GGLNewmarkFamily:
         sblocks, _ = saddle_point_pattern(system)
         self.init = InitialState(system, SparseOperator(n + m, sblocks, comm=comm, options=petsc_options),
                                  self.design_map, ndesign, newton, comm=comm)
-
-    # -- named parameter sets (as NewmarkFamily) ----------------------------------------------
-    @classmethod
-    def trapezoidal(cls, system, h, **kw):
-        return cls(system, h, 0.0, 0.0, 0.25, 0.5, **kw)
-
-    @classmethod
-    def newmark(cls, system, h, beta=0.25, gamma=0.5, **kw):
-        return cls(system, h, 0.0, 0.0, beta, gamma, **kw)
-
-    @classmethod
-    def genalpha(cls, system, h, rho_inf=0.9, **kw):
-        am = (2 * rho_inf - 1) / (rho_inf + 1)
-        af = rho_inf / (rho_inf + 1)
-        return cls(system, h, am, af, 0.25 * (1 - am + af) ** 2, 0.5 - am + af, **kw)
 
     # -- pieces shared by the three steps ---------------------------------------------------------
     def _eval(self, t, x, p):

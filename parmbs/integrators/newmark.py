@@ -103,7 +103,29 @@ def _singular(ev, step, t):
     return singular_configuration(ev.sys, t, ev.q, ev.p, step)
 
 
-class NewmarkFamily:
+class NewmarkParameterSets:
+    """The named parameter sets of the Newmark family (constructors of a stepper class
+    whose __init__ takes (system, h, α_m, α_f, β, γ, **kw)): shared by NewmarkFamily
+    and the GGL-stabilized family (ggl.py)."""
+
+    @classmethod
+    def trapezoidal(cls, system, h, **kw):
+        return cls(system, h, 0.0, 0.0, 0.25, 0.5, **kw)
+
+    @classmethod
+    def newmark(cls, system, h, beta=0.25, gamma=0.5, **kw):
+        return cls(system, h, 0.0, 0.0, beta, gamma, **kw)
+
+    @classmethod
+    def genalpha(cls, system, h, rho_inf=0.9, **kw):
+        """α_m, α_f, β, γ from ρ∞ (Chung & Hulbert 1993; module docstring)."""
+        am = (2 * rho_inf - 1) / (rho_inf + 1)
+        af = rho_inf / (rho_inf + 1)
+        g = 0.5 - am + af
+        return cls(system, h, am, af, 0.25 * (1 - am + af) ** 2, g, **kw)
+
+
+class NewmarkFamily(NewmarkParameterSets):
     name = "newmark-family"
 
     def __init__(self, system, h, alpha_m=0.0, alpha_f=0.0, beta=0.25, gamma=0.5,
@@ -143,22 +165,6 @@ class NewmarkFamily:
         from .. import compiled as _compiled
         self.compiled, self.compiled_note = (None, None) if self.schur is not None else \
             _compiled.make(system, compiled, self.op)
-
-    # -- named parameter sets ---------------------------------------------------------------
-    @classmethod
-    def trapezoidal(cls, system, h, **kw):
-        return cls(system, h, 0.0, 0.0, 0.25, 0.5, **kw)
-
-    @classmethod
-    def newmark(cls, system, h, beta=0.25, gamma=0.5, **kw):
-        return cls(system, h, 0.0, 0.0, beta, gamma, **kw)
-
-    @classmethod
-    def genalpha(cls, system, h, rho_inf=0.9, **kw):
-        am = (2 * rho_inf - 1) / (rho_inf + 1)
-        af = rho_inf / (rho_inf + 1)
-        g = 0.5 - am + af
-        return cls(system, h, am, af, 0.25 * (1 - am + af) ** 2, g, **kw)
 
     # -- pieces shared by the three steps ---------------------------------------------------------
     def _eval(self, t, x, p):

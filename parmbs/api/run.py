@@ -1,0 +1,218 @@
+"""``simulate``, ``gradient``, ``verify``: the CLI's commands as functions with numpy results.
+
+Thin wrappers over ``parmbs.sensitivity.problem.Problem`` (forward run, objective
+values, adjoint / direct / finite-difference / complex-step gradients) and
+``parmbs.sensitivity.verify`` (the bounds and verdicts of ``parmbs verify``).  Each
+takes a model as a ``Model`` (parmbs/api/model.py), a validated ``Config`` or a TOML
+path, plus ``--set``-style ``overrides`` and optionally a ``design``: new design
+values ρ, as an array (one per design column, ``problem.design.names``) or a dict
+{design name: value} (the others keep the config's values).
+
+The numbers are the CLI's: the same Config runs the same code (``gradient`` is what
+``parmbs gradient`` computes in one process; tests/test_api.py compares bit for bit).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import numpy as np
+
+from ..config import Config, load_config
+from .model import Model
+
+METHODS = ("adjoint", "direct", "fd", "cs")
+
+
+def as_config(model: Model | Config | str | os.PathLike, overrides: Iterable[str] = ()) -> Config:
+    """The validated Config of a Model, a Config (overrides applied by revalidating
+    its TOML dict) or a TOML file path."""
+    overrides = list(overrides)
+    if isinstance(model, Model):
+        return model.config(overrides)
+    if isinstance(model, Config):
+        if not overrides:
+            return model
+        return Model.from_dict(model.to_dict(), model.source or "<config>").config(overrides)
+    return load_config(model, overrides)
+
+
+def problem(model, overrides: Iterable[str] = (), comm=None):
+    """``Problem(config)``: the model, stepper, design space and objectives (for loops of
+    your own: ``objective_function``, examples/optimize_tao.py)."""
+    from ..sensitivity.problem import Problem
+    return Problem(as_config(model, overrides), comm=comm)
+
+
+def design_parameters(pr, design=None) -> np.ndarray:
+    """The model parameter vector p with ``design`` (array or {name: value}) written in."""
+    if design is None:
+        return pr.sys.p.copy()
+    rho = np.array(pr.design.values(pr.sys.p), dtype=float)
+    if isinstance(design, dict):
+        names = list(pr.design.names)
+        for name, value in design.items():
+            if name not in names:
+                raise KeyError(f"no design variable {name!r} (known: {', '.join(names)})")
+            rho[names.index(name)] = value
+    else:
+        new = np.asarray(design, dtype=float)
+        if new.shape != rho.shape:
+            raise ValueError(f"design has shape {new.shape}, expected {rho.shape} ({len(rho)} design columns)")
+        rho = new
+    return pr.design.apply(pr.sys.p, rho)
+
+
+@dataclass
+class Run:
+    """A forward run: time t (N+1,), states q, v, a (N+1, n) and multipliers lam
+    (N+1, m); ``coordinates`` names q's columns; ``values`` {objective: ψ}; design
+    names and values ρ; ``problem`` the Problem it ran in (its ``traj`` is this run)."""
+    t: np.ndarray
+    q: np.ndarray
+    v: np.ndarray
+    a: np.ndarray
+    lam: np.ndarray
+    coordinates: list
+    values: dict
+    design: list
+    rho: np.ndarray
+    problem: Any = field(repr=False)
+
+    def coordinate(self, name: str) -> np.ndarray:
+        """The history of one coordinate, e.g. ``run.coordinate("B12.angle")``."""
+        return self.q[:, self.coordinates.index(name)]
+
+
+@dataclass
+class Gradient:
+    """ψ and ∇ψ: ``values`` {objective: ψ}, ``gradients`` {objective: array over the
+    design columns ``design``} at design values ``rho``, by ``method``."""
+    values: dict
+    gradients: dict
+    design: list
+    rho: np.ndarray
+    method: str
+    problem: Any = field(repr=False)
+
+    def as_dict(self) -> dict:
+        """{objective: {design name: dψ/dρ}} (the JSON's layout, docs/output.md)."""
+        return {o: dict(zip(self.design, map(float, g))) for o, g in self.gradients.items()}
+
+
+def _forward(pr, p):
+    from ..io.hdf5 import coordinate_names
+    traj = pr.forward(p)
+    return Run(traj.t, traj.q, traj.v, traj.a, traj.lam, coordinate_names(pr.sys), pr.objective_values(),
+               list(pr.design.names), np.asarray(pr.design.values(p), float), pr)
+
+
+def simulate(model, design=None, overrides: Iterable[str] = ()) -> Run:
+    """Run the model forward (``parmbs simulate``); returns a ``Run``."""
+    pr = problem(model, overrides)
+    return _forward(pr, design_parameters(pr, design))
+
+
+def gradient(model, method: str = "adjoint", design=None, overrides: Iterable[str] = ()) -> Gradient:
+    """ψ and ∇ψ of every objective (``parmbs gradient``): ``method`` adjoint (one
+    backward sweep), direct (one tangent column per design variable), fd (central
+    differences, ``sensitivity.fd_step``) or cs (complex step)."""
+    if method not in METHODS:
+        raise ValueError(f"method {method!r} not in {METHODS}")
+    pr = problem(model, overrides)
+    p = design_parameters(pr, design)
+    run = _forward(pr, p)
+    if method == "adjoint":
+        grads = pr.adjoint()
+    elif method == "direct":
+        grads = pr.direct()
+    elif method == "fd":
+        if design is not None:
+            pr.sys.p = p                   # finite_differences perturbs around sys.p
+        grads = pr.finite_differences(pr.config.sensitivity.fd_step)
+    else:
+        from ..sensitivity.complex_step import complex_step_gradient
+        grads = complex_step_gradient(pr, p)
+    return Gradient(run.values, {o: np.asarray(g, float) for o, g in grads.items()}, run.design, run.rho,
+                    method, pr)
+
+
+def objective_function(pr, objective: str):
+    """``f(rho) -> (ψ, dψ/dρ)`` of one objective: one forward run and one adjoint sweep
+    per call (the pattern of scipy's ``jac=True`` and of TAO's objective-gradient
+    callback).  ``f.evaluations`` counts the calls."""
+    def f(rho):
+        p = pr.design.apply(pr.sys.p, np.asarray(rho, dtype=float))
+        pr.forward(p)
+        f.evaluations += 1
+        return pr.objective_values()[objective], pr.adjoint()[objective]
+    f.evaluations = 0
+    return f
+
+
+@dataclass
+class Verification:
+    """``parmbs verify`` as data: one ``verify.Check`` per (objective, design variable)
+    (adjoint, direct, complex step, FD plateau, bounds, ``status``), the Taylor test's
+    observed order per objective, and ``failures`` (empty: the gradients stand)."""
+    values: dict
+    checks: list
+    taylor_order: dict
+    failures: list
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+
+def verify(model, overrides: Iterable[str] = ()) -> Verification:
+    """Adjoint vs direct within the measured round-off bound, confirmed by complex step
+    or an FD step sweep, and a Taylor test (sensitivity/verify.py holds the estimates
+    behind every bound); what ``parmbs verify`` prints, returned instead."""
+    from ..sensitivity import verify as V
+    pr = problem(model, overrides)
+    cfg = pr.config
+    traj = pr.forward()
+    values = pr.objective_values(traj)
+    p0 = pr.sys.p.copy()
+    adj, dirg = pr.adjoint(), pr.direct()
+    sigma = V.roundoff_sigma(pr, adj, dirg)
+    cs = None
+    if cfg.simulation.formulation in ("index3", "index1", "maggi") and not cfg.simulation.integrator.startswith("ts-"):
+        from ..model.system import ModelError
+        from ..sensitivity.complex_step import complex_step_gradient
+        try:
+            cs = complex_step_gradient(pr, p0)
+        except (ModelError, TypeError):      # a stepper that does not run in complex
+            cs = None
+        pr.forward(p0)
+    sweeps = V.fd_sweep(pr, p0)
+    rtol = cfg.simulation.newton.rtol
+    checks = []
+    for o in adj:
+        a, d = np.asarray(adj[o], float), np.asarray(dirg[o], float)
+        bad = V.adjoint_direct_bound(sigma[o], a, d) if sigma is not None else V.fixed_bound(a, d)
+        gscale = max(float(np.max(np.abs(a), initial=0.0)), float(np.max(np.abs(d), initial=0.0)))
+        for j, n in enumerate(pr.design.names):
+            c = V.Check(o, n, float(a[j]), float(d[j]), float(bad[j]), newton_bias=V.newton_bias(gscale, rtol))
+            if cs is not None:
+                c.cs, c.bound_cs = float(cs[o][j]), V.cs_bound(float(bad[j]), pr.nsteps, gscale, rtol)
+            pl = sweeps[j].plateau(o)
+            if pl is not None:
+                c.fd_h, c.fd, c.fd_delta = sweeps[j].h[pl[0]], pl[1], pl[2]
+            checks.append(V.judge(c, pr.nsteps))
+    failures = [f"{c.objective}/{c.name}: {c.reason}" for c in checks if c.status == "FAILED"]
+    eps = list(V.TAYLOR_EPS)
+    r = V.taylor_remainders(pr, p0, values, adj, eps)
+    orders = {}
+    for o in adj:
+        order = V.taylor_orders(eps, r[o], values[o])[1]
+        orders[o] = order
+        if order is not None and not order >= V.MIN_TAYLOR_ORDER:
+            failures.append(f"{o}: Taylor order {order:.3f} < {V.MIN_TAYLOR_ORDER}")
+    return Verification(values, checks, orders, failures)
+
+
+__all__ = ["Run", "Gradient", "Verification", "as_config", "problem", "design_parameters", "simulate",
+           "gradient", "objective_function", "verify", "METHODS"]

@@ -137,3 +137,17 @@ def test_batch_mpi_example_equals_serial_gradients(tmp_path):
             for n, ref in zip(g.design, g.gradients[o]):
                 got = float(re.search(rf"^  {s} d{o}/d{n} = (\S+)$", out, re.M).group(1))
                 assert abs(got - ref) <= 1e-12 * scale, (s, o, n)
+
+
+def test_every_example_is_documented_and_run_here():
+    """Each examples/*.py (scripts; helpers are imported by them) is listed in
+    docs/python.md and run by a test of this file."""
+    with open(os.path.join(ROOT, "docs", "python.md"), encoding="utf-8") as fh:
+        doc = fh.read()
+    with open(os.path.abspath(__file__), encoding="utf-8") as fh:
+        here = fh.read()
+    names = sorted(f for f in os.listdir(os.path.join(ROOT, "examples")) if f.endswith(".py"))
+    assert len(names) >= 6
+    for f in names:
+        assert f"examples/{f}" in doc, f"{f} is not in docs/python.md"
+        assert f'"{f}"' in here, f"{f} is not run by tests/test_examples.py"

@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import pytest
 
-from parmbs.api import Model, as_config, gradient, simulate, verify
+from parmbs.api import Model, as_config, gradient, optimize, problem, simulate, verify
 from parmbs.config import ConfigError, load_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -168,3 +168,26 @@ def test_fd_and_cs_at_a_moved_design_agree_with_the_adjoint():
             scale = np.max(np.abs(adj.gradients[o]))
             assert np.max(np.abs(other.gradients[o] - adj.gradients[o])) <= rel * scale, (method, o)
             assert np.max(np.abs(nominal.gradients[o] - adj.gradients[o])) > 1e-3 * scale, o
+
+
+def test_optimize_is_the_cli_optimization(tmp_path):
+    """``optimize`` runs parmbs optimize's driver: the same final design and history
+    as the CLI on the same config (same input, same bytes), and the record in place."""
+    import subprocess
+    import h5py
+    ov = ["simulation.t_end=0.02", "optimize.objective=tip_deviation", "optimize.max_it=2"]
+    res = optimize(PENDULUM, tmp_path / "api.h5", overrides=ov)
+    assert res.code == 0 and res.objective == "tip_deviation" and res.path == str(tmp_path / "api.h5")
+    assert os.path.exists(res.path) and not os.path.exists(res.path + ".partial")
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    r = subprocess.run([sys.executable, "-m", "parmbs", "-q", "optimize", PENDULUM,
+                        *[a for s in ov for a in ("--set", s)], "-o", str(tmp_path / "cli.h5")],
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    with h5py.File(tmp_path / "cli.h5") as f:
+        assert np.array_equal(f["optimize/design"][()], res.rho)
+        rows = f["optimize/history"][:len(res.history)]     # the dataset grows in chunks
+        assert len(res.history) == 3                           # the start and 2 iterations
+        assert np.array_equal(rows[:, :5], res.history[:, :5])  # all but the wall time (HIST_COLS)
+    pr = problem(PENDULUM)
+    assert not np.array_equal(res.rho, pr.design.values(pr.sys.p)), "the design did not move"

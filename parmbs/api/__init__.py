@@ -1,5 +1,5 @@
 """The Python API: build a model in Python (``Model``), run it (``simulate``,
-``gradient``, ``verify``) with numpy results, write it as TOML (``Model.to_toml``).
+``gradient``, ``verify``, ``optimize``) with numpy results, write it as TOML (``Model.to_toml``).
 
 One schema, two front ends: a ``Model`` is the dict a TOML file parses to, validated
 by the loader's own code (parmbs/config/loader.py), so ``Model(...).config()`` and
@@ -8,8 +8,8 @@ docs/python.md; examples: examples/fivebar_api.py, custom_objective.py,
 optimize_tao.py, batch_mpi.py.
 """
 from .model import Model
-from .run import (Gradient, Run, Verification, as_config, design_parameters, gradient, objective_function,
-                  problem, simulate, verify)
+from .run import (Gradient, Optimized, Run, Verification, as_config, design_parameters, gradient,
+                  objective_function, optimize, problem, simulate, verify)
 
-__all__ = ["Model", "Run", "Gradient", "Verification", "as_config", "problem", "design_parameters",
-           "simulate", "gradient", "objective_function", "verify"]
+__all__ = ["Model", "Run", "Gradient", "Optimized", "Verification", "as_config", "problem",
+           "design_parameters", "simulate", "gradient", "objective_function", "optimize", "verify"]

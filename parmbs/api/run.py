@@ -1,8 +1,10 @@
-"""``simulate``, ``gradient``, ``verify``: the CLI's commands as functions with numpy results.
+"""``simulate``, ``gradient``, ``verify``, ``optimize``: the CLI's commands as functions
+with numpy results.
 
 Thin wrappers over ``parmbs.sensitivity.problem.Problem`` (forward run, objective
 values, adjoint / direct / finite-difference / complex-step gradients) and
-``parmbs.sensitivity.verify`` (the bounds and verdicts of ``parmbs verify``).  Each
+``parmbs.sensitivity.verify`` (the bounds and verdicts of ``parmbs verify``), and the
+optimization driver of ``parmbs optimize`` (parmbs/optimize/driver.py).  Each
 takes a model as a ``Model`` (parmbs/api/model.py), a validated ``Config`` or a TOML
 path, plus ``--set``-style ``overrides`` and optionally a ``design``: new design
 values ρ, as an array (one per design column, ``problem.design.names``) or a dict
@@ -152,6 +154,35 @@ def objective_function(pr, objective: str):
 
 
 @dataclass
+class Optimized:
+    """An optimization (``parmbs optimize``): ``code`` 0 done (converged or at
+    ``optimize.max_it``), otherwise the CLI's exit code; final design ``rho`` over
+    ``design``; ``history`` the record's per-iteration rows (docs/output.md,
+    ``/optimize/history``); ``path`` the record file."""
+    code: int
+    objective: str
+    design: list
+    rho: np.ndarray
+    history: np.ndarray
+    path: str
+
+
+def optimize(model, path, overrides: Iterable[str] = (), restart: bool = False, out=None) -> Optimized:
+    """TAO or MMA on the adjoint gradient, every evaluation recorded in the HDF5 file
+    ``path`` (written as ``path.partial`` and renamed when done; ``restart=True``
+    continues a partial record) — parmbs/optimize/driver.py, as ``parmbs optimize``.
+    ``out(line)`` receives the progress lines (default: none).  Method, objective,
+    bounds and tolerances come from ``[optimize]`` and ``[[design]]``."""
+    from ..optimize import Optimization
+    overrides = list(overrides)
+    cfg = as_config(model, overrides)
+    opt = Optimization(cfg, path, restart=restart, out=out or (lambda line: None), sets=overrides)
+    code, rho = opt.run()
+    return Optimized(code, opt.objective, list(opt.problem.design.names),
+                     None if rho is None else np.asarray(rho, float), np.asarray(opt.history), opt.path)
+
+
+@dataclass
 class Verification:
     """``parmbs verify`` as data: one ``verify.Check`` per (objective, design variable)
     (adjoint, direct, complex step, FD plateau, bounds, ``status``), the Taylor test's
@@ -214,5 +245,5 @@ def verify(model, overrides: Iterable[str] = ()) -> Verification:
     return Verification(values, checks, orders, failures)
 
 
-__all__ = ["Run", "Gradient", "Verification", "as_config", "problem", "design_parameters", "simulate",
-           "gradient", "objective_function", "verify", "METHODS"]
+__all__ = ["Run", "Gradient", "Optimized", "Verification", "as_config", "problem", "design_parameters",
+           "simulate", "gradient", "objective_function", "optimize", "verify", "METHODS"]

@@ -84,7 +84,10 @@ def test_a_lambda_objective_is_refused_with_the_key():
     m = build(0.1)
     with pytest.raises(ConfigError) as e:
         m.objective("bad", integrand=lambda *a: (0.0, {}))
-    assert e.value.key == "objectives.callable"
+    assert e.value.key == "objectives.bad.integrand" and "no importable name" in e.value.message
+    with pytest.raises(ConfigError) as e:
+        Model.from_toml("/nonexistent/model.toml")
+    assert str(e.value) == "/nonexistent/model.toml: <file>: no such file"
 
 
 def test_simulate_returns_the_trajectory_and_design_values():

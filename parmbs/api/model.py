@@ -55,7 +55,7 @@ def plain(value: Any) -> Any:
     return value
 
 
-def callable_spec(fn: Callable, source: str) -> str:
+def callable_spec(fn: Callable, source: str, key: str = "objectives.integrand") -> str:
     """``"module:function"`` naming ``fn`` for ``callable`` (objectives.load_callable).
 
     A function of the running script (``__main__``) is named by the script's file
@@ -65,13 +65,11 @@ def callable_spec(fn: Callable, source: str) -> str:
     name = getattr(fn, "__qualname__", "")
     module = getattr(fn, "__module__", None)
     if not name or "<" in name or "." in name or module is None:
-        raise ConfigError(source, "objectives.callable",
-                          f"{fn!r} has no importable name: define it at the top level of a module")
+        raise ConfigError(source, key, f"{fn!r} has no importable name: define it at the top level of a module")
     if module == "__main__":
         file = getattr(__import__("__main__"), "__file__", None)
         if not file:
-            raise ConfigError(source, "objectives.callable",
-                              f"{name} is defined interactively: put it in a module file and import it")
+            raise ConfigError(source, key, f"{name} is defined interactively: put it in a module file and import it")
         module = os.path.splitext(os.path.basename(file))[0]
     return f"{module}:{name}"
 
@@ -113,8 +111,12 @@ class Model:
         try:
             with open(file, "rb") as fh:
                 data = tomllib.load(fh)
+        except FileNotFoundError:                       # the loader's messages (config/loader.py)
+            raise ConfigError(file, "<file>", "no such file") from None
         except OSError as exc:
             raise ConfigError(file, "<file>", f"cannot read: {exc.strerror or exc}") from None
+        except UnicodeDecodeError as exc:
+            raise ConfigError(file, "<toml>", f"not UTF-8 text (byte {exc.start})") from None
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(file, "<toml>", f"syntax error: {exc}") from None
         return cls.from_dict(data, file)
@@ -161,7 +163,8 @@ class Model:
         ``integrand = "python"``, ``callable = "module:function"``."""
         fn = fields.get("integrand")
         if callable(fn):
-            fields = {**fields, "integrand": "python", "callable": callable_spec(fn, self.source)}
+            spec = callable_spec(fn, self.source, f"objectives.{name}.integrand")
+            fields = {**fields, "integrand": "python", "callable": spec}
         return self._add("objectives", name, fields)
 
     def scenario(self, name: str, set: dict[str, Any], **fields: Any) -> "Model":  # noqa: A002 (TOML key)

@@ -34,7 +34,6 @@ from parmbs.sensitivity.problem import Problem
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CONFIG = os.path.join(HERE, "..", "configs", "fivebar.toml")
-OBJ = ("psi1", "psi2", "psi3")
 STEPPERS = {"trap+ggl": ['simulation.integrator="trapezoidal"', 'simulation.stabilization="ggl"'],
             "genalpha": ['simulation.integrator="genalpha"', 'simulation.stabilization="none"']}
 
@@ -48,8 +47,8 @@ def peer(python, tol):
             return json.load(f)
 
 
-def run(overrides):
-    pr = Problem(load_config(CONFIG, overrides))
+def run(overrides, config=CONFIG):
+    pr = Problem(load_config(config, overrides))
     c0 = time.process_time()
     tr = pr.forward()
     c1 = time.process_time()
@@ -57,7 +56,8 @@ def run(overrides):
     c2 = time.process_time()
     psi = pr.objective_values()
     names = list(pr.design.names)
-    return dict(psi=np.array([psi[o] for o in OBJ]), grad=np.array([g[o] for o in OBJ]), names=names,
+    obj = list(psi)
+    return dict(psi=np.array([psi[o] for o in obj]), grad=np.array([g[o] for o in obj]), names=names,
                 steps=tr.steps, rejected=getattr(tr, "rejected", 0), t_fwd=c1 - c0, t_grad=c2 - c0)
 
 
@@ -69,6 +69,8 @@ def errors(r, ref):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--config", default=CONFIG, help="another model (no peer: the reference is Richardson)")
+    ap.add_argument("--set", action="append", default=[], help="config overrides for every run (e.g. simulation.t_end=1)")
     ap.add_argument("--peer-python", help="an interpreter with casadi (the reference); without it the "
                                            "reference is trapezoidal+GGL at --ref-dt, Richardson-extrapolated")
     ap.add_argument("--peer-tol", type=float, default=1e-12)
@@ -78,6 +80,8 @@ def main():
     ap.add_argument("--plot", help="work-precision PNG")
     a = ap.parse_args()
 
+    if a.peer_python and a.config != CONFIG:
+        ap.error("--peer-python: the CasADi peer models the five-bar only")
     if a.peer_python:
         pk = peer(a.peer_python, a.peer_tol)
         ref = dict(psi=np.array(pk["psi"]), grad=np.array(pk["grad"]))
@@ -88,7 +92,7 @@ def main():
         t_peer = pk["t_rev"]
     else:
         h = a.ref_dt
-        r1, r2 = (run(STEPPERS["trap+ggl"] + [f"simulation.dt={d}"]) for d in (2 * h, h))
+        r1, r2 = (run(a.set + STEPPERS["trap+ggl"] + [f"simulation.dt={d}"], a.config) for d in (2 * h, h))
         ref = {k: (4 * r2[k] - r1[k]) / 3 for k in ("psi", "grad")}
         print(f"reference: trapezoidal+GGL, Richardson of dt {2 * h:g} and {h:g}; difference of the two "
               f"(an error bound): {errors(r1, r2)}")
@@ -97,12 +101,12 @@ def main():
     rows = []
     for name, ov in STEPPERS.items():
         for dt in (float(x) for x in a.dts.split(",")):
-            rows.append((f"{name} fixed dt={dt:g}", name, "fixed", run(ov + [f"simulation.dt={dt}"])))
+            rows.append((f"{name} fixed dt={dt:g}", name, "fixed", run(a.set + ov + [f"simulation.dt={dt}"], a.config)))
         for rt in (float(x) for x in a.rtols.split(",")):
             if name == "genalpha" and rt < 1e-7:
                 continue                     # first-order acceleration error: see README
             rows.append((f"{name} adapt rtol={rt:g}", name, "adapt",
-                         run(ov + [f"simulation.adapt.rtol={rt}", f"simulation.adapt.atol={rt}"])))
+                         run(a.set + ov + [f"simulation.adapt.rtol={rt}", f"simulation.adapt.atol={rt}"], a.config)))
 
     print(f"\n{'run':<28} {'steps':>6} {'rej':>4} {'fwd s':>7} {'fwd+adj s':>10} {'err psi':>9} {'err grad':>9}"
           + (f" {'CPU / peer':>11}" if t_peer else ""))
@@ -128,7 +132,7 @@ def main():
             ax.set_ylabel(f"relative error of {what}")
             ax.grid(True, which="both", alpha=0.3)
         axs[0].legend(fontsize=8)
-        fig.suptitle("five-bar, 5 s: work-precision of fixed and adaptive steps")
+        fig.suptitle(f"{os.path.basename(a.config)}: work-precision of fixed and adaptive steps")
         fig.tight_layout()
         fig.savefig(a.plot, dpi=110)
         print(f"wrote {a.plot}")

@@ -22,9 +22,9 @@ import os
 import sys
 import time
 
-import numpy as np
-
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+import parmbs                                       # noqa: E402,F401  (before numpy: one SIMD choice, DESIGN)
+import numpy as np                                  # noqa: E402
 from parmbs.config.loader import load_config      # noqa: E402
 from parmbs.sensitivity.problem import Problem     # noqa: E402
 

@@ -57,6 +57,8 @@ def converge(path, sets):
     sim = cfg.simulation
     dt = sim.dt
     label = sim.integrator + (f" ρ∞={sim.rho_inf:g}" if sim.integrator == "genalpha" else "")
+    if getattr(sim, "stabilization", "none") != "none":
+        label += f" + {sim.stabilization.upper()}"
     if sim.formulation != "index3":
         label = f"{sim.formulation}/{label}"
     row = {"config": os.path.basename(path), "sets": list(sets), "integrator": label, "dt": dt,

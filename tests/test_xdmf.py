@@ -98,7 +98,7 @@ def test_flexible_plate_density_and_gradient_fields(work):
     """plate-pendulum: 8 × 4 quads on 9 × 5 nodes; its density field (all 1) and both
     objectives' element-field gradients as cell data, equal to /gradient in the run."""
     _parmbs("gradient", os.path.join(ROOT, "configs", "plate-pendulum.toml"), "--set", "simulation.t_end=0.02",
-            "-o", "pp.h5", cwd=work)
+            "--set", "simulation.dt=2e-3", "-o", "pp.h5", cwd=work)     # 10 steps: 11 frames
     _parmbs("export", "pp.h5", "--xdmf", "pp.xdmf", cwd=work)
     frames = _check(work / "pp.xdmf", 11, {"quad": 32}, 45)
     cd = frames[-1].cell_data

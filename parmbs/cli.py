@@ -327,16 +327,11 @@ def _checkpoint_run(pr, cfg, args, method="adjoint"):
     from .io.outputs import final_of, partial_of, same_file, temp_of
     restart, output = getattr(args, "restart", None), getattr(args, "output", None)
     sched = cfg.checkpoint.schedule
-    if pr.adapt is not None and not hasattr(pr.stepper, "forward"):
+    if pr.adapt is not None and not hasattr(pr.stepper, "forward") and _sched_kind(cfg) == "revolve":
         from .config import ConfigError     # adaptive steps: N is unknown before the run
-        if sched != "all":
-            raise ConfigError(args.config, "checkpoint.schedule",
-                              f"schedule {sched!r} needs fixed steps; with simulation.adapt the trajectory "
-                              "stays in memory (use 'all', or remove [simulation.adapt])")
-        if restart:
-            raise InputError(args.config, "--restart", "restarting needs fixed steps; this run has "
-                             "simulation.adapt (its trajectory stays in memory)")
-        return None
+        raise ConfigError(args.config, "checkpoint.schedule",
+                          f"schedule {sched!r} places its checkpoints from the number of steps, which an "
+                          "adaptive run (simulation.adapt) does not know in advance: use 'all' or 'every:K'")
     if hasattr(pr.stepper, "forward"):
         from .config import ConfigError
         if sched != "all":
@@ -381,7 +376,8 @@ def _checkpoint_run(pr, cfg, args, method="adjoint"):
         info(f"checkpoint {path}: temporary (schedule {sched}; removed at the end; -o OUT.h5 keeps a "
             "resumable OUT.h5.partial)")
     if not run.store.created:
-        info(f"checkpoint {path}: resuming ({'forward complete' if k0 >= pr.nsteps else f'forward from step {k0}'}"
+        done = run.store.adjoint_marker[0] in (0, 1) or (k0 >= pr.nsteps and pr.adapt is None)
+        info(f"checkpoint {path}: resuming ({'forward complete' if done else f'forward from step {k0}'}"
             f"{'' if run.store.adjoint_marker[1] < 0 else f', adjoint at step {run.store.adjoint_marker[1]}'})")
     return run
 
@@ -547,8 +543,10 @@ def _report_steps(traj, sim):
         return
     from .integrators.timeloop import march
     floor = getattr(march, "floor_hits", 0)
+    rej = getattr(traj, "rejected", 0)             # None: the run was read back complete from a file
     info(f"adaptive steps (rtol {sim.adapt.rtol:g}, atol {sim.adapt.atol:g}): {g.steps} accepted, "
-         f"{getattr(traj, 'rejected', 0)} rejected, h in [{g.h.min():.3g}, {g.h.max():.3g}] s"
+         + (f"{rej} rejected, " if rej is not None else "")
+         + f"h in [{g.h.min():.3g}, {g.h.max():.3g}] s"
          + (f"; on {floor} steps the Newton noise floor, not the tolerance, set the error weight "
             "(tighten simulation.newton or use stabilization = \"ggl\")" if floor else ""))
 

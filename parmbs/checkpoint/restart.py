@@ -9,12 +9,22 @@ starts from the last adjoint record and gets every x_k it needs from a *provider
 (one per schedule), which reads stored states and recomputes the others with the
 same deterministic forward step — so the gradient does not depend on the schedule or
 on where a run was interrupted (bitwise, in the tests).
+
+Adaptive runs (``simulation.adapt``): the number of steps is known only at the end.
+The file keeps the accepted t_k, h_k and, with every stored state, the loop state
+(``timeloop.MarchState``: next h, the PI controller's last error, the estimator's
+three previous nodes), so a resumed run continues the controller exactly where the
+interrupted one was and takes the same steps, bit for bit; the file grows by copying
+and is compacted to N steps at the end (store.py).  The states kept in memory for the
+reverse sweep follow the schedule's rule with the current step as N.  Schedules
+``all`` and ``every:K``; ``revolve:C`` places its checkpoints from N (its binomial
+chain) and is refused for adaptive runs (Problem.use_checkpoint).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..integrators.timeloop import march, set_step
+from ..integrators.timeloop import MarchState, TimeGrid, march, set_step
 from .schedules import revolve_split
 
 #: rows of ``all`` read per block in the reverse sweep (bounded by ~16 MB)
@@ -26,9 +36,10 @@ class StoredTrajectory:
     values, Newton iterations of the steps computed in this job.  The states are in
     the file (``full()`` reads them back collectively for schedule ``all``)."""
 
-    def __init__(self, run, t, values, newton_its, resumed_from):
+    def __init__(self, run, t, values, newton_its, resumed_from, grid=None, rejected=0):
         self._run, self.t, self.values = run, t, values
         self.newton_its, self.resumed_from = newton_its, resumed_from
+        self.grid, self.rejected = grid, rejected     # TimeGrid; rejected steps (adaptive, whole run)
 
     @property
     def steps(self):
@@ -39,7 +50,7 @@ class StoredTrajectory:
         from ..sensitivity.problem import Trajectory
         rows = self._run.store.read_rows(0, self.steps)
         Q, V, A, L = (np.array([r[1][j] for r in rows]) for j in range(4))
-        return Trajectory(np.array([r[0] for r in rows]), Q, V, A, L, self.newton_its)
+        return Trajectory(np.array([r[0] for r in rows]), Q, V, A, L, self.newton_its, self.grid, self.rejected)
 
     def __getattr__(self, name):
         if name in ("q", "v", "a", "lam"):
@@ -52,7 +63,9 @@ class CheckpointedRun:
     def __init__(self, problem, store):
         self.pr, self.store, self.sched = problem, store, store.schedule
         self.N = problem.nsteps
-        self.T = problem.grid.t            # fixed steps (adaptive runs keep no checkpoint file yet)
+        self.T = problem.grid.t            # fixed steps; adaptive: set when the forward run ends
+        self.adaptive = problem.adapt is not None
+        self.H = None                      # adaptive: h_0 … h_{k−1} of the forward run so far
         self.held = {}                 # states kept in memory from the forward run
         self.mem = {}                  # revolve: mirror of the slots
         self.forward_steps = 0         # forward steps computed in the forward run (this job)
@@ -65,6 +78,8 @@ class CheckpointedRun:
         st = self.store
         if st.adjoint_marker[0] in (0, 1):
             return self.N
+        if self.adaptive and st.adjoint_marker[0] in (0, 1):
+            return st.N
         if self.sched.kind == "all":
             return max(st.valid_steps, 0)
         used = st.slot_step[st.slot_step >= 0]
@@ -73,8 +88,16 @@ class CheckpointedRun:
     def _integrands(self, k, x, p, refs):
         """w_k f_k(x_k) for every objective (0 without integrand)."""
         pr = self.pr
-        return np.array([pr.w[k] * ob.integrand.value(pr.sys, self.T[k], x, p, ref) if ob.integrand else 0.0
+        w = pr.w[k] if self.H is None else self._weight(k)
+        return np.array([w * ob.integrand.value(pr.sys, self.T[k], x, p, ref) if ob.integrand else 0.0
                          for ob, ref in zip(pr.objectives, refs)])
+
+    def _weight(self, k):
+        """Adaptive: w_k once h_k is known, as TimeGrid.weights() computes it (bit for bit)."""
+        H = self.H
+        lo = 0.5 * H[k - 1] if k > 0 else 0.0
+        hi = 0.5 * H[k] if k < len(H) else 0.0
+        return lo + hi
 
     def _values(self, psi, x, p, refs):
         pr = self.pr
@@ -92,6 +115,8 @@ class CheckpointedRun:
         """(k0, x_k0, ψ_k0) to continue the forward run from, and x_0."""
         pr, st = self.pr, self.store
         x0 = pr.stepper.initial(pr.t0, p)
+        if self.adaptive:
+            return self._start_adaptive(x0)
         if self.sched.kind == "all":
             if st.valid_steps >= 0:
                 k = st.valid_steps
@@ -111,7 +136,63 @@ class CheckpointedRun:
                 return k, got[1], got[2], x0
         return 0, x0, np.zeros(len(pr.objectives)), x0
 
+    def _start_adaptive(self, x0):
+        """Adaptive: (k0, x_k0, ψ_k0, x0) as ``_start``, and the loop state after step
+        k0 (self.state) and the grid t_0 … t_k0 (self.T, self.H) read from the file."""
+        pr, st = self.pr, self.store
+        self.state = MarchState(pr.t0, x0)
+        self.T, self.H = [pr.t0], []
+        found = None
+        if self.sched.kind == "all":
+            if st.valid_steps > 0:
+                k = st.valid_steps
+                rows = st.read_rows(max(0, k - 3), k, control=True)
+                hist = [(r[0], r[1][0], r[1][1]) for r in rows]
+                found = k, rows[-1][1], rows[-1][2], rows[-1][3], hist
+        else:
+            for i in np.argsort(-st.slot_step, kind="stable"):
+                k = int(st.slot_step[i])
+                if k <= 0:
+                    break
+                got = st.read_state(int(i), k)
+                if got is None:                         # torn write: not a state
+                    st.free_slot(int(i))
+                    continue
+                t, x, psi, (ctl, ht, hq, hv) = got
+                hist = [(ht[j], hq[j], hv[j]) for j in range(3) if not np.isnan(ht[j])] + [(t, x[0], x[1])]
+                found = k, x, psi, ctl, hist
+                break
+        if found is None:
+            if st.root:
+                st.grid_rows = 0
+            return 0, x0, np.zeros(len(pr.objectives)), x0
+        k, x, psi, ctl, hist = found
+        t, h = st.read_grid(k)
+        if st.root:
+            st.grid_rows = k + 1                         # rows after k are rewritten
+        self.T, self.H = list(t), list(h)
+        self.state.restore(ctl, hist)
+        return k, x, psi, x0
+
+    def _hist_before(self):
+        """every:K, adaptive: (t, q, v) of the three states before the current one, NaN-padded."""
+        hist = self.state.hist[:-1][-3:]
+        n = self.pr.sys.n
+        ht, hq, hv = np.full(3, np.nan), np.zeros((3, n)), np.zeros((3, n))
+        for j, (t, q, v) in enumerate(hist):
+            ht[j], hq[j], hv[j] = t, np.real(q), np.real(v)
+        return ht, hq, hv
+
+    def _complete_adaptive(self):
+        """Adaptive: the run's grid becomes the problem's (sweeps, weights, N)."""
+        grid = TimeGrid(np.array(self.T), np.array(self.H))
+        self.pr._set_grid(grid)
+        self.T, self.N, self.H = grid.t, grid.steps, None
+        return grid
+
     def forward(self, p, progress=None, on_step=None):
+        if self.adaptive:
+            return self._forward_adaptive(p, progress, on_step)
         pr, st, N, T = self.pr, self.store, self.N, self.T
         refs_of = lambda x0: [ob.reference(pr.sys, x0[0], p) for ob in pr.objectives]  # noqa: E731
         rec = st.load_adjoint() if st.adjoint_marker[0] in (0, 1) else None
@@ -153,11 +234,65 @@ class CheckpointedRun:
             st.save_adjoint(N, x, mu, grad, gref, values, force=True)
         return StoredTrajectory(self, T, dict(zip(self._names(), values)), its, k0)
 
+    def _forward_adaptive(self, p, progress, on_step):
+        """The forward run of an adaptive run (module docstring): march chooses the
+        steps, continuing from the loop state stored with the resume state."""
+        pr, st = self.pr, self.store
+        rec = st.load_adjoint() if st.adjoint_marker[0] in (0, 1) else None
+        if rec is not None:                               # forward already complete: its grid
+            t, h = st.read_grid(st.N)
+            self.T, self.H = list(t), list(h)
+            grid = self._complete_adaptive()
+            return StoredTrajectory(self, self.T, dict(zip(self._names(), rec[5])), np.zeros(0, np.int64),
+                                    self.N, grid, None)          # (rejections: counted by the run that made it)
+        k0, x, psi, x0 = self._start(p)
+        refs = [ob.reference(pr.sys, x0[0], p) for ob in pr.objectives]
+        sched = self.sched
+        if k0 == 0:
+            self._put(0, x, psi)
+        if on_step:
+            on_step(k0, self.T[k0], x)
+        self.held = {k0: x}
+        pr.guard.start(k0, self.T[k0], x, p)
+        pr.guard.alternating = False                      # the (−1)^k monitor assumes equal steps
+        prev = [x]
+
+        def kept(k, t, h, xk):
+            nonlocal psi
+            self.T.append(t)
+            self.H.append(h)
+            psi = psi + self._integrands(k - 1, prev[0], p, refs)
+            prev[0] = xk
+            self.forward_steps += 1
+            st.kill("forward")
+            self._put(k, xk, psi)
+            self.held[k] = xk
+            lo = sched.forward_keep(k)                   # the schedule's rule with k as N
+            for j in [j for j in self.held if j < lo]:
+                del self.held[j]
+            if on_step:
+                on_step(k, t, xk)
+
+        (_, its), _ = march(pr.stepper, p, pr.config.simulation.t_end, x, k0, self.T[k0], kept, adapt=pr.adapt,
+                            guard=pr.guard, progress=progress, comm=pr._mpi_if_distributed(), state=self.state)
+        x = prev[0]
+        st.sync()
+        grid = self._complete_adaptive()
+        st.resize(self.N)                                 # compacted to exactly N steps
+        values = self._values(psi, x, p, refs)
+        if pr.objectives:
+            mu, grad, gref = pr._adjoint_local(self.N, self.T[self.N], x, p, refs)
+            st.save_adjoint(self.N, x, mu, grad, gref, values, force=True)
+        return StoredTrajectory(self, self.T, dict(zip(self._names(), values)), its, k0, grid,
+                                self.state.rejected)
+
     def _names(self):
         return [ob.name for ob in self.pr.objectives]
 
     def _put(self, k, x, psi):
         st = self.store
+        if self.adaptive:
+            return self._put_adaptive(k, x, psi)
         if self.sched.kind == "all":
             if k > st.valid_steps:
                 st.put_row(k, self.T[k], x, psi)
@@ -167,6 +302,23 @@ class CheckpointedRun:
             st.put_slot(i, k, self.T[k], x, psi)
             if self.sched.kind == "revolve":
                 self.mem[k] = x
+
+    def _put_adaptive(self, k, x, psi):
+        st = self.store
+        st.ensure(k)
+        ctl = self.state.control() if k > 0 else np.full(4, np.nan)
+        st.put_grid(k, self.T[k], self.H[k - 1] if k else 0.0)
+        if self.sched.kind == "all":
+            if k > st.valid_steps:
+                st.put_row(k, self.T[k], x, psi, ctl)
+            return
+        i = self.sched.forward_slot(k, st.N)
+        if i is not None and st.slot_step[i] != k:
+            if k > 0:
+                ht, hq, hv = self._hist_before()
+            else:
+                ht, hq, hv = np.full(3, np.nan), np.zeros((3, self.pr.sys.n)), np.zeros((3, self.pr.sys.n))
+            st.put_slot(i, k, self.T[k], x, psi, (ctl, ht, hq, hv))
 
     def _block(self):
         width = 8 * (3 * self.pr.sys.n + self.pr.sys.m + 2)

@@ -17,6 +17,31 @@ Layout (DESIGN.md "HDF5 layout"; extra groups are ours)::
                                        objective values, crc
     /adjoint/marker                    [copy, k]: the valid copy (−1: none yet)
 
+Adaptive runs (``simulation.adapt``; integrators/timeloop.py) add, with the attribute
+``/checkpoint adaptive = 1``::
+
+    /grid/t (C+1,), /grid/h (C,)       the accepted times t_k and steps h_k = t_{k+1} − t_k
+                                       (as the controller chose them, bit for bit)
+    /grid/crc (C+1,) uint32            CRC-32 of (k, t_k, h_{k−1}) per row
+    /checkpoint/control (slots, 4)     the loop state after the step to the state
+                                       (MarchState.control: next h, last error norm,
+                                       noise-floor hits, rejections), in the state's CRC
+    /checkpoint/hist_t, hist_q, hist_v every:K only: t, q, v of the three accepted states
+                                       before the slot's (the error estimator's nodes;
+                                       ``all`` reads them from the rows before)
+
+so the adjoint sweep and the recomputing providers take the accepted steps, and a
+resumed forward run continues with the controller's state: it takes exactly the steps
+of an uninterrupted run.  The number of steps C of an adaptive run is not known when
+the file is created: it is allocated for the estimate t_end/dt and, when the run needs
+more, *grown by copying* (``grow``): a complete copy with twice the capacity is
+written to ``FILE.grow``, flushed and closed, then renamed over FILE (os.replace,
+atomic) — so every file that ever carries the name FILE keeps the fixed-shape
+invariant below, and a kill during the copy leaves the old file (the stale copy is
+removed when the file is next opened).  When the forward run ends the file is
+compacted the same way to exactly N steps, so a finished adaptive file has the shape
+of a fixed-step one.  Copies cost at most ~3 N rows in all (doubling).
+
 Why it survives SIGKILL: every dataset has a fixed shape and is allocated when the
 file is created (H5D_ALLOC_TIME_EARLY, no fill), so later writes change raw data and
 never HDF5's metadata (chunk indexes, heaps): a kill between or inside writes cannot
@@ -46,7 +71,7 @@ import numpy as np
 
 from ..io.hdf5 import HDF5Error, _comm, _short, _write_header, coordinate_names, put_names
 
-FORMAT = 1
+FORMAT = 1          # adaptive files add datasets (above) and are marked by /checkpoint adaptive = 1
 _STATE = ("t", "q", "v", "a", "lambda")
 #: seconds between flushes of buffered ``all`` rows and adjoint copies (0: every step)
 DEFAULT_INTERVAL = 1.0
@@ -67,18 +92,29 @@ def resolved_sha256(config, ignore=()) -> str:
     return hashlib.sha256(tomli_w.dumps(_drop_none(d)).encode("utf-8")).hexdigest()
 
 
-def _crc(k, t, x, psi):
+def _crc(k, t, x, psi, extra=()):
+    """CRC-32 of a state; ``extra`` (adaptive runs: the loop state) is appended, so a
+    fixed-step state's CRC is what it always was."""
     c = zlib.crc32(np.array([k], np.int64).tobytes())
     c = zlib.crc32(np.array([t], np.float64).tobytes(), c)
-    for arr in (*x, psi):
+    for arr in (*x, psi, *extra):
         c = zlib.crc32(np.ascontiguousarray(arr, dtype=np.float64).tobytes(), c)
     return c
+
+
+def _crc_grid(k, t, h):
+    return zlib.crc32(np.array([k], np.int64).tobytes() + np.array([t, h], np.float64).tobytes())
+
+
+#: rows copied per block when an adaptive file grows (~16 MB)
+_COPY_BYTES = 16 << 20
 
 
 class _Kill:
     """Test hook (``PARMBS_CHECKPOINT_KILL=event:n``): SIGKILL this process at the n-th
     ``event`` — ``forward`` (step computed), ``adjoint`` (reverse step done) or
-    ``write`` (data written, progress marker not yet).  ``raise:`` in front raises
+    ``write`` (data written, progress marker not yet) or ``grow`` (an adaptive file's
+    larger copy written, not yet renamed over the file).  ``raise:`` in front raises
     SimulatedKill instead (in-process tests under mpirun)."""
 
     def __init__(self):
@@ -116,7 +152,11 @@ class CheckpointStore:
         self.path, self.comm = os.fspath(path), _comm(comm)
         self.root = self.comm.rank == 0
         self.schedule = schedule
-        self.N = problem.nsteps
+        self.N = problem.nsteps               # adaptive: the capacity (an estimate; grown by copying)
+        self.adaptive = getattr(problem, "adapt", None) is not None
+        self._config, self._problem = config, problem
+        self._grid = []                       # rank 0, adaptive: buffered (k, t_k, h_{k−1})
+        self.grid_rows = 0                    # rank 0, adaptive: grid rows 0 … grid_rows−1 written
         self.n, self.m = problem.sys.n, problem.sys.m
         self.nobj, self.nd = len(problem.objectives), problem.design.ncols   # parameter columns
         self.S = schedule.slots(self.N)
@@ -191,9 +231,9 @@ class CheckpointStore:
         return g.create_dataset(name, shape=shape, dtype=dtype, chunks=chunks, dcpl=dcpl,
                                 maxshape=(None,) + tuple(shape[1:]))
 
-    def _create(self, h5py, config, problem):
+    def _create(self, h5py, config, problem, path=None):
         sys_, S, N = problem.sys, self.S, self.N
-        f = h5py.File(self.path, "w")
+        f = h5py.File(path or self.path, "w")
         self.f = f
         _write_header(f, config, self.comm.size)
         data = f.create_group("trajectory" if self.schedule.kind == "all" else "checkpoint")
@@ -208,6 +248,17 @@ class CheckpointStore:
         if self.schedule.kind != "all":
             self._dset(h5py, ck, "step", (S,), "i8")
             ck["step"][:] = -1
+        if self.adaptive:                 # the accepted steps and the loop state (module docstring)
+            gr = f.create_group("grid")
+            self._dset(h5py, gr, "t", (N + 1,))
+            self._dset(h5py, gr, "h", (N,))
+            self._dset(h5py, gr, "crc", (N + 1,), "u4")
+            self._dset(h5py, ck, "control", (S, 4))
+            if self.schedule.kind != "all":
+                self._dset(h5py, ck, "hist_t", (S, 3))
+                self._dset(h5py, ck, "hist_q", (S, 3, self.n))
+                self._dset(h5py, ck, "hist_v", (S, 3, self.n))
+            ck.attrs["adaptive"] = 1
         sim = config.simulation
         if self.schedule.kind == "all":
             g = data
@@ -261,6 +312,9 @@ class CheckpointStore:
             raise HDF5Error(p, "/checkpoint", "not a parmbs checkpoint file (no /checkpoint); "
                             "delete it or choose another checkpoint.file")
         ck = f["checkpoint"]
+        stale = p + ".grow"                 # a copy a kill interrupted (grow): the file itself is intact
+        if os.path.exists(stale):
+            os.remove(stale)
         sha = _str(ck.attrs["resolved_sha256"])
         if sha != self.sha:
             raise HDF5Error(p, "/meta/config_sha256", "the file was written for a different config "
@@ -269,7 +323,13 @@ class CheckpointStore:
                             "give another file")
         if int(ck.attrs.get("format", -1)) != FORMAT:
             raise HDF5Error(p, "/checkpoint", f"unsupported checkpoint format {ck.attrs.get('format')}")
+        if bool(int(ck.attrs.get("adaptive", 0))) != self.adaptive:
+            raise HDF5Error(p, "/checkpoint", "the file was written for "
+                            + ("adaptive" if not self.adaptive else "fixed") + " steps; delete it to start afresh")
         try:
+            if self.adaptive:               # the capacity the file was grown/compacted to
+                self.N, self.S = int(ck.attrs["steps"]), int(ck.attrs["slots"])
+                self.grid_rows = self.N + 1      # (rows beyond the resume point are rewritten)
             if self.schedule.kind == "all":
                 self.valid_steps = int(f["trajectory"].attrs["valid_steps"])
                 for name in _STATE:
@@ -288,21 +348,30 @@ class CheckpointStore:
     def _group(self):
         return self.f["trajectory" if self.schedule.kind == "all" else "checkpoint"]
 
-    def put_row(self, k, t, x, psi):
-        """Schedule ``all``: buffer row k (consecutive); flushed every ``interval`` s."""
+    def put_row(self, k, t, x, psi, control=None):
+        """Schedule ``all``: buffer row k (consecutive); flushed every ``interval`` s.
+        ``control``: the adaptive loop state after step k (MarchState.control)."""
         self.writes += 1
         if not self.root or self._pending is not None:
             return
-        self._rows.append((k, t, [np.array(a, dtype=float) for a in x], np.array(psi, dtype=float)))
-        if time.monotonic() - self._last >= self.interval or k == self.N:
+        row = (k, t, [np.array(a, dtype=float) for a in x], np.array(psi, dtype=float))
+        if self.adaptive:
+            row = row + ((np.array(control, dtype=float),),)
+        self._rows.append(row)
+        if time.monotonic() - self._last >= self.interval or (k == self.N and not self.adaptive):
             try:
                 self.flush_rows()
             except (HDF5Error, SimulatedKill) as e:   # rank 0 alone: raised by the next collective call
                 self._pending = e
 
     def sync(self):
-        """Collective: flush buffered rows; raise a pending write error on every rank."""
-        self._root(self.flush_rows if self.root else (lambda: None), "/trajectory")
+        """Collective: flush buffered rows (and grid rows); raise a pending write error on every rank."""
+        def fn():
+            self.flush_rows()
+            if self.adaptive and self._grid:
+                self._write_grid()
+                self.f.flush()
+        self._root(fn, "/trajectory")
 
     def flush_rows(self):
         """Rank 0: write the buffered rows, flush, then advance valid_steps and flush again."""
@@ -318,6 +387,9 @@ class CheckpointStore:
                 g[name][k0:k1 + 1] = np.array([r[2][j] for r in self._rows])
             ck["psi"][k0:k1 + 1] = np.array([r[3] for r in self._rows]).reshape(k1 - k0 + 1, self.nobj)
             ck["crc"][k0:k1 + 1] = np.array([_crc(*r) for r in self._rows], np.uint32)
+            if self.adaptive:
+                ck["control"][k0:k1 + 1] = np.array([r[4][0] for r in self._rows])
+                self._write_grid()
             self.f.flush()
             self.kill("write")
             g.attrs["valid_steps"] = k1
@@ -328,17 +400,23 @@ class CheckpointStore:
         self._rows = []
         self._last = time.monotonic()
 
-    def put_slot(self, i, k, t, x, psi):
-        """Collective: write state k into slot i, flush, then publish slot i = k."""
+    def put_slot(self, i, k, t, x, psi, extra=None):
+        """Collective: write state k into slot i, flush, then publish slot i = k.
+        ``extra`` (adaptive runs): (control, hist_t (3,), hist_q (3, n), hist_v (3, n))."""
         self.writes += 1
 
         def write():
             g, ck = self._group(), self.f["checkpoint"]
+            if self.adaptive:
+                self._write_grid()          # the steps up to x_k before x_k is published
             g["t"][i] = t
             for j, name in enumerate(("q", "v", "a", "lambda")):
                 g[name][i] = x[j]
             ck["psi"][i] = psi
-            ck["crc"][i] = _crc(k, t, x, psi)
+            if self.adaptive:
+                for name, arr in zip(("control", "hist_t", "hist_q", "hist_v"), extra):
+                    ck[name][i] = arr
+            ck["crc"][i] = _crc(k, t, x, psi, extra if self.adaptive else ())
             self.f.flush()
             self.kill("write")
             ck["step"][i] = k
@@ -353,35 +431,142 @@ class CheckpointStore:
     def read_state(self, i, k):
         """Collective: state k from slot (``all``: row) i, CRC-checked.
 
-        Returns (t, x, psi), or None if the slot's data do not match (torn write)."""
+        Returns (t, x, psi), or None if the slot's data do not match (torn write);
+        adaptive runs: (t, x, psi, extra) with extra as put_slot's."""
         def read():
             g, ck = self._group(), self.f["checkpoint"]
             t = float(g["t"][i])
             x = tuple(np.asarray(g[name][i], dtype=float) for name in ("q", "v", "a", "lambda"))
             psi = np.asarray(ck["psi"][i], dtype=float)
-            if int(ck["crc"][i]) != _crc(k, t, x, psi):
+            extra = tuple(np.asarray(ck[name][i], dtype=float) for name in ("control", "hist_t", "hist_q", "hist_v")) \
+                if self.adaptive else ()
+            if int(ck["crc"][i]) != _crc(k, t, x, psi, extra):
                 return None
-            return t, x, psi
+            return (t, x, psi, extra) if self.adaptive else (t, x, psi)
         return self._root(read, f"/checkpoint slot {i}")
 
-    def read_rows(self, k0, k1):
-        """Collective, ``all``: rows k0..k1 (inclusive) as lists of (t, x), CRC-checked;
-        a mismatch is an HDF5Error (rows ≤ valid_steps were flushed before the marker)."""
+    def read_rows(self, k0, k1, control=False):
+        """Collective, ``all``: rows k0..k1 (inclusive) as lists of (t, x, psi) —
+        with ``control`` (adaptive) (t, x, psi, control) —, CRC-checked; a mismatch is
+        an HDF5Error (rows ≤ valid_steps were flushed before the marker)."""
         def read():
             g, ck = self._group(), self.f["checkpoint"]
             t = np.asarray(g["t"][k0:k1 + 1])
             X = [np.asarray(g[name][k0:k1 + 1]) for name in ("q", "v", "a", "lambda")]
             psi = np.asarray(ck["psi"][k0:k1 + 1])
             crc = np.asarray(ck["crc"][k0:k1 + 1])
+            ctl = np.asarray(ck["control"][k0:k1 + 1], dtype=float) if self.adaptive else None
             rows = []
             for j in range(k1 - k0 + 1):
                 x = tuple(Xi[j] for Xi in X)
-                if int(crc[j]) != _crc(k0 + j, float(t[j]), x, psi[j]):
+                extra = (ctl[j],) if self.adaptive else ()
+                if int(crc[j]) != _crc(k0 + j, float(t[j]), x, psi[j], extra):
                     raise HDF5Error(self.path, f"/trajectory[{k0 + j}]",
                                     "checksum mismatch: the file is corrupted; delete it and rerun")
-                rows.append((float(t[j]), x, psi[j]))
+                rows.append((float(t[j]), x, psi[j]) + ((ctl[j],) if control else ()))
             return rows
         return self._root(read, "/trajectory")
+
+    # -- the time grid of an adaptive run (module docstring) ------------------------------------
+    def put_grid(self, k, t, h_prev):
+        """Adaptive: buffer grid row k (t_k and h_{k−1}; h_prev is ignored for k = 0),
+        written by the next row flush or slot write, before they publish x_k."""
+        if self.root:
+            self._grid.append((k, float(t), float(h_prev) if k > 0 else 0.0))
+
+    def _write_grid(self):
+        """Rank 0: write the buffered grid rows (the caller flushes)."""
+        if not self._grid:
+            return
+        k0, k1 = self._grid[0][0], self._grid[-1][0]
+        if k0 > self.grid_rows:
+            raise RuntimeError(f"grid row {k0} after row {self.grid_rows - 1}")
+        gr = self.f["grid"]
+        gr["t"][k0:k1 + 1] = np.array([r[1] for r in self._grid])
+        h = [r[2] for r in self._grid if r[0] > 0]
+        if h:
+            gr["h"][k1 - len(h):k1] = np.array(h)
+        gr["crc"][k0:k1 + 1] = np.array([_crc_grid(*r) for r in self._grid], np.uint32)
+        self.grid_rows = k1 + 1
+        self._grid = []
+
+    def read_grid(self, k):
+        """Collective, adaptive: (t_0 … t_k, h_0 … h_{k−1}), CRC-checked (HDF5Error on
+        a mismatch: these rows were flushed before x_k was published)."""
+        def read():
+            gr = self.f["grid"]
+            t = np.asarray(gr["t"][:k + 1], dtype=float)
+            h = np.asarray(gr["h"][:k], dtype=float)
+            crc = np.asarray(gr["crc"][:k + 1])
+            for j in range(k + 1):
+                if int(crc[j]) != _crc_grid(j, t[j], h[j - 1] if j else 0.0):
+                    raise HDF5Error(self.path, f"/grid[{j}]", "checksum mismatch: the file is corrupted; "
+                                    "delete it and rerun")
+            return t, h
+        return self._root(read, "/grid")
+
+    def ensure(self, k):
+        """Collective, adaptive: room for state k — the file grows by copying to twice
+        its capacity when k exceeds it (module docstring)."""
+        if k > self.N:
+            self.resize(max(2 * self.N, k, 16))
+
+    def resize(self, cap):
+        """Collective, adaptive: replace the file by a copy of capacity ``cap`` steps
+        (written to FILE.grow, flushed, closed, renamed over FILE).  Forward run only
+        (the adjoint records are copied as they are)."""
+        if cap == self.N:
+            return
+        old_S = self.S
+        self.N, self.S = cap, self.schedule.slots(cap)
+        keep_slots = self.slot_step
+
+        def do():
+            import h5py
+            if self.schedule.kind == "all":
+                self.flush_rows()
+            self._write_grid()
+            old = self.f
+            old.flush()
+            tmp = self.path + ".grow"
+            if os.path.exists(tmp):
+                os.remove(tmp)
+            try:
+                self._create(h5py, self._config, self._problem, path=tmp)
+                new = self.f
+                for key, val in old["meta"].attrs.items():
+                    new["meta"].attrs[key] = val
+                every = self.schedule.kind != "all"
+                rows = min(old_S, self.S) if every else self.valid_steps + 1
+                g0, g1 = old["checkpoint" if every else "trajectory"], new["checkpoint" if every else "trajectory"]
+                for name in _STATE:
+                    _copy(g0[name], g1[name], rows)
+                names = ("psi", "crc", "control") + (("step", "hist_t", "hist_q", "hist_v") if every else ())
+                for name in names:
+                    _copy(old["checkpoint"][name], new["checkpoint"][name], rows)
+                r = min(self.grid_rows, cap + 1)
+                for name, n in (("t", r), ("crc", r), ("h", r - 1)):
+                    _copy(old["grid"][name], new["grid"][name], n)
+                for c in ("c0", "c1"):
+                    for name in old["adjoint"][c]:
+                        _copy(old["adjoint"][c][name], new["adjoint"][c][name], old["adjoint"][c][name].shape[0])
+                new["adjoint"]["marker"][:] = old["adjoint"]["marker"][:]
+                if not every:
+                    new["trajectory"].attrs["valid_steps"] = self.valid_steps
+                new.flush()
+                self.kill("grow")
+                new.close()
+            except BaseException:
+                self.f = old
+                raise
+            old.close()
+            os.replace(tmp, self.path)
+            self.f = h5py.File(self.path, "r+")
+        self._root(do, "<grow>")
+        if keep_slots is not None:
+            s = np.full(self.S, -1, np.int64)
+            s[:min(old_S, self.S)] = keep_slots[:min(old_S, self.S)]
+            self.slot_step = s
 
     # -- adjoint state -----------------------------------------------------------------------------
     def save_adjoint(self, k, x, mu, grad, gref, values, force=False):
@@ -463,6 +648,17 @@ class CheckpointStore:
             self._rows = []
             self.f.close()
             self.f = None
+
+
+def _copy(src, dst, rows):
+    """dst[:rows] = src[:rows] in blocks of ~16 MB."""
+    if rows <= 0 or src.size == 0 or dst.size == 0:
+        return
+    width = int(np.prod(src.shape[1:])) if src.ndim > 1 else 1
+    B = max(1, _COPY_BYTES // (8 * max(width, 1)))
+    for a in range(0, rows, B):
+        b = min(rows, a + B)
+        dst[a:b] = src[a:b]
 
 
 def _crc_adjoint(arrays):

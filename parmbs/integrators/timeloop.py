@@ -285,8 +285,50 @@ def error_constant(stepper):
     return max(abs(beta - 1.0 / 6.0), 1.0 / 12.0)
 
 
+class MarchState:
+    """The adaptive loop's state after an accepted step x_k — what a resumed run needs
+    to take exactly the steps of an uninterrupted one (parmbs/checkpoint stores it
+    with x_k):
+
+    * ``h_next``: the step the PI controller proposed after step k;
+    * ``err_prev``: ‖e‖ of step k (the controller's I-part memory; None before the
+      first estimate);
+    * ``hist``: (t_j, q_j, v_j) of the accepted states k−3 … k (LocalError's nodes;
+      x_k itself last);
+    * ``floor_hits``, ``rejected``: the counters reported at the end;
+    * ``t_start``: t_0 of the whole run (the end-of-run sliver test and progress use
+      the whole span, not the resumed part);
+    * ``x0``: the initial state (its v_0, a_0 are the confluent data of the first
+      estimates).
+
+    ``march(adapt=…, state=s)`` keeps ``s`` current before every ``keep`` call; with
+    ``s.hist`` set on entry it resumes from it instead of starting afresh."""
+
+    def __init__(self, t_start=0.0, x0=None):
+        self.t_start, self.x0 = t_start, x0
+        self.h_next = None
+        self.err_prev = None
+        self.hist = None
+        self.floor_hits = 0
+        self.rejected = 0
+
+    def control(self):
+        """(h_next, err_prev (NaN: none), floor_hits, rejected) as four floats."""
+        return np.array([self.h_next, math.nan if self.err_prev is None else self.err_prev,
+                         float(self.floor_hits), float(self.rejected)])
+
+    def restore(self, control, hist):
+        """The state stored by ``control()`` and the history nodes (t, q, v)."""
+        c = np.asarray(control, dtype=float)
+        self.h_next = float(c[0])
+        self.err_prev = None if math.isnan(c[1]) else float(c[1])
+        self.floor_hits, self.rejected = int(c[2]), int(c[3])
+        self.hist = [(float(t), np.asarray(q), np.asarray(v)) for t, q, v in hist]
+        return self
+
+
 def march(stepper, p, t_end, x, k0, t0, keep, *, dt=None, adapt=None, grid=None, guard=None,
-          progress=None, h_prev=None, comm=None):
+          progress=None, h_prev=None, comm=None, state=None):
     """Advance x from step k0 at time t0 to t_end; ``keep(k, t, h_prev, x)`` is called for
     every accepted state x_k (k > k0) with h_prev = h_{k−1}.  The step sequence: ``adapt``
     (an Adapt: chosen here), else ``grid`` (a whole-run TimeGrid whose steps k0 … N are
@@ -298,7 +340,7 @@ def march(stepper, p, t_end, x, k0, t0, keep, *, dt=None, adapt=None, grid=None,
         if grid is None:
             grid = TimeGrid.fixed(t0, dt, int(round((t_end - t0) / dt)))
         return _march_fixed(stepper, p, x, k0, grid, keep, guard, progress), 0
-    return _march_adaptive(stepper, p, t_end, x, k0, t0, keep, adapt, guard, progress, h_prev, comm)
+    return _march_adaptive(stepper, p, t_end, x, k0, t0, keep, adapt, guard, progress, h_prev, comm, state)
 
 
 def set_step(stepper, h):
@@ -324,15 +366,25 @@ def _march_fixed(stepper, p, x, k0, grid, keep, guard, progress):
     return grid, its
 
 
-def _march_adaptive(stepper, p, t_end, x, k0, t0, keep, ad, guard, progress, h_prev, comm):
+def _march_adaptive(stepper, p, t_end, x, k0, t0, keep, ad, guard, progress, h_prev, comm, state):
     ntol, v_gain = _newton_data(stepper)
     est = LocalError(ad, error_constant(stepper), ntol, v_gain)
-    est.start(t0, x, initial=(k0 == 0))
     ctl = Controller(ad)
-    h = ad.dt0 if h_prev is None else min(max(h_prev, ad.dt_min), ad.dt_max)
+    rejected = 0
+    if state is not None and state.hist is not None:      # resumed: the stored loop state
+        est.start(state.t_start, state.x0, initial=True)
+        est.hist = list(state.hist)
+        est.floor_hits = state.floor_hits
+        ctl.err_prev = state.err_prev
+        h, rejected = state.h_next, state.rejected
+        span = t_end - state.t_start
+    else:
+        est.start(t0, x, initial=(k0 == 0))
+        h = ad.dt0 if h_prev is None else min(max(h_prev, ad.dt_min), ad.dt_max)
+        span = t_end - (t0 if state is None else state.t_start)
     T, H, its = [t0], [], []
-    t, k, rejected = t0, k0, 0
-    span = t_end - t0
+    t, k = t0, k0
+    t_start = t_end - span
     tiny = 1e-12 * max(abs(t_end), span)
     while t_end - t > tiny:
         last = t + 1.1 * h >= t_end - tiny          # no sliver of a step at the end
@@ -372,9 +424,12 @@ def _march_adaptive(stepper, p, t_end, x, k0, t0, keep, ad, guard, progress, h_p
         T.append(t)
         H.append(hk)
         its.append(it)
-        keep(k, t, hk, x)
         h = ctl.after_accept(hk, err if err is not None else 1.0)
+        if state is not None:
+            state.h_next, state.err_prev, state.hist = h, ctl.err_prev, est.hist
+            state.floor_hits, state.rejected = est.floor_hits, rejected
+        keep(k, t, hk, x)
         if progress:
-            progress(max(1, min(999, int(1000 * (t - t0) / span))) if t < t_end else 1000, 1000)
+            progress(max(1, min(999, int(1000 * (t - t_start) / span))) if t < t_end else 1000, 1000)
     march.floor_hits = est.floor_hits           # read by the caller's report (Problem.forward)
     return (TimeGrid(np.array(T), np.array(H)), np.array(its, np.int64)), rejected

@@ -203,6 +203,17 @@ def test_checkpointed_and_field_gradient_files_are_documented(tmp_path):
     assert set(field) == {"size", "norm", "hdf5"}
 
 
+def test_adaptive_checkpoint_files_are_documented(tmp_path):
+    cfg = os.path.join(ROOT, "configs", "pendulum.toml")
+    adapt = ["--set", "simulation.adapt.rtol=1e-4"]
+    for sched in ("all", "every:5"):
+        _parmbs("gradient", cfg, *SHORT, *adapt, "--set", f"checkpoint.schedule={sched}", "-o",
+                str(tmp_path / f"{sched[:3]}.h5"))
+        _check_layout(tmp_path / f"{sched[:3]}.h5", PENDULUM)
+        with h5py.File(tmp_path / f"{sched[:3]}.h5") as f:
+            assert "grid" in f and "control" in f["checkpoint"]
+
+
 def test_optimize_file_is_documented(tmp_path):
     cfg = os.path.join(ROOT, "configs", "pendulum.toml")
     _parmbs("optimize", cfg, *SHORT, "--set", "optimize.objective=tip_deviation", "--set", "optimize.max_it=1",

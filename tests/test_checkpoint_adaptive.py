@@ -1,0 +1,233 @@
+"""HDF5 checkpoints of adaptive runs (simulation.adapt; parmbs/checkpoint/store.py,
+restart.py): the file keeps the accepted t_k, h_k and, with every stored state, the
+step-size loop's state, so
+
+* a checkpointed run (schedules ``all``, ``every:K``) gives the in-memory run's
+  steps, objective values and gradient bit for bit, with the theoretical number of
+  recomputed steps, although the file was allocated for t_end/dt steps and had to grow
+  (and was compacted to N at the end);
+* a run interrupted anywhere — at a forward step, between a write and its marker,
+  while the file is being grown, in the adjoint sweep — and resumed with ``--restart``
+  takes exactly the uninterrupted run's steps and gives its gradient bit for bit
+  (the resumed controller continues from the stored next h, the PI controller's last
+  error and the estimator's nodes; resuming from h alone takes other steps — checked);
+* ``revolve:C`` (its chain is placed from N) is refused for adaptive runs, one line.
+
+Bitwise, not to a tolerance: the forward step is deterministic (serial) and every
+number of the sweep is recomputed from the same bits (the fixed-step tests in
+test_checkpoint.py hold the same contract)."""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+
+import parmbs  # noqa: F401  (before numpy users: parmbs/_determinism.py)
+import numpy as np
+import pytest
+
+from parmbs.config import load_config
+from parmbs.sensitivity.problem import Problem
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+FIVEBAR = str(ROOT / "configs" / "fivebar.toml")
+# 26 accepted steps, 6 rejected; dt = 0.05 is only the first step, and the file's
+# first capacity t_end/dt = 4 steps: it grows to 16, 32 and is compacted to 26
+ADAPT = ["simulation.t_end=0.2", "simulation.adapt.rtol=1e-5", "simulation.adapt.atol=1e-5",
+         "simulation.dt=0.05"]
+
+
+def _problem(extra=()):
+    return Problem(load_config(FIVEBAR, ADAPT + list(extra)))
+
+
+@pytest.fixture(scope="module")
+def reference():
+    pr = _problem()
+    tr = pr.forward()
+    return tr.grid, pr.objective_values(), pr.adjoint(), pr.direct()
+
+
+def _grid_of(h5):
+    import h5py
+    with h5py.File(h5, "r") as f:
+        return f["grid"]["t"][:], f["grid"]["h"][:], int(f["checkpoint"].attrs["steps"])
+
+
+@pytest.mark.parametrize("schedule", ["all", "every:1", "every:7"])
+def test_checkpointed_adaptive_run_is_the_in_memory_run(schedule, reference, tmp_path):
+    grid0, values0, grad0, direct0 = reference
+    N = grid0.steps
+    assert N == 26 and grid0.h.max() > 3 * grid0.h.min()
+    pr = _problem([f"checkpoint.schedule={schedule}"])
+    assert pr.nsteps == 4                              # the estimate the file is allocated for
+    run = pr.use_checkpoint(tmp_path / "ck.h5")
+    tr = pr.forward()
+    values = pr.objective_values(tr)
+    grad = pr.adjoint()
+    d = pr.direct() if schedule == "all" else None
+    run.store.close()
+    assert tr.grid == grid0 and pr.grid == grid0 and pr.nsteps == N
+    assert run.forward_steps == N and run.adjoint_steps == N
+    assert run.recomputed == run.sched.recomputations(N)
+    if schedule == "every:7":
+        assert run.recomputed == 6 * 3
+    for k in grad0:
+        assert values[k] == values0[k], k
+        assert np.array_equal(grad[k], grad0[k]), (k, np.max(np.abs(grad[k] - grad0[k])))
+        if d is not None:
+            assert np.array_equal(d[k], direct0[k]), k
+    t, h, steps = _grid_of(tmp_path / "ck.h5")        # grown, then compacted to N
+    assert steps == N and np.array_equal(t, grid0.t) and np.array_equal(h, grid0.h)
+    assert not (tmp_path / "ck.h5.grow").exists()
+
+
+@pytest.mark.parametrize("kill", ["forward:9", "forward:20", "write:3"])
+def test_resumed_forward_takes_the_same_steps(kill, reference, tmp_path, monkeypatch):
+    """In-process: the run stops at ``kill`` (SimulatedKill), the file is left as a crash
+    leaves it, a new Problem resumes it: same grid and gradient, bit for bit."""
+    from parmbs.checkpoint import SimulatedKill
+    grid0, values0, grad0, _ = reference
+    monkeypatch.setenv("PARMBS_TEST_FAULTS", "1")
+    monkeypatch.setenv("PARMBS_CHECKPOINT_INTERVAL", "0")
+    monkeypatch.setenv("PARMBS_CHECKPOINT_KILL", f"raise:{kill}")
+    h5 = tmp_path / "ck.h5"
+    pr = _problem(["checkpoint.schedule=every:3"])
+    run = pr.use_checkpoint(h5)
+    with pytest.raises(SimulatedKill):
+        pr.forward()
+    run.store.abandon()
+    monkeypatch.delenv("PARMBS_CHECKPOINT_KILL")
+    pr = _problem(["checkpoint.schedule=every:3"])
+    run = pr.use_checkpoint(h5)
+    k0 = run.resume_point()
+    assert 0 < k0 < grid0.steps
+    tr = pr.forward()
+    grad = pr.adjoint()
+    run.store.close()
+    assert tr.resumed_from == k0 and run.forward_steps == grid0.steps - k0
+    assert pr.grid == grid0
+    for k in grad0:
+        assert np.array_equal(grad[k], grad0[k]), k
+
+
+def test_resuming_from_h_alone_would_take_other_steps(reference):
+    """What the stored loop state is for: a run resumed at x_9 with only the step it
+    would have taken next (no PI memory, no estimator nodes) takes other steps."""
+    from parmbs.integrators.timeloop import MarchState, march
+    grid0 = reference[0]
+    pr = _problem()
+    x = pr.stepper.initial(pr.t0, pr.sys.p)
+    st = MarchState(pr.t0, x)
+    seen = {}
+
+    def keep(k, t, h, xk):
+        if k == 9:
+            seen.update(x=xk, h=st.h_next)
+    march(pr.stepper, pr.sys.p, 0.2, x, 0, pr.t0, keep, adapt=pr.adapt, state=st)
+    (g, _), _ = march(pr.stepper, pr.sys.p, 0.2, seen["x"], 9, grid0.t[9], lambda *a: None, adapt=pr.adapt,
+                      h_prev=seen["h"], state=MarchState(pr.t0, x))
+    assert g.h[0] == grid0.h[9]                        # the first step is the same ...
+    assert not np.array_equal(g.h, grid0.h[9:])        # ... the controller's later ones are not
+
+
+# ----------------------------------------------------------------------------- the CLI, killed
+
+
+def _env(**kw):
+    env = dict(os.environ)
+    env.pop("PARMBS_CHECKPOINT_KILL", None)
+    env["PARMBS_TEST_FAULTS"] = "1"
+    env.update({k: str(v) for k, v in kw.items()})
+    return env
+
+
+def _cli(*args, cwd, **env):
+    return subprocess.run([sys.executable, "-m", "parmbs", *map(str, args)], cwd=cwd, env=_env(**env),
+                          capture_output=True, text=True, timeout=300)
+
+
+def _partial(h5):
+    return h5.with_name(h5.name + ".partial")
+
+
+def _state(h5):
+    import h5py
+    with h5py.File(h5, "r") as f:
+        ck = f["checkpoint"]
+        fwd = int(f["trajectory"].attrs["valid_steps"]) if "trajectory" in f else int(ck["step"][:].max())
+        return fwd, int(f["adjoint"]["marker"][1]), int(ck.attrs["steps"])
+
+
+@pytest.mark.parametrize("schedule,kills", [
+    # capacity 4 → the run grows the file at x_5 and x_17; 26 steps, a write per step
+    ("all", ["forward:5", "grow:1", "write:4", "forward:8", "grow:1", "adjoint:5", "write:3", "adjoint:10"]),
+    ("every:3", ["forward:7", "write:2", "grow:1", "forward:5", "adjoint:4", "write:1", "adjoint:6"]),
+])
+def test_sigkill_chain_then_restart_same_steps_and_gradient(schedule, kills, reference, tmp_path):
+    """SIGKILLs at forward steps, between a write and its marker, between the grown
+    copy and its rename, and at adjoint steps; each run restarts the previous one; the
+    result has the uninterrupted run's steps and gradient, bit for bit."""
+    import h5py
+    grid0, values0, grad0, _ = reference
+    h5 = tmp_path / "run.h5"
+    sets = [a for s in ADAPT + [f"checkpoint.schedule={schedule}"] for a in ("--set", s)]
+    seen, grown = set(), 0
+    for i, kill in enumerate(kills):
+        where = ["-o", h5] if i == 0 else ["--restart", h5]
+        r = _cli("gradient", FIVEBAR, *sets, *where, cwd=tmp_path, PARMBS_CHECKPOINT_INTERVAL=0,
+                 PARMBS_CHECKPOINT_KILL=kill)
+        assert r.returncode == -signal.SIGKILL, (kill, r.returncode, r.stderr)
+        assert not h5.exists()
+        grown += pathlib.Path(str(_partial(h5)) + ".grow").exists()
+        fwd, adj, cap = _state(_partial(h5))
+        seen.add("forward" if adj < 0 else "adjoint")
+    assert seen == {"forward", "adjoint"} and grown == kills.count("grow:1")
+    js = tmp_path / "g.json"
+    r = _cli("gradient", FIVEBAR, *sets, "--restart", h5, "--json", js, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "resuming" in r.stdout
+    doc = json.loads(js.read_text())
+    assert doc["steps"] == grid0.steps
+    for k in grad0:
+        assert doc["objectives"][k]["value"] == values0[k], k
+        g = np.array(list(doc["objectives"][k]["gradient"].values()))
+        assert np.array_equal(g, grad0[k]), (k, np.max(np.abs(g - grad0[k])))
+    t, h, steps = _grid_of(h5)
+    assert steps == grid0.steps and np.array_equal(t, grid0.t) and np.array_equal(h, grid0.h)
+    with h5py.File(h5, "r") as f:
+        if schedule == "all":
+            assert np.array_equal(f["trajectory"]["t"][:], grid0.t)
+            assert f["trajectory"].attrs["valid_steps"] == f["trajectory"].attrs["steps"] == grid0.steps
+
+
+def test_simulate_restart_after_kill_same_trajectory(reference, tmp_path):
+    """simulate -o, killed mid-forward, --restart: the file holds the uninterrupted
+    in-memory trajectory, row for row."""
+    import h5py
+    pr = _problem()
+    tr = pr.forward()
+    h5 = tmp_path / "sim.h5"
+    sets = [a for s in ADAPT for a in ("--set", s)]
+    r = _cli("simulate", FIVEBAR, *sets, "-o", h5, cwd=tmp_path, PARMBS_CHECKPOINT_INTERVAL=0,
+             PARMBS_CHECKPOINT_KILL="forward:11")
+    assert r.returncode == -signal.SIGKILL
+    r = _cli("simulate", FIVEBAR, *sets, "--restart", h5, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "forward from step 10" in r.stdout and "adaptive steps" in r.stdout + r.stderr
+    with h5py.File(h5, "r") as f:
+        g = f["trajectory"]
+        for name, ref in (("t", tr.t), ("q", tr.q), ("v", tr.v), ("a", tr.a), ("lambda", tr.lam)):
+            assert np.array_equal(g[name][:], ref), name
+
+
+def test_revolve_refused_for_adaptive_runs(tmp_path):
+    sets = [a for s in ADAPT + ["checkpoint.schedule=revolve:4"] for a in ("--set", s)]
+    r = _cli("gradient", FIVEBAR, *sets, "-o", tmp_path / "x.h5", cwd=tmp_path)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip() and "Warning" not in ln]
+    assert len(lines) == 1 and "checkpoint.schedule" in lines[0] and "adaptive" in lines[0], r.stderr
+    assert not (tmp_path / "x.h5").exists() and not (tmp_path / "x.h5.partial").exists()

@@ -327,11 +327,6 @@ def _checkpoint_run(pr, cfg, args, method="adjoint"):
     from .io.outputs import final_of, partial_of, same_file, temp_of
     restart, output = getattr(args, "restart", None), getattr(args, "output", None)
     sched = cfg.checkpoint.schedule
-    if pr.adapt is not None and not hasattr(pr.stepper, "forward") and _sched_kind(cfg) == "revolve":
-        from .config import ConfigError     # adaptive steps: N is unknown before the run
-        raise ConfigError(args.config, "checkpoint.schedule",
-                          f"schedule {sched!r} places its checkpoints from the number of steps, which an "
-                          "adaptive run (simulation.adapt) does not know in advance: use 'all' or 'every:K'")
     if hasattr(pr.stepper, "forward"):
         from .config import ConfigError
         if sched != "all":

@@ -11,7 +11,9 @@ step-size loop's state, so
   takes exactly the uninterrupted run's steps and gives its gradient bit for bit
   (the resumed controller continues from the stored next h, the PI controller's last
   error and the estimator's nodes; resuming from h alone takes other steps — checked);
-* ``revolve:C`` (its chain is placed from N) is refused for adaptive runs, one line.
+* ``revolve:C`` places its forward checkpoints online (N unknown: equidistant, thinned
+  by doubling, on ⌈C/2⌉ slots) and its reverse sweep recomputes no more than the
+  binomial bound over the gaps it left.
 
 Bitwise, not to a tolerance: the forward step is deterministic (serial) and every
 number of the sweep is recomputed from the same bits (the fixed-step tests in
@@ -29,6 +31,7 @@ import parmbs  # noqa: F401  (before numpy users: parmbs/_determinism.py)
 import numpy as np
 import pytest
 
+from parmbs.checkpoint.schedules import revolve_cost
 from parmbs.config import load_config
 from parmbs.sensitivity.problem import Problem
 
@@ -57,7 +60,8 @@ def _grid_of(h5):
         return f["grid"]["t"][:], f["grid"]["h"][:], int(f["checkpoint"].attrs["steps"])
 
 
-@pytest.mark.parametrize("schedule", ["all", "every:1", "every:7"])
+@pytest.mark.parametrize("schedule", ["all", "every:1", "every:7", "revolve:1", "revolve:3", "revolve:6",
+                                      "revolve:100"])
 def test_checkpointed_adaptive_run_is_the_in_memory_run(schedule, reference, tmp_path):
     grid0, values0, grad0, direct0 = reference
     N = grid0.steps
@@ -66,13 +70,28 @@ def test_checkpointed_adaptive_run_is_the_in_memory_run(schedule, reference, tmp
     assert pr.nsteps == 4                              # the estimate the file is allocated for
     run = pr.use_checkpoint(tmp_path / "ck.h5")
     tr = pr.forward()
+    slots = None if run.store.slot_step is None else run.store.slot_step.copy()
     values = pr.objective_values(tr)
     grad = pr.adjoint()
     d = pr.direct() if schedule == "all" else None
     run.store.close()
     assert tr.grid == grid0 and pr.grid == grid0 and pr.nsteps == N
     assert run.forward_steps == N and run.adjoint_steps == N
-    assert run.recomputed == run.sched.recomputations(N)
+    if run.sched.kind != "revolve":
+        assert run.recomputed == run.sched.recomputations(N)
+    else:
+        # online placement: at most B = ⌈C/2⌉ slots used, so F ≥ C − B are free when the
+        # reverse sweep starts; it reverses each gap l_j between stored states (x_N held)
+        # with ≥ F + 1 slots, i.e. in at most Griewank's t(l_j, F + 1) forward steps
+        C = run.sched.count
+        used = np.sort(slots[slots >= 0])
+        assert used[0] == 0 and len(used) <= min((C + 1) // 2, N + 1)
+        F = run.store.S - len(used)
+        gaps = np.diff(np.append(used, N))
+        bound = sum(revolve_cost(int(g), F + 1) for g in gaps)
+        assert run.recomputed <= bound, (run.recomputed, bound)
+        if C == 1:
+            assert run.recomputed == run.sched.recomputations(N)      # x_0 alone: the same sweep
     if schedule == "every:7":
         assert run.recomputed == 6 * 3
     for k in grad0:
@@ -166,6 +185,9 @@ def _state(h5):
     # capacity 4 → the run grows the file at x_5 and x_17; 26 steps, a write per step
     ("all", ["forward:5", "grow:1", "write:4", "forward:8", "grow:1", "adjoint:5", "write:3", "adjoint:10"]),
     ("every:3", ["forward:7", "write:2", "grow:1", "forward:5", "adjoint:4", "write:1", "adjoint:6"]),
+    # online revolve, 2 of 4 slots: x_0, x_1, x_2, x_4, x_8, x_16 written (each one dropping
+    # an earlier); the 2nd write of the second run (x_16) is torn
+    ("revolve:4", ["forward:7", "write:2", "grow:1", "forward:5", "adjoint:4", "write:1", "adjoint:6"]),
 ])
 def test_sigkill_chain_then_restart_same_steps_and_gradient(schedule, kills, reference, tmp_path):
     """SIGKILLs at forward steps, between a write and its marker, between the grown
@@ -222,12 +244,3 @@ def test_simulate_restart_after_kill_same_trajectory(reference, tmp_path):
         g = f["trajectory"]
         for name, ref in (("t", tr.t), ("q", tr.q), ("v", tr.v), ("a", tr.a), ("lambda", tr.lam)):
             assert np.array_equal(g[name][:], ref), name
-
-
-def test_revolve_refused_for_adaptive_runs(tmp_path):
-    sets = [a for s in ADAPT + ["checkpoint.schedule=revolve:4"] for a in ("--set", s)]
-    r = _cli("gradient", FIVEBAR, *sets, "-o", tmp_path / "x.h5", cwd=tmp_path)
-    assert r.returncode == 2 and "Traceback" not in r.stderr
-    lines = [ln for ln in r.stderr.splitlines() if ln.strip() and "Warning" not in ln]
-    assert len(lines) == 1 and "checkpoint.schedule" in lines[0] and "adaptive" in lines[0], r.stderr
-    assert not (tmp_path / "x.h5").exists() and not (tmp_path / "x.h5.partial").exists()

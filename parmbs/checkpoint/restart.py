@@ -16,9 +16,9 @@ The file keeps the accepted t_k, h_k and, with every stored state, the loop stat
 three previous nodes), so a resumed run continues the controller exactly where the
 interrupted one was and takes the same steps, bit for bit; the file grows by copying
 and is compacted to N steps at the end (store.py).  The states kept in memory for the
-reverse sweep follow the schedule's rule with the current step as N.  Schedules
-``all`` and ``every:K``; ``revolve:C`` places its checkpoints from N (its binomial
-chain) and is refused for adaptive runs (Problem.use_checkpoint).
+reverse sweep follow the schedule's rule with the current step as N.  ``revolve:C``
+places its forward checkpoints online (schedules.Revolve.online_slot: equidistant,
+thinned by doubling, on half the slots); the reverse sweep is the fixed-step one.
 """
 from __future__ import annotations
 
@@ -312,7 +312,8 @@ class CheckpointedRun:
             if k > st.valid_steps:
                 st.put_row(k, self.T[k], x, psi, ctl)
             return
-        i = self.sched.forward_slot(k, st.N)
+        i = self.sched.forward_slot(k, st.N) if self.sched.kind == "every" else \
+            self.sched.online_slot(k, st.slot_step)
         if i is not None and st.slot_step[i] != k:
             if k > 0:
                 ht, hq, hv = self._hist_before()
@@ -450,7 +451,11 @@ class _RevolveProvider(_Provider):
             if s + m == k:
                 return x
             i = int(np.flatnonzero(st.slot_step < 0)[0])
-            st.put_slot(i, s + m, self.T[s + m], x, np.zeros(len(self.pr.objectives)))
+            extra = None
+            if self.run.adaptive:        # no loop state: the forward run never resumes from these
+                n = self.pr.sys.n
+                extra = (np.full(4, np.nan), np.full(3, np.nan), np.zeros((3, n)), np.zeros((3, n)))
+            st.put_slot(i, s + m, self.T[s + m], x, np.zeros(len(self.pr.objectives)), extra)
             self.mem[s + m] = x
 
 

@@ -17,6 +17,16 @@ x_{N-1}, x_{N-2}, …, x_0 one after the other, in that order.
                  more than Revolve's, whose last step is the taping "youturn"), so an
                  uninterrupted run recomputes t(N, C) + 1 − N steps — 10⁴ steps with 100
                  slots: 24 748 forward steps in all, 2.47 sweeps.
+                 Adaptive runs (N unknown in advance) place the forward checkpoints
+                 online (``Revolve.online_slot``): equidistant at a power-of-two spacing
+                 d(k) on at most B = ⌈C/2⌉ slots, d doubled (every other checkpoint
+                 dropped, its slot reused) when they would not fit — the "equidistant
+                 online checkpointing with thinning" idea (cf. Stumm & Walther, SIAM J.
+                 Sci. Comput. 32, 2010, whose optimal online schedule repeats fewer steps
+                 but needs bookkeeping beyond a slot table).  At the end the B stored
+                 states are ≤ d ≤ 2N/B steps apart and ≥ C − B slots are free, with which
+                 the reverse sweep's binomial recursion (the same provider as for fixed
+                 steps: it works from whatever the slots hold) reverses each gap.
 
 Why not ``checkpoint_schedules`` or ``pyrevolve``: see parmbs/checkpoint/__init__.py.
 """
@@ -175,6 +185,32 @@ class Revolve(Schedule):
 
     def recomputations(self, N):
         return revolve_cost(N, self.count) + 1 - N if N >= 1 else 0
+
+    # -- online placement (adaptive runs: N unknown; module docstring) ----------------------------
+    def online_spacing(self, k):
+        """d(k): the smallest power of two with ⌊k/d⌋ + 1 ≤ B = ⌈C/2⌉ (the multiples of
+        d up to k fit in B slots)."""
+        B = max(1, (self.count + 1) // 2)
+        d = 1
+        while k // d + 1 > B:
+            d *= 2
+        return d
+
+    def online_slot(self, k, slot_step):
+        """The slot x_k is written into when N is not known in advance, or None: x_k is
+        kept when d(k) divides k, into a slot whose state is no longer a multiple of
+        d(k) (dropped), else the lowest empty one — so at most B slots are ever used."""
+        d = self.online_spacing(k)
+        if k % d or k in slot_step:
+            return None
+        steps = list(slot_step)
+        for i, s in enumerate(steps):
+            if s >= 0 and (s % d or s > k):
+                return i
+        for i, s in enumerate(steps):
+            if s < 0:
+                return i
+        raise AssertionError((k, steps))  # pragma: no cover - at most B ≤ C slots are used
 
 
 def parse_schedule(text: str) -> Schedule:

@@ -159,7 +159,7 @@ class CheckpointStore:
         self.grid_rows = 0                    # rank 0, adaptive: grid rows 0 … grid_rows−1 written
         self.n, self.m = problem.sys.n, problem.sys.m
         self.nobj, self.nd = len(problem.objectives), problem.design.ncols   # parameter columns
-        self.S = schedule.slots(self.N)
+        self.S = self._slots(self.N)
         self.sha = resolved_sha256(config)
         if interval is None:
             interval = float(os.environ.get("PARMBS_CHECKPOINT_INTERVAL", DEFAULT_INTERVAL))
@@ -187,6 +187,13 @@ class CheckpointStore:
 
         info = self._root(do_open, "<file>")
         self.created, self.valid_steps, self.slot_step, self.adjoint_marker = info
+
+    def _slots(self, N):
+        """Slots for N steps; adaptive ``revolve:C``: min(C, N + 1) (online placement,
+        schedules.Revolve.online_slot, may keep x_0 … x_N when C > N)."""
+        if self.adaptive and self.schedule.kind == "revolve":
+            return min(self.schedule.count, N + 1)
+        return self.schedule.slots(N)
 
     # -- collective plumbing ----------------------------------------------------------------
     def _root(self, fn, key, pending_first=True):
@@ -518,7 +525,7 @@ class CheckpointStore:
         if cap == self.N:
             return
         old_S = self.S
-        self.N, self.S = cap, self.schedule.slots(cap)
+        self.N, self.S = cap, self._slots(cap)
         keep_slots = self.slot_step
 
         def do():

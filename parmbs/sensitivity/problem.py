@@ -121,12 +121,6 @@ class Problem:
         parmbs/checkpoint).  Index-3 steppers only; raises HDF5Error for a file of
         another config, ValueError for a whole-run (PETSc TS) stepper."""
         from ..checkpoint import open_run, parse_schedule
-        if self.adapt is not None and parse_schedule(self.config.checkpoint.schedule).kind == "revolve":
-            from ..config import ConfigError      # its binomial chain is placed from N (schedules.py)
-            raise ConfigError(self.config.source or "<config>", "checkpoint.schedule",
-                              f"schedule {self.config.checkpoint.schedule!r} places its checkpoints from the "
-                              "number of steps, which an adaptive run (simulation.adapt) does not know in "
-                              "advance: use 'all' or 'every:K'")
         resources.check_disk(self.config.source, path, parse_schedule(self.config.checkpoint.schedule).slots(self.nsteps),
                              self.sys.n, self.sys.m, len(self.objectives), comm if comm is not None else self._mpi())
         self.checkpoint = open_run(self, path, comm=comm, interval=interval)

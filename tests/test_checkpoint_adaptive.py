@@ -244,3 +244,42 @@ def test_simulate_restart_after_kill_same_trajectory(reference, tmp_path):
         g = f["trajectory"]
         for name, ref in (("t", tr.t), ("q", tr.q), ("v", tr.v), ("a", tr.a), ("lambda", tr.lam)):
             assert np.array_equal(g[name][:], ref), name
+
+
+def test_external_sigkill_and_restart(tmp_path):
+    """Real SIGKILLs from outside at arbitrary moments (a write per step), then
+    --restart: the uninterrupted run's steps and gradient, bit for bit."""
+    import time
+    extra = ["simulation.t_end=0.5", "simulation.adapt.rtol=1e-6", "simulation.adapt.atol=1e-6",
+             "checkpoint.schedule=every:4"]
+    pr = _problem(extra)
+    grid0 = pr.forward().grid
+    grad0 = pr.adjoint()
+    h5 = tmp_path / "run.h5"
+    sets = [a for s in ADAPT + extra for a in ("--set", s)]
+    progress = []
+    for i, delay in enumerate((2.5, 2.0, 2.0)):
+        where = ["-o", h5] if not _partial(h5).exists() else ["--restart", h5]
+        p = subprocess.Popen([sys.executable, "-m", "parmbs", "gradient", FIVEBAR, *sets, *map(str, where)],
+                             cwd=tmp_path, env=_env(PARMBS_CHECKPOINT_INTERVAL=0), stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        if _partial(h5).exists():
+            try:
+                progress.append(_state(_partial(h5))[:2])
+            except OSError:     # killed while creating the file: a fresh start next time
+                _partial(h5).unlink()
+    js = tmp_path / "g.json"
+    where = ["--restart", h5] if _partial(h5).exists() or h5.exists() else ["-o", h5]
+    r = _cli("gradient", FIVEBAR, *sets, *where, "--json", js, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(js.read_text())
+    assert doc["steps"] == grid0.steps
+    for k in grad0:
+        g = np.array(list(doc["objectives"][k]["gradient"].values()))
+        assert np.array_equal(g, grad0[k]), k
+    t, h, _ = _grid_of(h5)
+    assert np.array_equal(t, grid0.t) and np.array_equal(h, grid0.h)
+    print("N", grid0.steps, "progress at the kills (forward step, adjoint step):", progress)

@@ -73,6 +73,41 @@ def test_restart_after_interrupt_equals_uninterrupted(shared_tmp, kill, monkeypa
         assert np.max(np.abs(g0[k] - g1[k])) <= MPI_RTOL * np.max(np.abs(g0[k])), (k, g0[k] - g1[k])
 
 
+# adaptive steps (tests/test_checkpoint_adaptive.py): the accept/reject verdict is agreed
+# by an allreduce; the file is grown (capacity t_end/dt = 4) on rank 0 and renamed
+ADAPT_SETS = ["--set", "simulation.t_end=0.2", "--set", "simulation.adapt.rtol=1e-5",
+              "--set", "simulation.adapt.atol=1e-5", "--set", "simulation.dt=0.05",
+              "--set", "parallel.distribute=always"]
+
+
+@pytest.mark.mpi(min_size=2)
+@pytest.mark.parametrize("sched,kill", [("every:3", "forward:9"), ("all", "grow:1"), ("revolve:4", "adjoint:7")])
+def test_adaptive_restart_after_interrupt_equals_uninterrupted(shared_tmp, sched, kill, monkeypatch):
+    from mpi4py import MPI
+    from parmbs.checkpoint import SimulatedKill
+    from parmbs.cli import main
+    comm = MPI.COMM_WORLD
+    sets = ADAPT_SETS + ["--set", f"checkpoint.schedule={sched}"]
+    ref, js, h5 = shared_tmp / "ref.json", shared_tmp / "g.json", shared_tmp / "run.h5"
+    rc = main(["gradient", FIVEBAR, *sets, "--set", f"checkpoint.file={shared_tmp / 'ref.h5'}", "--json", str(ref)])
+    assert comm.allgather(rc) == [0] * comm.size
+    monkeypatch.setenv("PARMBS_CHECKPOINT_INTERVAL", "0")
+    monkeypatch.setenv("PARMBS_TEST_FAULTS", "1")
+    monkeypatch.setenv("PARMBS_CHECKPOINT_KILL", f"raise:{kill}")
+    with pytest.raises(SimulatedKill):
+        main(["gradient", FIVEBAR, *sets, "-o", str(h5)])
+    monkeypatch.delenv("PARMBS_CHECKPOINT_KILL")
+    comm.Barrier()
+    rc = main(["gradient", FIVEBAR, *sets, "--restart", str(h5), "--json", str(js)])
+    assert comm.allgather(rc) == [0] * comm.size
+    comm.Barrier()
+    d0, d1 = json.loads(ref.read_text()), json.loads(js.read_text())
+    assert d0["steps"] == d1["steps"]                      # the same accepted steps
+    g0, g1 = _grads(ref), _grads(js)
+    for k in g0:
+        assert np.max(np.abs(g0[k] - g1[k])) <= MPI_RTOL * np.max(np.abs(g0[k])), (k, g0[k] - g1[k])
+
+
 @pytest.mark.mpi(min_size=2)
 def test_config_mismatch_same_exit_code_on_all_ranks(shared_tmp):
     from mpi4py import MPI

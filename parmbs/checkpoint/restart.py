@@ -77,9 +77,7 @@ class CheckpointedRun:
         """Step the forward run would start from (N if it is complete)."""
         st = self.store
         if st.adjoint_marker[0] in (0, 1):
-            return self.N
-        if self.adaptive and st.adjoint_marker[0] in (0, 1):
-            return st.N
+            return st.N if self.adaptive else self.N     # (an adaptive file is compacted to N)
         if self.sched.kind == "all":
             return max(st.valid_steps, 0)
         used = st.slot_step[st.slot_step >= 0]

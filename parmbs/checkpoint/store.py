@@ -563,7 +563,17 @@ class CheckpointStore:
                 new.flush()
                 self.kill("grow")
                 new.close()
+            except SimulatedKill:                 # as a kill leaves it (tests)
+                self.f = old
+                raise
             except BaseException:
+                if self.f is not old:
+                    try:
+                        self.f.close()
+                    except Exception:  # noqa: BLE001 - the original error matters more
+                        pass
+                    if os.path.exists(tmp):
+                        os.remove(tmp)
                 self.f = old
                 raise
             old.close()

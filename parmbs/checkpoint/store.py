@@ -183,10 +183,11 @@ class CheckpointStore:
             else:
                 self._create(h5py, config, problem)
                 self.created = True
-            return (self.created, self.valid_steps, self.slot_step, self.adjoint_marker)
+            return (self.created, self.valid_steps, self.slot_step, self.adjoint_marker, self.N, self.S)
 
         info = self._root(do_open, "<file>")
-        self.created, self.valid_steps, self.slot_step, self.adjoint_marker = info
+        # (N, S: an adaptive file's capacity, read on rank 0, is every rank's)
+        self.created, self.valid_steps, self.slot_step, self.adjoint_marker, self.N, self.S = info
 
     def _slots(self, N):
         """Slots for N steps; adaptive ``revolve:C``: min(C, N + 1) (online placement,

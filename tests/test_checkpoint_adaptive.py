@@ -37,9 +37,10 @@ from parmbs.sensitivity.problem import Problem
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 FIVEBAR = str(ROOT / "configs" / "fivebar.toml")
-# 26 accepted steps, 6 rejected; dt = 0.05 is only the first step, and the file's
-# first capacity t_end/dt = 4 steps: it grows to 16, 32 and is compacted to 26
-ADAPT = ["simulation.t_end=0.2", "simulation.adapt.rtol=1e-5", "simulation.adapt.atol=1e-5",
+# 23 accepted steps (h from 0.006 to 0.02), 1 rejected; dt = 0.05 is only the first
+# step, and the file's first capacity t_end/dt = 4 steps: it grows to 16, 32 and is
+# compacted to 23
+ADAPT = ["simulation.t_end=0.2", "simulation.adapt.rtol=3e-4", "simulation.adapt.atol=3e-4",
          "simulation.dt=0.05"]
 
 
@@ -65,7 +66,7 @@ def _grid_of(h5):
 def test_checkpointed_adaptive_run_is_the_in_memory_run(schedule, reference, tmp_path):
     grid0, values0, grad0, direct0 = reference
     N = grid0.steps
-    assert N == 26 and grid0.h.max() > 3 * grid0.h.min()
+    assert N == 23 and grid0.h.max() > 3 * grid0.h.min()
     pr = _problem([f"checkpoint.schedule={schedule}"])
     assert pr.nsteps == 4                              # the estimate the file is allocated for
     run = pr.use_checkpoint(tmp_path / "ck.h5")
@@ -182,7 +183,7 @@ def _state(h5):
 
 
 @pytest.mark.parametrize("schedule,kills", [
-    # capacity 4 → the run grows the file at x_5 and x_17; 26 steps, a write per step
+    # capacity 4 → the run grows the file at x_5 and x_17; 23 steps, a write per step
     ("all", ["forward:5", "grow:1", "write:4", "forward:8", "grow:1", "adjoint:5", "write:3", "adjoint:10"]),
     ("every:3", ["forward:7", "write:2", "grow:1", "forward:5", "adjoint:4", "write:1", "adjoint:6"]),
     # online revolve, 2 of 4 slots: x_0, x_1, x_2, x_4, x_8, x_16 written (each one dropping
@@ -250,15 +251,14 @@ def test_external_sigkill_and_restart(tmp_path):
     """Real SIGKILLs from outside at arbitrary moments (a write per step), then
     --restart: the uninterrupted run's steps and gradient, bit for bit."""
     import time
-    extra = ["simulation.t_end=0.5", "simulation.adapt.rtol=1e-6", "simulation.adapt.atol=1e-6",
-             "checkpoint.schedule=every:4"]
+    extra = ["simulation.t_end=2.0", "checkpoint.schedule=every:4"]     # 1556 steps
     pr = _problem(extra)
     grid0 = pr.forward().grid
     grad0 = pr.adjoint()
     h5 = tmp_path / "run.h5"
     sets = [a for s in ADAPT + extra for a in ("--set", s)]
     progress = []
-    for i, delay in enumerate((2.5, 2.0, 2.0)):
+    for i, delay in enumerate((1.5, 1.5, 1.5)):
         where = ["-o", h5] if not _partial(h5).exists() else ["--restart", h5]
         p = subprocess.Popen([sys.executable, "-m", "parmbs", "gradient", FIVEBAR, *sets, *map(str, where)],
                              cwd=tmp_path, env=_env(PARMBS_CHECKPOINT_INTERVAL=0), stdout=subprocess.DEVNULL,

@@ -919,7 +919,7 @@ def cmd_gradient(args):
         out(f"wrote {final} (/trajectory, /gradient{', /sensitivity/history' if args.history else ''})")
     if args.plot:
         out(f"wrote {args.plot}")
-    elif ck is not None:
+    if ck is not None and ck.final is None:       # a -o run's checkpoint became the result
         info(f"removed the temporary checkpoint {ck.path}")
     return 0
 

@@ -7,9 +7,10 @@ numbers differ from a serial run in the last bits; the accept/reject verdict is
 agreed by one allreduce per step, so both ranks take one step sequence, which matches
 the serial one in count and to round-off in size.  Bounds: the distributed-run bound
 of the other MPI tests (1e-10 relative, tests/test_checkpoint_mpi.py) for ψ and ∇ψ
-(relative to max |∇ψ_o|; measured 3.5e-15 on the five-bar), and for the step sizes
-1e-8 relative (δh/h ≈ K_I δe/e per step, accumulated over ~100 steps from 1e-13
-differences in e; measured 3.1e-11).
+(relative to max |∇ψ_o|; measured 2.6e-14 on the five-bar).  Step sizes: the
+estimate e ≈ tol·h/T ≈ 5e-8 is a divided difference of q, so the ranks' δq ≈ 1e-15
+moves it by δe/e ≈ 0.67 δq/e ≈ 1.3e-8, and h by K_I δe/e ≈ 5e-9 per step, a random
+walk over ~170 steps: ≲ 6e-8; bound 1e-6, measured 6.5e-9.
 """
 import numpy as np
 import pytest
@@ -39,7 +40,7 @@ def test_distributed_adaptive_run_takes_the_serial_steps():
     hs = comm.allgather(td.grid.h)
     assert all(np.array_equal(h, hs[0]) for h in hs)          # one step sequence on every rank
     assert td.grid.steps == ts.grid.steps and td.grid.h.max() > 3 * td.grid.h.min()
-    assert np.max(np.abs(td.grid.h - ts.grid.h) / ts.grid.h) <= 1e-8
+    assert np.max(np.abs(td.grid.h - ts.grid.h) / ts.grid.h) <= 1e-6
     vd, vs = pd.objective_values(), ps.objective_values()
     for o in gs:
         assert abs(vd[o] - vs[o]) <= 1e-10 * abs(vs[o]), o

@@ -536,8 +536,7 @@ def _report_steps(traj, sim):
     g = getattr(traj, "grid", None)
     if sim.adapt is None or g is None or not g.steps:
         return
-    from .integrators.timeloop import march
-    floor = getattr(march, "floor_hits", 0)
+    floor = getattr(g, "floor_hits", 0)
     rej = getattr(traj, "rejected", 0)             # None: the run was read back complete from a file
     info(f"adaptive steps (rtol {sim.adapt.rtol:g}, atol {sim.adapt.atol:g}): {g.steps} accepted, "
          + (f"{rej} rejected, " if rej is not None else "")

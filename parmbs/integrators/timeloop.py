@@ -96,9 +96,10 @@ class TimeGrid:
     h_k is stored, not recomputed as t_{k+1} − t_k: a fixed-step run keeps h_k =
     dt exactly (as before this module existed), and a replay uses the same bits."""
 
-    def __init__(self, t, h):
+    def __init__(self, t, h, floor_hits=0):
         self.t = np.asarray(t, dtype=float)
         self.h = np.asarray(h, dtype=float)
+        self.floor_hits = floor_hits      # adaptive: steps the Newton noise floor decided (LocalError)
         if len(self.t) != len(self.h) + 1:
             raise ValueError("a time grid has one more time than steps")
 
@@ -440,5 +441,4 @@ def _march_adaptive(stepper, p, t_end, x, k0, t0, keep, ad, guard, progress, h_p
         keep(k, t, hk, x)
         if progress:
             progress(max(1, min(999, int(1000 * (t - t_start) / span))) if t < t_end else 1000, 1000)
-    march.floor_hits = est.floor_hits           # read by the caller's report (Problem.forward)
-    return (TimeGrid(np.array(T), np.array(H)), np.array(its, np.int64)), rejected
+    return (TimeGrid(np.array(T), np.array(H), est.floor_hits), np.array(its, np.int64)), rejected

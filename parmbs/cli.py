@@ -997,18 +997,9 @@ def cmd_verify(args):
     _check_finite(values, adj, "adjoint")
     _check_finite(values, dirg, "direct")
     sigma = timed("round-off", lambda pg: V.roundoff_sigma(pr, adj, dirg))
-    cs, cs_why = None, ""
-    if cfg.simulation.formulation in ("index3", "index1", "maggi") and not cfg.simulation.integrator.startswith("ts-"):
-        from .sensitivity.complex_step import complex_step_gradient
-        from .model.system import ModelError
-        try:
-            cs = timed("complex step", lambda pg: complex_step_gradient(pr, p0, progress=pg), "column")
-        except (ModelError, TypeError) as e:    # a stepper that does not run in complex
-            cs_why = " ".join(str(e).split())
-        pr.forward(p0)
-    else:
-        cs_why = (f"'{cfg.simulation.integrator}' runs in real-valued PETSc TS" if cfg.simulation.integrator.startswith("ts-")
-                  else f"formulation '{cfg.simulation.formulation}' (complex step: index3, index1, maggi)")
+    cs, cs_why = timed("complex step", lambda pg: V.complex_step_reference(pr, p0, progress=pg), "column")
+    if cs is None:
+        timing.pop("complex step")
     ncol = len(pr.design.values(p0))
     sweeps = timed("fd sweep", lambda pg: V.fd_sweep(pr, p0, progress=lambda j, sw: pg(j + 1, ncol)), "column")
     names = list(pr.design.names)
@@ -1024,29 +1015,15 @@ def cmd_verify(args):
         + (f"  [complex step not available: {cs_why}]" if cs is None else ""))
     info(f"fd: central differences at h = s·10^-2 … s·10^-7 (s = |rho|, or 1); the plateau step (least change δ "
         f"to its neighbours) is used; bound(fd) = {V.FD_FACTOR:g}·δ + √(newton.rtol)·‖g‖∞ + bound(adj,dir)")
-    checks = []
+    checks = V.make_checks(pr, adj, dirg, sigma, cs, sweeps)
     for o in adj:
-        a, d = np.asarray(adj[o], float), np.asarray(dirg[o], float)
-        bad = V.adjoint_direct_bound(sigma[o], a, d) if sigma is not None else V.fixed_bound(a, d)
-        gscale = max(float(np.max(np.abs(a), initial=0.0)), float(np.max(np.abs(d), initial=0.0)))
         info(f"\n{o} = {values[o]:.12e}")
         info(f"  {'design':<12} {'adjoint':>18} {'direct':>18} {'complex step':>18} {'fd (plateau)':>18} "
             f"{'|adj-dir|':>9} {'bound':>9}  verdict")
-        for j, n in enumerate(names):
-            sw = sweeps[j]
-            pl = sw.plateau(o)
-            c = V.Check(o, n, float(a[j]), float(d[j]), float(bad[j]),
-                        newton_bias=V.newton_bias(gscale, cfg.simulation.newton.rtol))
-            if cs is not None:
-                c.cs, c.bound_cs = float(cs[o][j]), V.cs_bound(float(bad[j]), pr.nsteps, gscale,
-                                                               cfg.simulation.newton.rtol)
-            if pl is not None:
-                c.fd_h, c.fd, c.fd_delta = sw.h[pl[0]], pl[1], pl[2]
-            V.judge(c, pr.nsteps)
-            checks.append(c)
+        for c in (c for c in checks if c.objective == o):
             cs_txt = f"{c.cs:>18.10e}" if c.cs is not None else f"{'n/a':>18}"
             fd_txt = f"{c.fd:>18.10e}" if c.fd is not None else f"{'n/a':>18}"
-            info(f"  {n:<12} {c.adjoint:>18.10e} {c.direct:>18.10e} {cs_txt} {fd_txt} "
+            info(f"  {c.name:<12} {c.adjoint:>18.10e} {c.direct:>18.10e} {cs_txt} {fd_txt} "
                 f"{abs(c.adjoint - c.direct):>9.2e} {c.bound_ad:>9.2e}  {c.status}")
     info("\nworst ratio to its bound: "
         + ", ".join(f"{k} {r:.2g} ({w})" for k, (r, w) in V.worst_ratios(checks).items()))
@@ -1089,13 +1066,9 @@ def cmd_verify(args):
             info("  observed order: n/a (remainder at noise level: psi is linear along d)")
         else:
             info(f"  observed order: {order:.3f}")
-            if not order >= V.MIN_TAYLOR_ORDER:
-                noise = V.psi_noise(sweeps, o)
-                hint = ""
-                if noise is not None and noise > V.NOISE_DOMINATED * abs(values[o]):
-                    hint = (f" ({o} = {values[o]:.3e} is at its noise level ≈ {noise:.1e} (FD sweep) over this "
-                            "horizon: nothing to verify; lengthen simulation.t_end)")
-                failures.append(f"{o}: Taylor order {order:.3f} < {V.MIN_TAYLOR_ORDER}{hint}")
+            bad = V.taylor_failure(o, order, values[o], sweeps)
+            if bad:
+                failures.append(bad)
     notes = [c for c in checks if c.status in ("fd-unreliable", "cs-disagrees")]
     if failures:
         info()

@@ -209,39 +209,18 @@ def verify(model, overrides: Iterable[str] = ()) -> Verification:
     p0 = pr.sys.p.copy()
     adj, dirg = pr.adjoint(), pr.direct()
     sigma = V.roundoff_sigma(pr, adj, dirg)
-    cs = None
-    if cfg.simulation.formulation in ("index3", "index1", "maggi") and not cfg.simulation.integrator.startswith("ts-"):
-        from ..model.system import ModelError
-        from ..sensitivity.complex_step import complex_step_gradient
-        try:
-            cs = complex_step_gradient(pr, p0)
-        except (ModelError, TypeError):      # a stepper that does not run in complex
-            cs = None
-        pr.forward(p0)
+    cs, _ = V.complex_step_reference(pr, p0)
     sweeps = V.fd_sweep(pr, p0)
-    rtol = cfg.simulation.newton.rtol
-    checks = []
-    for o in adj:
-        a, d = np.asarray(adj[o], float), np.asarray(dirg[o], float)
-        bad = V.adjoint_direct_bound(sigma[o], a, d) if sigma is not None else V.fixed_bound(a, d)
-        gscale = max(float(np.max(np.abs(a), initial=0.0)), float(np.max(np.abs(d), initial=0.0)))
-        for j, n in enumerate(pr.design.names):
-            c = V.Check(o, n, float(a[j]), float(d[j]), float(bad[j]), newton_bias=V.newton_bias(gscale, rtol))
-            if cs is not None:
-                c.cs, c.bound_cs = float(cs[o][j]), V.cs_bound(float(bad[j]), pr.nsteps, gscale, rtol)
-            pl = sweeps[j].plateau(o)
-            if pl is not None:
-                c.fd_h, c.fd, c.fd_delta = sweeps[j].h[pl[0]], pl[1], pl[2]
-            checks.append(V.judge(c, pr.nsteps))
+    checks = V.make_checks(pr, adj, dirg, sigma, cs, sweeps)
     failures = [f"{c.objective}/{c.name}: {c.reason}" for c in checks if c.status == "FAILED"]
     eps = list(V.TAYLOR_EPS)
     r = V.taylor_remainders(pr, p0, values, adj, eps)
     orders = {}
     for o in adj:
-        order = V.taylor_orders(eps, r[o], values[o])[1]
-        orders[o] = order
-        if order is not None and not order >= V.MIN_TAYLOR_ORDER:
-            failures.append(f"{o}: Taylor order {order:.3f} < {V.MIN_TAYLOR_ORDER}")
+        orders[o] = V.taylor_orders(eps, r[o], values[o])[1]
+        bad = V.taylor_failure(o, orders[o], values[o], sweeps)
+        if bad:
+            failures.append(bad)
     return Verification(values, checks, orders, failures)
 
 

@@ -457,3 +457,59 @@ FIXED_REL = 1e-8
 def fixed_bound(a, d):
     scale = max(float(np.max(np.abs(a), initial=0.0)), float(np.max(np.abs(d), initial=0.0)))
     return FIXED_REL * np.maximum(np.abs(a), FIXED_REL * scale)
+
+
+# ----------------------------------------------------------------------------- one verification, two front ends
+# (``parmbs verify`` prints these results, ``parmbs.api.verify`` returns them)
+
+
+def complex_step_reference(problem, p0, progress=None):
+    """(gradient by complex step, "") where the stepper runs in complex arithmetic, else
+    (None, why not).  The problem is left at ``p0``."""
+    sim = problem.config.simulation
+    if sim.integrator.startswith("ts-"):
+        return None, f"'{sim.integrator}' runs in real-valued PETSc TS"
+    if sim.formulation not in ("index3", "index1", "maggi"):
+        return None, f"formulation '{sim.formulation}' (complex step: index3, index1, maggi)"
+    from .complex_step import complex_step_gradient
+    from ..model.system import ModelError
+    try:
+        return complex_step_gradient(problem, p0, progress=progress), ""
+    except (ModelError, TypeError) as e:    # a stepper that does not run in complex
+        return None, " ".join(str(e).split())
+    finally:
+        problem.forward(p0)
+
+
+def make_checks(problem, adj, dirg, sigma, cs, sweeps):
+    """One judged Check per objective and design variable (adjoint vs direct within the
+    measured round-off bound, or the fixed one where it is not measurable; complex step
+    and the FD plateau as references)."""
+    rtol = problem.config.simulation.newton.rtol
+    checks = []
+    for o in adj:
+        a, d = np.asarray(adj[o], float), np.asarray(dirg[o], float)
+        bad = adjoint_direct_bound(sigma[o], a, d) if sigma is not None else fixed_bound(a, d)
+        gscale = max(float(np.max(np.abs(a), initial=0.0)), float(np.max(np.abs(d), initial=0.0)))
+        for j, n in enumerate(problem.design.names):
+            c = Check(o, n, float(a[j]), float(d[j]), float(bad[j]), newton_bias=newton_bias(gscale, rtol))
+            if cs is not None:
+                c.cs, c.bound_cs = float(cs[o][j]), cs_bound(float(bad[j]), problem.nsteps, gscale, rtol)
+            pl = sweeps[j].plateau(o)
+            if pl is not None:
+                c.fd_h, c.fd, c.fd_delta = sweeps[j].h[pl[0]], pl[1], pl[2]
+            checks.append(judge(c, problem.nsteps))
+    return checks
+
+
+def taylor_failure(o, order, value, sweeps):
+    """The failure line of objective ``o`` whose observed Taylor order is ``order``, or
+    None when the order is acceptable (or undecidable: ψ linear along d)."""
+    if order is None or order >= MIN_TAYLOR_ORDER:
+        return None
+    noise = psi_noise(sweeps, o)
+    hint = ""
+    if noise is not None and noise > NOISE_DOMINATED * abs(value):
+        hint = (f" ({o} = {value:.3e} is at its noise level ≈ {noise:.1e} (FD sweep) over this "
+                "horizon: nothing to verify; lengthen simulation.t_end)")
+    return f"{o}: Taylor order {order:.3f} < {MIN_TAYLOR_ORDER}{hint}"

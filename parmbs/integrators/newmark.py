@@ -3,8 +3,9 @@
 One scheme, three parameter sets, and — in this one file so they cannot drift
 apart — its forward step, tangent (direct) step and discrete adjoint step.
 
-Generalized-α in acceleration form with interpolated forces (Chung–Hulbert; seed 001
-eqs. 1–5, 39–40).  State x_n = (q_n, v_n, a_n, λ_n); unknowns z = (a_{n+1}, λ_{n+1}):
+Generalized-α in acceleration form with interpolated forces (Chung–Hulbert; the
+Newmark relations, the α-weighting and ρ∞ of seed 001 eqs. 1–5 and 18–21); state
+x_n = (q_n, v_n, a_n, λ_n); unknowns z = (a_{n+1}, λ_{n+1}):
 
     q_{n+1} = q̂ + βh² a_{n+1},   q̂ = q_n + h v_n + (½ − β) h² a_n
     v_{n+1} = v̂ + γh a_{n+1},    v̂ = v_n + (1 − γ) h a_n
@@ -17,6 +18,13 @@ Newton matrix J = [[∂R₁/∂a, (1−α_f)Φ_qᵀ], [Φ_q, 0]] of order one (t
 the constraint rows).  α_m = α_f = 0 gives Newmark; β = ¼, γ = ½ the trapezoidal
 rule (q_{n+1} = q_n + h/2 (v_n + v_{n+1}), v likewise).  ρ∞ gives (seed 001 eqs. 18–21)
 α_m = (2ρ∞−1)/(ρ∞+1), α_f = ρ∞/(ρ∞+1), γ = ½ − α_m + α_f, β = ¼ (1 − α_m + α_f)².
+
+This is *not* seed 001's multibody scheme (§2.3, eqs. 33–40): the paper solves the
+index-1 system (J_Φ q̈ = F_c with Baumgarte terms) and weights J_Φᵀλ and J_Φ q̈ with α_m;
+here the constraints stay at index 3 (Φ(q_{n+1}) = 0, h²-scaled), the reaction Φ_qᵀλ is
+weighted with α_f like every other non-inertial force, and α_m weights only r_I = M a.
+Both forms share the first-order accuracy the paper notes for a configuration-dependent
+mass matrix (benchmarks/README.md, dt-convergence section).
 
 Tangent step: differentiate R(z_{n+1}; x_n, ρ) = 0:  J dz = −(R_x dx_n + R_ρ).
 Adjoint step (μ = ∂ψ/∂x, the total sensitivity of the objective to a state):

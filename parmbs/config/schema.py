@@ -403,7 +403,7 @@ def _check_petsc_options(v: dict[str, Any]) -> dict[str, Any]:
     return v
 
 
-INDEX3_INTEGRATORS = ("trapezoidal", "genalpha", "newmark", "variational", "ts-alpha2")
+INDEX3_INTEGRATORS = ("trapezoidal", "genalpha", "hht", "wbz", "newmark", "variational", "ts-alpha2")
 PENALTY_INTEGRATORS = ("ts-beuler", "ts-cn", "ts-theta", "ts-rk")
 #: Which integrators each formulation accepts (checked in checks.py, dispatched in
 #: parmbs/formulations/__init__.py).
@@ -415,7 +415,7 @@ FORMULATION_INTEGRATORS = {
     "matrix-r": ("trapezoidal",),
 }
 #: The index3 integrators ``simulation.stabilization = "ggl"`` applies to (integrators/ggl.py).
-GGL_INTEGRATORS = ("trapezoidal", "genalpha", "newmark")
+GGL_INTEGRATORS = ("trapezoidal", "genalpha", "hht", "wbz", "newmark")
 
 
 class Index1(_Model):
@@ -475,7 +475,7 @@ class Simulation(_Model):
     t_end: PosReal = 1.0
     dt: PosReal = 1e-3
     formulation: Literal["index3", "penalty", "index1", "maggi", "matrix-r"] = "index3"
-    integrator: Literal["trapezoidal", "genalpha", "newmark", "variational", "ts-alpha2",
+    integrator: Literal["trapezoidal", "genalpha", "hht", "wbz", "newmark", "variational", "ts-alpha2",
                         "ts-beuler", "ts-cn", "ts-theta", "ts-rk"] = "trapezoidal"
     rho_inf: Annotated[float, Strict(), Field(allow_inf_nan=False, ge=0, le=1)] = 0.9
     beta: PosReal = 0.25

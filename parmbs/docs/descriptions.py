@@ -150,11 +150,12 @@ CLASS = {
                                   "TSALPHA2, the same discrete equations as `genalpha` (equal to round-off, "
                                   "forward and gradient), fixed steps"),
     "Simulation.rho_inf": ("", "spectral radius at infinite frequency ρ∞ of generalized-α (`genalpha`, "
-                               "`ts-alpha2`)"),
+                               "`ts-alpha2`) and of its special cases `hht` (HHT-α: α_m = 0, ρ∞ ∈ [½, 1]) "
+                               "and `wbz` (WBZ-α: α_f = 0)"),
     "Simulation.beta": ("", "Newmark β (integrator `newmark`)"),
     "Simulation.gamma": ("", "Newmark γ (integrator `newmark`)"),
     "Simulation.theta": ("", "θ of `ts-theta`"),
-    "Simulation.stabilization": ("", "`\"ggl\"`: the index3 `trapezoidal`, `newmark` or `genalpha` stepper on the "
+    "Simulation.stabilization": ("", "`\"ggl\"`: the index3 `trapezoidal`, `newmark`, `genalpha`, `hht` or `wbz` stepper on the "
                                      "stabilized index-2 (Gear–Gupta–Leimkuhler) equations, velocity "
                                      "constraint enforced too (no growing (−1)ᵏ mode of a, λ); `\"none\"`: index 3"),
     "Simulation.newton": ("", "Newton iteration of the implicit step"),

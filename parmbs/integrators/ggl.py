@@ -313,7 +313,7 @@ class GGLNewmarkFamily(NewmarkParameterSets):
 
 def make_ggl_stepper(system, sim, **kw):
     """The GGL stepper for ``simulation.stabilization = "ggl"`` (index3 formulation;
-    integrator trapezoidal, newmark or genalpha)."""
+    integrator trapezoidal, newmark, genalpha, hht or wbz)."""
     h = sim.dt
     common = dict(newton=sim.newton, petsc_options=sim.petsc_options, **kw)
     if sim.integrator == "trapezoidal":
@@ -322,4 +322,6 @@ def make_ggl_stepper(system, sim, **kw):
         return GGLNewmarkFamily.newmark(system, h, sim.beta, sim.gamma, **common)
     if sim.integrator == "genalpha":
         return GGLNewmarkFamily.genalpha(system, h, sim.rho_inf, **common)
+    if sim.integrator in ("hht", "wbz"):
+        return getattr(GGLNewmarkFamily, sim.integrator)(system, h, sim.rho_inf, **common)
     raise ValueError(f"no GGL stepper for integrator {sim.integrator!r}")

@@ -144,7 +144,7 @@ def advice(sim):
         # the index-2 (GGL) form removes the index-3 rule's growing (−1)ᵏ mode (integrators/ggl.py)
         return ('use integrator = "genalpha" with rho_inf = 0.9 (numerically damped), stabilization = "ggl" '
                 '(index 2) or a smaller dt')
-    if integ in ("genalpha", "ts-alpha2") and getattr(sim, "rho_inf", 0.0) >= 0.95:
+    if integ in ("genalpha", "hht", "wbz", "ts-alpha2") and getattr(sim, "rho_inf", 0.0) >= 0.95:
         return f"lower rho_inf (now {sim.rho_inf:g}; 0.8 damps more) or use a smaller dt"
     return "use a smaller dt"
 

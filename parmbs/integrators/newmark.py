@@ -132,6 +132,21 @@ class NewmarkParameterSets:
         g = 0.5 - am + af
         return cls(system, h, am, af, 0.25 * (1 - am + af) ** 2, g, **kw)
 
+    @classmethod
+    def hht(cls, system, h, rho_inf=0.9, **kw):
+        """Hilber–Hughes–Taylor α (HHT-α): α_m = 0, α_f = (1 − ρ∞)/(1 + ρ∞) ∈ [0, ⅓] for
+        ρ∞ ∈ [½, 1] (Hilber, Hughes & Taylor 1977, in the Chung–Hulbert convention where
+        α weights the old state; Chung & Hulbert 1993 Table 1), γ, β as for genalpha."""
+        af = (1 - rho_inf) / (1 + rho_inf)
+        return cls(system, h, 0.0, af, 0.25 * (1 + af) ** 2, 0.5 + af, **kw)
+
+    @classmethod
+    def wbz(cls, system, h, rho_inf=0.9, **kw):
+        """Wood–Bossak–Zienkiewicz α (WBZ-α): α_f = 0, α_m = (ρ∞ − 1)/(ρ∞ + 1) ≤ 0 (Wood,
+        Bossak & Zienkiewicz 1980; Chung & Hulbert 1993 Table 1), γ, β as for genalpha."""
+        am = (rho_inf - 1) / (rho_inf + 1)
+        return cls(system, h, am, 0.0, 0.25 * (1 - am) ** 2, 0.5 - am, **kw)
+
 
 class NewmarkFamily(NewmarkParameterSets):
     name = "newmark-family"
@@ -294,4 +309,6 @@ def make_stepper(system, sim, **kw):
         return NewmarkFamily.newmark(system, h, sim.beta, sim.gamma, **common)
     if sim.integrator == "genalpha":
         return NewmarkFamily.genalpha(system, h, sim.rho_inf, **common)
+    if sim.integrator in ("hht", "wbz"):
+        return getattr(NewmarkFamily, sim.integrator)(system, h, sim.rho_inf, **common)
     raise ValueError(f"no index3 stepper {sim.integrator!r}")

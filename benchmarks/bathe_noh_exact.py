@@ -177,7 +177,7 @@ def main():
         axs[0, 0].legend(fontsize=7)
         for ax in axs[-1]:
             ax.set_xlabel("t")
-        fig.suptitle("Bathe–Noh (seed 001 Fig. 3): exact vs Newmark vs generalized-α ρ∞ = 0.55")
+        fig.suptitle("Bathe–Noh (Wehrle & Gufler 2024, Fig. 3): exact vs Newmark vs generalized-α ρ∞ = 0.55")
         fig.tight_layout()
         tmp = pathlib.Path(args.plot).with_suffix(".tmp.png")
         fig.savefig(tmp, dpi=120)

@@ -25,6 +25,8 @@ Allowed forms (NAME is an entity name, P a point name, K an integer index)::
     joints.NAME.function.amplitude|omega|phase|offset
     joints.NAME.function.coefficients.K
     joints.NAME.function.amplitudes|starts|durations.K  (sine_pulses)
+    joints.NAME.function.values.K, forces.NAME.function.values.K  (table; a noise
+                                    function's samples are generated, not design variables)
     spatial.gravity.x|y|z, spatial.ground.points.P.x|y|z
     spatial.bodies.NAME.mass, spatial.bodies.NAME.inertia.xx|yy|zz|xy|xz|yz
                                    (xy|xz|yz: full 3×3 inertia only; both symmetric

@@ -102,7 +102,46 @@ class SinePulses(_Model):
         return self
 
 
-TimeFunction = Annotated[Union[Polynomial, Harmonic, SinePulses], Field(discriminator="type")]
+class Table(_Model):
+    """f(t) = the clamped cubic spline (f' = 0 at the ends) through (times[k], values[k]);
+    constant before the first and after the last time (model/timefunctions.py Table)."""
+
+    type: Literal["table"]
+    times: list[Real]
+    values: list[Real]
+
+    @model_validator(mode="after")
+    def _knots(self) -> "Table":
+        if len(self.times) < 2:
+            raise ValueError("times needs at least 2 entries")
+        if len(self.values) != len(self.times):
+            raise ValueError(f"values has {len(self.values)} entries, times {len(self.times)}")
+        if any(b <= a for a, b in zip(self.times, self.times[1:])):
+            raise ValueError("times must increase strictly")
+        return self
+
+
+class Noise(_Model):
+    """Seeded noise samples (white, or red = first-order low-pass filtered) every
+    sample_dt on [0, duration], interpolated like a table (model/timefunctions.py)."""
+
+    type: Literal["noise"]
+    seed: Annotated[int, Strict(), Field(ge=0)]
+    sample_dt: PosReal
+    duration: PosReal
+    rms: Annotated[float, Strict(), Field(allow_inf_nan=False, ge=0)]
+    color: Literal["white", "red"] = "white"
+    corner: PosReal = 1.0
+
+    @model_validator(mode="after")
+    def _samples(self) -> "Noise":
+        n = self.duration / self.sample_dt
+        if n < 2 or n > 1e6:
+            raise ValueError(f"duration / sample_dt = {n:g} samples; need 2 … 1e6")
+        return self
+
+
+TimeFunction = Annotated[Union[Polynomial, Harmonic, SinePulses, Table, Noise], Field(discriminator="type")]
 
 # ----------------------------------------------------------------------------- model, ground, bodies
 

@@ -127,6 +127,19 @@ CLASS = {
     "SinePulses.amplitudes": ("", "pulse amplitudes"),
     "SinePulses.starts": ("s", "pulse start times"),
     "SinePulses.durations": ("s", "pulse durations"),
+    "Table.type": ("", "`\"table\"`: clamped cubic spline through the samples (f′ = 0 at the ends, "
+                       "constant outside), C² inside; the values are design variables (`function.values.K`)"),
+    "Table.times": ("s", "sample times, strictly increasing (at least 2)"),
+    "Table.values": ("", "sample values (unit of the driven coordinate or load factor)"),
+    "Noise.type": ("", "`\"noise\"`: seeded noise samples interpolated like a table (white, or red = "
+                       "first-order low-pass filtered); the samples are not design variables"),
+    "Noise.seed": ("", "seed of numpy's PCG64 generator (the same signal on every machine)"),
+    "Noise.sample_dt": ("s", "spacing of the samples"),
+    "Noise.duration": ("s", "samples on [0, duration]; first and last set to 0 (start and end at rest)"),
+    "Noise.rms": ("", "standard deviation of the samples (stationary, also for red noise)"),
+    "Noise.color": ("", "`\"white\"`: independent samples; `\"red\"`: x_k = a x_{k−1} + √(1 − a²) w_k, "
+                        "a = exp(−2π·corner·sample_dt)"),
+    "Noise.corner": ("Hz", "corner frequency of the red noise's low-pass"),
     # forces
     "Spring.a": ("", "first end point"),
     "Spring.b": ("", "second end point"),

@@ -4,7 +4,7 @@ not complex-step safe) fails here."""
 import numpy as np
 import pytest
 
-from parmbs.model import joints, forces  # noqa: F401  (registers the components)
+from parmbs.model import joints, forces, python_force  # noqa: F401  (registers the components)
 from parmbs.flexible import ancf, joints as beam_joints  # noqa: F401  (ANCF beams)
 from parmbs.flexible import plate, plate_joints  # noqa: F401  (plane-stress plates)
 from parmbs.flexible import continuum  # noqa: F401  (floating-frame plane-stress continua)
@@ -126,7 +126,7 @@ def test_registry_is_complete():
             "SpatialSpherical", "SpatialRevolute",
             "SpatialUniversal", "SpatialCylindrical", "SpatialTranslational", "SpatialRigid", "RevoluteDriver",
             "OrientationRow", "SpatialSpring", "SpatialNonlinearSpringDamper", "SpatialBumpStop", "SpatialBushing",
-            "SpatialPointForce", "SpatialTorque", "PlaneContact", "RoadContact", "Tyre"} <= set(REGISTRY)
+            "SpatialPointForce", "SpatialTorque", "PlaneContact", "RoadContact", "Tyre", "PythonForce"} <= set(REGISTRY)
 
 
 def test_potential_energies_match_forces():

@@ -248,6 +248,9 @@ class _Checker:
                     raise self.fail(f"{prefix}.point", "point forces at continuum points are not supported yet")
             elif f.type == "torque":
                 self.body(f.body, f"{prefix}.body")
+            elif f.type == "python":
+                for b in f.bodies:
+                    self.body(b, f"{prefix}.bodies")
 
     def simulation(self) -> None:
         sim = self.cfg.simulation

@@ -20,6 +20,7 @@ Allowed forms (NAME is an entity name, P a point name, K an integer index)::
                                     element; ``design.py`` expands it, see ``field_path``)
     forces.NAME.stiffness|damping|length|angle|value   (value: torque)
     forces.NAME.value.x|y                               (point force)
+    forces.NAME.parameters.KEY                          (python force)
     forces.NAME.function.amplitude|omega|phase|offset
     forces.NAME.function.coefficients.K
     joints.NAME.function.amplitude|omega|phase|offset
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
 #: Fields of each named entity through which a design path may go.
 _ENTITY_FIELDS = {
     "bodies": ("mass", "inertia", "com", "points", "initial", "initial_velocity"),
-    "forces": ("stiffness", "damping", "length", "angle", "value", "function"),
+    "forces": ("stiffness", "damping", "length", "angle", "value", "function", "parameters"),
     "joints": ("function",),
     "beams": ("length", "width", "height", "side", "density", "E", "points", "initial", "initial_velocity"),
     "plates": ("size", "thickness", "E", "nu", "rho0", "penalization", "density", "initial", "initial_velocity"),

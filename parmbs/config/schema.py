@@ -390,7 +390,29 @@ class Torque(_Model):
     function: TimeFunction | None = None
 
 
-Force = Annotated[Union[Spring, RotationalSpring, PointForce, Torque], Field(discriminator="type")]
+class PythonForce(_Model):
+    """A force element written in Python: callable(t, q, v, p) returns the generalized
+    force on (x, y, theta) of each body in ``bodies`` (model/python_force.py)."""
+
+    type: Literal["python"]
+    name: Name
+    bodies: Annotated[list[Name], AfterValidator(_nonempty)]
+    callable: Str
+    parameters: dict[str, Real] = {}
+
+    @model_validator(mode="after")
+    def _check(self) -> "PythonForce":
+        if ":" not in self.callable:
+            raise ValueError(f"callable must be 'module:function', got {self.callable!r}")
+        if len(set(self.bodies)) != len(self.bodies):
+            raise ValueError("bodies must be distinct")
+        for k in self.parameters:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k):
+                raise ValueError(f"parameter name {k!r} must be an identifier")
+        return self
+
+
+Force = Annotated[Union[Spring, RotationalSpring, PointForce, Torque, PythonForce], Field(discriminator="type")]
 
 # ----------------------------------------------------------------------------- simulation
 

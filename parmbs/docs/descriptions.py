@@ -153,6 +153,13 @@ CLASS = {
     "Torque.body": ("", "body the torque acts on"),
     "Torque.value": ("N·m", "torque (times `function` if given)"),
     "Torque.function": ("", "time function multiplying `value`; absent: constant"),
+    "PythonForce.type": ("", "`\"python\"`: a force element written in Python (`parmbs/model/python_force.py`: "
+                             "vectorized, complex-step safe; its blocks by complex step)"),
+    "PythonForce.name": ("", "element name (design paths `forces.NAME.parameters.KEY`)"),
+    "PythonForce.bodies": ("", "rigid bodies it acts on; q, v passed as (x, y, θ) of each, in this order"),
+    "PythonForce.callable": ("", "`\"module:function\"`, f(t, q, v, p) → generalized force Q on those "
+                                 "coordinates (module next to the config file or on sys.path)"),
+    "PythonForce.parameters": ("", "named numbers passed as p[KEY]; model parameters, so design variables"),
     # simulation
     "Simulation.t_end": ("s", "end time (the run starts at t = 0)"),
     "Simulation.dt": ("s", "time step"),

@@ -180,6 +180,17 @@ class System:
     def _add_force_element(self, f):
         P = self.params
         base = f"forces.{f.name}"
+        if f.type == "python":
+            from .python_force import PythonForce
+            from .user_code import load_callable
+            key = f"{base}.callable"
+            fn = load_callable(f.callable, self.config.source, key)
+            pidx = [P.add(f"{base}.parameters.{k}", v) for k, v in f.parameters.items()]
+            qidx = [i for b in f.bodies for i in self._qb(b)]
+            self._add_force(("PythonForce", f.name), PythonForce,
+                            {"fn": fn, "nbodies": len(f.bodies), "parameters": tuple(f.parameters), "key": key},
+                            f.name, qidx, pidx)
+            return
         if f.type == "spring":
             ba, pa = self._point(f.a)
             bb, pbb = self._point(f.b)

@@ -126,7 +126,8 @@ def test_registry_is_complete():
             "SpatialSpherical", "SpatialRevolute",
             "SpatialUniversal", "SpatialCylindrical", "SpatialTranslational", "SpatialRigid", "RevoluteDriver",
             "OrientationRow", "SpatialSpring", "SpatialNonlinearSpringDamper", "SpatialBumpStop", "SpatialBushing",
-            "SpatialPointForce", "SpatialTorque", "PlaneContact", "RoadContact", "Tyre", "PythonForce"} <= set(REGISTRY)
+            "SpatialPointForce", "SpatialTorque", "PlaneContact", "RoadContact", "Tyre", "PythonForce",
+            "DistanceDriver"} <= set(REGISTRY)
 
 
 def test_potential_energies_match_forces():

@@ -197,6 +197,11 @@ class _Checker:
                 body, _ = j.coordinate.split(".")
                 if body not in self.continua and not self.ffr(body):  # continuum/FFR frames may be driven
                     self.body(body, f"{prefix}.coordinate")
+            elif j.type == "distance_driver":
+                self.two_bodies(j.a, j.b, prefix, "distance driver")
+                for end, ref in (("a", j.a), ("b", j.b)):
+                    if ref.split(".")[0] != "ground":
+                        self.body(ref.split(".")[0], f"{prefix}.{end}")     # rigid bodies only
             else:
                 self.two_bodies(j.a, j.b, prefix, f"{j.type} joint")
                 ends = [ref.split(".")[0] for ref in (j.a, j.b)]

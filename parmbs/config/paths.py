@@ -24,7 +24,7 @@ Allowed forms (NAME is an entity name, P a point name, K an integer index)::
     forces.NAME.function.amplitude|omega|phase|offset
     forces.NAME.function.coefficients.K
     joints.NAME.function.amplitude|omega|phase|offset
-    joints.NAME.function.coefficients.K
+    joints.NAME.function.coefficients.K                 (driver, distance_driver)
     joints.NAME.function.amplitudes|starts|durations.K  (sine_pulses)
     joints.NAME.function.values.K, forces.NAME.function.values.K  (table; a noise
                                     function's samples are generated, not design variables)

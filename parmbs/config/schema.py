@@ -349,7 +349,17 @@ class Driver(_Model):
     function: TimeFunction
 
 
-Joint = Annotated[Union[Revolute, Prismatic, Weld, Driver], Field(discriminator="type")]
+class DistanceDriver(_Model):
+    """The distance between points a and b follows ``function`` (model/joints.py
+    DistanceDriver): a prescribed-length actuator between two rigid bodies or ground."""
+    type: Literal["distance_driver"]
+    name: Name
+    a: PointRef
+    b: PointRef
+    function: TimeFunction
+
+
+Joint = Annotated[Union[Revolute, Prismatic, Weld, Driver, DistanceDriver], Field(discriminator="type")]
 
 # ----------------------------------------------------------------------------- forces
 

@@ -118,6 +118,9 @@ CLASS = {
     "Weld.b": ("", "point on the second body; points coincide and the relative angle is kept"),
     "Driver.coordinate": ("", "driven coordinate `BODY.x`, `BODY.y` or `BODY.angle` (= f(t))"),
     "Driver.function": ("m | rad", "f(t): the prescribed value of the coordinate"),
+    "DistanceDriver.a": ("", "first point `BODY.POINT` (rigid body or ground)"),
+    "DistanceDriver.b": ("", "second point `BODY.POINT` (rigid body or ground)"),
+    "DistanceDriver.function": ("m", "f(t): the prescribed distance |r_b − r_a| (> 0); λ is the axial force"),
     # time functions
     "Polynomial.coefficients": ("", "c_k of f(t) = Σ c_k t^k"),
     "Harmonic.amplitude": ("", "amplitude A of f(t) = offset + A sin(ω t + phase)"),

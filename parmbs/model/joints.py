@@ -173,3 +173,61 @@ class Driver(_Driver):
         self.function = function if function is not None else Polynomial(3)
         self.coordinate = coordinate
         super().__init__(names, qidx, pidx, rows)
+
+
+@register
+class DistanceDriver(Constraint):
+    """The distance between two points follows a time function (1 row):
+
+        Φ = l − f(t),  l = |d|,  d = r_Pb − r_Pa = x_b + A(θ_b)s_b − x_a − A(θ_a)s_a
+
+    (seed 004 Ch. 6's distance driver: an actuator of prescribed length).  With e = d/l:
+    Φ_q = e·∂d/∂q, ∂d/∂q = [−I, −A R s_a, I, A R s_b]; Φ_t = −f′;
+    Φ̈ = e·d̈ + (|ḋ|² − (e·ḋ)²)/l − f″ and d̈ = (terms in a) − A s_b θ̇_b² + A s_a θ̇_a², so
+
+        γ = e·(A(θ_a)s_a θ̇_a² − A(θ_b)s_b θ̇_b²) + (|ḋ|² − (e·ḋ)²)/l − f″(t).
+
+    λ is the axial force (tension > 0 pulls the points together).  Valid while l > 0.
+    p = (P̄a, c̄a, P̄b, c̄b, function coefficients...); registered with a 3-coefficient
+    polynomial for the block test.
+    """
+    nq, m = 6, 1
+    np_ = 11
+
+    def __init__(self, names, qidx, pidx, rows, function=None):
+        from .timefunctions import Polynomial
+        self.function = function if function is not None else Polynomial(3)
+        self.np_ = 8 + self.function.ncoef
+        super().__init__(names, qidx, pidx, rows)
+
+    @staticmethod
+    def _d(q, p):
+        sa, sb = _offsets(p, 0), _offsets(p, 4)
+        return q[..., 3:5] + rot(q[..., 5], sb) - q[..., 0:2] - rot(q[..., 2], sa), sa, sb
+
+    def phi(self, t, q, p):
+        d = self._d(q, p)[0]
+        return (np.sqrt(dot(d, d)) - self.function(t, p[..., 8:], 0))[..., None]
+
+    def phi_q(self, t, q, p):
+        d, sa, sb = self._d(q, p)
+        e = d / np.sqrt(dot(d, d))[..., None]
+        J = np.zeros(e.shape[:-1] + (1, 6), dtype=e.dtype)
+        J[..., 0, 0:2] = -e
+        J[..., 0, 3:5] = e
+        J[..., 0, 2] = -dot(e, drot(q[..., 2], sa))
+        J[..., 0, 5] = dot(e, drot(q[..., 5], sb))
+        return J
+
+    def phi_t(self, t, q, p):
+        return (-self.function(t, p[..., 8:], 1) + 0.0 * q[..., 2])[..., None]
+
+    def gamma(self, t, q, v, p):
+        d, sa, sb = self._d(q, p)
+        l = np.sqrt(dot(d, d))
+        e = d / l[..., None]
+        dd = (v[..., 3:5] + drot(q[..., 5], sb) * v[..., 5, None]
+              - v[..., 0:2] - drot(q[..., 2], sa) * v[..., 2, None])
+        ed = dot(e, dd)
+        cent = rot(q[..., 2], sa) * (v[..., 2] ** 2)[..., None] - rot(q[..., 5], sb) * (v[..., 5] ** 2)[..., None]
+        return (dot(e, cent) + (dot(dd, dd) - ed * ed) / l - self.function(t, p[..., 8:], 2))[..., None]

@@ -156,6 +156,14 @@ class System:
             self._group(key, J.Driver, {"coordinate": coord, "function": fn}, j.name,
                         self._qb(body), pidx, 1)
             return
+        if j.type == "distance_driver":
+            fn, coef = from_config(j.function)
+            ba, pa = self._point(j.a)
+            bb, pbb = self._point(j.b)
+            pidx = pa + pbb + [P.add(f"{base}.function.{k}", c) for k, c in zip(fn.param_names(), coef)]
+            self._group(("DistanceDriver", fn.kind, fn.ncoef), J.DistanceDriver, {"function": fn}, j.name,
+                        self._qb(ba) + self._qb(bb), pidx, 1)
+            return
         if self.continua.is_continuum_point(j.a) or self.continua.is_continuum_point(j.b):
             return self.continua.add_joint(self, j)
         if self.plates.is_plate_point(j.a) or self.plates.is_plate_point(j.b):

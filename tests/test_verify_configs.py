@@ -51,6 +51,7 @@ HORIZON = {
     "rigid-spring-beam-opt.toml": ["simulation.t_end=0.005"],
     "rigid-spring-beam.toml": ["simulation.t_end=0.005"],
     "slider-crank-flex.toml": ["simulation.t_end=0.0003"],          # 3 steps
+    "slider-crank-kinematic.toml": ["simulation.t_end=0.05"],       # 10 steps (each solved on its own)
     "spatial-ball.toml": ["simulation.t_end=0.02"],                 # 8 steps
     "spatial-double-pendulum.toml": ["simulation.t_end=0.02", "simulation.dt=1e-3"],
     "spatial-quarter-car.toml": ["simulation.t_end=0.02", "simulation.dt=2e-3"],   # 10 steps

@@ -268,6 +268,9 @@ class _Checker:
             raise self.fail(
                 "simulation.integrator",
                 f"integrator {sim.integrator!r} does not go with formulation {sim.formulation!r} ({choices})")
+        if sim.formulation == "kinematic" and sim.adapt is not None:
+            raise self.fail("simulation.adapt", "a kinematic analysis has no integration error to control (each "
+                            "time is solved from the constraints alone); remove [simulation.adapt]")
         if sim.integrator == "hht" and sim.rho_inf < 0.5:
             raise self.fail("simulation.rho_inf", f"HHT-α needs rho_inf in [0.5, 1] (α_f ≤ 1/3), got "
                             f"{sim.rho_inf:g}; use integrator = \"genalpha\" or \"wbz\" for stronger damping")

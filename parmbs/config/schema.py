@@ -484,6 +484,7 @@ FORMULATION_INTEGRATORS = {
     "index1": ("trapezoidal",) + PENALTY_INTEGRATORS,     # ts-*: the index-1 ODE on PETSc TS (index1_ode.py)
     "maggi": ("trapezoidal",),
     "matrix-r": ("trapezoidal",),
+    "kinematic": ("trapezoidal",),     # every DOF driven: no integration (formulations/kinematic.py)
 }
 #: The index3 integrators ``simulation.stabilization = "ggl"`` applies to (integrators/ggl.py).
 GGL_INTEGRATORS = ("trapezoidal", "genalpha", "hht", "wbz", "newmark")
@@ -545,7 +546,7 @@ class MatrixR(_Model):
 class Simulation(_Model):
     t_end: PosReal = 1.0
     dt: PosReal = 1e-3
-    formulation: Literal["index3", "penalty", "index1", "maggi", "matrix-r"] = "index3"
+    formulation: Literal["index3", "penalty", "index1", "maggi", "matrix-r", "kinematic"] = "index3"
     integrator: Literal["trapezoidal", "genalpha", "hht", "wbz", "newmark", "variational", "ts-alpha2",
                         "ts-beuler", "ts-cn", "ts-theta", "ts-rk"] = "trapezoidal"
     rho_inf: Annotated[float, Strict(), Field(allow_inf_nan=False, ge=0, le=1)] = 0.9

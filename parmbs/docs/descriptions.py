@@ -166,8 +166,9 @@ CLASS = {
     # simulation
     "Simulation.t_end": ("s", "end time (the run starts at t = 0)"),
     "Simulation.dt": ("s", "time step"),
-    "Simulation.formulation": ("", "equations of motion: index-3 DAE, penalty, index-1, Maggi or "
-                                   "semi-recursive Matrix-R (each accepts the integrators listed in "
+    "Simulation.formulation": ("", "equations of motion: index-3 DAE, penalty, index-1, Maggi, "
+                                   "semi-recursive Matrix-R, or `kinematic` (every DOF driven: each time "
+                                   "solved from the constraints, no integration) (each accepts the integrators listed in "
                                    "`FORMULATION_INTEGRATORS`: see the table below)"),
     "Simulation.integrator": ("", "time integrator (see the table below); `ts-alpha2`: generalized-α on PETSc "
                                   "TSALPHA2, the same discrete equations as `genalpha` (equal to round-off, "

@@ -51,4 +51,7 @@ def _make(system, sim, **kw):
             return make_matrix_r_independent_stepper(system, sim, **kw)
         from .matrix_r import make_matrix_r_stepper
         return make_matrix_r_stepper(system, sim, **kw)
+    if f == "kinematic":
+        from .kinematic import make_kinematic_stepper
+        return make_kinematic_stepper(system, sim, **kw)
     raise ValueError(f"no formulation {f!r}")

@@ -60,9 +60,12 @@ class InitialState:
         self.newton = newton
 
     # -- forward ---------------------------------------------------------------------
-    def solve(self, t0, p):
+    def solve(self, t0, p, guess=None):
+        """x(t0) = (q, v, a, λ); ``guess``: Newton's start for q (default: the model's
+        initial guess; the kinematic analysis passes the previous time's q)."""
         sys, view, n, m = self.sys, self.view, self.sys.n, self.sys.m
-        q = sys.q_guess.astype(p.dtype)          # complex for complex-step gradients
+        q0 = sys.q_guess if guess is None else guess
+        q = np.array(q0, dtype=np.result_type(p, q0))    # a copy; complex for complex-step gradients
         zero = np.zeros(n)
         for it in range(50):
             ev = StateEval(view, t0, q, zero, zero, np.zeros(view.m), p)

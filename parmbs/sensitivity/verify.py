@@ -469,8 +469,8 @@ def complex_step_reference(problem, p0, progress=None):
     sim = problem.config.simulation
     if sim.integrator.startswith("ts-"):
         return None, f"'{sim.integrator}' runs in real-valued PETSc TS"
-    if sim.formulation not in ("index3", "index1", "maggi"):
-        return None, f"formulation '{sim.formulation}' (complex step: index3, index1, maggi)"
+    if sim.formulation not in ("index3", "index1", "maggi", "kinematic"):
+        return None, f"formulation '{sim.formulation}' (complex step: index3, index1, maggi, kinematic)"
     from .complex_step import complex_step_gradient
     from ..model.system import ModelError
     try:

@@ -268,6 +268,10 @@ class _Checker:
             raise self.fail(
                 "simulation.integrator",
                 f"integrator {sim.integrator!r} does not go with formulation {sim.formulation!r} ({choices})")
+        if sim.index1.baumgarte is not None and (sim.formulation != "index1" or sim.integrator.startswith("ts-")):
+            raise self.fail("simulation.index1.baumgarte", "Baumgarte stabilisation is implemented for the "
+                            "index1 formulation with the trapezoidal rule (formulations/index1.py); not for "
+                            f"{sim.formulation!r} / {sim.integrator!r}")
         if sim.formulation == "kinematic" and sim.adapt is not None:
             raise self.fail("simulation.adapt", "a kinematic analysis has no integration error to control (each "
                             "time is solved from the constraints alone); remove [simulation.adapt]")

@@ -490,8 +490,16 @@ FORMULATION_INTEGRATORS = {
 GGL_INTEGRATORS = ("trapezoidal", "genalpha", "hht", "wbz", "newmark")
 
 
+class Baumgarte(_Model):
+    """Φ̈ + 2 alpha Φ̇ + beta² Φ = 0 in place of Φ̈ = 0 (seed 004 §2.3)."""
+    alpha: NonNegReal   # 1/s: damping of the constraint drift
+    beta: NonNegReal    # 1/s: stiffness of the constraint drift
+
+
 class Index1(_Model):
     """Options of the index-1 formulation (seed 004 §2.3, §3.1.2)."""
+    # Baumgarte stabilisation of the own trapezoidal index-1 stepper (formulations/index1.py); absent: none
+    baumgarte: Baumgarte | None = None
 
 
 class Maggi(_Model):

@@ -166,6 +166,8 @@ CLASS = {
     # simulation
     "Simulation.t_end": ("s", "end time (the run starts at t = 0)"),
     "Simulation.dt": ("s", "time step"),
+    "Index1.baumgarte": ("", "`{ alpha, beta }` (1/s): Baumgarte stabilisation Φ̈ + 2αΦ̇ + β²Φ = 0 of the own "
+                             "trapezoidal index-1 stepper; absent: none (parmbs/formulations/index1.py)"),
     "Simulation.formulation": ("", "equations of motion: index-3 DAE, penalty, index-1, Maggi, "
                                    "semi-recursive Matrix-R, or `kinematic` (every DOF driven: each time "
                                    "solved from the constraints, no integration) (each accepts the integrators listed in "

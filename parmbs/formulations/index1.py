@@ -32,8 +32,19 @@ not the transpose of the forward discretisation and so differs from its own DDM 
 O(h) (Table 5.1 rows 2 and 6: −4.2383 vs −4.2294 at h = 1e-2).  Here adjoint and
 direct agree to round-off, and both converge to the same gradient as h → 0.
 
-Drift.  No stabilisation and no projection (as seed 004 eq. 2.8; Baumgarte, §2.3, is
-not used): position and velocity constraints are not enforced and drift like the
+Baumgarte stabilisation (seed 004 §2.3; ``simulation.index1.baumgarte = {alpha, beta}``):
+the acceleration constraint becomes Φ̈ + 2αΦ̇ + β²Φ = 0, i.e.
+
+    R₂ = Φ_q a + γ + 2α(Φ_q v + Φ_t) + β²Φ = 0,
+
+which adds 2α((Φ_q v)_q + Φ_tq) + β²Φ_q to ∂R₂/∂q, 2αΦ_q to ∂R₂/∂v and
+2α((Φ_q v)_p + Φ_tp) + β²Φ_p to ∂R₂/∂ρ — the same tangent and adjoint steps, still
+exact.  The drift then obeys a damped oscillator instead of growing freely (measured in
+tests/test_index1.py).  Seed 004 gives no values for α, β; they are the user's choice
+(α = β ≈ 1/(a few steps) is common; too large makes the rows stiff for the step).
+
+Drift.  Without Baumgarte (the default, as seed 004 eq. 2.8) there is no projection:
+position and velocity constraints are not enforced and drift like the
 global error of the trapezoidal rule, O(h²) on a fixed interval (the exact flow keeps
 Φ = Φ̇ = 0 from the consistent initial state).  Documented bound, checked by
 tests/test_index1.py: five-bar over 1 s at h = 1e-2, max_k |Φ(q_k)| ≤ 5e-5 and
@@ -64,6 +75,20 @@ def predict(x, h):
     return q + h * v + (0.5 - BETA) * h * h * a, v + (1 - GAMMA) * h * a
 
 
+def _sum_parts(terms):
+    """Σ c_i A_i of LocalOperators built over the same constraint groups (equal rows,
+    columns and part order), as one operator with one part per group."""
+    (c0, A0), rest = terms[0], terms[1:]
+    parts = []
+    for k, (r, c, B) in enumerate(A0.parts):
+        acc = c0 * B
+        for ci, Ai in rest:
+            ri, cci, Bi = Ai.parts[k]
+            acc = acc + ci * Bi
+        parts.append((r, c, acc))
+    return LocalOperator(*A0.shape, parts)
+
+
 def group_blocks(op, ngroups):
     """The per-constraint-group local blocks of a LocalOperator built from ``ev.C``."""
     blocks = [B for _, _, B in op.parts]
@@ -81,8 +106,11 @@ def shifted(op, nrows, row_offset, ncols=None):
 class Index1Trapezoidal:
     name = "index1-trapezoidal"
 
-    def __init__(self, system, h, newton=None, petsc_options=None, design_map=None, ndesign=0, comm=None):
+    def __init__(self, system, h, newton=None, petsc_options=None, design_map=None, ndesign=0, comm=None,
+                 baumgarte=None):
         self.sys, self.h = system, h
+        # Baumgarte's (α, β) (module docstring); None: the unstabilised eq. 2.8
+        self.baumgarte = None if baumgarte is None else (float(baumgarte.alpha), float(baumgarte.beta))
         self.newton = newton
         n, m = system.n, system.m
         self.design_map = design_map if design_map is not None else -np.ones(len(system.p), np.int64)
@@ -102,8 +130,16 @@ class Index1Trapezoidal:
 
     def _accel_ops(self, ev):
         """The pieces of ∂R₂/∂q = (Φ_q a)_q + γ_q and ∂R₂/∂v = γ_v at x_{n+1} (m × n
-        LocalOperators, one part per constraint group each)."""
-        return ev.phi_q_w_q(ev.a), ev.gamma_q(), ev.gamma_v()
+        LocalOperators, one part per constraint group each); with Baumgarte, γ_q and γ_v
+        include 2α((Φ_q v)_q + Φ_tq) + β²Φ_q and 2αΦ_q (summed per group, so each
+        operator keeps one part per group)."""
+        Pa, Gq, Gv = ev.phi_q_w_q(ev.a), ev.gamma_q(), ev.gamma_v()
+        if self.baumgarte is None:
+            return Pa, Gq, Gv
+        al, be = self.baumgarte
+        G = ev.G()
+        return Pa, _sum_parts([(1.0, Gq), (2 * al, ev.phi_q_w_q(ev.v)), (2 * al, ev.phi_t_q()), (be * be, G)]), \
+            _sum_parts([(1.0, Gv), (2 * al, G)])
 
     def _set_matrix(self, ev):
         h, b, g = self.h, BETA, GAMMA
@@ -116,7 +152,11 @@ class Index1Trapezoidal:
         self.op.set_values(F + H + A2 + [np.swapaxes(Gb, 1, 2) for Gb in G] + self.zero_diag)
 
     def _residual(self, ev):
-        return np.r_[ev.residual(), ev.phi_q_dot(ev.a) + ev.gamma()]
+        r2 = ev.phi_q_dot(ev.a) + ev.gamma()
+        if self.baumgarte is not None:
+            al, be = self.baumgarte
+            r2 = r2 + 2 * al * (ev.phi_q_dot(ev.v) + ev.phi_t()) + be * be * ev.phi()
+        return np.r_[ev.residual(), r2]
 
     def _partials(self, ev, nd):
         """∂R/∂q_{n+1}, ∂R/∂v_{n+1} ((n+m) × n) and ∂R/∂ρ ((n+m) × nd) at fixed z."""
@@ -125,8 +165,11 @@ class Index1Trapezoidal:
         Pa, Gq, Gv = self._accel_ops(ev)
         Rq = LocalOperator(N, n, ev.K().parts) + shifted(Pa + Gq, N, n)
         Rv = LocalOperator(N, n, ev.Cv().parts) + shifted(Gv, N, n)
-        Rp = (LocalOperator(N, nd, ev.R_p(nd).parts)
-              + shifted(ev.phi_q_w_p(nd, ev.a) + ev.gamma_p(nd), N, n))
+        Cp = ev.phi_q_w_p(nd, ev.a) + ev.gamma_p(nd)
+        if self.baumgarte is not None:
+            al, be = self.baumgarte
+            Cp = Cp + (ev.phi_q_w_p(nd, ev.v) + ev.phi_t_p(nd)).scaled(2 * al) + ev.phi_p(nd).scaled(be * be)
+        Rp = LocalOperator(N, nd, ev.R_p(nd).parts) + shifted(Cp, N, n)
         return Rq, Rv, Rp
 
     # -- forward ---------------------------------------------------------------------------
@@ -179,4 +222,4 @@ def make_index1_stepper(system, sim, design_map=None, ndesign=0, comm=None):
     if sim.integrator != "trapezoidal":
         raise ValueError(f"no index1 stepper {sim.integrator!r}")
     return Index1Trapezoidal(system, sim.dt, newton=sim.newton, petsc_options=sim.petsc_options,
-                             design_map=design_map, ndesign=ndesign, comm=comm)
+                             design_map=design_map, ndesign=ndesign, comm=comm, baumgarte=sim.index1.baumgarte)

@@ -57,10 +57,11 @@ def check_spatial(ck) -> None:
         if j.type == "driver":
             if j.joint is not None:
                 target = joints.get(j.joint)
-                if target is None or target.type not in ("revolute", "cylindrical"):
-                    known = [n for n, x in joints.items() if x.type in ("revolute", "cylindrical")]
-                    raise ck.fail(f"{key}.joint", f"{j.joint!r} is not a revolute or cylindrical joint "
-                                  f"(known: {', '.join(known) or 'none'})")
+                kinds = ("revolute", "cylindrical") if j.motion == "rotation" else ("translational", "cylindrical")
+                if target is None or target.type not in kinds:
+                    known = [n for n, x in joints.items() if x.type in kinds]
+                    raise ck.fail(f"{key}.joint", f"{j.joint!r} is not a {' or '.join(kinds)} joint, which a "
+                                  f"{j.motion} driver needs (known: {', '.join(known) or 'none'})")
             else:
                 body = j.coordinate.split(".")[0]
                 if body not in bodies:

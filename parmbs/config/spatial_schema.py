@@ -197,11 +197,14 @@ class SpatialRigid(_TwoPoint):
 class SpatialDriver(_Model):
     """A rheonomic constraint.  ``joint`` (a revolute or cylindrical joint): the relative
     rotation angle about its axis, measured from the initial configuration, equals
-    f(t) (steering); or ``coordinate = "BODY.x|y|z"``: that COM coordinate equals f(t)."""
+    f(t) (steering); with ``motion = "translation"`` (a translational or cylindrical
+    joint): the relative displacement along its axis; or ``coordinate = "BODY.x|y|z"``:
+    that COM coordinate equals f(t)."""
     type: Literal["driver"]
     name: Name
     joint: Name | None = None
     coordinate: Str | None = None
+    motion: Literal["rotation", "translation"] = "rotation"   # what a joint driver prescribes
     function: TimeFunction
 
     @model_validator(mode="after")
@@ -209,6 +212,8 @@ class SpatialDriver(_Model):
         if (self.joint is None) == (self.coordinate is None):
             raise ValueError("give exactly one of 'joint' (a revolute or cylindrical joint) or "
                              "'coordinate' (\"BODY.x|y|z\")")
+        if self.coordinate is not None and self.motion != "rotation":
+            raise ValueError("'motion' applies to a joint driver (give 'joint', not 'coordinate')")
         if self.coordinate is not None:
             parts = self.coordinate.split(".")
             if len(parts) != 2 or parts[1] not in ("x", "y", "z"):

@@ -14,6 +14,9 @@
   p = (s'_a, g_a, s'_b, g_b, n1'_a, n2'_a, m'_b, coefficients of f) — the same side
   layout as the joints, so ``joints.Frames`` serves.
 
+* ``TranslationDriver`` — the relative displacement along a translational or
+  cylindrical joint's axis equals f(t) (class docstring).
+
 * ``OrientationRow`` — one row of the initial assembly fixing a rotation component:
   Φ = 2 (E(p̂) p)_k, k ∈ {x, y, z}.  E(p̂) p is the vector part of p ∘ p̂⁻¹, so the three
   rows with pᵀp = 1 give p = p̂ (the given orientation), and 2 E(p̂) ṗ = ω at p = p̂
@@ -23,7 +26,7 @@
 import numpy as np
 
 from ..model.component import Constraint, register
-from .joints import NQ, NSIDE, Frames, cat, dot1_gamma, dot1_jac, dot1_phi, dot1_rate
+from .joints import NQ, NSIDE, Frames, cat, dot1_gamma, dot1_jac, dot1_phi, dot1_rate, dot2_gamma, dot2_jac, dot2_phi
 from .kinematics import E_matrix, dot
 
 
@@ -75,6 +78,47 @@ class RevoluteDriver(Constraint):
         r1, r2 = dot1_rate(F, n1, mb), dot1_rate(F, n2, mb)
         return (g2 * C - g1 * S - 2.0 * (r2 * S + r1 * C) * fd
                 - (c2 * C - c1 * S) * fd ** 2 - (c2 * S + c1 * C) * fdd)[..., None]
+
+
+@register
+class TranslationDriver(Constraint):
+    """The relative displacement along a translational (or cylindrical) joint's axis
+    equals f(t), measured from the initial configuration (1 row):
+
+        Φ = (A_a u'_a)ᵀ(r_Pb − r_Pa) − d₀ − f(t)
+
+    — the dot-2 primitive of joints.py along the axis u'_a of body a, so Φ_q is its
+    Jacobian, Φ_t = −ḟ and γ = γ_dot2 − f̈.  d₀ is the initial value of the dot-2 term
+    (from the given poses, as RevoluteDriver's m'_b).  Drives a steering rack, a
+    wheel-pad actuator or a hydraulic cylinder.  p = (s'_a, g_a, s'_b, g_b, u'_a, d₀,
+    coefficients of f); registered with a 3-coefficient polynomial for the block test.
+    """
+    nq, m = NQ, 1
+    np_ = NSIDE + 4 + 3
+
+    def __init__(self, names, qidx, pidx, rows, function=None):
+        from ..model.timefunctions import Polynomial
+        self.function = function if function is not None else Polynomial(3)
+        self.np_ = NSIDE + 4 + self.function.ncoef
+        super().__init__(names, qidx, pidx, rows)
+
+    def _f(self, t, p, k):
+        return self.function(t, p[..., NSIDE + 4:], k)
+
+    def phi(self, t, q, p):
+        F = Frames(q, p)
+        u = p[..., NSIDE:NSIDE + 3]
+        return dot2_phi(F, u) - (p[..., NSIDE + 3] + self._f(t, p, 0))[..., None]
+
+    def phi_q(self, t, q, p):
+        return dot2_jac(Frames(q, p), p[..., NSIDE:NSIDE + 3])
+
+    def phi_t(self, t, q, p):
+        return (-self._f(t, p, 1) + 0.0 * q[..., 0])[..., None]
+
+    def gamma(self, t, q, v, p):
+        F = Frames(q, p, v)
+        return dot2_gamma(F, p[..., NSIDE:NSIDE + 3]) - self._f(t, p, 2)[..., None]
 
 
 @register

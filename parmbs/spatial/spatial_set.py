@@ -36,7 +36,7 @@ from ..model.parameters import ZERO
 from ..model.timefunctions import Polynomial, from_config
 from . import joints as SJ
 from .bodies import EulerRegularization, Normalization, SpatialGravity, SpatialGyroscopic, SpatialInertia
-from .drivers import OrientationRow, RevoluteDriver
+from .drivers import OrientationRow, RevoluteDriver, TranslationDriver
 from .kinematics import E_matrix, rotation
 
 COORDS = ("x", "y", "z", "e0", "e1", "e2", "e3")
@@ -150,6 +150,16 @@ class SpatialBodySet:
         body, name = ref.split(".", 1)
         return (self.ground_axes if body == "ground" else self.bodies[body].axes)[name]
 
+    def _initial_offset(self, ref_a, ref_b):
+        """r_Pb − r_Pa at the given initial poses (global frame)."""
+        out = []
+        for ref in (ref_a, ref_b):
+            body = ref.split(".", 1)[0]
+            s = np.array([self.P.values[i] for i in self.point_pidx(ref)])
+            r0 = np.zeros(3) if body == "ground" else np.asarray(self.bodies[body].cfg.initial.position, float)
+            out.append(r0 + self._A0(body) @ s)
+        return out[1] - out[0]
+
     def _A0(self, body):
         return np.eye(3) if body == "ground" else rotation(self.bodies[body].p0)
 
@@ -228,6 +238,14 @@ class SpatialBodySet:
         ba, bb = target.a.split(".", 1)[0], target.b.split(".", 1)[0]
         qa, pa = self.side(target.a)
         qb, pb = self.side(target.b)
+        if j.motion == "translation":
+            u = self._axis(target.axis_a)[1]
+            base = f"spatial.joints.{j.name}"
+            d0 = self._initial_offset(target.a, target.b) @ (self._A0(ba) @ u)
+            vecs = self._vec(f"{base}.u_a", u) + [self.P.add(f"<{base}.d0>", float(d0))]
+            system._group(("TranslationDriver", fn.kind, fn.ncoef), TranslationDriver, {"function": fn}, j.name,
+                          qa + qb, pa + pb + vecs + fp, 1)
+            return
         n1, n2 = perpendiculars(self._axis(target.axis_a)[1])
         base = f"spatial.joints.{j.name}"
         vecs = (self._vec(f"{base}.n1_a", n1) + self._vec(f"{base}.n2_a", n2)

@@ -230,3 +230,15 @@ def test_rtw_z_matches_complex_step(tmp_path, swapped):
     _, v = st.tree.kin((z + 1j * CS_H * I)[:, None, :], I, None, p, order=1)    # [j, k] = R_k(z + ih e_j)
     H_cs = (v @ w).imag.T / CS_H
     assert np.max(np.abs(st.tree.rtw_z(z, p, w) - H_cs)) <= 1e-13 * np.max(np.abs(H_cs))
+
+
+@pytest.mark.parametrize("config,what", [("spatial-double-pendulum", "spatial bodies"),
+                                         ("flexible-pendulum", "flexible bodies")])
+def test_refusal_names_what_the_model_has(config, what):
+    """matrix-r is planar and rigid: the refusal says which (it said "flexible bodies"
+    for a spatial model)."""
+    with pytest.raises(ModelError) as e:
+        Problem(load_config(str(CONFIGS / f"{config}.toml"),
+                            ["simulation.formulation=matrix-r", "simulation.integrator=trapezoidal",
+                             "simulation.t_end=0.001", "simulation.dt=0.001"]))
+    assert what in str(e.value) and "simulation.formulation" in str(e.value)

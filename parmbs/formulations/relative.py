@@ -68,8 +68,13 @@ class Tree:
     def __init__(self, system, cut=None, key="simulation.matrix_r.cut"):
         cfg = system.config
         if system.n != 3 * len(system.body_names):
-            raise ModelError("simulation.formulation", "matrix-r handles rigid bodies only (the model has "
-                             "flexible bodies); use formulation = \"index3\"")
+            spatial = bool(getattr(cfg, "spatial", None) and cfg.spatial.bodies)
+            flexible = any(getattr(cfg, k, None) for k in ("beams", "plates", "continua"))
+            what = ("spatial bodies (matrix-r is planar here; the spatial semi-recursive method is not "
+                    "implemented)" if spatial and not flexible else
+                    "flexible bodies" if flexible and not spatial else "spatial and flexible bodies")
+            raise ModelError("simulation.formulation", f"matrix-r handles planar rigid bodies only (the model has "
+                             f"{what}); use formulation = \"index3\"")
         self.sys = system
         nb = len(system.body_names)
         self.nb = self.nz = nb

@@ -154,9 +154,17 @@ TABLE1 = {  # seed 002 Table 1, "Reference" column; design order Ls1, Ls2, m_A1,
 }
 
 
+#: Table 1 is matched to the discretisation error of the trapezoidal rule plus the table's
+#: rounding to 5 digits (≤ 1.6e-5 relative): measured worst 1.1e-4 (index-3) and 1.2e-4
+#: (matrix-r) at dt = 1e-3, 2.9e-5 and 3.2e-5 at dt = 5e-4 (second order: ÷3.7).  The
+#: tests run at 5e-4 with the bound 1e-4 (3× the measured; at 1e-3 the former bound 2e-4
+#: was within 2× of it).
+TABLE1_DT, TABLE1_BOUND = "simulation.dt=5e-4", 1e-4
+
+
 def test_fivebar_reproduces_seed002_table1():
-    """5 s, trapezoidal index-3, dt = 1e-3: all 15 gradients within 2e-4 relative."""
-    pr = problem("fivebar", ["simulation.integrator=trapezoidal"])
+    """5 s, trapezoidal index-3, dt = 5e-4: all 15 gradients within 1e-4 relative."""
+    pr = problem("fivebar", ["simulation.integrator=trapezoidal", TABLE1_DT])
     assert pr.design.names == ["Ls1", "Ls2", "m_A1", "xG_A1", "L_A1"]
     pr.forward()
     grads = pr.adjoint()
@@ -166,4 +174,16 @@ def test_fivebar_reproduces_seed002_table1():
         print(name, grads[name], "rel. diff", d)
         worst = max(worst, d.max())
     print(f"largest relative difference to Table 1: {worst:.2e}")
-    assert worst <= 2e-4
+    assert worst <= TABLE1_BOUND
+
+
+def test_fivebar_reproduces_seed002_table1_through_matrix_r():
+    """The same table through the semi-recursive Matrix-R formulation (seed 002's own
+    method; formulations/matrix_r.py), trapezoidal, dt = 5e-4, 5 s: within 1e-4 relative
+    (TABLE1_BOUND's estimate; ~37 s CPU)."""
+    pr = problem("fivebar", ["simulation.integrator=trapezoidal", "simulation.formulation=matrix-r", TABLE1_DT])
+    pr.forward()
+    grads = pr.adjoint()
+    worst = max(float(np.max(np.abs(grads[n] / np.array(ref) - 1.0))) for n, ref in TABLE1.items())
+    print(f"matrix-r: largest relative difference to Table 1: {worst:.2e}")
+    assert worst <= TABLE1_BOUND

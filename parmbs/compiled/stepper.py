@@ -11,6 +11,7 @@ import time
 import numpy as np
 
 from ..model import forces as F, joints as J
+from .newmark_adjoint import adjoint_step, tangent_step
 from .newmark_step import newton_step
 from .planar import CONSTANT, POLYNOMIAL, HARMONIC
 
@@ -40,18 +41,54 @@ def _stack(blocks):
     return out
 
 
+def _arrays(system, keep=None):
+    """The stacked index arrays of ``LAYOUT``; ``keep(g)``: a bool per element of group g
+    (default: every element)."""
+    gi = np.r_[np.arange(system.n), -np.ones(3, np.int64)]           # extended slot -> unknown
+    groups = list(system.forces) + list(system.constraints)
+    K = []
+    for kind, fields in LAYOUT:
+        mine = [g for g in groups if type(g) is kind]
+        get = {"q": lambda g: gi[g.qidx], "p": lambda g: np.asarray(g.pidx),
+               "r": lambda g: np.asarray(g.rows), "m": lambda g: np.array([_meta(g)] * g.ne, np.int64)}
+        sel = (lambda g: slice(None)) if keep is None else keep
+        K += [_stack([get[f](g)[sel(g)] for g in mine]) for f in fields]
+    return tuple(K)
+
+
 class CompiledNewmark:
     def __init__(self, system):
         self.sys = system
-        gi = np.r_[np.arange(system.n), -np.ones(3, np.int64)]           # extended slot -> unknown
-        groups = list(system.forces) + list(system.constraints)
-        K = []
-        for kind, fields in LAYOUT:
-            mine = [g for g in groups if type(g) is kind]
-            get = {"q": lambda g: gi[g.qidx], "p": lambda g: np.asarray(g.pidx),
-                   "r": lambda g: np.asarray(g.rows), "m": lambda g: np.array([_meta(g)] * g.ne, np.int64)}
-            K += [_stack([get[f](g) for g in mine]) for f in fields]
-        self.K = tuple(K)
+        self.K = _arrays(system)
+        self._Kd = {}
+
+    def design_arrays(self, design_map):
+        """``_arrays`` of the elements that read a design parameter (those whose ∂R/∂ρ
+        is not identically zero), cached per design map."""
+        key = design_map.tobytes()
+        if key not in self._Kd:
+            dm = np.asarray(design_map)
+            self._Kd[key] = _arrays(self.sys, lambda g: np.any(dm[np.asarray(g.pidx)] >= 0, axis=1))
+        return self._Kd[key]
+
+    def _sens(self, fn, x0, x1, d, p, t, h, beta, gamma, am, af, design_map, nd):
+        f = lambda y: np.ascontiguousarray(y, dtype=np.float64)
+        blk = [f(y).reshape(len(y), -1) for y in d]
+        dm = np.ascontiguousarray(design_map, dtype=np.int64)
+        return fn(*(f(y) for y in x0), *(f(y) for y in x1), *blk, f(p), float(t), float(h), float(beta),
+                  float(gamma), float(am), float(af), dm, int(nd), self.K, self.design_arrays(dm))
+
+    def adjoint(self, x0, x1, mu1, p, t, h, beta, gamma, am, af, design_map, nd):
+        """The compiled adjoint step (newmark_adjoint.adjoint_step): ((μ_q, μ_v, μ_a, μ_λ),
+        ∇ψ increment), or None at a singular Newton matrix (the numpy step then reports)."""
+        *mu, grad, status = self._sens(adjoint_step, x0, x1, mu1, p, t, h, beta, gamma, am, af, design_map, nd)
+        return None if status else (tuple(mu), grad)
+
+    def tangent(self, x0, x1, dx0, p, t, h, beta, gamma, am, af, design_map, nd):
+        """The compiled tangent step (newmark_adjoint.tangent_step): (dq, dv, da, dλ) of
+        x_{k+1}, or None at a singular Newton matrix."""
+        *dx, status = self._sens(tangent_step, x0, x1, dx0, p, t, h, beta, gamma, am, af, design_map, nd)
+        return None if status else tuple(dx)
 
     def newton(self, x, p, t, h, beta, gamma, am, af, tol):
         """The compiled step from x at t: (q, v, a, λ, iterations, status) (newmark_step.newton_step)."""

@@ -19,13 +19,15 @@ weights (α_m, α_f) (generalized-α only):
 Each block is one evaluation of the model kernels (newmark_step._evaluate) with the
 weights that isolate it — K: inertia weight 0, (c_q, c_v) = (1, 0), Hessian weight w_f
 (the planar inertia has r_q = r_v = 0, and no other kind has r_a); C: (0, 1), no Hessian;
-M: c_q = c_v = 0 — so J, K, C, M are the numpy path's blocks up to summation order.
+C on the spring and rotational-spring elements alone (``Kv``, the kinds with r_v); M: c_q = c_v = 0 on the inertia
+elements alone (``Km``) — so J, K, C, M are the numpy path's blocks up to summation order.
 
 ∂R/∂ρ by complex step inside the compiled code, one complex evaluation per design
 column j with p + i·10⁻³⁰ on every parameter that column moves (model/component.py's
 CS_H; exact to round-off, as the numpy path's own complex-step and analytic blocks):
-only the elements that read a design parameter are evaluated (``Kd``), the others do
-not depend on ρ.  The numpy path stays the reference: complex states or parameters
+column j evaluates only the elements that read a parameter of column j, the others do
+not depend on ρ_j.  The index arrays arrive packed (stepper.pack): set 0 every element,
+1 the inertia (``Km``), 2 the spring kinds (``Kv``); one set per design column.  The numpy path stays the reference: complex states or parameters
 (the ``cs`` verification) never come here, and a singular J returns status 1 so the
 numpy step reports it as always.
 """
@@ -33,7 +35,7 @@ import numpy as np
 from numba import njit
 
 from .dense import lu_factor, lu_solve, lu_solve_T
-from .newmark_step import _evaluate
+from .newmark_step import _evaluate, unpack
 
 #: the complex step of model/component.py
 CS_H = 1e-30
@@ -50,12 +52,14 @@ def _matrix(q, v, a, lam, p, t, n, w1, w2, cq, cv, hw, bh2, K):
 
 
 @njit(cache=True)
-def _r_rho(q, v, a, lam, p, t, n, w1, w2, bh2, dmap, nd, Kd):
-    """(N, nd): column j = ∂[R₁; R₂]/∂ρ_j = Im R(p + i h Σ_{dmap[i] = j} e_i)/h."""
+def _r_rho(q, v, a, lam, p, t, n, w1, w2, bh2, dmap, nd, Kdf, Kdo):
+    """(N, nd): column j = ∂[R₁; R₂]/∂ρ_j = Im R(p + i h Σ_{dmap[i] = j} e_i)/h, evaluated on
+    the elements that read a parameter of column j only (set j of the packed (Kdf, Kdo))."""
     N = n + lam.shape[0]
     out = np.zeros((N, nd))
     Jd = np.zeros((1, 1), np.complex128)          # not touched (want_J False)
     for j in range(nd):
+        Kd = unpack(Kdf, Kdo[j])
         pc = np.empty(p.shape[0], np.complex128)
         for i in range(p.shape[0]):
             pc[i] = complex(p[i], CS_H) if dmap[i] == j else complex(p[i], 0.0)
@@ -96,11 +100,12 @@ def _mul(A, r0, c0, nr, nc, X):
 
 @njit(cache=True)
 def adjoint_step(q0, v0, a0, l0, q1, v1, a1, l1, mq1, mv1, ma1, ml1, p, t, h, beta, gamma, am, af,
-                 dmap, nd, K, Kd):
+                 dmap, nd, Kf, Ko, Kdf, Kdo):
     """(μ_q, μ_v, μ_a, μ_λ, ∇ψ increment (nd, k), status) of the step x_k → x_{k+1} at t
     (module docstring); status 0, or 1 at a singular J (nothing else is meaningful then)."""
     n, m = q1.shape[0], l1.shape[0]
     N = n + m
+    K, Km, Kv = unpack(Kf, Ko[0]), unpack(Kf, Ko[1]), unpack(Kf, Ko[2])
     kc = mq1.shape[1]
     bh2, gh = beta * h * h, gamma * h
     wi, wf = 1.0 - am, 1.0 - af
@@ -123,7 +128,7 @@ def adjoint_step(q0, v0, a0, l0, q1, v1, a1, l1, mq1, mv1, ma1, ml1, p, t, h, be
     nu1 = nu[:n].copy()
     nu2 = nu[n:] / bh2
     Kq = _matrix(q1, v1, a1, l1, p, t1, n, 0.0, wf, 1.0, 0.0, wf, bh2, K)
-    Cv = _matrix(q1, v1, a1, l1, p, t1, n, 0.0, wf, 0.0, 1.0, 0.0, bh2, K)
+    Cv = _matrix(q1, v1, a1, l1, p, t1, n, 0.0, wf, 0.0, 1.0, 0.0, bh2, Kv)
     sq = _tmul(Kq, 0, 0, n, n, nu1) + _tmul(J, n, 0, m, n, nu2)
     sv = _tmul(Cv, 0, 0, n, n, nu1)
     for i in range(n):
@@ -133,27 +138,29 @@ def adjoint_step(q0, v0, a0, l0, q1, v1, a1, l1, mq1, mv1, ma1, ml1, p, t, h, be
             mq[i, c] = dq
             mv[i, c] = h * dq + dv
             ma[i, c] = (0.5 - beta) * h * h * dq + (1.0 - gamma) * h * dv
-    Rr = _r_rho(q1, v1, a1, l1, p, t1, n, wi, wf, bh2, dmap, nd, Kd)
+    Rr = _r_rho(q1, v1, a1, l1, p, t1, n, wi, wf, bh2, dmap, nd, Kdf, Kdo)
     grad -= _tmul(Rr, 0, 0, N, nd, nu)
     if am != 0.0 or af != 0.0:
         K0 = _matrix(q0, v0, a0, l0, p, t, n, 0.0, af, 1.0, 0.0, af, bh2, K)
-        C0 = _matrix(q0, v0, a0, l0, p, t, n, 0.0, af, 0.0, 1.0, 0.0, bh2, K)
-        M0 = _matrix(q0, v0, a0, l0, p, t, n, am, af, 0.0, 0.0, 0.0, bh2, K)
+        C0 = _matrix(q0, v0, a0, l0, p, t, n, 0.0, af, 0.0, 1.0, 0.0, bh2, Kv)
+        M0 = _matrix(q0, v0, a0, l0, p, t, n, am, af, 0.0, 0.0, 0.0, bh2, Km)
         mq -= _tmul(K0, 0, 0, n, n, nu1)
         mv -= _tmul(C0, 0, 0, n, n, nu1)
         ma -= _tmul(M0, 0, 0, n, n, nu1)
-        ml -= af * _mul(M0, n, 0, m, n, nu1)                 # rows n.. of any x_k matrix: G⁰
-        R0 = _r_rho(q0, v0, a0, l0, p, t, n, am, af, bh2, dmap, nd, Kd)
+        ml -= af * _mul(K0, n, 0, m, n, nu1)                 # rows n.. of an x_k matrix of all kinds: G⁰
+        R0 = _r_rho(q0, v0, a0, l0, p, t, n, am, af, bh2, dmap, nd, Kdf, Kdo)
         grad -= _tmul(R0, 0, 0, n, nd, nu1)
     return mq, mv, ma, ml, grad, 0
 
 
 @njit(cache=True)
-def tangent_step(q0, v0, a0, l0, q1, v1, a1, l1, dq, dv, da, dl, p, t, h, beta, gamma, am, af, dmap, nd, K, Kd):
+def tangent_step(q0, v0, a0, l0, q1, v1, a1, l1, dq, dv, da, dl, p, t, h, beta, gamma, am, af, dmap, nd, Kf,
+                 Ko, Kdf, Kdo):
     """(dq, dv, da, dλ of x_{k+1} (each (·, nd)), status) from those of x_k (module
     docstring); status 0, or 1 at a singular J."""
     n, m = q1.shape[0], l1.shape[0]
     N = n + m
+    K, Km, Kv = unpack(Kf, Ko[0]), unpack(Kf, Ko[1]), unpack(Kf, Ko[2])
     kc = dq.shape[1]
     bh2, gh = beta * h * h, gamma * h
     wi, wf = 1.0 - am, 1.0 - af
@@ -165,17 +172,17 @@ def tangent_step(q0, v0, a0, l0, q1, v1, a1, l1, dq, dv, da, dl, p, t, h, beta, 
     if not ok:
         return dqp, dvp, da, dl, 1
     Kq = _matrix(q1, v1, a1, l1, p, t1, n, 0.0, wf, 1.0, 0.0, wf, bh2, K)
-    Cv = _matrix(q1, v1, a1, l1, p, t1, n, 0.0, wf, 0.0, 1.0, 0.0, bh2, K)
-    r = _r_rho(q1, v1, a1, l1, p, t1, n, wi, wf, bh2, dmap, nd, Kd)[:, :kc].copy()
+    Cv = _matrix(q1, v1, a1, l1, p, t1, n, 0.0, wf, 0.0, 1.0, 0.0, bh2, Kv)
+    r = _r_rho(q1, v1, a1, l1, p, t1, n, wi, wf, bh2, dmap, nd, Kdf, Kdo)[:, :kc].copy()
     r[:n] += _mul(Kq, 0, 0, n, n, dqp) + _mul(Cv, 0, 0, n, n, dvp)
     r[n:] += _mul(J, n, 0, m, n, dqp) / bh2
     if am != 0.0 or af != 0.0:
         K0 = _matrix(q0, v0, a0, l0, p, t, n, 0.0, af, 1.0, 0.0, af, bh2, K)
-        C0 = _matrix(q0, v0, a0, l0, p, t, n, 0.0, af, 0.0, 1.0, 0.0, bh2, K)
-        M0 = _matrix(q0, v0, a0, l0, p, t, n, am, af, 0.0, 0.0, 0.0, bh2, K)
-        R0 = _r_rho(q0, v0, a0, l0, p, t, n, am, af, bh2, dmap, nd, Kd)
+        C0 = _matrix(q0, v0, a0, l0, p, t, n, 0.0, af, 0.0, 1.0, 0.0, bh2, Kv)
+        M0 = _matrix(q0, v0, a0, l0, p, t, n, am, af, 0.0, 0.0, 0.0, bh2, Km)
+        R0 = _r_rho(q0, v0, a0, l0, p, t, n, am, af, bh2, dmap, nd, Kdf, Kdo)
         r[:n] += (_mul(K0, 0, 0, n, n, dq) + _mul(C0, 0, 0, n, n, dv) + _mul(M0, 0, 0, n, n, da)
-                  + af * _tmul(M0, n, 0, m, n, dl) + R0[:n, :kc])
+                  + af * _tmul(K0, n, 0, m, n, dl) + R0[:n, :kc])
     dz = np.empty((N, kc))
     for c in range(kc):
         dz[:, c] = lu_solve(LU, piv, -r[:, c])

@@ -56,19 +56,38 @@ def _arrays(system, keep=None):
     return tuple(K)
 
 
+def pack(sets):
+    """(flat int64 array, offsets (len(sets), 27, 3) of (start, rows, cols)) of a list of
+    ``_arrays`` tuples (newmark_step.unpack): two arguments per call instead of 27 arrays
+    per set, whose typing dominated the Python → numba call."""
+    chunks, offs, at = [], np.zeros((len(sets), len(sets[0]) if sets else 0, 3), np.int64), 0
+    for i, arrays in enumerate(sets):
+        for j, A in enumerate(arrays):
+            A = np.ascontiguousarray(A, dtype=np.int64)
+            offs[i, j] = at, A.shape[0], A.shape[1]
+            chunks.append(A.ravel())
+            at += A.size
+    return np.concatenate(chunks) if chunks else np.zeros(0, np.int64), offs
+
+
 class CompiledNewmark:
     def __init__(self, system):
         self.sys = system
         self.K = _arrays(system)
+        # set 0 every element; 1 the inertia alone: M = ∂R₁/∂a (no other kind has r_a);
+        # 2 the kinds with r_v: C = ∂R₁/∂v (compiled/newmark_adjoint.py)
+        self.Kf, self.Ko = pack([self.K, _arrays(system, lambda g: np.full(g.ne, type(g) is F.Inertia)),
+                                 _arrays(system, lambda g: np.full(g.ne, type(g) in (F.Spring, F.RotationalSpring)))])
         self._Kd = {}
 
-    def design_arrays(self, design_map):
-        """``_arrays`` of the elements that read a design parameter (those whose ∂R/∂ρ
-        is not identically zero), cached per design map."""
-        key = design_map.tobytes()
+    def design_arrays(self, design_map, nd):
+        """Packed ``_arrays`` per design column j: the elements that read a parameter of
+        column j (the others' ∂R/∂ρ_j is identically zero), cached per design map."""
+        key = (design_map.tobytes(), nd)
         if key not in self._Kd:
             dm = np.asarray(design_map)
-            self._Kd[key] = _arrays(self.sys, lambda g: np.any(dm[np.asarray(g.pidx)] >= 0, axis=1))
+            self._Kd[key] = pack([_arrays(self.sys, lambda g, j=j: np.any(dm[np.asarray(g.pidx)] == j, axis=1))
+                                  for j in range(nd)] or [_arrays(self.sys, lambda g: np.zeros(g.ne, bool))])
         return self._Kd[key]
 
     def _sens(self, fn, x0, x1, d, p, t, h, beta, gamma, am, af, design_map, nd):
@@ -76,7 +95,7 @@ class CompiledNewmark:
         blk = [f(y).reshape(len(y), -1) for y in d]
         dm = np.ascontiguousarray(design_map, dtype=np.int64)
         return fn(*(f(y) for y in x0), *(f(y) for y in x1), *blk, f(p), float(t), float(h), float(beta),
-                  float(gamma), float(am), float(af), dm, int(nd), self.K, self.design_arrays(dm))
+                  float(gamma), float(am), float(af), dm, int(nd), self.Kf, self.Ko, *self.design_arrays(dm, nd))
 
     def adjoint(self, x0, x1, mu1, p, t, h, beta, gamma, am, af, design_map, nd):
         """The compiled adjoint step (newmark_adjoint.adjoint_step): ((μ_q, μ_v, μ_a, μ_λ),
@@ -95,7 +114,7 @@ class CompiledNewmark:
         q, v, a, lam = (np.ascontiguousarray(y, dtype=np.float64) for y in x)
         return newton_step(q, v, a, lam, np.ascontiguousarray(p, dtype=np.float64), float(t), float(h), float(beta),
                            float(gamma), float(am), float(af), float(tol.atol), float(tol.rtol), int(tol.max_it),
-                           self.K)
+                           self.Kf, self.Ko)
 
     def warm_up(self):
         """Compile (or load from numba's cache) and time it: the one-line note."""

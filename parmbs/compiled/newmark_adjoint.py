@@ -52,22 +52,30 @@ def _matrix(q, v, a, lam, p, t, n, w1, w2, cq, cv, hw, bh2, K):
 
 
 @njit(cache=True)
-def _r_rho(q, v, a, lam, p, t, n, w1, w2, bh2, dmap, nd, Kdf, Kdo):
-    """(N, nd): column j = ∂[R₁; R₂]/∂ρ_j = Im R(p + i h Σ_{dmap[i] = j} e_i)/h, evaluated on
-    the elements that read a parameter of column j only (set j of the packed (Kdf, Kdo))."""
-    N = n + lam.shape[0]
-    out = np.zeros((N, nd))
+def _r_rho(q1, v1, a1, l1, t1, w1, w2, q0, v0, a0, l0, t0, w01, w02, old, p, n, bh2, dmap, nd, Kdf, Kdo):
+    """(N, nd) matrices ∂[R₁; R₂]/∂ρ at x_{k+1} (weights w1, w2) and, when ``old``, at x_k
+    (weights w01, w02; rows n.. unused): column j = Im R(p + i h Σ_{dmap[i] = j} e_i)/h,
+    evaluated on the elements that read a parameter of column j only (set j of the
+    packed (Kdf, Kdo), unpacked once for both states)."""
+    N = n + l1.shape[0]
+    out1, out0 = np.zeros((N, nd)), np.zeros((N, nd))
     Jd = np.zeros((1, 1), np.complex128)          # not touched (want_J False)
+    pc = np.empty(p.shape[0], np.complex128)
+    Rc = np.empty(N, np.complex128)
     for j in range(nd):
         Kd = unpack(Kdf, Kdo[j])
-        pc = np.empty(p.shape[0], np.complex128)
         for i in range(p.shape[0]):
             pc[i] = complex(p[i], CS_H) if dmap[i] == j else complex(p[i], 0.0)
-        Rc = np.zeros(N, np.complex128)
-        _evaluate(q, v, a, lam, pc, t, n, w1, w2, 0.0, 0.0, 0.0, bh2, False, Rc, Jd, Kd)
+        Rc[:] = 0.0
+        _evaluate(q1, v1, a1, l1, pc, t1, n, w1, w2, 0.0, 0.0, 0.0, bh2, False, Rc, Jd, Kd)
         for i in range(N):
-            out[i, j] = Rc[i].imag / CS_H
-    return out
+            out1[i, j] = Rc[i].imag / CS_H
+        if old:
+            Rc[:] = 0.0
+            _evaluate(q0, v0, a0, l0, pc, t0, n, w01, w02, 0.0, 0.0, 0.0, bh2, False, Rc, Jd, Kd)
+            for i in range(N):
+                out0[i, j] = Rc[i].imag / CS_H
+    return out1, out0
 
 
 @njit(cache=True)
@@ -138,9 +146,10 @@ def adjoint_step(q0, v0, a0, l0, q1, v1, a1, l1, mq1, mv1, ma1, ml1, p, t, h, be
             mq[i, c] = dq
             mv[i, c] = h * dq + dv
             ma[i, c] = (0.5 - beta) * h * h * dq + (1.0 - gamma) * h * dv
-    Rr = _r_rho(q1, v1, a1, l1, p, t1, n, wi, wf, bh2, dmap, nd, Kdf, Kdo)
+    old = am != 0.0 or af != 0.0
+    Rr, R0 = _r_rho(q1, v1, a1, l1, t1, wi, wf, q0, v0, a0, l0, t, am, af, old, p, n, bh2, dmap, nd, Kdf, Kdo)
     grad -= _tmul(Rr, 0, 0, N, nd, nu)
-    if am != 0.0 or af != 0.0:
+    if old:
         K0 = _matrix(q0, v0, a0, l0, p, t, n, 0.0, af, 1.0, 0.0, af, bh2, K)
         C0 = _matrix(q0, v0, a0, l0, p, t, n, 0.0, af, 0.0, 1.0, 0.0, bh2, Kv)
         M0 = _matrix(q0, v0, a0, l0, p, t, n, am, af, 0.0, 0.0, 0.0, bh2, Km)
@@ -148,7 +157,6 @@ def adjoint_step(q0, v0, a0, l0, q1, v1, a1, l1, mq1, mv1, ma1, ml1, p, t, h, be
         mv -= _tmul(C0, 0, 0, n, n, nu1)
         ma -= _tmul(M0, 0, 0, n, n, nu1)
         ml -= af * _mul(K0, n, 0, m, n, nu1)                 # rows n.. of an x_k matrix of all kinds: G⁰
-        R0 = _r_rho(q0, v0, a0, l0, p, t, n, am, af, bh2, dmap, nd, Kdf, Kdo)
         grad -= _tmul(R0, 0, 0, n, nd, nu1)
     return mq, mv, ma, ml, grad, 0
 
@@ -173,14 +181,15 @@ def tangent_step(q0, v0, a0, l0, q1, v1, a1, l1, dq, dv, da, dl, p, t, h, beta, 
         return dqp, dvp, da, dl, 1
     Kq = _matrix(q1, v1, a1, l1, p, t1, n, 0.0, wf, 1.0, 0.0, wf, bh2, K)
     Cv = _matrix(q1, v1, a1, l1, p, t1, n, 0.0, wf, 0.0, 1.0, 0.0, bh2, Kv)
-    r = _r_rho(q1, v1, a1, l1, p, t1, n, wi, wf, bh2, dmap, nd, Kdf, Kdo)[:, :kc].copy()
+    old = am != 0.0 or af != 0.0
+    Rr, R0 = _r_rho(q1, v1, a1, l1, t1, wi, wf, q0, v0, a0, l0, t, am, af, old, p, n, bh2, dmap, nd, Kdf, Kdo)
+    r = Rr[:, :kc].copy()
     r[:n] += _mul(Kq, 0, 0, n, n, dqp) + _mul(Cv, 0, 0, n, n, dvp)
     r[n:] += _mul(J, n, 0, m, n, dqp) / bh2
-    if am != 0.0 or af != 0.0:
+    if old:
         K0 = _matrix(q0, v0, a0, l0, p, t, n, 0.0, af, 1.0, 0.0, af, bh2, K)
         C0 = _matrix(q0, v0, a0, l0, p, t, n, 0.0, af, 0.0, 1.0, 0.0, bh2, Kv)
         M0 = _matrix(q0, v0, a0, l0, p, t, n, am, af, 0.0, 0.0, 0.0, bh2, Km)
-        R0 = _r_rho(q0, v0, a0, l0, p, t, n, am, af, bh2, dmap, nd, Kdf, Kdo)
         r[:n] += (_mul(K0, 0, 0, n, n, dq) + _mul(C0, 0, 0, n, n, dv) + _mul(M0, 0, 0, n, n, da)
                   + af * _tmul(K0, n, 0, m, n, dl) + R0[:n, :kc])
     dz = np.empty((N, kc))

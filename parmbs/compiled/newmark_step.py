@@ -53,17 +53,29 @@ def unpack(flat, o):
 @njit(cache=True)
 def _evaluate(q, v, a, lam, p, t, n, wi, wf, cq, cv, hw, bh2, want_J, R, J, K):
     """R (and J when want_J) of every group at time t, forces first (the numpy order).
-    K: the stacked index arrays of stepper.CompiledNewmark (its ``LAYOUT``)."""
-    planar.inertia(a, p, K[0], K[1], R, J, wi, want_J)
-    planar.gravity(p, K[2], K[3], R, wf)
-    planar.spring(q, v, p, K[4], K[5], R, J, wf, cq, cv, want_J)
-    planar.rotational_spring(q, v, p, K[6], K[7], R, J, wf, cq, cv, want_J)
-    planar.point_force(q, p, K[8], K[9], K[10], t, R, J, wf, cq, want_J)
-    planar.torque(p, K[11], K[12], K[13], t, R, wf)
-    planar.revolute(q, lam, p, K[14], K[15], K[16], n, R, J, wf, bh2, hw, want_J)
-    planar.weld(q, lam, p, K[17], K[18], K[19], n, R, J, wf, bh2, hw, want_J)
-    planar.prismatic(q, lam, p, K[20], K[21], K[22], n, R, J, wf, bh2, hw, want_J)
-    planar.driver(q, lam, p, K[23], K[24], K[25], K[26], n, t, R, J, wf, bh2, hw, want_J)
+    K: the stacked index arrays of stepper.CompiledNewmark (its ``LAYOUT``).  Kinds
+    without elements are not called (their scratch arrays would still be allocated: the
+    element sets of the adjoint step hold one to three kinds)."""
+    if K[0].shape[0]:
+        planar.inertia(a, p, K[0], K[1], R, J, wi, want_J)
+    if K[2].shape[0]:
+        planar.gravity(p, K[2], K[3], R, wf)
+    if K[4].shape[0]:
+        planar.spring(q, v, p, K[4], K[5], R, J, wf, cq, cv, want_J)
+    if K[6].shape[0]:
+        planar.rotational_spring(q, v, p, K[6], K[7], R, J, wf, cq, cv, want_J)
+    if K[8].shape[0]:
+        planar.point_force(q, p, K[8], K[9], K[10], t, R, J, wf, cq, want_J)
+    if K[11].shape[0]:
+        planar.torque(p, K[11], K[12], K[13], t, R, wf)
+    if K[14].shape[0]:
+        planar.revolute(q, lam, p, K[14], K[15], K[16], n, R, J, wf, bh2, hw, want_J)
+    if K[17].shape[0]:
+        planar.weld(q, lam, p, K[17], K[18], K[19], n, R, J, wf, bh2, hw, want_J)
+    if K[20].shape[0]:
+        planar.prismatic(q, lam, p, K[20], K[21], K[22], n, R, J, wf, bh2, hw, want_J)
+    if K[23].shape[0]:
+        planar.driver(q, lam, p, K[23], K[24], K[25], K[26], n, t, R, J, wf, bh2, hw, want_J)
 
 
 @njit(cache=True)

@@ -250,8 +250,8 @@ class NewmarkFamily(NewmarkParameterSets):
     def _compiled_real(self, p, *blocks):
         """The compiled tangent/adjoint step applies: a compiled stepper, real arrays (the
         complex-step verification keeps the numpy path)."""
-        return self.compiled is not None and np.asarray(p).dtype.kind != "c" \
-            and all(np.asarray(y).dtype.kind != "c" for b in blocks for y in b)
+        return self.compiled is not None and not any(np.asarray(y).dtype.kind == "c" for b in ((p,),) + blocks
+                                                     for y in b)
 
     # -- tangent (direct differentiation) ------------------------------------------------------
     def tangent_step(self, t, x0, x1, dx0, p):

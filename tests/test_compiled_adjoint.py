@@ -36,11 +36,12 @@ def _rel(A, B):
 
 
 @pytest.mark.parametrize("model", ["kinds", "time-kinds"])
-@pytest.mark.parametrize("integrator", ["genalpha", "trapezoidal"])
+@pytest.mark.parametrize("integrator", ["genalpha", "trapezoidal", "hht", "wbz"])
 def test_one_step_equals_numpy_for_every_parameter(tmp_path, model, integrator):
     """Every model parameter its own design column (every kernel's ∂R/∂p, by complex step
     in compiled code), a random state pair and random μ, h = 0.05 (every block weighs
-    in): the compiled adjoint and tangent steps equal the numpy ones within e."""
+    in): the compiled adjoint and tangent steps equal the numpy ones within e, for each
+    branch of the old-state terms (α_m, α_f both zero, both set, HHT α_m = 0, WBZ α_f = 0)."""
     path = tmp_path / f"{model}.toml"
     path.write_text(ALL_KINDS if model == "kinds" else TIME_KINDS)
     pr = _problem(path, f"simulation.integrator={integrator}")

@@ -102,16 +102,68 @@ def test_sweep_gradients_equal_numpy(name, steps, sets):
         assert _rel(gd[k], rd[k]) <= bound, (k, _rel(gd[k], rd[k]), bound)
 
 
-def test_objective_partials_by_blocks_are_the_per_state_ones(monkeypatch):
+#: every planar integrand kind (and a terminal term: step N stays per state) on ALL_KINDS
+OBJECTIVES = """
+[[design]]
+name = "k"
+path = "forces.S.stiffness"
+[[design]]
+name = "m2"
+path = "bodies.b2.mass"
+[[design]]
+name = "E1"
+path = "bodies.b1.points.E.x"
+[[objectives]]
+name = "dev"
+integrand = "point_deviation_sq"
+point = "b2.E"
+[[objectives]]
+name = "vel"
+integrand = "point_velocity_sq"
+point = "b3.O"
+weight = 0.3
+[[objectives]]
+name = "acc"
+integrand = "point_acceleration_sq"
+point = "b1.E"
+[[objectives]]
+name = "ang"
+integrand = "angle"
+body = "b1"
+terminal = "angle_sq"
+[[objectives]]
+name = "ang2"
+integrand = "angle_sq"
+body = "b2"
+[[objectives]]
+name = "el"
+integrand = "spring_elongation_sq"
+force = "S"
+[[objectives]]
+name = "react"
+integrand = "reaction_sq"
+joint = "J1"
+"""
+
+
+@pytest.mark.parametrize("model", ["fivebar", "kinds"])
+def test_objective_partials_by_blocks_are_the_per_state_ones(monkeypatch, tmp_path, model):
     """The block evaluation of the objective partials runs the same complex-step
     arithmetic per state: adjoint and direct gradients bitwise equal with and without it
-    (numpy steps both times, 300 steps: more than one block)."""
+    (numpy steps both times; more steps than one block; on ALL_KINDS every planar
+    integrand kind, a point reference taken from q₀, a weight and a terminal term)."""
     from parmbs.sensitivity import local_table
-    pr = _problem(ROOT / "configs" / "fivebar.toml", "simulation.t_end=0.3", "simulation.compiled=off")
+    if model == "fivebar":
+        path, sets = ROOT / "configs" / "fivebar.toml", ("simulation.t_end=0.3",)
+    else:
+        path, sets = tmp_path / "kinds.toml", ("simulation.t_end=0.3", "simulation.dt=1e-3")
+        path.write_text(ALL_KINDS + OBJECTIVES)
+    pr = _problem(path, *sets, "simulation.compiled=off")
     pr.forward()
     assert local_table.LocalGradTable.usable(pr, pr.traj) and pr.nsteps > local_table.BLOCK
     ga, gd = pr.adjoint(), pr.direct()
     monkeypatch.setattr(local_table.LocalGradTable, "usable", staticmethod(lambda *a: False))
     ra, rd = pr.adjoint(), pr.direct()
+    assert len(ra) == len(pr.objectives)
     for k in ra:
-        assert np.array_equal(ga[k], ra[k]) and np.array_equal(gd[k], rd[k]), k
+        assert np.any(ra[k]) and np.array_equal(ga[k], ra[k]) and np.array_equal(gd[k], rd[k]), k

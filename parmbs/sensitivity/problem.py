@@ -281,8 +281,9 @@ class Problem:
                     dx = self.stepper.tangent_step(traj.t[k - 1], traj.x(k - 1), traj.x(k), dx, p)
                 hit = table.get(k) if table is not None else None
                 for j, ob in enumerate(self.objectives):
-                    gx, gp, gr = ([g[:, j] for g in hit[0]], hit[1][:, j], hit[2][:, j]) if hit is not None else \
-                        self._local_grads(ob, k, traj, p, refs[ob.name])
+                    # contiguous columns: a strided vector takes another BLAS path in ``@`` (other sums)
+                    gx, gp, gr = ([g[:, j].copy() for g in hit[0]], hit[1][:, j].copy(), hit[2][:, j].copy()) \
+                        if hit is not None else self._local_grads(ob, k, traj, p, refs[ob.name])
                     grads[ob.name] += sum(g @ d for g, d in zip(gx, dx)) + gp + gr @ dref[ob.name]
                 self._observe(k, traj.t[k], grads, dx)
                 if k > 0:

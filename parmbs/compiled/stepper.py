@@ -97,10 +97,19 @@ class CompiledNewmark:
                                   for j in range(nd)] or [_arrays(self.sys, lambda g: np.zeros(g.ne, bool))])
         return self._Kd[key]
 
+    def _design(self, design_map, nd):
+        """(design map as int64, packed per-column arrays); the last map's kept by identity
+        (the stepper's own, every step)."""
+        last = getattr(self, "_last", None)
+        if last is None or last[0] is not design_map or last[1] != nd:
+            dm = np.ascontiguousarray(design_map, dtype=np.int64)
+            last = self._last = (design_map, nd, (dm, *self.design_arrays(dm, nd)))
+        return last[2]
+
     def _sens(self, fn, x0, x1, d, p, t, h, beta, gamma, am, af, design_map, nd):
         f = lambda y: np.ascontiguousarray(y, dtype=np.float64)
         blk = [f(y).reshape(len(y), -1) for y in d]
-        dm = np.ascontiguousarray(design_map, dtype=np.int64)
+        dm, Kdf, Kdo = self._design(design_map, nd)
         if fn.__name__ not in _SENS_TIMED:             # first call in the process: compile or cache load
             _SENS_TIMED.add(fn.__name__)
             t0, w0 = time.process_time(), time.perf_counter()
@@ -112,7 +121,7 @@ class CompiledNewmark:
                               f"({wall:.2f} s wall)")
             return out
         return fn(*(f(y) for y in x0), *(f(y) for y in x1), *blk, f(p), float(t), float(h), float(beta),
-                  float(gamma), float(am), float(af), dm, int(nd), self.Kf, self.Ko, *self.design_arrays(dm, nd))
+                  float(gamma), float(am), float(af), dm, int(nd), self.Kf, self.Ko, Kdf, Kdo)
 
     def adjoint(self, x0, x1, mu1, p, t, h, beta, gamma, am, af, design_map, nd):
         """The compiled adjoint step (newmark_adjoint.adjoint_step): ((μ_q, μ_v, μ_a, μ_λ),

@@ -5,7 +5,7 @@ The same equations as ``NewmarkFamily.tangent_step`` / ``adjoint_step``
 With J the Newton matrix at x_{k+1} (factored here by compiled/dense.py), the blocks of
 the weighted residual as dense matrices — K = ∂R₁/∂q (forces and w_f ∂(Φ_qᵀλ)/∂q),
 C = ∂R₁/∂v, M = ∂R₁/∂a, G = Φ_q — and the old-state blocks K⁰, C⁰, M⁰, G⁰ at x_k with the
-weights (α_m, α_f) (generalized-α only):
+weights (α_m, α_f) (when either is nonzero: generalized-α, HHT, WBZ):
 
   tangent:  J dz = −([K dq̂ + C dv̂; G dq̂/(βh²)] + ∂[R₁; R₂]/∂ρ
                      + [K⁰ dq + C⁰ dv + M⁰ da + α_f G⁰ᵀ dλ + ∂R₁⁰/∂ρ; 0])
@@ -13,32 +13,38 @@ weights (α_m, α_f) (generalized-α only):
             s_q = Kᵀν₁ + Gᵀν₂, s_v = Cᵀν₁,  μ_q = μ_q' − s_q,  μ_v = h(μ_q' − s_q) + μ_v' − s_v,
             μ_a = (½−β)h²(μ_q' − s_q) + (1−γ)h(μ_v' − s_v),  μ_λ = 0,
             ∇ψ −= ∂[R₁; R₂]/∂ρᵀ ν  (the unscaled ν: R₂ = Φ/(βh²) carries the 1/(βh²))
-            and, generalized-α, μ_q −= K⁰ᵀν₁, μ_v −= C⁰ᵀν₁, μ_a −= M⁰ᵀν₁, μ_λ −= α_f G⁰ν₁,
+            and with old-state terms, μ_q −= K⁰ᵀν₁, μ_v −= C⁰ᵀν₁, μ_a −= M⁰ᵀν₁, μ_λ −= α_f G⁰ν₁,
             ∇ψ −= ∂R₁⁰/∂ρᵀ ν₁.
 
 Each block is one evaluation of the model kernels (newmark_step._evaluate) with the
 weights that isolate it — K: inertia weight 0, (c_q, c_v) = (1, 0), Hessian weight w_f
-(the planar inertia has r_q = r_v = 0, and no other kind has r_a); C: (0, 1), no Hessian;
-C on the spring and rotational-spring elements alone (``Kv``, the kinds with r_v); M: c_q = c_v = 0 on the inertia
-elements alone (``Km``) — so J, K, C, M are the numpy path's blocks up to summation order.
+(the planar inertia has r_q = r_v = 0, and no other kind has r_a); C: (0, 1), no
+Hessian, on the spring and rotational-spring elements alone (``Kv``, the kinds with
+r_v); M: c_q = c_v = 0 on the inertia elements alone (``Km``) — so J, K, C, M are the
+numpy path's blocks up to summation order.  J is rebuilt at x_{k+1}, not taken from the
+forward Newton loop (whose last matrix sits at the iterate before the last update):
+the adjoint stays the exact discrete adjoint of the computed trajectory; a rebuilt J
+and its LU cost ~5 µs here (benchmarks/README.md).
 
 ∂R/∂ρ by complex step inside the compiled code, one complex evaluation per design
 column j with p + i·10⁻³⁰ on every parameter that column moves (model/component.py's
 CS_H; exact to round-off, as the numpy path's own complex-step and analytic blocks):
-column j evaluates only the elements that read a parameter of column j, the others do
-not depend on ρ_j.  The index arrays arrive packed (stepper.pack): set 0 every element,
-1 the inertia (``Km``), 2 the spring kinds (``Kv``); one set per design column.  The numpy path stays the reference: complex states or parameters
-(the ``cs`` verification) never come here, and a singular J returns status 1 so the
-numpy step reports it as always.
+column j evaluates only the elements that read a parameter of column j (the others do
+not depend on ρ_j), and all columns come from one evaluation per state of the model
+tiled nd times (stepper._tiled_arrays: copy j reads p perturbed for column j and writes
+its own rows).  The index arrays arrive packed (stepper.pack): set 0 every element,
+1 the inertia (``Km``), 2 the spring kinds (``Kv``); the tiled design elements apart.
+
+The numpy path stays the reference: complex states or parameters (the ``cs``
+verification) never come here, and a singular J returns status 1 so the numpy step
+reports it as always.
 """
 import numpy as np
 from numba import njit
 
+from ..model.component import CS_H
 from .dense import lu_factor, lu_solve, lu_solve_T
 from .newmark_step import _evaluate, unpack
-
-#: the complex step of model/component.py
-CS_H = 1e-30
 
 
 @njit(cache=True)
@@ -52,29 +58,47 @@ def _matrix(q, v, a, lam, p, t, n, w1, w2, cq, cv, hw, bh2, K):
 
 
 @njit(cache=True)
+def _tile(x, nd):
+    out = np.empty(nd * x.shape[0])
+    for j in range(nd):
+        out[j * x.shape[0]:(j + 1) * x.shape[0]] = x
+    return out
+
+
+@njit(cache=True)
+def _r_rho_at(q, v, a, lam, t, w1, w2, pc, n, bh2, nd, Kd, out):
+    """out[:, j] = Im R(p + i h Σ_{dmap[i] = j} e_i)/h for every column j from one
+    evaluation of the model tiled nd times (stepper._tiled_arrays; pc the nd perturbed
+    copies of p)."""
+    m = lam.shape[0]
+    Rc = np.zeros(nd * (n + m), np.complex128)
+    Jd = np.zeros((1, 1), np.complex128)          # not touched (want_J False)
+    _evaluate(_tile(q, nd), _tile(v, nd), _tile(a, nd), _tile(lam, nd), pc, t, nd * n, w1, w2, 0.0, 0.0, 0.0,
+              bh2, False, Rc, Jd, Kd)
+    for j in range(nd):
+        for i in range(n):
+            out[i, j] = Rc[j * n + i].imag / CS_H
+        for i in range(m):
+            out[n + i, j] = Rc[nd * n + j * m + i].imag / CS_H
+
+
+@njit(cache=True)
 def _r_rho(q1, v1, a1, l1, t1, w1, w2, q0, v0, a0, l0, t0, w01, w02, old, p, n, bh2, dmap, nd, Kdf, Kdo):
     """(N, nd) matrices ∂[R₁; R₂]/∂ρ at x_{k+1} (weights w1, w2) and, when ``old``, at x_k
     (weights w01, w02; rows n.. unused): column j = Im R(p + i h Σ_{dmap[i] = j} e_i)/h,
-    evaluated on the elements that read a parameter of column j only (set j of the
-    packed (Kdf, Kdo), unpacked once for both states)."""
+    on the elements that read a parameter of column j only, all columns in one
+    evaluation per state of the tiled model (stepper._tiled_arrays, packed in (Kdf, Kdo))."""
     N = n + l1.shape[0]
     out1, out0 = np.zeros((N, nd)), np.zeros((N, nd))
-    Jd = np.zeros((1, 1), np.complex128)          # not touched (want_J False)
-    pc = np.empty(p.shape[0], np.complex128)
-    Rc = np.empty(N, np.complex128)
+    npar = p.shape[0]
+    pc = np.empty(nd * npar, np.complex128)
     for j in range(nd):
-        Kd = unpack(Kdf, Kdo[j])
-        for i in range(p.shape[0]):
-            pc[i] = complex(p[i], CS_H) if dmap[i] == j else complex(p[i], 0.0)
-        Rc[:] = 0.0
-        _evaluate(q1, v1, a1, l1, pc, t1, n, w1, w2, 0.0, 0.0, 0.0, bh2, False, Rc, Jd, Kd)
-        for i in range(N):
-            out1[i, j] = Rc[i].imag / CS_H
-        if old:
-            Rc[:] = 0.0
-            _evaluate(q0, v0, a0, l0, pc, t0, n, w01, w02, 0.0, 0.0, 0.0, bh2, False, Rc, Jd, Kd)
-            for i in range(N):
-                out0[i, j] = Rc[i].imag / CS_H
+        for i in range(npar):
+            pc[j * npar + i] = complex(p[i], CS_H) if dmap[i] == j else complex(p[i], 0.0)
+    Kd = unpack(Kdf, Kdo[0])
+    _r_rho_at(q1, v1, a1, l1, t1, w1, w2, pc, n, bh2, nd, Kd, out1)
+    if old:
+        _r_rho_at(q0, v0, a0, l0, t0, w01, w02, pc, n, bh2, nd, Kd, out0)
     return out1, out0
 
 

@@ -56,6 +56,36 @@ def _arrays(system, keep=None):
     return tuple(K)
 
 
+def _tiled_arrays(system, design_map, nd):
+    """``_arrays`` of the complex-step ∂R/∂ρ (compiled/newmark_adjoint._r_rho): for each
+    design column j in turn, the elements that read a parameter of column j (the others'
+    ∂R/∂ρ_j is identically zero), re-indexed into the j-th copy of a model tiled nd
+    times — unknowns + j·n, constraint rows + j·m, parameters + j·len(p) — so that one
+    evaluation of the tiled model gives every column (each copy reads its own
+    perturbed p and writes its own rows; per column the elements' order is the model's)."""
+    n, m, npar = system.n, system.m, len(system.p)
+    dm = np.asarray(design_map)
+    gi = np.r_[np.arange(n), -np.ones(3, np.int64)]
+    groups = list(system.forces) + list(system.constraints)
+    shift = lambda A, d: np.where(A >= 0, A + d, -1)
+    K = []
+    for kind, fields in LAYOUT:
+        blocks = {f: [] for f in fields}
+        for j in range(nd):
+            for g in (g for g in groups if type(g) is kind):
+                sel = np.any(dm[np.asarray(g.pidx)] == j, axis=1)
+                if not np.any(sel):
+                    continue
+                blocks["q"].append(shift(gi[g.qidx][sel], j * n))
+                blocks["p"].append(np.asarray(g.pidx)[sel] + j * npar)
+                if "r" in blocks:
+                    blocks["r"].append(shift(np.asarray(g.rows)[sel], j * m))
+                if "m" in blocks:
+                    blocks["m"].append(np.array([_meta(g)] * int(sel.sum()), np.int64))
+        K += [_stack(blocks[f]) for f in fields]
+    return tuple(K)
+
+
 def pack(sets):
     """(flat int64 array, offsets (len(sets), 27, 3) of (start, rows, cols)) of a list of
     ``_arrays`` tuples (newmark_step.unpack): two arguments per call instead of 27 arrays
@@ -88,13 +118,10 @@ class CompiledNewmark:
         self._Kd = {}
 
     def design_arrays(self, design_map, nd):
-        """Packed ``_arrays`` per design column j: the elements that read a parameter of
-        column j (the others' ∂R/∂ρ_j is identically zero), cached per design map."""
+        """``_tiled_arrays`` packed (one set), cached per design map."""
         key = (design_map.tobytes(), nd)
         if key not in self._Kd:
-            dm = np.asarray(design_map)
-            self._Kd[key] = pack([_arrays(self.sys, lambda g, j=j: np.any(dm[np.asarray(g.pidx)] == j, axis=1))
-                                  for j in range(nd)] or [_arrays(self.sys, lambda g: np.zeros(g.ne, bool))])
+            self._Kd[key] = pack([_tiled_arrays(self.sys, design_map, nd)])
         return self._Kd[key]
 
     def _design(self, design_map, nd):

@@ -6,9 +6,11 @@ the same config, ``simulation.compiled = "off"`` vs ``"auto"``; CPU time
 
 * forward: ``Problem.forward`` (the whole loop: guard, trajectory arrays) in steps/s,
   and the bare ``stepper.step`` loop (what the step itself costs);
-* gradient: forward + ``Problem.adjoint`` (all objectives, one sweep); the adjoint
-  steps run numpy on both paths (tangent/adjoint steps are not compiled yet), so the
-  share of the compiled path's gradient time still in numpy is adjoint ÷ gradient;
+* gradient: forward + ``Problem.adjoint`` (all objectives, one sweep), and the direct
+  sweep ``Problem.direct`` (tangent steps, one column per design variable);
+* three paths: numpy + PETSc (``compiled = "off"``), compiled as it was before the
+  compiled tangent/adjoint steps (``auto``, but the tangent/adjoint steps and the
+  objective partials per state on numpy — ``numpy_sensitivities``), and compiled;
 * agreement: max relative differences of q, v, a, λ over the run and of each gradient.
 
 The compile (or cache load) time is the one-line note of the first compiled stepper in
@@ -49,6 +51,15 @@ def bare_steps(pr, x0, p):
     return x
 
 
+def numpy_sensitivities(pr):
+    """The compiled path as before the compiled tangent/adjoint steps: those steps on numpy
+    (NewmarkFamily._compiled_real false) and the objective partials state by state
+    (no sensitivity/local_table.py)."""
+    import contextlib
+    pr.stepper._compiled_real = lambda *a: False
+    pr._local_table = lambda *a: contextlib.nullcontext(None)
+
+
 def crossover(links):
     """Step time numpy vs compiled on chains of ``links`` links (module docstring)."""
     import pathlib
@@ -87,38 +98,50 @@ def main():
         return crossover([int(c) for c in args.crossover.split(",")])
     sets = [f"simulation.t_end={args.t_end}", "simulation.progress=false"]
     res = {}
-    for mode in ("off", "auto"):
+    for mode in ("off", "before", "auto"):
         t0, w0 = time.process_time(), time.perf_counter()
-        pr = Problem(load_config(args.config, sets + [f"simulation.compiled={mode}"]))
+        pr = Problem(load_config(args.config, sets + [f"simulation.compiled={'off' if mode == 'off' else 'auto'}"]))
         setup = (time.process_time() - t0, time.perf_counter() - w0)
-        if mode == "auto":
+        if mode != "off":
             if pr.stepper.compiled is None:
                 raise SystemExit(f"{args.config}: the compiled path is not used for this model")
             print(pr.stepper.compiled_note or "compiled: kernels already loaded in this process")
+        if mode == "before":
+            numpy_sensitivities(pr)
         p = pr.sys.p
         x0 = pr.stepper.initial(pr.t0, p)
         tb, _ = cpu_min(lambda: bare_steps(pr, x0, p), args.repeat)
         tf, tr = cpu_min(pr.forward, args.repeat)
         ta, g = cpu_min(pr.adjoint, args.repeat)
-        res[mode] = dict(pr=pr, tr=tr, g=g, bare=tb, fwd=tf, adj=ta, setup=setup)
+        if mode == "auto" and pr.stepper.compiled.sens_note:
+            print(pr.stepper.compiled.sens_note)
+        td, gd = cpu_min(pr.direct, args.repeat)
+        res[mode] = dict(pr=pr, tr=tr, g=g, gd=gd, bare=tb, fwd=tf, adj=ta, dir=td, setup=setup)
     N = res["off"]["pr"].nsteps
     print(f"{args.config}: {N} steps, n + m = {res['off']['pr'].sys.n + res['off']['pr'].sys.m}, "
           f"CPU s, min of {args.repeat}")
     print("| path | set-up s (CPU / wall) | step loop steps/s | forward steps/s | forward s | adjoint s "
-          "| gradient s (fwd + adj) | adjoint ÷ forward |")
-    print("|---|---|---|---|---|---|---|---|")
-    for mode, name in (("off", "numpy + PETSc"), ("auto", "compiled")):
+          "| gradient s (fwd + adj) | adjoint ÷ forward | direct s |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for mode, name in (("off", "numpy + PETSc"), ("before", "compiled forward, numpy sensitivities (before)"),
+                       ("auto", "compiled (forward, tangent, adjoint)")):
         r = res[mode]
         print(f"| {name} | {r['setup'][0]:.2f} / {r['setup'][1]:.2f} | {N / r['bare']:.0f} | {N / r['fwd']:.0f} "
-              f"| {r['fwd']:.3f} | {r['adj']:.3f} | {r['fwd'] + r['adj']:.3f} | {r['adj'] / r['fwd']:.2f} |")
-    o, c = res["off"], res["auto"]
+              f"| {r['fwd']:.3f} | {r['adj']:.3f} | {r['fwd'] + r['adj']:.3f} | {r['adj'] / r['fwd']:.2f} "
+              f"| {r['dir']:.3f} |")
+    o, b, c = res["off"], res["before"], res["auto"]
+    grad = lambda r: r["fwd"] + r["adj"]
     print(f"ratios compiled ÷ numpy: step loop ×{o['bare'] / c['bare']:.1f}, forward ×{o['fwd'] / c['fwd']:.1f}, "
-          f"gradient ×{(o['fwd'] + o['adj']) / (c['fwd'] + c['adj']):.2f}; share of the compiled gradient "
-          f"still numpy (adjoint sweep): {c['adj'] / (c['fwd'] + c['adj']):.0%}")
+          f"gradient ×{grad(o) / grad(c):.2f} (before ×{grad(o) / grad(b):.2f}); compiled ÷ before: adjoint "
+          f"×{b['adj'] / c['adj']:.1f}, gradient ×{grad(b) / grad(c):.1f}, direct ×{b['dir'] / c['dir']:.1f}")
     rel = lambda A, B: float(np.max(np.abs(A - B)) / np.max(np.abs(A)))
-    print("agreement over the run (max rel. difference): "
+    print("agreement compiled vs numpy over the run (max rel. difference): "
           + ", ".join(f"{k} {rel(getattr(o['tr'], k), getattr(c['tr'], k)):.1e}" for k in ("q", "v", "a", "lam"))
-          + "; gradients " + ", ".join(f"{k} {rel(o['g'][k], c['g'][k]):.1e}" for k in o["g"]))
+          + "; adjoint gradients " + ", ".join(f"{k} {rel(o['g'][k], c['g'][k]):.1e}" for k in o["g"])
+          + "; direct " + ", ".join(f"{k} {rel(o['gd'][k], c['gd'][k]):.1e}" for k in o["gd"]))
+    print("compiled vs before, same compiled trajectory: adjoint "
+          + ", ".join(f"{k} {rel(b['g'][k], c['g'][k]):.1e}" for k in b["g"])
+          + "; direct " + ", ".join(f"{k} {rel(b['gd'][k], c['gd'][k]):.1e}" for k in b["gd"]))
 
 
 if __name__ == "__main__":

@@ -675,10 +675,13 @@ def _sched_kind(cfg):
 def _gradient(pr, cfg, method, tracker, on_step=None):
     tracker.phase = f"{method} gradient"
     with _Sweep(cfg, method, "step" if method in ("adjoint", "direct") else "column") as pg:
-        if method == "adjoint":
-            return pr.adjoint(progress=pg, on_step=on_step)
-        if method == "direct":
-            return pr.direct(progress=pg, on_step=on_step)
+        if method in ("adjoint", "direct"):
+            grads = (pr.adjoint if method == "adjoint" else pr.direct)(progress=pg, on_step=on_step)
+            cs = getattr(pr.stepper, "compiled", None)        # compiled sensitivity steps: once per process
+            if getattr(cs, "sens_note", None):
+                info(cs.sens_note)
+                cs.sens_note = None
+            return grads
         if method == "fd":
             return pr.finite_differences(cfg.sensitivity.fd_step, progress=pg)
         if method == "cs":

@@ -65,11 +65,12 @@ def test_gradient_quiet_default_verbose():
     assert len(res) == 3 * 6                        # 3 objectives, 5 design variables each
     # -q: the result lines and nothing else; the same bytes as the default run's
     assert q.stdout.splitlines() == res and q.stderr == ""
-    # default: a header line too (after the compiled step's compile/cache line, parmbs/compiled);
+    # default: a header line too (after the compiled steps' compile/cache lines, parmbs/compiled);
     # nothing on stderr (20 steps: no progress line under 2 s)
     lines = d.stdout.splitlines()
     if importlib.util.find_spec("numba"):
         assert lines.pop(0).startswith("compiled: one numba")
+        assert lines.pop(0).startswith("compiled: adjoint step kernels")     # its first use in the process
     assert lines[0].startswith("fivebar: adjoint gradient, 20 steps")
     assert d.stderr == ""
     # -v: the default stdout (bar the measured times) and one line per sweep on stderr

@@ -12,9 +12,12 @@
 * ``"on"``: the same, but when it cannot be used one line says why (numpy path then);
 * ``"off"``: the numpy components and PETSc, always.
 
-The numpy path stays the reference: tangent and adjoint steps, the complex-step
-verification (complex states and parameters always run numpy), the initial state and
-every failed compiled step (redone on numpy, which names step and time) use it.
+The same models take one compiled call per tangent and per adjoint step
+(compiled/newmark_adjoint.py: the step's blocks, ∂R/∂ρ by complex step in compiled
+code, the dense LU and its transposed solve).  The numpy path stays the reference: the
+complex-step verification (complex states and parameters always run numpy), the
+initial state and its adjoint, and every failed compiled step (redone on numpy, which
+names step and time) use it.
 Numbers: not bitwise those of the numpy path (another summation order and LU; the
 bounds are in tests/test_compiled.py), bitwise the same from run to run.
 

@@ -57,3 +57,26 @@ def lu_solve(LU, piv, b):
             s -= LU[i, j] * x[j]
         x[i] = s / LU[i, i]
     return x
+
+
+@njit(cache=True)
+def lu_solve_T(LU, piv, b):
+    """x with (P L U)ᵀ x = b: Uᵀ w = b (forward), Lᵀ z = w (backward, unit diagonal),
+    x = P z, i.e. x[piv[i]] = z[i] — the transposed solve of the adjoint step from the
+    same factors."""
+    N = LU.shape[0]
+    z = np.empty(N)
+    for i in range(N):
+        s = b[i]
+        for j in range(i):
+            s -= LU[j, i] * z[j]
+        z[i] = s / LU[i, i]
+    for i in range(N - 1, -1, -1):
+        s = z[i]
+        for j in range(i + 1, N):
+            s -= LU[j, i] * z[j]
+        z[i] = s
+    x = np.empty(N)
+    for i in range(N):
+        x[piv[i]] = z[i]
+    return x

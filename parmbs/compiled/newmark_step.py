@@ -29,25 +29,61 @@ from .dense import lu_factor, lu_solve
 
 
 @njit(cache=True)
-def _evaluate(q, v, a, lam, p, t, n, wi, wf, cq, cv, hw, bh2, want_J, R, J, K):
-    """R (and J when want_J) of every group at time t, forces first (the numpy order).
-    K: the stacked index arrays of stepper.CompiledNewmark (its ``LAYOUT``)."""
-    planar.inertia(a, p, K[0], K[1], R, J, wi, want_J)
-    planar.gravity(p, K[2], K[3], R, wf)
-    planar.spring(q, v, p, K[4], K[5], R, J, wf, cq, cv, want_J)
-    planar.rotational_spring(q, v, p, K[6], K[7], R, J, wf, cq, cv, want_J)
-    planar.point_force(q, p, K[8], K[9], K[10], t, R, J, wf, cq, want_J)
-    planar.torque(p, K[11], K[12], K[13], t, R, wf)
-    planar.revolute(q, lam, p, K[14], K[15], K[16], n, R, J, wf, bh2, hw, want_J)
-    planar.weld(q, lam, p, K[17], K[18], K[19], n, R, J, wf, bh2, hw, want_J)
-    planar.prismatic(q, lam, p, K[20], K[21], K[22], n, R, J, wf, bh2, hw, want_J)
-    planar.driver(q, lam, p, K[23], K[24], K[25], K[26], n, t, R, J, wf, bh2, hw, want_J)
+def _view(flat, o, i):
+    """Array i of a packed tuple: flat[start : start + rows·cols] as (rows, cols)."""
+    return flat[o[i, 0]:o[i, 0] + o[i, 1] * o[i, 2]].reshape((o[i, 1], o[i, 2]))
 
 
 @njit(cache=True)
-def newton_step(q0, v0, a0, lam0, p, t, h, beta, gamma, am, af, atol, rtol, max_it, K):
+def unpack(flat, o):
+    """The 27 stacked index arrays (stepper.LAYOUT) from one flat int64 array and its
+    (27, 3) offsets (start, rows, cols): passed packed, the Python → numba call types two
+    arrays instead of a tuple of 27 (~0.3 µs each per call, stepper.pack)."""
+    return (_view(flat, o, 0), _view(flat, o, 1), _view(flat, o, 2),
+            _view(flat, o, 3), _view(flat, o, 4), _view(flat, o, 5),
+            _view(flat, o, 6), _view(flat, o, 7), _view(flat, o, 8),
+            _view(flat, o, 9), _view(flat, o, 10), _view(flat, o, 11),
+            _view(flat, o, 12), _view(flat, o, 13), _view(flat, o, 14),
+            _view(flat, o, 15), _view(flat, o, 16), _view(flat, o, 17),
+            _view(flat, o, 18), _view(flat, o, 19), _view(flat, o, 20),
+            _view(flat, o, 21), _view(flat, o, 22), _view(flat, o, 23),
+            _view(flat, o, 24), _view(flat, o, 25), _view(flat, o, 26))
+
+
+@njit(cache=True)
+def _evaluate(q, v, a, lam, p, t, n, wi, wf, cq, cv, hw, bh2, want_J, R, J, K):
+    """R (and J when want_J) of every group at time t, forces first (the numpy order).
+    K: the stacked index arrays of stepper.CompiledNewmark (its ``LAYOUT``).  Kinds
+    without elements are not called (their scratch arrays would still be allocated: the
+    element sets of the adjoint step hold one to three kinds)."""
+    if K[0].shape[0]:
+        planar.inertia(a, p, K[0], K[1], R, J, wi, want_J)
+    if K[2].shape[0]:
+        planar.gravity(p, K[2], K[3], R, wf)
+    if K[4].shape[0]:
+        planar.spring(q, v, p, K[4], K[5], R, J, wf, cq, cv, want_J)
+    if K[6].shape[0]:
+        planar.rotational_spring(q, v, p, K[6], K[7], R, J, wf, cq, cv, want_J)
+    if K[8].shape[0]:
+        planar.point_force(q, p, K[8], K[9], K[10], t, R, J, wf, cq, want_J)
+    if K[11].shape[0]:
+        planar.torque(p, K[11], K[12], K[13], t, R, wf)
+    if K[14].shape[0]:
+        planar.revolute(q, lam, p, K[14], K[15], K[16], n, R, J, wf, bh2, hw, want_J)
+    if K[17].shape[0]:
+        planar.weld(q, lam, p, K[17], K[18], K[19], n, R, J, wf, bh2, hw, want_J)
+    if K[20].shape[0]:
+        planar.prismatic(q, lam, p, K[20], K[21], K[22], n, R, J, wf, bh2, hw, want_J)
+    if K[23].shape[0]:
+        planar.driver(q, lam, p, K[23], K[24], K[25], K[26], n, t, R, J, wf, bh2, hw, want_J)
+
+
+@njit(cache=True)
+def newton_step(q0, v0, a0, lam0, p, t, h, beta, gamma, am, af, atol, rtol, max_it, Kf, Ko):
     """x_{n+1} at t + h from x_n = (q0, v0, a0, λ0) at t: returns (q, v, a, λ, iterations, status),
-    status 0 converged, 1 singular matrix, 2 non-finite update, 3 not converged."""
+    status 0 converged, 1 singular matrix, 2 non-finite update, 3 not converged.
+    (Kf, Ko): the model's index arrays packed (stepper.pack; Ko (sets, 27, 3), set 0)."""
+    K = unpack(Kf, Ko[0])
     n, m = q0.shape[0], lam0.shape[0]
     N = n + m
     c2 = (0.5 - beta) * h * h

@@ -17,6 +17,11 @@ Revolute.hess_lam); where a numpy kind relies on the complex-step default
 exact for these kinds (linear r, or the Revolute rows), so both paths build the same
 matrix.  ``tests/test_compiled.py`` compares every kernel with its numpy component.
 
+Real or complex p: the same kernels run with a complex parameter vector (R and J then
+complex, J untouched with want_J False) for the complex-step ∂R/∂ρ of the compiled
+tangent and adjoint steps (compiled/newmark_adjoint.py); their scratch arrays take p's
+dtype.  Every formula is complex-analytic in p (no abs, no max on p).
+
 Index conventions: ``qidx`` holds unknown numbers with ground's slots as −1 (they read
 0 and are not written), ``rows`` the constraint rows (−1: a redundant row dropped at
 set-up, model/redundancy.py: λ reads 0 and nothing is written).
@@ -92,10 +97,10 @@ def spring(q, v, p, qidx, pidx, R, J, w, cq, cv, want_J):
     F = k (l − l₀) + c l̇, r = (−F e, −F e·A R s_a, F e, F e·A R s_b);
     r_q = G ⊗ (k G + c H v) + F H,  r_v = c G ⊗ G,  G = ∂l/∂q = eᵀD,
     H = Dᵀ(I − eeᵀ)D/l + e·∂²d/∂q²,  D = [−I, −A R s_a, I, A R s_b]."""
-    D = np.zeros((2, 6))
-    G = np.zeros(6)
-    H = np.zeros((6, 6))
-    B = np.zeros((6, 6))
+    D = np.zeros((2, 6), p.dtype)          # p.dtype: complex in the complex-step R_p (newmark_adjoint.py)
+    G = np.zeros(6, p.dtype)
+    H = np.zeros((6, 6), p.dtype)
+    B = np.zeros((6, 6), p.dtype)
     for e in range(qidx.shape[0]):
         idx, pe = qidx[e], pidx[e]
         ql, vl = _loc(q, idx), _loc(v, idx)
@@ -182,7 +187,8 @@ def _pin(q, lam, p, idx, pe, rows, n, R, J, wf, bh2, hw, want_J):
     db0, db1 = -sb * sb0 - cb * sb1, cb * sb0 - sb * sb1
     l0 = lam[rows[0]] if rows[0] >= 0 else 0.0
     l1 = lam[rows[1]] if rows[1] >= 0 else 0.0
-    Gq = ((1.0, 0.0, da0, -1.0, 0.0, -db0), (0.0, 1.0, da1, 0.0, -1.0, -db1))
+    z = 0.0 * sa0           # a zero of p's type: one element type for the tuple (real or complex p)
+    Gq = ((1.0 + z, z, da0, -1.0 + z, z, -db0), (z, 1.0 + z, da1, z, -1.0 + z, -db1))
     for k in range(6):
         _add(R, idx[k], wf * (Gq[0][k] * l0 + Gq[1][k] * l1))
     if rows[0] >= 0:
@@ -337,7 +343,7 @@ def prismatic(q, lam, p, qidx, pidx, rows, n, R, J, wf, bh2, hw, want_J):
                 if i >= 0:
                     J[n + row, i] += g
                     J[i, n + row] += wf * g
-        H = np.zeros((6, 6))
+        H = np.zeros((6, 6), p.dtype)
         H[2, 2] = -(n0 * d0 + n1 * d1) + 2.0 * (ur0 * da0 + ur1 * da1) + (n0 * ra0 + n1 * ra1)
         H[2, 5] = H[5, 2] = -(ur0 * db0 + ur1 * db1)
         H[5, 5] = -(n0 * rb0 + n1 * rb1)

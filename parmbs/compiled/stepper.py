@@ -11,6 +11,7 @@ import time
 import numpy as np
 
 from ..model import forces as F, joints as J
+from .newmark_adjoint import adjoint_step, tangent_step
 from .newmark_step import newton_step
 from .planar import CONSTANT, POLYNOMIAL, HARMONIC
 
@@ -40,25 +41,133 @@ def _stack(blocks):
     return out
 
 
+def _arrays(system, keep=None):
+    """The stacked index arrays of ``LAYOUT``; ``keep(g)``: a bool per element of group g
+    (default: every element)."""
+    gi = np.r_[np.arange(system.n), -np.ones(3, np.int64)]           # extended slot -> unknown
+    groups = list(system.forces) + list(system.constraints)
+    K = []
+    for kind, fields in LAYOUT:
+        mine = [g for g in groups if type(g) is kind]
+        get = {"q": lambda g: gi[g.qidx], "p": lambda g: np.asarray(g.pidx),
+               "r": lambda g: np.asarray(g.rows), "m": lambda g: np.array([_meta(g)] * g.ne, np.int64)}
+        sel = (lambda g: slice(None)) if keep is None else keep
+        K += [_stack([get[f](g)[sel(g)] for g in mine]) for f in fields]
+    return tuple(K)
+
+
+def _tiled_arrays(system, design_map, nd):
+    """``_arrays`` of the complex-step ∂R/∂ρ (compiled/newmark_adjoint._r_rho): for each
+    design column j in turn, the elements that read a parameter of column j (the others'
+    ∂R/∂ρ_j is identically zero), re-indexed into the j-th copy of a model tiled nd
+    times — unknowns + j·n, constraint rows + j·m, parameters + j·len(p) — so that one
+    evaluation of the tiled model gives every column (each copy reads its own
+    perturbed p and writes its own rows; per column the elements' order is the model's)."""
+    n, m, npar = system.n, system.m, len(system.p)
+    dm = np.asarray(design_map)
+    gi = np.r_[np.arange(n), -np.ones(3, np.int64)]
+    groups = list(system.forces) + list(system.constraints)
+    shift = lambda A, d: np.where(A >= 0, A + d, -1)
+    K = []
+    for kind, fields in LAYOUT:
+        blocks = {f: [] for f in fields}
+        for j in range(nd):
+            for g in (g for g in groups if type(g) is kind):
+                sel = np.any(dm[np.asarray(g.pidx)] == j, axis=1)
+                if not np.any(sel):
+                    continue
+                blocks["q"].append(shift(gi[g.qidx][sel], j * n))
+                blocks["p"].append(np.asarray(g.pidx)[sel] + j * npar)
+                if "r" in blocks:
+                    blocks["r"].append(shift(np.asarray(g.rows)[sel], j * m))
+                if "m" in blocks:
+                    blocks["m"].append(np.array([_meta(g)] * int(sel.sum()), np.int64))
+        K += [_stack(blocks[f]) for f in fields]
+    return tuple(K)
+
+
+def pack(sets):
+    """(flat int64 array, offsets (len(sets), 27, 3) of (start, rows, cols)) of a list of
+    ``_arrays`` tuples (newmark_step.unpack): two arguments per call instead of 27 arrays
+    per set, whose typing dominated the Python → numba call."""
+    chunks, offs, at = [], np.zeros((len(sets), len(sets[0]) if sets else 0, 3), np.int64), 0
+    for i, arrays in enumerate(sets):
+        for j, A in enumerate(arrays):
+            A = np.ascontiguousarray(A, dtype=np.int64)
+            offs[i, j] = at, A.shape[0], A.shape[1]
+            chunks.append(A.ravel())
+            at += A.size
+    return np.concatenate(chunks) if chunks else np.zeros(0, np.int64), offs
+
+
+#: the sensitivity steps whose first call (compile or cache load) this process has timed
+_SENS_TIMED = set()
+
+
 class CompiledNewmark:
+    #: one line on the first compiled tangent/adjoint step of the process (the CLI prints it)
+    sens_note = None
+
     def __init__(self, system):
         self.sys = system
-        gi = np.r_[np.arange(system.n), -np.ones(3, np.int64)]           # extended slot -> unknown
-        groups = list(system.forces) + list(system.constraints)
-        K = []
-        for kind, fields in LAYOUT:
-            mine = [g for g in groups if type(g) is kind]
-            get = {"q": lambda g: gi[g.qidx], "p": lambda g: np.asarray(g.pidx),
-                   "r": lambda g: np.asarray(g.rows), "m": lambda g: np.array([_meta(g)] * g.ne, np.int64)}
-            K += [_stack([get[f](g) for g in mine]) for f in fields]
-        self.K = tuple(K)
+        self.K = _arrays(system)
+        # set 0 every element; 1 the inertia alone: M = ∂R₁/∂a (no other kind has r_a);
+        # 2 the kinds with r_v: C = ∂R₁/∂v (compiled/newmark_adjoint.py)
+        self.Kf, self.Ko = pack([self.K, _arrays(system, lambda g: np.full(g.ne, type(g) is F.Inertia)),
+                                 _arrays(system, lambda g: np.full(g.ne, type(g) in (F.Spring, F.RotationalSpring)))])
+        self._Kd = {}
+
+    def design_arrays(self, design_map, nd):
+        """``_tiled_arrays`` packed (one set), cached per design map."""
+        key = (design_map.tobytes(), nd)
+        if key not in self._Kd:
+            self._Kd[key] = pack([_tiled_arrays(self.sys, design_map, nd)])
+        return self._Kd[key]
+
+    def _design(self, design_map, nd):
+        """(design map as int64, packed per-column arrays); the last map's kept by identity
+        (the stepper's own, every step)."""
+        last = getattr(self, "_last", None)
+        if last is None or last[0] is not design_map or last[1] != nd:
+            dm = np.ascontiguousarray(design_map, dtype=np.int64)
+            last = self._last = (design_map, nd, (dm, *self.design_arrays(dm, nd)))
+        return last[2]
+
+    def _sens(self, fn, x0, x1, d, p, t, h, beta, gamma, am, af, design_map, nd):
+        f = lambda y: np.ascontiguousarray(y, dtype=np.float64)
+        blk = [f(y).reshape(len(y), -1) for y in d]
+        dm, Kdf, Kdo = self._design(design_map, nd)
+        if fn.__name__ not in _SENS_TIMED:             # first call in the process: compile or cache load
+            _SENS_TIMED.add(fn.__name__)
+            t0, w0 = time.process_time(), time.perf_counter()
+            out = self._sens(fn, x0, x1, d, p, t, h, beta, gamma, am, af, design_map, nd)
+            cpu, wall = time.process_time() - t0, time.perf_counter() - w0
+            st = fn.stats
+            how = "loaded from numba's cache" if st.cache_hits and not st.cache_misses else "compiled"
+            self.sens_note = (f"compiled: {fn.__name__.replace('_', ' ')} kernels {how} in {cpu:.2f} s CPU "
+                              f"({wall:.2f} s wall)")
+            return out
+        return fn(*(f(y) for y in x0), *(f(y) for y in x1), *blk, f(p), float(t), float(h), float(beta),
+                  float(gamma), float(am), float(af), dm, int(nd), self.Kf, self.Ko, Kdf, Kdo)
+
+    def adjoint(self, x0, x1, mu1, p, t, h, beta, gamma, am, af, design_map, nd):
+        """The compiled adjoint step (newmark_adjoint.adjoint_step): ((μ_q, μ_v, μ_a, μ_λ),
+        ∇ψ increment), or None at a singular Newton matrix (the numpy step then reports)."""
+        *mu, grad, status = self._sens(adjoint_step, x0, x1, mu1, p, t, h, beta, gamma, am, af, design_map, nd)
+        return None if status else (tuple(mu), grad)
+
+    def tangent(self, x0, x1, dx0, p, t, h, beta, gamma, am, af, design_map, nd):
+        """The compiled tangent step (newmark_adjoint.tangent_step): (dq, dv, da, dλ) of
+        x_{k+1}, or None at a singular Newton matrix."""
+        *dx, status = self._sens(tangent_step, x0, x1, dx0, p, t, h, beta, gamma, am, af, design_map, nd)
+        return None if status else tuple(dx)
 
     def newton(self, x, p, t, h, beta, gamma, am, af, tol):
         """The compiled step from x at t: (q, v, a, λ, iterations, status) (newmark_step.newton_step)."""
         q, v, a, lam = (np.ascontiguousarray(y, dtype=np.float64) for y in x)
         return newton_step(q, v, a, lam, np.ascontiguousarray(p, dtype=np.float64), float(t), float(h), float(beta),
                            float(gamma), float(am), float(af), float(tol.atol), float(tol.rtol), int(tol.max_it),
-                           self.K)
+                           self.Kf, self.Ko)
 
     def warm_up(self):
         """Compile (or load from numba's cache) and time it: the one-line note."""

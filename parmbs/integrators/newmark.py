@@ -247,10 +247,20 @@ class NewmarkFamily(NewmarkParameterSets):
         finally:
             self.schur.exact = True
 
+    def _compiled_real(self, p, *blocks):
+        """The compiled tangent/adjoint step applies: a compiled stepper, real arrays (the
+        complex-step verification keeps the numpy path)."""
+        return self.compiled is not None and not any(np.asarray(y).dtype.kind == "c" for b in ((p,),) + blocks
+                                                     for y in b)
+
     # -- tangent (direct differentiation) ------------------------------------------------------
     def tangent_step(self, t, x0, x1, dx0, p):
         """dx_{k+1}/dρ from dx_k/dρ (each four (·, nd) blocks)."""
         h, b, g, nd = self.h, self.beta, self.gamma, self.nd
+        if self._compiled_real(p, x0, x1, dx0):      # issue 19: one compiled call (compiled/newmark_adjoint.py)
+            out = self.compiled.tangent(x0, x1, dx0, p, t, h, b, g, self.am, self.af, self.design_map, nd)
+            if out is not None:
+                return out
         wi, wf = 1 - self.am, 1 - self.af
         dq, dv, da, dl = dx0
         dqp = dq + h * dv + (0.5 - b) * h * h * da
@@ -275,6 +285,10 @@ class NewmarkFamily(NewmarkParameterSets):
 
         Each μ block has one column per objective: all objectives share one sweep."""
         h, b, g, nd = self.h, self.beta, self.gamma, self.nd
+        if self._compiled_real(p, x0, x1, mu1):      # issue 19: one compiled call (compiled/newmark_adjoint.py)
+            out = self.compiled.adjoint(x0, x1, mu1, p, t, h, b, g, self.am, self.af, self.design_map, nd)
+            if out is not None:
+                return out
         wi, wf = 1 - self.am, 1 - self.af
         mq1, mv1, ma1, ml1 = mu1
         n = self.sys.n

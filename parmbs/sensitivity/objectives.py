@@ -116,6 +116,42 @@ class Term:
         return out, dp, dref
 
 
+    def batchable(self):
+        """``grads_batch`` applies: a planar integrand of ``INTEGRANDS`` (elementwise over
+        leading axes, independent of t)."""
+        return self.fn in INTEGRANDS.values()
+
+    def grads_batch(self, sys, X, p, ref, design_map, nd):
+        """``grads`` at K states at once: X = (q, v, a, λ) each (K, ·); returns the four
+        (K, ·) blocks, (K, nd) and (K, 2).  The same complex-step arithmetic element by
+        element as ``grads`` (every integrand is elementwise over the leading axis), one
+        numpy call per block instead of one per state (the adjoint and direct sweeps)."""
+        q, v, a, lam = X
+        K = len(q)
+        n = sys.n
+        lam_e = np.concatenate([lam, np.zeros((K, 1))], 1) if self.ldrop else lam
+        args = [0.0, sys.extend(q)[:, self.qidx], sys.extend(v)[:, self.qidx], sys.extend(a)[:, self.qidx],
+                lam_e[:, self.lrows], np.broadcast_to(p[self.pidx], (K, len(self.pidx))),
+                np.broadcast_to(ref, (K, 2))]
+        out = []
+        for i in (1, 2, 3):
+            d = np.zeros((K, n + 3))
+            d[:, self.qidx] = cs_jacobian(self.fn, args, i)
+            out.append(d[:, :n])
+        dl = np.zeros((K, lam.shape[1] + self.ldrop))
+        if len(self.lrows):
+            dl[:, self.lrows] = cs_jacobian(self.fn, args, 4)
+        out.append(dl[:, :lam.shape[1]])
+        dp = np.zeros((K, nd))
+        cols = design_map[self.pidx]
+        if np.any(cols >= 0):
+            gp = cs_jacobian(self.fn, args, 5)
+            for c in np.nonzero(cols >= 0)[0]:          # np.add.at's order, per state
+                dp[:, cols[c]] += gp[:, c]
+        dref = cs_jacobian(self.fn, args, 6) if self.uses_ref else np.zeros((K, 2))
+        return out, dp, dref
+
+
 def _find(groups, name):
     for g in groups:
         if name in g.names:

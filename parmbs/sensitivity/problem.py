@@ -17,6 +17,7 @@ first ``forward`` there is no trajectory; ``objective_values``/``direct``/``adjo
 then raise ValueError too (except the whole-run PETSc TS steppers' ``direct`` and
 ``adjoint``, which run their own forward at ``p``, default ``sys.p``).
 """
+import contextlib
 import time
 
 import numpy as np
@@ -273,16 +274,20 @@ class Problem:
         for ob in self.objectives:
             Jq, Jp = ob.ref_grads(self.sys, traj.q[0], p, self.design.map, nd)
             dref[ob.name] = Jq @ dx[0] + Jp
-        for k in range(traj.steps + 1):
-            if k > 0:
-                set_step(self.stepper, self.grid.h[k - 1])
-                dx = self.stepper.tangent_step(traj.t[k - 1], traj.x(k - 1), traj.x(k), dx, p)
-            for ob in self.objectives:
-                gx, gp, gr = self._local_grads(ob, k, traj, p, refs[ob.name])
-                grads[ob.name] += sum(g @ d for g, d in zip(gx, dx)) + gp + gr @ dref[ob.name]
-            self._observe(k, traj.t[k], grads, dx)
-            if k > 0:
-                self._tick(k, traj.steps)
+        with self._local_table(traj, p, [refs[ob.name] for ob in self.objectives]) as table:
+            for k in range(traj.steps + 1):
+                if k > 0:
+                    set_step(self.stepper, self.grid.h[k - 1])
+                    dx = self.stepper.tangent_step(traj.t[k - 1], traj.x(k - 1), traj.x(k), dx, p)
+                hit = table.get(k) if table is not None else None
+                for j, ob in enumerate(self.objectives):
+                    # contiguous columns: a strided vector takes another BLAS path in ``@`` (other sums)
+                    gx, gp, gr = ([g[:, j].copy() for g in hit[0]], hit[1][:, j].copy(), hit[2][:, j].copy()) \
+                        if hit is not None else self._local_grads(ob, k, traj, p, refs[ob.name])
+                    grads[ob.name] += sum(g @ d for g, d in zip(gx, dx)) + gp + gr @ dref[ob.name]
+                self._observe(k, traj.t[k], grads, dx)
+                if k > 0:
+                    self._tick(k, traj.steps)
         return grads
 
     # -- discrete adjoint -------------------------------------------------------------------------------
@@ -320,12 +325,28 @@ class Problem:
         N = traj.steps
         x0 = traj.x(0)
         refs = [ob.reference(self.sys, x0[0], p) for ob in self.objectives]
-        mu, grad, gref = self._adjoint_local(N, traj.t[N], traj.x(N), p, refs, traj.t)
-        mu, grad, gref = self._adjoint_sweep(p, N, traj.x(N), mu, grad, gref, traj.x, refs, t=traj.t)
+        with self._local_table(traj, p, refs):
+            mu, grad, gref = self._adjoint_local(N, traj.t[N], traj.x(N), p, refs, traj.t)
+            mu, grad, gref = self._adjoint_sweep(p, N, traj.x(N), mu, grad, gref, traj.x, refs, t=traj.t)
         return self._adjoint_finish(p, x0, mu, grad, gref)
+
+    @contextlib.contextmanager
+    def _local_table(self, traj, p, refs):
+        """The objective partials of the in-memory ``traj`` by blocks of steps while a sweep
+        runs (sensitivity/local_table.py), when every objective allows it."""
+        from .local_table import LocalGradTable
+        self._table = LocalGradTable(self, traj, p, refs) if LocalGradTable.usable(self, traj) else None
+        try:
+            yield self._table
+        finally:
+            self._table = None
 
     def _adjoint_local(self, k, t, x, p, refs, T=None):
         """Objective partials at state x_k, one column per objective: (μ blocks, ∂ψ/∂ρ, ∂ψ/∂ref)."""
+        table = getattr(self, "_table", None)
+        hit = table.get(k) if table is not None else None
+        if hit is not None:
+            return hit
         view = _StateView(T if T is not None else self.grid.t, x, self.nsteps)
         parts = [self._local_grads(ob, k, view, p, ref) for ob, ref in zip(self.objectives, refs)]
         gx = [np.stack([pt[0][i] for pt in parts], -1) for i in range(4)]

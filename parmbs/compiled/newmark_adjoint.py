@@ -1,0 +1,223 @@
+"""One compiled call per tangent step and per adjoint step of the index-3 Newmark family.
+
+The same equations as ``NewmarkFamily.tangent_step`` / ``adjoint_step``
+(integrators/newmark.py) for models whose every group has a kernel (compiled/planar.py).
+With J the Newton matrix at x_{k+1} (factored here by compiled/dense.py), the blocks of
+the weighted residual as dense matrices — K = ∂R₁/∂q (forces and w_f ∂(Φ_qᵀλ)/∂q),
+C = ∂R₁/∂v, M = ∂R₁/∂a, G = Φ_q — and the old-state blocks K⁰, C⁰, M⁰, G⁰ at x_k with the
+weights (α_m, α_f) (when either is nonzero: generalized-α, HHT, WBZ):
+
+  tangent:  J dz = −([K dq̂ + C dv̂; G dq̂/(βh²)] + ∂[R₁; R₂]/∂ρ
+                     + [K⁰ dq + C⁰ dv + M⁰ da + α_f G⁰ᵀ dλ + ∂R₁⁰/∂ρ; 0])
+  adjoint:  Jᵀ ν = [βh² μ_q + γh μ_v + μ_a; μ_λ],  ν₁ = ν[:n], ν₂ = ν[n:]/(βh²),
+            s_q = Kᵀν₁ + Gᵀν₂, s_v = Cᵀν₁,  μ_q = μ_q' − s_q,  μ_v = h(μ_q' − s_q) + μ_v' − s_v,
+            μ_a = (½−β)h²(μ_q' − s_q) + (1−γ)h(μ_v' − s_v),  μ_λ = 0,
+            ∇ψ −= ∂[R₁; R₂]/∂ρᵀ ν  (the unscaled ν: R₂ = Φ/(βh²) carries the 1/(βh²))
+            and with old-state terms, μ_q −= K⁰ᵀν₁, μ_v −= C⁰ᵀν₁, μ_a −= M⁰ᵀν₁, μ_λ −= α_f G⁰ν₁,
+            ∇ψ −= ∂R₁⁰/∂ρᵀ ν₁.
+
+Each block is one evaluation of the model kernels (newmark_step._evaluate) with the
+weights that isolate it — K: inertia weight 0, (c_q, c_v) = (1, 0), Hessian weight w_f
+(the planar inertia has r_q = r_v = 0, and no other kind has r_a); C: (0, 1), no
+Hessian, on the spring and rotational-spring elements alone (``Kv``, the kinds with
+r_v); M: c_q = c_v = 0 on the inertia elements alone (``Km``) — so J, K, C, M are the
+numpy path's blocks up to summation order.  J is rebuilt at x_{k+1}, not taken from the
+forward Newton loop (whose last matrix sits at the iterate before the last update):
+the adjoint stays the exact discrete adjoint of the computed trajectory; a rebuilt J
+and its LU cost ~5 µs here (benchmarks/README.md).
+
+∂R/∂ρ by complex step inside the compiled code, one complex evaluation per design
+column j with p + i·10⁻³⁰ on every parameter that column moves (model/component.py's
+CS_H; exact to round-off, as the numpy path's own complex-step and analytic blocks):
+column j evaluates only the elements that read a parameter of column j (the others do
+not depend on ρ_j), and all columns come from one evaluation per state of the model
+tiled nd times (stepper._tiled_arrays: copy j reads p perturbed for column j and writes
+its own rows).  The index arrays arrive packed (stepper.pack): set 0 every element,
+1 the inertia (``Km``), 2 the spring kinds (``Kv``); the tiled design elements apart.
+
+The numpy path stays the reference: complex states or parameters (the ``cs``
+verification) never come here, and a singular J returns status 1 so the numpy step
+reports it as always.
+"""
+import numpy as np
+from numba import njit
+
+from ..model.component import CS_H
+from .dense import lu_factor, lu_solve, lu_solve_T
+from .newmark_step import _evaluate, unpack
+
+
+@njit(cache=True)
+def _matrix(q, v, a, lam, p, t, n, w1, w2, cq, cv, hw, bh2, K):
+    """The (N, N) matrix of _evaluate at this state with these weights (R discarded)."""
+    N = n + lam.shape[0]
+    R = np.zeros(N)
+    J = np.zeros((N, N))
+    _evaluate(q, v, a, lam, p, t, n, w1, w2, cq, cv, hw, bh2, True, R, J, K)
+    return J
+
+
+@njit(cache=True)
+def _tile(x, nd):
+    out = np.empty(nd * x.shape[0])
+    for j in range(nd):
+        out[j * x.shape[0]:(j + 1) * x.shape[0]] = x
+    return out
+
+
+@njit(cache=True)
+def _r_rho_at(q, v, a, lam, t, w1, w2, pc, n, bh2, nd, Kd, out):
+    """out[:, j] = Im R(p + i h Σ_{dmap[i] = j} e_i)/h for every column j from one
+    evaluation of the model tiled nd times (stepper._tiled_arrays; pc the nd perturbed
+    copies of p)."""
+    m = lam.shape[0]
+    Rc = np.zeros(nd * (n + m), np.complex128)
+    Jd = np.zeros((1, 1), np.complex128)          # not touched (want_J False)
+    _evaluate(_tile(q, nd), _tile(v, nd), _tile(a, nd), _tile(lam, nd), pc, t, nd * n, w1, w2, 0.0, 0.0, 0.0,
+              bh2, False, Rc, Jd, Kd)
+    for j in range(nd):
+        for i in range(n):
+            out[i, j] = Rc[j * n + i].imag / CS_H
+        for i in range(m):
+            out[n + i, j] = Rc[nd * n + j * m + i].imag / CS_H
+
+
+@njit(cache=True)
+def _r_rho(q1, v1, a1, l1, t1, w1, w2, q0, v0, a0, l0, t0, w01, w02, old, p, n, bh2, dmap, nd, Kdf, Kdo):
+    """(N, nd) matrices ∂[R₁; R₂]/∂ρ at x_{k+1} (weights w1, w2) and, when ``old``, at x_k
+    (weights w01, w02; rows n.. unused): column j = Im R(p + i h Σ_{dmap[i] = j} e_i)/h,
+    on the elements that read a parameter of column j only, all columns in one
+    evaluation per state of the tiled model (stepper._tiled_arrays, packed in (Kdf, Kdo))."""
+    N = n + l1.shape[0]
+    out1, out0 = np.zeros((N, nd)), np.zeros((N, nd))
+    npar = p.shape[0]
+    pc = np.empty(nd * npar, np.complex128)
+    for j in range(nd):
+        for i in range(npar):
+            pc[j * npar + i] = complex(p[i], CS_H) if dmap[i] == j else complex(p[i], 0.0)
+    Kd = unpack(Kdf, Kdo[0])
+    _r_rho_at(q1, v1, a1, l1, t1, w1, w2, pc, n, bh2, nd, Kd, out1)
+    if old:
+        _r_rho_at(q0, v0, a0, l0, t0, w01, w02, pc, n, bh2, nd, Kd, out0)
+    return out1, out0
+
+
+@njit(cache=True)
+def _tmul(A, r0, c0, nr, nc, X):
+    """A[r0:r0+nr, c0:c0+nc]ᵀ X for X (nr, k)."""
+    k = X.shape[1]
+    out = np.zeros((nc, k))
+    for i in range(nr):
+        for j in range(nc):
+            aij = A[r0 + i, c0 + j]
+            if aij != 0.0:
+                for c in range(k):
+                    out[j, c] += aij * X[i, c]
+    return out
+
+
+@njit(cache=True)
+def _mul(A, r0, c0, nr, nc, X):
+    """A[r0:r0+nr, c0:c0+nc] X for X (nc, k)."""
+    k = X.shape[1]
+    out = np.zeros((nr, k))
+    for i in range(nr):
+        for j in range(nc):
+            aij = A[r0 + i, c0 + j]
+            if aij != 0.0:
+                for c in range(k):
+                    out[i, c] += aij * X[j, c]
+    return out
+
+
+@njit(cache=True)
+def adjoint_step(q0, v0, a0, l0, q1, v1, a1, l1, mq1, mv1, ma1, ml1, p, t, h, beta, gamma, am, af,
+                 dmap, nd, Kf, Ko, Kdf, Kdo):
+    """(μ_q, μ_v, μ_a, μ_λ, ∇ψ increment (nd, k), status) of the step x_k → x_{k+1} at t
+    (module docstring); status 0, or 1 at a singular J (nothing else is meaningful then)."""
+    n, m = q1.shape[0], l1.shape[0]
+    N = n + m
+    K, Km, Kv = unpack(Kf, Ko[0]), unpack(Kf, Ko[1]), unpack(Kf, Ko[2])
+    kc = mq1.shape[1]
+    bh2, gh = beta * h * h, gamma * h
+    wi, wf = 1.0 - am, 1.0 - af
+    t1 = t + h
+    J = _matrix(q1, v1, a1, l1, p, t1, n, wi, wf, bh2, gh, wf * bh2, bh2, K)
+    LU, piv, ok = lu_factor(J)
+    mq, mv, ma = np.zeros((n, kc)), np.zeros((n, kc)), np.zeros((n, kc))
+    ml = np.zeros((m, kc))
+    grad = np.zeros((nd, kc))
+    if not ok:
+        return mq, mv, ma, ml, grad, 1
+    nu = np.empty((N, kc))
+    b = np.empty(N)
+    for c in range(kc):
+        for i in range(n):
+            b[i] = bh2 * mq1[i, c] + gh * mv1[i, c] + ma1[i, c]
+        for i in range(m):
+            b[n + i] = ml1[i, c]
+        nu[:, c] = lu_solve_T(LU, piv, b)
+    nu1 = nu[:n].copy()
+    nu2 = nu[n:] / bh2
+    Kq = _matrix(q1, v1, a1, l1, p, t1, n, 0.0, wf, 1.0, 0.0, wf, bh2, K)
+    Cv = _matrix(q1, v1, a1, l1, p, t1, n, 0.0, wf, 0.0, 1.0, 0.0, bh2, Kv)
+    sq = _tmul(Kq, 0, 0, n, n, nu1) + _tmul(J, n, 0, m, n, nu2)
+    sv = _tmul(Cv, 0, 0, n, n, nu1)
+    for i in range(n):
+        for c in range(kc):
+            dq = mq1[i, c] - sq[i, c]
+            dv = mv1[i, c] - sv[i, c]
+            mq[i, c] = dq
+            mv[i, c] = h * dq + dv
+            ma[i, c] = (0.5 - beta) * h * h * dq + (1.0 - gamma) * h * dv
+    old = am != 0.0 or af != 0.0
+    Rr, R0 = _r_rho(q1, v1, a1, l1, t1, wi, wf, q0, v0, a0, l0, t, am, af, old, p, n, bh2, dmap, nd, Kdf, Kdo)
+    grad -= _tmul(Rr, 0, 0, N, nd, nu)
+    if old:
+        K0 = _matrix(q0, v0, a0, l0, p, t, n, 0.0, af, 1.0, 0.0, af, bh2, K)
+        C0 = _matrix(q0, v0, a0, l0, p, t, n, 0.0, af, 0.0, 1.0, 0.0, bh2, Kv)
+        M0 = _matrix(q0, v0, a0, l0, p, t, n, am, af, 0.0, 0.0, 0.0, bh2, Km)
+        mq -= _tmul(K0, 0, 0, n, n, nu1)
+        mv -= _tmul(C0, 0, 0, n, n, nu1)
+        ma -= _tmul(M0, 0, 0, n, n, nu1)
+        ml -= af * _mul(K0, n, 0, m, n, nu1)                 # rows n.. of an x_k matrix of all kinds: G⁰
+        grad -= _tmul(R0, 0, 0, n, nd, nu1)
+    return mq, mv, ma, ml, grad, 0
+
+
+@njit(cache=True)
+def tangent_step(q0, v0, a0, l0, q1, v1, a1, l1, dq, dv, da, dl, p, t, h, beta, gamma, am, af, dmap, nd, Kf,
+                 Ko, Kdf, Kdo):
+    """(dq, dv, da, dλ of x_{k+1} (each (·, nd)), status) from those of x_k (module
+    docstring); status 0, or 1 at a singular J."""
+    n, m = q1.shape[0], l1.shape[0]
+    N = n + m
+    K, Km, Kv = unpack(Kf, Ko[0]), unpack(Kf, Ko[1]), unpack(Kf, Ko[2])
+    kc = dq.shape[1]
+    bh2, gh = beta * h * h, gamma * h
+    wi, wf = 1.0 - am, 1.0 - af
+    t1 = t + h
+    dqp = dq + h * dv + (0.5 - beta) * h * h * da
+    dvp = dv + (1.0 - gamma) * h * da
+    J = _matrix(q1, v1, a1, l1, p, t1, n, wi, wf, bh2, gh, wf * bh2, bh2, K)
+    LU, piv, ok = lu_factor(J)
+    if not ok:
+        return dqp, dvp, da, dl, 1
+    Kq = _matrix(q1, v1, a1, l1, p, t1, n, 0.0, wf, 1.0, 0.0, wf, bh2, K)
+    Cv = _matrix(q1, v1, a1, l1, p, t1, n, 0.0, wf, 0.0, 1.0, 0.0, bh2, Kv)
+    old = am != 0.0 or af != 0.0
+    Rr, R0 = _r_rho(q1, v1, a1, l1, t1, wi, wf, q0, v0, a0, l0, t, am, af, old, p, n, bh2, dmap, nd, Kdf, Kdo)
+    r = Rr[:, :kc].copy()
+    r[:n] += _mul(Kq, 0, 0, n, n, dqp) + _mul(Cv, 0, 0, n, n, dvp)
+    r[n:] += _mul(J, n, 0, m, n, dqp) / bh2
+    if old:
+        K0 = _matrix(q0, v0, a0, l0, p, t, n, 0.0, af, 1.0, 0.0, af, bh2, K)
+        C0 = _matrix(q0, v0, a0, l0, p, t, n, 0.0, af, 0.0, 1.0, 0.0, bh2, Kv)
+        M0 = _matrix(q0, v0, a0, l0, p, t, n, am, af, 0.0, 0.0, 0.0, bh2, Km)
+        r[:n] += (_mul(K0, 0, 0, n, n, dq) + _mul(C0, 0, 0, n, n, dv) + _mul(M0, 0, 0, n, n, da)
+                  + af * _tmul(K0, n, 0, m, n, dl) + R0[:n, :kc])
+    dz = np.empty((N, kc))
+    for c in range(kc):
+        dz[:, c] = lu_solve(LU, piv, -r[:, c])
+    da1 = dz[:n].copy()
+    return dqp + bh2 * da1, dvp + gh * da1, da1, dz[n:].copy(), 0

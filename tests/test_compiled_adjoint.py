@@ -1,0 +1,169 @@
+"""The compiled tangent and adjoint steps (parmbs/compiled/newmark_adjoint.py, issue 19)
+against the numpy steps they replace, on the same trajectory; and the objective
+partials by blocks of steps (sensitivity/local_table.py) against the per-state ones.
+
+Bounds.  Both paths solve with the Newton matrix J at x_{k+1}, built from the same
+formulas (entries within 100 u of each other: test_compiled.py's kernel test) and
+factored by two LUs with partial pivoting (backward error ≤ N u ‖J‖ each, growth of
+order one on these matrices).  So one step's ν, dz — and everything linear in them —
+differ by at most
+
+    e = 2 (N + 100) κ₁(J) u      relative to the step's output,
+
+with the ∂R/∂ρ columns (complex step vs the numpy path's complex-step or analytic
+blocks) and the dense products inside the same 100 u.  Along a sweep of S steps the
+per-step differences add at most linearly (a stable scheme propagates them with a
+gain ≤ 1), so the gradients differ by ≤ S e relative to their largest entry.  κ₁(J) is
+computed in the test, at the run's first step.
+"""
+import numpy as np
+import pytest
+
+from parmbs.model.evaluation import EvalPlan
+from test_compiled import ALL_KINDS, TIME_KINDS, ROOT, U, _numpy_RJ, _problem
+
+pytest.importorskip("numba", reason="numba not installed: the compiled path is optional")
+
+
+def _kappa_at(st, t1, x1, p):
+    """κ₁ and size of the Newton matrix at x_{k+1} (the numpy path's)."""
+    _, J = _numpy_RJ(st, t1, x1, p, 1 - st.am, 1 - st.af, st.beta * st.h ** 2, st.gamma * st.h)
+    return np.linalg.cond(J, 1), J.shape[0]
+
+
+def _rel(A, B):
+    return np.max(np.abs(np.asarray(A) - np.asarray(B))) / np.max(np.abs(np.asarray(B)))
+
+
+@pytest.mark.parametrize("model", ["kinds", "time-kinds"])
+@pytest.mark.parametrize("integrator", ["genalpha", "trapezoidal", "hht", "wbz"])
+def test_one_step_equals_numpy_for_every_parameter(tmp_path, model, integrator):
+    """Every model parameter its own design column (every kernel's ∂R/∂p, by complex step
+    in compiled code), a random state pair and random μ, h = 0.05 (every block weighs
+    in): the compiled adjoint and tangent steps equal the numpy ones within e, for each
+    branch of the old-state terms (α_m, α_f both zero, both set, HHT α_m = 0, WBZ α_f = 0)."""
+    path = tmp_path / f"{model}.toml"
+    path.write_text(ALL_KINDS if model == "kinds" else TIME_KINDS)
+    pr = _problem(path, f"simulation.integrator={integrator}")
+    st, s = pr.stepper, pr.sys
+    assert st.compiled is not None
+    st.h = 0.05
+    st.design_map = np.arange(len(s.p))
+    st.nd = len(s.p)
+    st.plan = EvalPlan(s, st.design_map)
+    rng = np.random.default_rng(7)
+    state = lambda: (s.q_guess + 0.1 * rng.standard_normal(s.n), rng.standard_normal(s.n),
+                     rng.standard_normal(s.n), rng.standard_normal(s.m))
+    x0, x1 = state(), state()
+    mu = [rng.standard_normal((s.n, 3)) for _ in range(3)] + [rng.standard_normal((s.m, 3))]
+    dx = [rng.standard_normal((s.n, st.nd)) for _ in range(3)] + [rng.standard_normal((s.m, st.nd))]
+    t = 0.37
+    got_a, got_t = st.adjoint_step(t, x0, x1, mu, s.p), st.tangent_step(t, x0, x1, dx, s.p)
+    cs, st.compiled = st.compiled, None
+    ref_a, ref_t = st.adjoint_step(t, x0, x1, mu, s.p), st.tangent_step(t, x0, x1, dx, s.p)
+    st.compiled = cs
+    kappa, N = _kappa_at(st, t + st.h, x1, s.p)
+    e = 2 * (N + 100) * kappa * U
+    outs = list(zip(got_a[0], ref_a[0])) + [(got_a[1], ref_a[1])] + list(zip(got_t, ref_t))
+    worst = 0.0
+    for g, r in outs:
+        if np.any(r):
+            worst = max(worst, _rel(g, r))
+        else:                                    # μ_λ of the trapezoidal rule: exactly zero on both
+            assert not np.any(g)
+    assert worst <= e, (worst, e)
+    assert np.count_nonzero(ref_a[1]) > st.nd // 2     # most parameters move R: a real comparison
+
+
+@pytest.mark.parametrize("name,steps,sets", [("fivebar", 100, ()),
+                                             ("bathe-noh", 39, ("simulation.integrator=newmark",))])
+def test_sweep_gradients_equal_numpy(name, steps, sets):
+    """Adjoint and direct gradients of the compiled steps equal the numpy path's on the
+    same trajectory within S e (module docstring): the five-bar as shipped
+    (generalized-α, three objectives, five design variables) and the Bathe–Noh
+    prismatic/driver model with the Newmark trapezoidal rule (α_m = α_f = 0)."""
+    cfg = ROOT / "configs" / f"{name}.toml"
+    probe = _problem(cfg)
+    pr = _problem(cfg, f"simulation.t_end={steps * probe.h!r}", *sets)
+    st = pr.stepper
+    assert st.compiled is not None and pr.nsteps == steps
+    if sets:
+        assert st.am == st.af == 0.0
+    tr = pr.forward()
+    kappa, N = _kappa_at(st, tr.t[1], tr.x(1), pr.sys.p)
+    bound = steps * 2 * (N + 100) * kappa * U
+    ga, gd = pr.adjoint(), pr.direct()
+    cs, st.compiled = st.compiled, None
+    ra, rd = pr.adjoint(), pr.direct()
+    st.compiled = cs
+    assert ga.keys() == ra.keys() and ga
+    for k in ra:
+        assert _rel(ga[k], ra[k]) <= bound, (k, _rel(ga[k], ra[k]), bound)
+        assert _rel(gd[k], rd[k]) <= bound, (k, _rel(gd[k], rd[k]), bound)
+
+
+#: every planar integrand kind (and a terminal term: step N stays per state) on ALL_KINDS
+OBJECTIVES = """
+[[design]]
+name = "k"
+path = "forces.S.stiffness"
+[[design]]
+name = "m2"
+path = "bodies.b2.mass"
+[[design]]
+name = "E1"
+path = "bodies.b1.points.E.x"
+[[objectives]]
+name = "dev"
+integrand = "point_deviation_sq"
+point = "b2.E"
+[[objectives]]
+name = "vel"
+integrand = "point_velocity_sq"
+point = "b3.O"
+weight = 0.3
+[[objectives]]
+name = "acc"
+integrand = "point_acceleration_sq"
+point = "b1.E"
+[[objectives]]
+name = "ang"
+integrand = "angle"
+body = "b1"
+terminal = "angle_sq"
+[[objectives]]
+name = "ang2"
+integrand = "angle_sq"
+body = "b2"
+[[objectives]]
+name = "el"
+integrand = "spring_elongation_sq"
+force = "S"
+[[objectives]]
+name = "react"
+integrand = "reaction_sq"
+joint = "J1"
+"""
+
+
+@pytest.mark.parametrize("model", ["fivebar", "kinds"])
+def test_objective_partials_by_blocks_are_the_per_state_ones(monkeypatch, tmp_path, model):
+    """The block evaluation of the objective partials runs the same complex-step
+    arithmetic per state: adjoint and direct gradients bitwise equal with and without it
+    (numpy steps both times; more steps than one block; on ALL_KINDS every planar
+    integrand kind, a point reference taken from q₀, a weight and a terminal term)."""
+    from parmbs.sensitivity import local_table
+    if model == "fivebar":
+        path, sets = ROOT / "configs" / "fivebar.toml", ("simulation.t_end=0.3",)
+    else:
+        path, sets = tmp_path / "kinds.toml", ("simulation.t_end=0.3", "simulation.dt=1e-3")
+        path.write_text(ALL_KINDS + OBJECTIVES)
+    pr = _problem(path, *sets, "simulation.compiled=off")
+    pr.forward()
+    assert local_table.LocalGradTable.usable(pr, pr.traj) and pr.nsteps > local_table.BLOCK
+    ga, gd = pr.adjoint(), pr.direct()
+    monkeypatch.setattr(local_table.LocalGradTable, "usable", staticmethod(lambda *a: False))
+    ra, rd = pr.adjoint(), pr.direct()
+    assert len(ra) == len(pr.objectives)
+    for k in ra:
+        assert np.any(ra[k]) and np.array_equal(ga[k], ra[k]) and np.array_equal(gd[k], rd[k]), k

@@ -11,10 +11,10 @@ import parmbs  # noqa: F401 — first (numpy SIMD determinism: parmbs/_determini
 import numpy as np
 
 from parmbs.config import load_config
-from parmbs.sensitivity.complex_step import complex_step_gradient
 from parmbs.sensitivity.problem import Problem
 
 from conftest import CONFIGS
+from gradient_checks import assert_gradients_agree
 
 G = np.array([1.0, 1.0])
 L0, AMP, OM = 1.9318516525781366, 0.2, 2.0      # |tip(−60°) − G| and the stroke
@@ -84,23 +84,12 @@ def test_distance_follows_the_function_and_fixes_the_motion(tmp_path):
     assert np.max(np.abs(th - expect)) <= 1e-9
 
 
-def rel(a, b):
-    return np.max(np.abs(a - b)) / np.max(np.abs(b))
-
-
 def test_distance_driver_gradients_agree(tmp_path):
     """adjoint = direct = complex step ≤ 1e-9; central FD ≤ 1e-6 (estimates as
     tests/test_ggl.py: 500 steps · κ 1e3 · ε ≈ 5e-11; FD δ = 1e-5: truncation 1e-10,
     Newton noise 1e-12/2δ ≈ 1e-7)."""
     pr = problem(tmp_path)
-    pr.forward()
-    adj, dir_, fd, cs = pr.adjoint(), pr.direct(), pr.finite_differences(1e-5), complex_step_gradient(pr)
-    for o in adj:
-        print(f"{o}: |adj-dir| {rel(dir_[o], adj[o]):.1e} |adj-cs| {rel(cs[o], adj[o]):.1e} "
-              f"|adj-fd| {rel(fd[o], adj[o]):.1e}  grad {adj[o]}")
-        assert rel(dir_[o], adj[o]) <= 1e-9
-        assert rel(cs[o], adj[o]) <= 1e-9
-        assert rel(fd[o], adj[o]) <= 1e-6
+    adj = assert_gradients_agree(pr)
     # the angle is kinematic: independent of the mass, dependent on the stroke
     j_m, j_s = pr.design.names.index("m"), pr.design.names.index("stroke")
     assert abs(adj["final_angle"][j_m]) <= 1e-10 * abs(adj["final_angle"][j_s])

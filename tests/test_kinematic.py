@@ -5,17 +5,14 @@ reaction is the torque whose power balances the mechanism's energy rate, the
 sensitivities agree (adjoint, direct, complex step, FD), and a model with undriven
 degrees of freedom is refused in one line.
 """
-import subprocess
-import sys
-
 import parmbs  # noqa: F401 — first (numpy SIMD determinism: parmbs/_determinism.py)
 import numpy as np
 
 from parmbs.config import load_config
-from parmbs.sensitivity.complex_step import complex_step_gradient
 from parmbs.sensitivity.problem import Problem
 
 from conftest import CONFIGS
+from gradient_checks import assert_gradients_agree, cli_one_line_error
 
 CFG = CONFIGS / "slider-crank-kinematic.toml"
 R, L, OMEGA = 0.5, 1.5, 2 * np.pi
@@ -69,33 +66,18 @@ def test_motor_reaction_balances_the_power():
     assert np.max(np.abs(tau)) > 1.0                     # a real load, not a zero identity
 
 
-def rel(a, b):
-    return np.max(np.abs(a - b)) / np.max(np.abs(b))
-
-
 def test_kinematic_sensitivities_agree():
     """adjoint = direct = complex step ≤ 1e-9 (each step: three solves of κ ≲ 1e3, no
     accumulation over steps; round-off ~ N κ ε < 1e-10); central FD ≤ 1e-6 (δ = 1e-5:
     truncation δ² ≈ 1e-10, Newton noise 1e-14/2δ)."""
     pr = problem(["simulation.t_end=0.5"])
-    pr.forward()
-    adj, dir_, fd, cs = pr.adjoint(), pr.direct(), pr.finite_differences(1e-5), complex_step_gradient(pr)
-    for o in adj:
-        print(f"{o}: |adj-dir| {rel(dir_[o], adj[o]):.1e} |adj-cs| {rel(cs[o], adj[o]):.1e} "
-              f"|adj-fd| {rel(fd[o], adj[o]):.1e}  grad {adj[o]}")
-        assert rel(dir_[o], adj[o]) <= 1e-9
-        assert rel(cs[o], adj[o]) <= 1e-9
-        assert rel(fd[o], adj[o]) <= 1e-6
+    adj = assert_gradients_agree(pr)
     # the slider's motion is kinematic: its mass moves only the torque
     j = pr.design.names.index("m_slider")
     assert adj["slider_x_sq"][j] == 0.0 and adj["motor_torque_sq"][j] != 0.0
 
 
 def test_undriven_model_is_refused(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "parmbs", "simulate", str(CONFIGS / "pendulum.toml"),
-                        "--set", "simulation.formulation=kinematic", "--set", "simulation.integrator=trapezoidal",
-                        "--set", "simulation.t_end=0.01"],
-                       capture_output=True, text=True, timeout=120, cwd=tmp_path)
-    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and "simulation.formulation" in lines[0] and "undriven" in lines[0], r.stderr
+    cli_one_line_error(["simulate", CONFIGS / "pendulum.toml", "--set", "simulation.formulation=kinematic",
+                        "--set", "simulation.integrator=trapezoidal", "--set", "simulation.t_end=0.01"],
+                       tmp_path, "simulation.formulation", "undriven")

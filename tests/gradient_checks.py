@@ -1,0 +1,50 @@
+"""Checks shared by the tests of new components and formulations: the gradient of a
+Problem by its four methods compared within given bounds, and a bad-input run of the
+CLI that must end in one ``parmbs: error:`` line with exit 2.
+
+Bounds stay in the calling test, each with its estimate written beside it (the usual:
+adjoint vs direct and complex step ≲ N κ(J) ε; central FD at δ = 1e-5, truncation δ²
+and Newton noise 1e-12/2δ)."""
+import subprocess
+import sys
+
+import numpy as np
+
+from parmbs.sensitivity.complex_step import complex_step_gradient
+
+
+def rel(a, b):
+    """max |a − b| / max |b|."""
+    return np.max(np.abs(a - b)) / np.max(np.abs(b))
+
+
+def assert_gradients_agree(pr, adj_dir=1e-9, adj_cs=1e-9, adj_fd=1e-6, fd_step=1e-5, tag=""):
+    """Forward run, then adjoint vs direct, complex step (``adj_cs=None``: not used) and
+    central FD for every objective; prints the measured differences; returns the adjoint
+    gradient."""
+    pr.forward()
+    adj, dir_, fd = pr.adjoint(), pr.direct(), pr.finite_differences(fd_step)
+    cs = complex_step_gradient(pr) if adj_cs is not None else None
+    for o in adj:
+        line = f"{tag}{o}: |adj-dir| {rel(dir_[o], adj[o]):.1e} |adj-fd| {rel(fd[o], adj[o]):.1e}"
+        if cs is not None:
+            line += f" |adj-cs| {rel(cs[o], adj[o]):.1e}"
+        print(line + f"  grad {np.asarray(adj[o])}")
+        assert rel(dir_[o], adj[o]) <= adj_dir, line
+        assert rel(fd[o], adj[o]) <= adj_fd, line
+        if cs is not None:
+            assert rel(cs[o], adj[o]) <= adj_cs, line
+    return adj
+
+
+def cli_one_line_error(args, cwd, *words):
+    """``python -m parmbs ARGS`` exits 2 with exactly one stderr line containing every
+    word, and no traceback; returns the line."""
+    r = subprocess.run([sys.executable, "-m", "parmbs", *map(str, args)], capture_output=True, text=True,
+                       timeout=120, cwd=cwd)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, (r.returncode, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    for w in words:
+        assert w in lines[0], (w, lines[0])
+    return lines[0]

@@ -66,10 +66,10 @@ def _unpack(p, K):
 class _Modal:
     """K-dependent sizes: ``nq``/``np_`` are per instance (set before Component.__init__)."""
 
-    def __init__(self, names, qidx, pidx, *rest, modes=1):
+    def __init__(self, names, qidx, pidx, *rest, modes=1, **kw):
         self.K = int(modes)
         self.nq, self.np_ = self.sizes(self.K)
-        super().__init__(names, qidx, pidx, *rest)
+        super().__init__(names, qidx, pidx, *rest, **kw)
 
 
 @register
@@ -102,6 +102,56 @@ class ReducedInertia(_Modal, Force):
         reta = (np.einsum("...ik,...i->...k", Sb, ba) + al_ * (av + Ge) + _mv(Mh, etadd)
                 - o ** 2 * (b + Me) + 2.0 * o * _mv(Gh, etad))
         return np.concatenate([rR, rth[..., None], reta], -1)
+
+    def r_p(self, t, q, v, a, p, cols=None):
+        """∂r/∂p analytically: r is linear in the body data (every term carries one
+        datum), so each column is a product of the state alone — no (np × …) complex
+        copies (np = 4 + 4K + 2K² columns, 884 at K = 20)."""
+        K = self.K
+        lay, npar = inertia_layout(K)
+        th, eta, om, etad, al, etadd = q[..., 2], q[..., 3:], v[..., 2], v[..., 3:], a[..., 2], a[..., 3:]
+        sh = np.broadcast_shapes(q.shape[:-1], v.shape[:-1], a.shape[:-1], p.shape[:-1])
+        dt = np.result_type(q, v, a, p)
+        out = np.zeros(sh + (3 + K, npar), dt)
+        ba = rot(-th, a[..., 0:2])
+        c, sn = np.cos(th), np.sin(th)
+        A = np.stack([np.stack([c, -sn], -1), np.stack([sn, c], -1)], -2)             # (…, 2, 2)
+        o2, al2 = (om ** 2)[..., None, None], al[..., None, None]
+        Jm = np.broadcast_to(np.array([[0.0, -1.0], [1.0, 0.0]]), sh + (2, 2))
+        W = al2 * Jm - o2 * np.eye(2)                                                  # αJ − ω²
+        AW, AJ = A @ W, A @ Jm
+        # r_R = A [m b_a + W S1 + S̄ η̈ + 2ω J S̄ η̇],  S1 = S0 + S̄ η
+        out[..., 0:2, lay["m"].start] = a[..., 0:2]                                    # A b_a = R̈
+        out[..., 0:2, lay["S0"]] = AW
+        dS = (AW[..., :, :, None] * eta[..., None, None, :] + A[..., :, :, None] * etadd[..., None, None, :]
+              + 2.0 * om[..., None, None, None] * AJ[..., :, :, None] * etad[..., None, None, :])
+        out[..., 0:2, lay["Sbar"]] = dS.reshape(sh + (2, 2 * K))
+        # r_θ = (J S1)ᵀ b_a + α I + (a + Ĝη)ᵀη̈ + 2ω (b + M̂ᵀη)ᵀη̇
+        JTb = -_jv(ba)
+        out[..., 2, lay["S0"]] = JTb
+        out[..., 2, lay["Sbar"]] = (JTb[..., :, None] * eta[..., None, :]).reshape(sh + (2 * K,))
+        out[..., 2, lay["I0"].start] = al
+        out[..., 2, lay["b"]] = 2.0 * al[..., None] * eta + 2.0 * om[..., None] * etad
+        out[..., 2, lay["a"]] = etadd
+        out[..., 2, lay["M"]] = (al[..., None, None] * eta[..., :, None] * eta[..., None, :]
+                                 + 2.0 * om[..., None, None] * eta[..., :, None] * etad[..., None, :]
+                                 ).reshape(sh + (K * K,))
+        out[..., 2, lay["G"]] = (etadd[..., :, None] * eta[..., None, :]).reshape(sh + (K * K,))
+        # r_η = S̄ᵀ b_a + α (a + Ĝη) + M̂ η̈ − ω² (b + M̂η) + 2ω Ĝ η̇
+        k = np.arange(K)
+        sb = out[..., 3:, lay["Sbar"]].reshape(sh + (K, 2, K))
+        sb[..., k, :, k] = np.broadcast_to(ba, (K,) + sh + (2,))          # split advanced axes: k first
+        out[..., 3:, lay["Sbar"]] = sb.reshape(sh + (K, 2 * K))
+        out[..., 3 + k, lay["b"].start + k] = -(om ** 2)[..., None]
+        out[..., 3 + k, lay["a"].start + k] = al[..., None]
+        mm = out[..., 3:, lay["M"]].reshape(sh + (K, K, K))
+        mm[..., k, k, :] = np.broadcast_to((etadd - (om ** 2)[..., None] * eta)[..., None, :], sh + (K, K))
+        out[..., 3:, lay["M"]] = mm.reshape(sh + (K, K * K))
+        gg = out[..., 3:, lay["G"]].reshape(sh + (K, K, K))
+        gg[..., k, k, :] = np.broadcast_to((al[..., None] * eta + 2.0 * om[..., None] * etad)[..., None, :],
+                                           sh + (K, K))
+        out[..., 3:, lay["G"]] = gg.reshape(sh + (K, K * K))
+        return out if cols is None else out[..., np.asarray(cols)]
 
     def energy(self, t, q, v, p):
         """T = ½ Σ m_g |AᵀṘ + θ̇ J s_g + N_g V η̇|² in the body data."""
@@ -173,6 +223,16 @@ class ReducedElastic(_Modal, Force):
         dq = 0.5 * (Ke + _mv(np.swapaxes(Kh, -1, -2), q))
         dp = 0.5 * (q[..., :, None] * q[..., None, :]).reshape(q.shape[:-1] + (self.K * self.K,))
         return U, dq, dp
+
+    def r_p(self, t, q, v, a, p, cols=None):
+        """∂(K̂η)_k/∂K̂_kl = η_l (analytic; K² columns)."""
+        K = self.K
+        sh = np.broadcast_shapes(q.shape[:-1], p.shape[:-1])
+        out = np.zeros(sh + (K, K, K), np.result_type(q, p))
+        k = np.arange(K)
+        out[..., k, k, :] = np.broadcast_to(q[..., None, :], sh + (K, K))
+        out = out.reshape(sh + (K, K * K))
+        return out if cols is None else out[..., np.asarray(cols)]
 
     def jacobians(self, t, q, v, a, p):
         Kh = self._k(p)

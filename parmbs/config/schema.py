@@ -301,9 +301,11 @@ class Plate(_MeshBody):
 class ModalReduction(_Model):
     """``continua.NAME.reduction``: replace the body's nodal elastic coordinates by
     ``modes`` modal coordinates — the lowest eigenmodes of the body clamped at its hub
-    (parmbs/flexible/modal.py), with exact design sensitivities through the eigenproblem."""
+    (parmbs/flexible/modal.py), with exact design sensitivities through the eigenproblem;
+    ``attachment``: add the static responses to unit forces at the body's joint nodes."""
 
     modes: PosInt
+    attachment: Bool = False
 
 
 class Continuum(_MeshBody):

@@ -114,6 +114,9 @@ CLASS = {
                                 "`flexible/modal.py`); omit for the full-order body"),
     "ModalReduction.modes": ("", "number K of eigenmodes kept (1 ≤ K ≤ elastic coordinates; equal "
                                  "eigenvalues among λ_1..λ_K+1 are refused)"),
+    "ModalReduction.attachment": ("", "add two static (attachment) modes per joint node — the response "
+                                      "to unit forces there, M-orthogonal to the eigenmodes; strongly "
+                                      "recommended when joint forces load the body"),
     # joints
     "Revolute.a": ("", "point on the first body (`BODY.POINT` or `ground.POINT`)"),
     "Revolute.b": ("", "point on the second body; a and b coincide"),

@@ -43,7 +43,7 @@ def node_of(cfg, name):
 
 
 class _Continuum:
-    def __init__(self, cfg, P, offset):
+    def __init__(self, cfg, P, offset, joint_points=()):
         from ..model.system import ModelError
         self.cfg, self.name = cfg, cfg.name
         self.nx, self.ny = cfg.nx, cfg.ny
@@ -75,8 +75,14 @@ class _Continuum:
         self.nfree = int((~clamped).sum())
         # modal reduction (modal.py): K modal coordinates replace the 2·nfree nodal ones
         red = getattr(cfg, "reduction", None)
-        self.reduction = Reduction(self, red.modes) if red is not None else None
-        self.nelastic = 2 * self.nfree if red is None else red.modes
+        attach = []
+        if red is not None and red.attachment:                 # joint nodes get static modes
+            for name in joint_points:
+                ij = node_of(cfg, name)
+                if ij not in (None, "origin"):
+                    attach.append(ij[1] * (cfg.nx + 1) + ij[0])
+        self.reduction = Reduction(self, red.modes, attach) if red is not None else None
+        self.nelastic = 2 * self.nfree if red is None else self.reduction.nb
         self.ncoord = 3 + self.nelastic
         # node k -> first coordinate of its (u_x, u_y), or −1 if clamped
         slot = -np.ones(self.nnode, np.int64)
@@ -129,7 +135,7 @@ class _Continuum:
         red = self.reduction
         if k not in self.point_p:
             red.points.append(k)
-            rows = red._node_rows(red.state(np.array(P.values))["Phi"], k).ravel()
+            rows = red._node_rows(red.state(np.array(P.values))["V"], k).ravel()
             idx = np.array([P.add(f"<continua.{self.name}.reduced.node[{k}][{m}]>", v) for m, v in enumerate(rows)],
                            np.int64)
             self.point_p[k] = idx
@@ -154,7 +160,9 @@ class ContinuumSet:
         self.P = P
         self.continua = {}
         for c in getattr(config, "continua", None) or []:
-            self.continua[c.name] = _Continuum(c, P, offset)
+            pts = [ref.split(".", 1)[1] for j in getattr(config, "joints", None) or []
+                   for ref in (getattr(j, "a", None), getattr(j, "b", None)) if ref and ref.split(".")[0] == c.name]
+            self.continua[c.name] = _Continuum(c, P, offset, pts)
             offset += self.continua[c.name].ncoord
         self.ncoord = sum(c.ncoord for c in self.continua.values())
 

@@ -9,9 +9,19 @@ first K eigenmodes of the body clamped at the hub (fixed-interface normal modes)
 
 K_ff = Σ_e x_e^s E0 K̂_e, M_ff = Σ_e m_e(x_e) C_M (the consistent mass of the Gauss
 masses, continuum.py).  The sign of φ_i: its largest-magnitude entry is positive
-(locally constant, so it does not enter the derivative).  Dense ``scipy.linalg.eigh``
+is chosen by a fixed probe vector (``_sign_probe``; locally constant, so it does not
+enter the derivative), and ``vjp`` refuses data in p that are not those of its basis.  Dense ``scipy.linalg.eigh``
 for n_f ≤ ``DENSE_MAX``, else ARPACK shift-invert about 0 (``eigsh``: one sparse LU of
 K_ff; SLEPc is not needed for K ≤ a few dozen modes).
+
+Attachment modes (``reduction.attachment = true``, Craig–Bampton-type static modes):
+the static responses Ψ = K_ff⁻¹ E to unit forces at the free joint nodes (E: unit
+columns at their two dofs), made M-orthogonal to the kept eigenmodes (residual
+attachment modes Ψ_r = Ψ − Φ ΦᵀMΨ, so M̂ stays well conditioned: cond 1.4 instead of
+1e8 on the 8 × 3 crank) and scaled by constants fixed at the nominal design.
+V = [Φ, Ψ_r s]: K + 2·(joint nodes) modal coordinates.  Their sensitivities: δΨ =
+−K⁻¹ δK Ψ (one solve with the factorization of K_ff) and the product rule through
+Ψ_r; the adjoint pulls Ψ̄ back with one K_ff solve per column.
 
 Body data D(ρ) (modal_components.py): m, S0, I0, S̄, b, a, M̂, Ĝ, K̂ and the node rows
 Φ_k of the joint nodes — every one an element sum of m_e or x_e^s E0 times a
@@ -57,7 +67,7 @@ class Reduction:
     with ``modes`` = K.  ``src`` holds the parameter indices it reads (densities, material,
     geometry); ``points`` the node numbers whose rows Φ_k are data."""
 
-    def __init__(self, c, modes):
+    def __init__(self, c, modes, attach=()):
         self.name, self.K, self.law = c.name, int(modes), c.cfg.density_law
         self.nf = 2 * c.nfree
         if self.K > self.nf:
@@ -71,6 +81,15 @@ class Reduction:
         edof = np.stack([2 * f, 2 * f + 1], -1).reshape(self.nel, 8)
         self.edof = np.where(np.repeat(f, 2, -1) >= 0, edof, self.nf)   # clamped -> dummy row nf
         self.fidx = fidx
+        # attachment modes: static responses to unit forces at the free joint nodes
+        self.attach = [int(k) for k in dict.fromkeys(attach) if fidx[k] >= 0]
+        self.adofs = np.array([2 * fidx[k] + i for k in self.attach for i in (0, 1)], np.int64)
+        self.nb = self.K + len(self.adofs)                       # basis size = modal coordinates
+        self._ascale = None
+        if self.nb > self.nf:
+            raise ModelError(f"continua.{c.name}.reduction.modes",
+                             f"{self.K} modes and {len(self.adofs)} attachment modes exceed the body's "
+                             f"{self.nf} elastic coordinates")
         self.pidx = {"density": c.density, **{k: c.p[k] for k in ("E", "nu", "thickness", "rho0", "penalization",
                                                                     "Lx", "Ly", "X0", "Y0")}}
         self.points = []                                           # node numbers k with Φ_k data
@@ -105,6 +124,14 @@ class Reduction:
             return sp.csc_matrix((vals[keep], (rows[keep], cols[keep])), shape=(n, n))
         return mat(ke, Ku), mat(me, _CM)
 
+    def _sign_probe(self):
+        """w with sign(wᵀφ_i) fixing the sign of φ_i: fixed pseudo-random entries, so
+        wᵀφ_i = 0 (a sign tie) is not met in practice, unlike a largest-entry rule, which
+        ties on symmetric modes and flipped a mode between two solves of one design."""
+        if getattr(self, "_w", None) is None:
+            self._w = np.random.default_rng(2).standard_normal(self.nf)
+        return self._w
+
     # -- eigenpairs ---------------------------------------------------------------------------------
     def state(self, p):
         """Eigenpairs and factors at the (real) densities of p, cached on the last one."""
@@ -123,12 +150,12 @@ class Reduction:
         if self.nf <= DENSE_MAX:
             lam, Phi = sla.eigh(Kf.toarray(), Mf.toarray(), subset_by_index=[0, nk - 1])
         else:
-            lam, Phi = spla.eigsh(Kf, k=nk, M=Mf, sigma=0.0, which="LM")
+            v0 = np.random.default_rng(1).uniform(0.5, 1.5, self.nf)        # fixed: same input, same bytes
+            lam, Phi = spla.eigsh(Kf, k=nk, M=Mf, sigma=0.0, which="LM", v0=v0)
             o = np.argsort(lam)
             lam, Phi = lam[o], Phi[:, o]
         Phi = Phi / np.sqrt(np.einsum("ik,ik->k", Phi, Mf @ Phi))
-        big = np.argmax(np.abs(Phi), 0)
-        Phi = Phi * np.sign(Phi[big, np.arange(nk)])
+        Phi = Phi * np.sign(self._sign_probe() @ Phi)
         gap = np.diff(lam) / lam[1:]
         bad = np.nonzero(gap < GAP_MIN)[0]
         if len(bad):
@@ -137,9 +164,23 @@ class Reduction:
                              f"eigenvalues {i + 1} and {i + 2} of the clamped body coincide (relative gap "
                              f"{gap[i]:.1e} < {GAP_MIN:g}): the modal basis is not differentiable there — "
                              "choose K so that λ_K and λ_K+1 are distinct (repeated modes are refused)")
-        self._cache = dict(key=key, x=x, g=g, Xg=Xg, me=me, ke=ke, dme=dme, dke=dke, Ku=Ku, Kf=Kf, Mf=Mf,
-                           lam=lam[:K], Phi=Phi[:, :K], lam_next=lam[K] if nk > K else np.inf, lu={})
-        return self._cache
+        st = dict(key=key, x=x, g=g, Xg=Xg, me=me, ke=ke, dme=dme, dke=dke, Ku=Ku, Kf=Kf, Mf=Mf,
+                  lam=lam[:K], Phi=Phi[:, :K], lam_next=lam[K] if nk > K else np.inf, lu={})
+        st["V"] = st["Phi"]
+        if len(self.adofs):
+            # Ψ = K_ff⁻¹ E (E: unit loads at the joint nodes' dofs), scaled by constants
+            # s_j = 1/√(ψ_jᵀMψ_j) fixed at the first (nominal) design: design-independent
+            st["Kfac"] = spla.splu(Kf.tocsc())
+            E = np.zeros((self.nf, len(self.adofs)))
+            E[self.adofs, np.arange(len(self.adofs))] = 1.0
+            Psi = st["Kfac"].solve(E)
+            st["Psi"] = Psi
+            Pr = _residual(st["Phi"], Mf, Psi)
+            if self._ascale is None:
+                self._ascale = 1.0 / np.sqrt(np.einsum("ij,ij->j", Pr, Mf @ Pr))
+            st["V"] = np.hstack([st["Phi"], Pr * self._ascale])
+        self._cache = st
+        return st
 
     def _bordered(self, st, i):
         """The factorization of B_i (module docstring), kept with the state."""
@@ -191,13 +232,13 @@ class Reduction:
 
     def layout(self):
         """(inertia block size, stiffness block size, point block size) of the flat D."""
-        return inertia_layout(self.K)[1], self.K ** 2, 2 * self.K
+        return inertia_layout(self.nb)[1], self.nb ** 2, 2 * self.nb
 
     def data(self, p):
         """D at p; a complex p (complex step in the densities) gives D(Re) + i·δD[Im ρ]/h·h,
         exact to first order in the imaginary part (which is what the complex step reads)."""
         st = self.state(p)
-        D = self._data(st, st["me"], st["ke"], st["Phi"])
+        D = self._data(st, st["me"], st["ke"], st["V"])
         x = np.asarray(p)[self.pidx["density"]]
         if np.iscomplexobj(x) and np.any(x.imag != 0):
             h = np.max(np.abs(x.imag))
@@ -222,8 +263,14 @@ class Reduction:
         """δD along δρ = dx (nel,): the eigen-derivatives, then a complex step of ``_data``."""
         st = self.state(p)
         _, dPhi, dme, dke = self.eig_jvp(st, np.asarray(dx, float))
+        dV = dPhi
         h = 1e-30
-        Dc = self._data(st, st["me"] + 1j * h * dme, st["ke"] + 1j * h * dke, st["Phi"] + 1j * h * dPhi)
+        if len(self.adofs):                                     # δΨ = −K⁻¹ δK Ψ, then δ(residual)
+            dK, dM = self._assemble(dme, dke, st["Ku"])
+            dPsi = -st["Kfac"].solve(dK @ st["Psi"])
+            Prc = _residual(st["Phi"] + 1j * h * dPhi, st["Mf"] + 1j * h * dM, st["Psi"] + 1j * h * dPsi)
+            dV = np.hstack([dPhi, Prc.imag / h * self._ascale])
+        Dc = self._data(st, st["me"] + 1j * h * dme, st["ke"] + 1j * h * dke, st["V"] + 1j * h * dV)
         return Dc.imag / h
 
     def jacobian(self, p, cols=None):
@@ -241,7 +288,15 @@ class Reduction:
         """ρ̄ = (dD/dρ)ᵀ D̄ (nel,): explicit terms in (m_e, k_e), V̄ from every V-dependent
         datum, then one bordered solve per mode (module docstring)."""
         st = self.state(p)
-        K, Xg, me, ke, V = self.K, st["Xg"], st["me"], st["ke"], st["Phi"]
+        D = self._data(st, st["me"], st["ke"], st["V"])
+        Dp = np.real(np.asarray(p)[self.data_index])
+        ni, nk, npt = self.layout()
+        cuts = np.cumsum([0, ni, nk] + [npt] * len(self.points))
+        if any(np.max(np.abs(D[a:b] - Dp[a:b]), initial=0.0) > 1e-8 * np.max(np.abs(D[a:b]), initial=0.0)
+               for a, b in zip(cuts[:-1], cuts[1:])):            # per block: a flipped mode shows in S̄, Φ_k
+            raise RuntimeError(f"continua.{self.name}: the reduced body data in p are not those of the basis at "
+                               "its densities (p was not made by DesignSpace.apply)")
+        K, Xg, me, ke, V = self.nb, st["Xg"], st["me"], st["ke"], st["V"]
         ni, nk, npt = self.layout()
         lay, _ = inertia_layout(K)
         Db = np.asarray(Dbar, float)
@@ -277,10 +332,25 @@ class Reduction:
             if f >= 0:
                 Vb[2 * f:2 * f + 2] += Db[off:off + npt].reshape(2, K)
             off += npt
+        # attachment modes: Ψ_r = Ψ − Φ C, C = ΦᵀMΨ (R̄ the cotangent of Ψ_r): Ψ̄ = R̄ + MΦC̄,
+        # Φ̄ −= R̄Cᵀ − MΨC̄ᵀ, C̄ = −ΦᵀR̄, m̄_e += ⟨C̄, Φ_eᵀC_MΨ_e⟩; then Ψ = K⁻¹E: Z = K⁻¹Ψ̄
+        # (K symmetric), k̄_e −= Σ_j z_jᵀ K̂_e ψ_j
+        if len(self.adofs):
+            Phi, Psi, Mf = st["Phi"], st["Psi"], st["Mf"]
+            Rb = Vb[:, self.K:] * self._ascale
+            C = Phi.T @ (Mf @ Psi)
+            Cb = -Phi.T @ Rb
+            Pb = Rb + Mf @ (Phi @ Cb)
+            Vb[:, :self.K] += -Rb @ C.T + (Mf @ Psi) @ Cb.T
+            z1 = np.zeros((1, Psi.shape[1]))
+            Pe = np.vstack([Psi, z1])[self.edof]                                        # (nel, 8, na)
+            meb += np.einsum("ij,eki,kl,elj->e", Cb, Ve[:, :, :self.K], _CM, Pe)
+            Z = np.vstack([st["Kfac"].solve(Pb), z1])[self.edof]
+            keb -= np.einsum("ekj,kl,elj->e", Z, st["Ku"], Pe)
         # eigen-adjoint: one bordered solve per mode
         Phe = Ve
-        for i in range(K):
-            phi, pb = V[:, i], Vb[:, i]
+        for i in range(self.K):
+            phi, pb = V[:, i], Vb[:, i]                              # (the first K columns: Φ)
             sol = self._bordered(st, i)(np.append(pb, 0.0))
             w = np.append(sol[:-1], 0.0)[self.edof]                        # (nel, 8)
             ph = Phe[:, :, i]
@@ -288,6 +358,13 @@ class Reduction:
             meb += st["lam"][i] * np.einsum("ek,kl,el->e", w, _CM, ph)
             meb -= 0.5 * (pb @ phi) * np.einsum("ek,kl,el->e", ph, _CM, ph)
         return meb * st["dme"] + keb * st["dke"]
+
+
+def _residual(Phi, M, Psi):
+    """Ψ_r = Ψ − Φ ΦᵀMΨ: the attachment modes made M-orthogonal to the kept eigenmodes
+    (residual-flexibility modes; M̂ and K̂ stay well conditioned, block diagonal at the
+    design they are computed at).  Complex-safe (the forward derivative)."""
+    return Psi - Phi @ (Phi.T @ (M @ Psi))
 
 
 def _quad_bar(C, Ve, B):

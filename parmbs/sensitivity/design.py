@@ -19,6 +19,14 @@ the driven ones, ``ncols`` in all, addressed by ``map`` — and ``chain`` takes 
 gradient to the design variables, dψ/dρ = Jᵀ ∂ψ/∂p_cols with J = [I; ∂f/∂ρ]
 (``jacobian``: complex step of the expressions, exact to rounding).  Without drives
 ncols = len(self) and ``chain`` is the identity.
+
+Reduced continua (``continua.C.reduction``, flexible/modal.py) are drives of the same
+kind: designing the density field of a reduced body makes its body data (the entries
+``<continua.C.reduced.*>`` of p) driven columns.  ``apply`` recomputes them (eigenproblem
+at the new densities; a complex ρ gets D + i·δD, the forward eigen-derivative), and
+``chain`` pulls ∂ψ/∂D back by ``Reduction.vjp`` (adjoint: one solve per mode, no dense
+block) or, for the direct method (``forward=True``), multiplies by the dense forward
+Jacobian (one jvp per design column: small designs only, as the direct method is).
 """
 import numpy as np
 

@@ -193,13 +193,21 @@ class Reduction:
         large ones (or ``force_deflated``, for the test that compares the two):
         ``_deflated_solve`` with the one factorization of K_ff."""
         if self.nf > DENSE_MAX or getattr(self, "force_deflated", False):
-            return _deflated_solve(st, i, r)
+            return _deflated_solve(st, r[:, None], np.array([i]))[:, 0]
         if i not in st["lu"]:
             Mphi = st["Mf"] @ st["Phi"][:, i]
             A = st["Kf"] - st["lam"][i] * st["Mf"]
             B = sp.bmat([[A, sp.csc_matrix(Mphi[:, None])], [sp.csr_matrix(Mphi[None, :]), None]], format="csc")
             st["lu"][i] = sla.lu_factor(B.toarray())
         return sla.lu_solve(st["lu"][i], np.append(r, 0.0))[:-1]
+
+    def _mode_solves(self, st, R):
+        """``_mode_solve`` for every mode i with right-hand side R[:, i]: the deflated CGs
+        run in lockstep, so each iteration is one multi-RHS K_ff solve (3× cheaper per
+        column than single solves at 10⁵ elements)."""
+        if self.nf > DENSE_MAX or getattr(self, "force_deflated", False):
+            return _deflated_solve(st, R, np.arange(R.shape[1]))
+        return np.stack([self._mode_solve(st, i, R[:, i]) for i in range(R.shape[1])], 1)
 
     # -- data -------------------------------------------------------------------------------------------
     def _elem(self, V):
@@ -257,11 +265,10 @@ class Reduction:
         dme, dke = st["dme"] * dx, st["dke"] * dx
         dK, dM = self._assemble(dme, dke, st["Ku"])
         Phi, lam = st["Phi"], st["lam"]
-        dlam, dPhi = np.zeros(self.K), np.zeros_like(Phi)
-        for i in range(self.K):
-            f = -(dK @ Phi[:, i] - lam[i] * (dM @ Phi[:, i]))
-            dlam[i] = -Phi[:, i] @ f                                    # = −μ
-            dPhi[:, i] = self._mode_solve(st, i, f) - 0.5 * (Phi[:, i] @ (dM @ Phi[:, i])) * Phi[:, i]
+        dMP = dM @ Phi
+        F = -(dK @ Phi - dMP * lam)
+        dlam = -np.einsum("ij,ij->j", Phi, F)                               # = −μ
+        dPhi = self._mode_solves(st, F) - 0.5 * np.einsum("ij,ij->j", Phi, dMP) * Phi
         return dlam, dPhi, dme, dke
 
     def jvp(self, p, dx):
@@ -354,9 +361,10 @@ class Reduction:
             keb -= np.einsum("ekj,kl,elj->e", Z, st["Ku"], Pe)
         # eigen-adjoint: one bordered solve per mode
         Phe = Ve
+        Wall = np.vstack([self._mode_solves(st, Vb[:, :self.K]), np.zeros((1, self.K))])
         for i in range(self.K):
             phi, pb = V[:, i], Vb[:, i]                              # (the first K columns: Φ)
-            w = np.append(self._mode_solve(st, i, pb), 0.0)[self.edof]     # (nel, 8)
+            w = Wall[self.edof, i]                                          # (nel, 8)
             ph = Phe[:, :, i]
             keb -= np.einsum("ek,kl,el->e", w, st["Ku"], ph)
             meb += st["lam"][i] * np.einsum("ek,kl,el->e", w, _CM, ph)
@@ -368,53 +376,63 @@ PCG_RTOL = 1e-13          # deflated CG: preconditioned residual, relative (modu
 PCG_MAXIT = 1000
 
 
-def _deflated_solve(st, i, r):
-    """(K − λ_i M) w = r̃ = r − (φ_iᵀr)Mφ_i with φ_iᵀMw = 0, by one K_ff factorization:
-    w = Σ_{j≠i} φ_j (φ_jᵀr̃)/(λ_j − λ_i) over the kept modes, plus w⊥ in the M-orthogonal
-    complement of span Φ, where K − λ_i M is positive definite (its Rayleigh quotients
-    are ≥ λ_{K+1} > λ_i).  w⊥ by CG preconditioned with Q K⁻¹ Qᵀ (Q = I − ΦΦᵀM): the
-    preconditioned operator's spectrum lies in [1 − λ_i/λ_{K+1}, 1], so it converges in
-    tens of iterations even for i = K (condition λ_{K+1}/(λ_{K+1} − λ_K)).  Stops at a
-    relative preconditioned residual ``PCG_RTOL``; a true residual above 1e-9 is an error."""
+def _deflated_solve(st, R, modes):
+    """Column c: (K − λ_i M) w = r̃ = r − (φ_iᵀr)Mφ_i with φ_iᵀMw = 0, i = modes[c],
+    r = R[:, c], by one K_ff factorization: w = Σ_{j≠i} φ_j (φ_jᵀr̃)/(λ_j − λ_i) over the
+    kept modes, plus w⊥ in the M-orthogonal complement of span Φ, where K − λ_i M is
+    positive definite (its Rayleigh quotients are ≥ λ_{K+1} > λ_i).  w⊥ by CG
+    preconditioned with Q K⁻¹ Qᵀ (Q = I − ΦΦᵀM): the preconditioned spectrum lies in
+    [1 − λ_i/λ_{K+1}, 1], so it converges in tens of iterations even for i = K
+    (measured at 10⁵ elements, K = 10: 5 to 24 iterations).  The columns iterate in
+    lockstep (one multi-RHS solve per iteration) and stop one by one at a relative
+    preconditioned residual ``PCG_RTOL``; a true residual above 1e-9 is an error."""
     if "Kfac" not in st:
         st["Kfac"] = spla.splu(st["Kf"].tocsc())
     Phi, lam, Mf, Kf, fac = st["Phi"], st["lam"], st["Mf"], st["Kf"], st["Kfac"]
     if "MPhi" not in st:
         st["MPhi"] = Mf @ Phi
-    MPhi, li = st["MPhi"], lam[i]
-    rt = r - MPhi[:, i] * (Phi[:, i] @ r)
-    a = Phi.T @ rt
-    d = lam - li
-    d[i] = np.inf
-    w0 = Phi @ (a / d)
-    res = rt - MPhi @ a                                   # Φᵀ res = 0
+    MPhi = st["MPhi"]
+    m = len(modes)
+    cols = np.arange(m)
+    li = lam[modes]
+    Rt = R - MPhi[:, modes] * np.einsum("ij,ij->j", Phi[:, modes], R)
+    A = Phi.T @ Rt
+    D = lam[:, None] - li[None, :]
+    D[modes, cols] = np.inf
+    W0 = Phi @ (A / D)
+    Res = Rt - MPhi @ A                                     # Φᵀ Res = 0
 
-    def prec(v):
-        z = fac.solve(v)
-        return z - Phi @ (MPhi.T @ z)
-    x = np.zeros_like(r)
-    z = prec(res)
-    pdir = z.copy()
-    rz = rz0 = res @ z
-    if rz0 <= 0.0:
-        return w0
+    def prec(V):
+        Z = fac.solve(np.ascontiguousarray(V))
+        return Z - Phi @ (MPhi.T @ Z)
+    X = np.zeros_like(R)
+    Z = prec(Res)
+    P = Z.copy()
+    rz = np.einsum("ij,ij->j", Res, Z)
+    rz0 = rz.copy()
+    active = rz0 > 0.0
     for _ in range(PCG_MAXIT):
-        Ap = Kf @ pdir - li * (Mf @ pdir)
-        alpha = rz / (pdir @ Ap)
-        x += alpha * pdir
-        res -= alpha * Ap
-        z = prec(res)
-        rzn = res @ z
-        if np.sqrt(abs(rzn)) <= PCG_RTOL * np.sqrt(rz0):
+        act = np.nonzero(active)[0]
+        if not len(act):
             break
-        pdir = z + (rzn / rz) * pdir
-        rz = rzn
-    w = w0 + x
-    true = Kf @ w - li * (Mf @ w) - rt
-    if not np.isfinite(true).all() or np.linalg.norm(true) > 1e-9 * max(np.linalg.norm(rt), 1e-300):
-        raise RuntimeError(f"modal reduction: the deflated CG solve of mode {i + 1} did not converge "
-                           f"(residual {np.linalg.norm(true) / np.linalg.norm(rt):.1e})")
-    return w
+        Pa = P[:, act]
+        AP = Kf @ Pa - (Mf @ Pa) * li[act]
+        alpha = rz[act] / np.einsum("ij,ij->j", Pa, AP)
+        X[:, act] += alpha * Pa
+        Res[:, act] -= alpha * AP
+        Za = prec(Res[:, act])
+        rzn = np.einsum("ij,ij->j", Res[:, act], Za)
+        P[:, act] = Za + (rzn / rz[act]) * Pa
+        rz[act] = rzn
+        active[act[np.sqrt(np.abs(rzn)) <= PCG_RTOL * np.sqrt(rz0[act])]] = False
+    W = W0 + X
+    true = np.linalg.norm(Kf @ W - (Mf @ W) * li - Rt, axis=0)
+    ref = np.maximum(np.linalg.norm(Rt, axis=0), 1e-300)
+    if not np.all(np.isfinite(true)) or np.any(true > 1e-9 * ref):
+        c = int(np.argmax(true / ref))
+        raise RuntimeError(f"modal reduction: the deflated CG solve of mode {modes[c] + 1} did not converge "
+                           f"(relative residual {true[c] / ref[c]:.1e})")
+    return W
 
 
 def _residual(Phi, M, Psi):

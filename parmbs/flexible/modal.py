@@ -8,11 +8,12 @@ first K eigenmodes of the body clamped at the hub (fixed-interface normal modes)
     K_ff(ρ) φ_i = λ_i M_ff(ρ) φ_i,   φ_iᵀ M_ff φ_i = 1,   λ_1 < … < λ_K < λ_{K+1},
 
 K_ff = Σ_e x_e^s E0 K̂_e, M_ff = Σ_e m_e(x_e) C_M (the consistent mass of the Gauss
-masses, continuum.py).  The sign of φ_i: its largest-magnitude entry is positive
-is chosen by a fixed probe vector (``_sign_probe``; locally constant, so it does not
-enter the derivative), and ``vjp`` refuses data in p that are not those of its basis.  Dense ``scipy.linalg.eigh``
-for n_f ≤ ``DENSE_MAX``, else ARPACK shift-invert about 0 (``eigsh``: one sparse LU of
-K_ff; SLEPc is not needed for K ≤ a few dozen modes).
+masses, continuum.py).  The sign of φ_i is chosen by a fixed probe vector
+(``_sign_probe``; locally constant, so it does not enter the derivative), and ``vjp``
+refuses data in p that are not those of its basis.  Dense ``scipy.linalg.eigh`` for
+n_f ≤ ``DENSE_MAX``, else ARPACK shift-invert about 0 (``eigsh`` with a fixed start
+vector on one SuperLU factorization of K_ff, shared with the attachment modes and the
+mode solves below; SLEPc was not needed for K ≤ a few dozen modes).
 
 Attachment modes (``reduction.attachment = true``, Craig–Bampton-type static modes):
 the static responses Ψ = K_ff⁻¹ E to unit forces at the free joint nodes (E: unit
@@ -28,7 +29,8 @@ Body data D(ρ) (modal_components.py): m, S0, I0, S̄, b, a, M̂, Ĝ, K̂ and th
 polynomial in V (degree ≤ 2), written once in ``_data`` (complex-safe).
 
 Sensitivities.  Per mode (simple eigenvalue) the derivative of the eigenpair along
-δρ solves the bordered system (one factorization per mode, reused by both modes):
+δρ solves the bordered system (small bodies: a dense LU of B_i, reused by both
+directions; large ones: the deflated CG of ``_deflated_solve`` on the one K_ff LU):
 
     B_i = [K − λ_i M, Mφ_i; (Mφ_i)ᵀ, 0],
     forward (Nelson's method in bordered form):

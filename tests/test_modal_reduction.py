@@ -296,3 +296,22 @@ def test_designing_material_of_a_reduced_body_is_refused():
     with pytest.raises(ModelError) as e:
         DesignSpace(System(cfg), cfg.design)
     assert e.value.key == "design" and "continua.crank.E" in e.value.message
+
+
+def test_taylor_order_two(reduced):
+    """|ψ(ρ + εd) − ψ(ρ) − ε ∇ψ·d| = O(ε²) along a random direction, through the
+    eigenproblem re-solved at every ρ + εd (a wrong sensitivity leaves an O(ε) term)."""
+    pr = reduced
+    p0 = pr.sys.p.copy()
+    rho = pr.design.values(p0)
+    g = pr.adjoint(p0)["compliance"]
+    psi0 = pr.objective_values(pr.traj, p0)["compliance"]
+    d = np.random.default_rng(2).uniform(-1, 1, len(rho)) * rho
+    res = []
+    for e in (4e-3, 2e-3, 1e-3, 5e-4):
+        p = pr.design.apply(p0, rho + e * d)
+        res.append(abs(pr.objective_values(pr.forward(p), p)["compliance"] - psi0 - e * g @ d))
+    pr.forward(p0)
+    orders = np.log2(np.array(res[:-1]) / np.array(res[1:]))
+    print("Taylor remainders", ", ".join(f"{r:.3e}" for r in res), "observed orders", orders)
+    assert np.all(np.abs(orders - 2.0) < 0.15)

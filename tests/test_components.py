@@ -8,6 +8,7 @@ from parmbs.model import joints, forces, python_force  # noqa: F401  (registers 
 from parmbs.flexible import ancf, joints as beam_joints  # noqa: F401  (ANCF beams)
 from parmbs.flexible import plate, plate_joints  # noqa: F401  (plane-stress plates)
 from parmbs.flexible import continuum  # noqa: F401  (floating-frame plane-stress continua)
+from parmbs.flexible import modal_components  # noqa: F401  (modally reduced continua)
 from parmbs.flexible import ffr_beam, ffr_joints  # noqa: F401  (floating-frame beams)
 from parmbs.spatial import bodies as spatial_bodies, joints as spatial_joints, drivers  # noqa: F401  (spatial rigid)
 from parmbs.spatial import forces as spatial_forces, contact, tyre  # noqa: F401  (spatial force elements)
@@ -27,12 +28,15 @@ VARIANTS = {"BeamShape": [{"component": c} for c in range(4)],
             "PlateGravity": [{"law": law} for law in ("seed003", "linear")],
             "ContinuumInertia": [{"law": law} for law in ("seed003", "linear")],
             "OrientationRow": [{"component": k} for k in range(3)],
-            "ContinuumGravity": [{"law": law} for law in ("seed003", "linear")], **SPATIAL_VARIANTS}
+            "ContinuumGravity": [{"law": law} for law in ("seed003", "linear")],
+            **{n: [{"modes": k} for k in (1, 3)] for n in ("ReducedInertia", "ReducedGravity", "ReducedElastic",
+                                                           "ReducedRevolute")},
+            **SPATIAL_VARIANTS}
 CASES = [(name, kw) for name in sorted(REGISTRY) for kw in VARIANTS.get(name, [{}])]
 
 
 def make(cls, rng, **kw):
-    nq, np_ = cls.nq, getattr(cls, "np_", 0)
+    nq, np_ = cls.sizes(kw.get("modes", 1)) if hasattr(cls, "sizes") else (cls.nq, getattr(cls, "np_", 0))
     args = dict(names=[f"e{i}" for i in range(NE)], qidx=np.zeros((NE, nq)), pidx=np.zeros((NE, np_)))
     if issubclass(cls, Constraint):
         args["rows"] = np.zeros((NE, cls.m))
@@ -121,6 +125,7 @@ def test_registry_is_complete():
             "RigidPlateRevolute", "PlateRigidRevolute", "PlatePlateRevolute", "RigidPlateWeld",
             "PlateRigidWeld", "PlatePlateWeld",
             "ContinuumInertia", "ContinuumGravity", "ContinuumElastic", "ContinuumRevolute", "ContinuumClamp",
+            "ReducedInertia", "ReducedGravity", "ReducedElastic", "ReducedRevolute",
             "FfrInertia", "FfrGravity", "FfrElastic", "FfrRevolute", "FfrWeld", "FfrPointForce",
             "SpatialInertia", "SpatialGyroscopic", "EulerRegularization", "SpatialGravity", "Normalization",
             "SpatialSpherical", "SpatialRevolute",
@@ -135,7 +140,7 @@ def test_potential_energies_match_forces():
     rng = np.random.default_rng(3)
     for name in ("Gravity", "Spring", "RotationalSpring", "AncfGravity", "AncfElasticConservative",
                  "PlateGravity", "PlateElastic", "FfrGravity", "FfrElastic", "ContinuumGravity",
-                 "ContinuumElastic", "SpatialGravity"):
+                 "ContinuumElastic", "SpatialGravity", "ReducedGravity"):
         comp, q, v, a, p = make(REGISTRY[name], rng)
         if name == "Spring":
             p[:, 9] = 0.0                       # no damping

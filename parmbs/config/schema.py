@@ -298,6 +298,16 @@ class Plate(_MeshBody):
     ``_MeshBody``."""
 
 
+class ModalReduction(_Model):
+    """``continua.NAME.reduction``: replace the body's nodal elastic coordinates by
+    ``modes`` modal coordinates — the lowest eigenmodes of the body clamped at its hub
+    (parmbs/flexible/modal.py), with exact design sensitivities through the eigenproblem;
+    ``attachment``: add the static responses to unit forces at the body's joint nodes."""
+
+    modes: PosInt
+    attachment: Bool = False
+
+
 class Continuum(_MeshBody):
     """A plane-stress body in a floating frame of reference (parmbs/flexible/continuum.py,
     continua.py), its mesh's lower-left corner at ``offset`` in the body frame;
@@ -309,6 +319,7 @@ class Continuum(_MeshBody):
 
     offset: Vec2 = (0.0, 0.0)
     clamp_radius: PosReal
+    reduction: ModalReduction | None = None
 
 
 # ----------------------------------------------------------------------------- joints

@@ -109,6 +109,14 @@ CLASS = {
     "Continuum.offset": ("m", "lower-left corner of the mesh in the body frame"),
     "Continuum.clamp_radius": ("m", "nodes within this distance of the frame origin are clamped "
                                     "(reference condition; at least two nodes)"),
+    "Continuum.reduction": ("", "modal reduction `{ modes = K }`: the nodal elastic coordinates become K "
+                                "modal coordinates (lowest eigenmodes of the body clamped at its hub; "
+                                "`flexible/modal.py`); omit for the full-order body"),
+    "ModalReduction.modes": ("", "number K of eigenmodes kept (1 ≤ K ≤ elastic coordinates; equal "
+                                 "eigenvalues among λ_1..λ_K+1 are refused)"),
+    "ModalReduction.attachment": ("", "add two static (attachment) modes per joint node — the response "
+                                      "to unit forces there, M-orthogonal to the eigenmodes; strongly "
+                                      "recommended when joint forces load the body"),
     # joints
     "Revolute.a": ("", "point on the first body (`BODY.POINT` or `ground.POINT`)"),
     "Revolute.b": ("", "point on the second body; a and b coincide"),

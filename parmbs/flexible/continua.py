@@ -33,6 +33,8 @@ from ..model.timefunctions import Polynomial
 from . import continuum
 from .beams import const
 from .plates import node_of as mesh_node_of
+from .modal import Reduction
+from . import modal_components as mc
 
 
 def node_of(cfg, name):
@@ -41,7 +43,7 @@ def node_of(cfg, name):
 
 
 class _Continuum:
-    def __init__(self, cfg, P, offset):
+    def __init__(self, cfg, P, offset, joint_points=()):
         from ..model.system import ModelError
         self.cfg, self.name = cfg, cfg.name
         self.nx, self.ny = cfg.nx, cfg.ny
@@ -71,7 +73,17 @@ class _Continuum:
                              "(nodes within clamp_radius of the frame origin have no elastic displacement)")
         self.clamped = clamped
         self.nfree = int((~clamped).sum())
-        self.ncoord = 3 + 2 * self.nfree
+        # modal reduction (modal.py): K modal coordinates replace the 2·nfree nodal ones
+        red = getattr(cfg, "reduction", None)
+        attach = []
+        if red is not None and red.attachment:                 # joint nodes get static modes
+            for name in joint_points:
+                ij = node_of(cfg, name)
+                if ij not in (None, "origin"):
+                    attach.append(ij[1] * (cfg.nx + 1) + ij[0])
+        self.reduction = Reduction(self, red.modes, attach) if red is not None else None
+        self.nelastic = 2 * self.nfree if red is None else self.reduction.nb
+        self.ncoord = 3 + self.nelastic
         # node k -> first coordinate of its (u_x, u_y), or −1 if clamped
         slot = -np.ones(self.nnode, np.int64)
         slot[~clamped] = offset + 3 + 2 * np.arange(self.nfree)
@@ -101,8 +113,39 @@ class _Continuum:
         j, i = np.divmod(np.arange(self.nel), self.nx)
         return i, j
 
+    def eta(self):
+        """Coordinate indices of the modal coordinates η of a reduced body."""
+        return list(range(self.offset + 3, self.offset + 3 + self.nelastic))
+
+    def register_data(self, P):
+        """Enter the reduced body data (inertia, stiffness blocks) into p at the nominal
+        parameters: entries ``<continua.C.reduced.*[k]>`` (not config paths: they are
+        driven by the densities, sensitivity/design.py)."""
+        red = self.reduction
+        D = red.data(np.array(P.values))
+        ni, nk, _ = red.layout()
+        base = f"<continua.{self.name}.reduced"
+        self.inertia_p = np.array([P.add(f"{base}.inertia[{k}]>", D[k]) for k in range(ni)], np.int64)
+        self.stiffness_p = np.array([P.add(f"{base}.stiffness[{k}]>", D[ni + k]) for k in range(nk)], np.int64)
+        red.data_index = np.concatenate([self.inertia_p, self.stiffness_p])
+        self.point_p = {}
+
+    def node_data(self, P, k):
+        """Parameter indices of Φ_k (2K) of node k of a reduced body (entered on first use)."""
+        red = self.reduction
+        if k not in self.point_p:
+            red.points.append(k)
+            rows = red._node_rows(red.state(np.array(P.values))["V"], k).ravel()
+            idx = np.array([P.add(f"<continua.{self.name}.reduced.node[{k}][{m}]>", v) for m, v in enumerate(rows)],
+                           np.int64)
+            self.point_p[k] = idx
+            red.data_index = np.concatenate([red.data_index, idx])
+        return self.point_p[k]
+
     def coordinate_names(self):
         names = [f"{self.name}.{k}" for k in ("x", "y", "angle")]
+        if self.reduction is not None:
+            return names + [f"{self.name}.eta_{k}" for k in range(self.nelastic)]
         k = np.nonzero(~self.clamped)[0]
         j, i = np.divmod(k, self.nx + 1)
         for a, b in zip(i, j):
@@ -117,7 +160,9 @@ class ContinuumSet:
         self.P = P
         self.continua = {}
         for c in getattr(config, "continua", None) or []:
-            self.continua[c.name] = _Continuum(c, P, offset)
+            pts = [ref.split(".", 1)[1] for j in getattr(config, "joints", None) or []
+                   for ref in (getattr(j, "a", None), getattr(j, "b", None)) if ref and ref.split(".")[0] == c.name]
+            self.continua[c.name] = _Continuum(c, P, offset, pts)
             offset += self.continua[c.name].ncoord
         self.ncoord = sum(c.ncoord for c in self.continua.values())
 
@@ -129,6 +174,10 @@ class ContinuumSet:
 
     def is_continuum_point(self, ref):
         return ref.split(".", 1)[0] in self.continua
+
+    def reductions(self):
+        """The Reduction of every reduced continuum (modal.py)."""
+        return [c.reduction for c in self.continua.values() if c.reduction is not None]
 
     def field(self, path):
         """Parameter indices of an element field path (``continua.C.density``), or None."""
@@ -144,6 +193,9 @@ class ContinuumSet:
     def add_forces(self, system, gx, gy):
         g0 = system.ground_slots[0]
         for c in self.continua.values():
+            if c.reduction is not None:
+                self._add_reduced(system, c, gx, gy)
+                continue
             u = c.node_coords(g0)[c.element_nodes()].reshape(c.nel, 8)
             qidx = np.hstack([np.broadcast_to(np.array(c.frame()), (c.nel, 3)), u])
             i, j = c.element_ij()
@@ -163,6 +215,21 @@ class ContinuumSet:
                 _bulk(system, ("ContinuumGravity", law), continuum.ContinuumGravity, {"law": law}, names, qidx,
                       np.hstack([mat, ones * np.array([gx, gy])]))
             _bulk(system, ("ContinuumElastic",), continuum.ContinuumElastic, {}, names, u, ela)
+
+    def _add_reduced(self, system, c, gx, gy):
+        """One ReducedInertia, ReducedElastic (and ReducedGravity) element for a reduced body."""
+        c.register_data(self.P)
+        K = c.nelastic
+        q = c.frame() + c.eta()
+        system._add_force(("ReducedInertia", K), mc.ReducedInertia, {"modes": K}, c.name, q, list(c.inertia_p))
+        system._add_force(("ReducedElastic", K), mc.ReducedElastic, {"modes": K}, c.name, c.eta(),
+                          list(c.stiffness_p))
+        g_designed = any(d.path.startswith("model.gravity") for d in system.config.design)
+        if system.config.model.gravity[0] != 0.0 or system.config.model.gravity[1] != 0.0 or g_designed:
+            lay, _ = mc.inertia_layout(K)
+            ip = c.inertia_p
+            system._add_force(("ReducedGravity", K), mc.ReducedGravity, {"modes": K}, c.name, q,
+                              [ip[0], *ip[lay["S0"]], *ip[lay["Sbar"]], gx, gy])
 
     # -- joints and drivers ---------------------------------------------------------------------
     def point(self, system, ref):
@@ -196,6 +263,14 @@ class ContinuumSet:
             raise ModelError(f"joints.{j.name}", "joints between two continua are not supported")
         qc, pc = self.point(system, cref)
         body, pr = system._point(rref)
+        c = self.continua[cref.split(".", 1)[0]]
+        ij = node_of(c.cfg, cref.split(".", 1)[1])
+        if c.reduction is not None and ij != "origin":          # a node of a reduced body: u = Φ_k η
+            K = c.nelastic
+            k = ij[1] * (c.nx + 1) + ij[0]
+            system._group(("ReducedRevolute", K), mc.ReducedRevolute, {"modes": K}, j.name,
+                          c.frame() + c.eta() + system._qb(body), pc + list(c.node_data(self.P, k)) + pr, 2)
+            return
         system._group(("ContinuumRevolute",), continuum.ContinuumRevolute, {}, j.name, qc + system._qb(body), pc + pr, 2)
 
     # -- initial configuration -----------------------------------------------------------------------
@@ -206,10 +281,11 @@ class ContinuumSet:
         for c in self.continua.values():
             cfg = c.cfg
             q0[c.frame()] = [cfg.initial.x, cfg.initial.y, cfg.initial.angle]
-            if c.nfree:
-                idx = (c.offset + 3 + np.arange(2 * c.nfree))[:, None]
-                g = continuum.ContinuumClamp([f"{c.name}.u[{k}]" for k in range(2 * c.nfree)], idx,
-                                       np.zeros((2 * c.nfree, 1), np.int64), np.zeros((2 * c.nfree, 1), np.int64))
+            if c.nelastic:
+                ne = c.nelastic
+                idx = (c.offset + 3 + np.arange(ne))[:, None]
+                g = continuum.ContinuumClamp([f"{c.name}.u[{k}]" for k in range(ne)], idx,
+                                             np.zeros((ne, 1), np.int64), np.zeros((ne, 1), np.int64))
                 system.independent.append((f"continua.{c.name}.initial", g, ZERO))
             for k in cfg.independent:
                 drv = J.Driver([f"{c.name}.{k}"], [c.frame()], [[ZERO, ZERO, c.p[f"initial.{k}"]]], [[0]],

@@ -19,6 +19,14 @@ the driven ones, ``ncols`` in all, addressed by ``map`` — and ``chain`` takes 
 gradient to the design variables, dψ/dρ = Jᵀ ∂ψ/∂p_cols with J = [I; ∂f/∂ρ]
 (``jacobian``: complex step of the expressions, exact to rounding).  Without drives
 ncols = len(self) and ``chain`` is the identity.
+
+Reduced continua (``continua.C.reduction``, flexible/modal.py) are drives of the same
+kind: designing the density field of a reduced body makes its body data (the entries
+``<continua.C.reduced.*>`` of p) driven columns.  ``apply`` recomputes them (eigenproblem
+at the new densities; a complex ρ gets D + i·δD, the forward eigen-derivative), and
+``chain`` pulls ∂ψ/∂D back by ``Reduction.vjp`` (adjoint: one solve per mode, no dense
+block) or, for the direct method (``forward=True``), multiplies by the dense forward
+Jacobian (one jvp per design column: small designs only, as the direct method is).
 """
 import numpy as np
 
@@ -63,6 +71,19 @@ class DesignSpace:
                 if path not in system.params.index:
                     raise ModelError(key + "path", f"'{path}' is not a parameter of this model")
                 driven.append(system.params.index[path])
+        self._nlinks = len(driven)
+        # reduced continua (flexible/modal.py): designing their densities drives their body data
+        self._reductions = []
+        cont = getattr(system, "continua", None)
+        for red in (cont.reductions() if cont is not None else []):
+            other = [k for k, i in red.pidx.items() if k != "density" and int(i) in set(index)]
+            if other:
+                raise ModelError("design", f"continua.{red.name}.{other[0]} of a reduced continuum cannot be "
+                                           "designed (its reduction differentiates the density field only)")
+            if np.isin(red.pidx["density"], index).any():
+                self._reductions.append((red, slice(len(self.names) + len(driven),
+                                                    len(self.names) + len(driven) + len(red.data_index))))
+                driven.extend(red.data_index)
         self.driven_index = np.array(driven, dtype=np.int64)
         self.lower = np.array(lower, dtype=float)
         self.upper = np.array(upper, dtype=float)
@@ -81,8 +102,8 @@ class DesignSpace:
 
     @property
     def linked(self):
-        """True if some design variable drives other parameters (links.py)."""
-        return len(self.driven_index) > 0
+        """True if some design variable drives other parameters through expressions (links.py)."""
+        return self._nlinks > 0
 
     @property
     def ncols(self):
@@ -99,21 +120,56 @@ class DesignSpace:
         n = len(self)
         J = np.zeros((self.ncols, n))
         J[:n] = np.eye(n)
-        if self._links is None or not len(self.driven_index):
+        for red, sl in self._reductions:            # dD/dρ by forward eigen-sensitivities (modal.py)
+            dens = red.pidx["density"]
+            cols = self.map[dens]
+            on = cols >= 0
+            J[sl, cols[on]] = red.jacobian(p, np.nonzero(on)[0])
+        if self._links is None or not self._nlinks:
             return J
         h = 1e-30
         for j in range(n):
             pc = np.asarray(p, dtype=complex).copy()
             pc[self.index[j]] += 1j * h
-            J[n:, j] = np.imag(np.array(self._driven(pc), dtype=complex)) / h
+            J[n:n + self._nlinks, j] = np.imag(np.array(self._driven(pc), dtype=complex)) / h
         return J
 
-    def chain(self, grads, p):
-        """{objective: ∂ψ/∂p_cols} -> {objective: dψ/dρ} (identity without drives)."""
+    def chain(self, grads, p, forward=False):
+        """{objective: ∂ψ/∂p_cols} -> {objective: dψ/dρ} (identity without drives).
+        Reduced continua: ``forward`` (the direct method) multiplies by the dense forward
+        Jacobian of their body data, else (the adjoint) pulls back through
+        ``Reduction.vjp`` — one bordered solve per mode and objective, no dense block."""
         if self.ncols == len(self):
             return grads
-        J = self.jacobian(p)
-        return {k: J.T @ np.asarray(g) for k, g in grads.items()}
+        if forward or not self._reductions:
+            J = self.jacobian(p)
+            return {k: J.T @ np.asarray(g) for k, g in grads.items()}
+        n = len(self)
+        out = {}
+        for k, g in grads.items():
+            g = np.asarray(g)
+            res = g[:n].copy()
+            if self._nlinks:
+                Jl = self.jacobian_links(p)
+                res = res + Jl.T @ g[n:n + self._nlinks]
+            for red, sl in self._reductions:
+                xb = red.vjp(p, g[sl])
+                cols = self.map[red.pidx["density"]]
+                on = cols >= 0
+                res[cols[on]] += xb[on]
+            out[k] = res
+        return out
+
+    def jacobian_links(self, p):
+        """∂(link-driven entries)/∂ρ (nlinks × len(self)) by a complex step."""
+        n = len(self)
+        Jl = np.zeros((self._nlinks, n))
+        h = 1e-30
+        for j in range(n):
+            pc = np.asarray(p, dtype=complex).copy()
+            pc[self.index[j]] += 1j * h
+            Jl[:, j] = np.imag(np.array(self._driven(pc), dtype=complex)) / h
+        return Jl
 
     def is_field(self, name):
         """True if the design entry ``name`` is an element field (more than a scalar)."""
@@ -142,6 +198,8 @@ class DesignSpace:
         sub.paths = [self.paths[c] for c in cols]
         sub.index, sub.lower, sub.upper = self.index[cols], self.lower[cols], self.upper[cols]
         sub._set_columns(len(self.map))   # drives: every driven column stays (J restricted to cols)
+        shift = len(cols) - len(self)
+        sub._reductions = [(red, slice(sl.start + shift, sl.stop + shift)) for red, sl in self._reductions]
         sub.fields = {}
         for name, sl in self.fields.items():
             inside = np.nonzero((cols >= sl.start) & (cols < sl.stop))[0]
@@ -157,9 +215,11 @@ class DesignSpace:
         (complex rho gives complex driven values: complex-step compatible)."""
         p = p.copy()
         p[self.index] = rho
-        if self._links is not None and len(self.driven_index):
+        if self._links is not None and self._nlinks:
             vals = self._driven(p)
             if not np.iscomplexobj(p):
                 vals = [float(np.real(v)) for v in vals]
-            p[self.driven_index] = vals
+            p[self.driven_index[:self._nlinks]] = vals
+        for red, sl in self._reductions:           # body data of reduced continua (modal.py)
+            p[red.data_index] = red.data(p)
         return p

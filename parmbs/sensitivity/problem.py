@@ -258,7 +258,7 @@ class Problem:
         p = self._p(p)
         self.design.check_direct()        # one dense column per design variable: refuse fields
         with _Reporting(self, progress, on_step):
-            return self.design.chain(self._direct_columns(p), p)
+            return self.design.chain(self._direct_columns(p), p, forward=True)
 
     def _direct_columns(self, p):
         if hasattr(self.stepper, "direct"):

@@ -87,7 +87,7 @@ class CheckpointedRun:
         """w_k f_k(x_k) for every objective (0 without integrand)."""
         pr = self.pr
         w = pr.w[k] if self.H is None else self._weight(k)
-        return np.array([w * ob.integrand.value(pr.sys, self.T[k], x, p, ref) if ob.integrand else 0.0
+        return np.array([w * ob.integrand.value(pr.sys, self.T[k], x[:4], p, ref) if ob.integrand else 0.0
                          for ob, ref in zip(pr.objectives, refs)])
 
     def _weight(self, k):
@@ -103,9 +103,9 @@ class CheckpointedRun:
         for j, (ob, ref) in enumerate(zip(pr.objectives, refs)):
             val = 0.0
             if ob.integrand:
-                val += psi[j] + pr.w[self.N] * ob.integrand.value(pr.sys, self.T[self.N], x, p, ref)
+                val += psi[j] + pr.w[self.N] * ob.integrand.value(pr.sys, self.T[self.N], x[:4], p, ref)
             if ob.terminal:
-                val += ob.terminal.value(pr.sys, self.T[self.N], x, p, ref)
+                val += ob.terminal.value(pr.sys, self.T[self.N], x[:4], p, ref)
             out[j] = ob.weight * val
         return out
 
@@ -202,7 +202,7 @@ class CheckpointedRun:
         if k0 == 0:
             self._put(0, x, psi)
         if on_step:                    # on_step sees the steps computed in this job
-            on_step(k0, T[k0], x)
+            on_step(k0, T[k0], x[:4])
         if k0 >= keep:
             self.held[k0] = x
         pr.guard.start(k0, T[k0], x, p)                 # instability guard (integrators/guard.py)
@@ -219,7 +219,7 @@ class CheckpointedRun:
             if k >= keep:
                 self.held[k] = xk
             if on_step:
-                on_step(k, t, xk)
+                on_step(k, t, xk[:4])
 
         (_, its), _ = march(pr.stepper, p, T[-1], x, k0, T[k0], kept, grid=pr.grid, guard=pr.guard,
                             progress=progress)
@@ -249,7 +249,7 @@ class CheckpointedRun:
         if k0 == 0:
             self._put(0, x, psi)
         if on_step:
-            on_step(k0, self.T[k0], x)
+            on_step(k0, self.T[k0], x[:4])
         self.held = {k0: x}
         pr.guard.start(k0, self.T[k0], x, p)
         pr.guard.alternating = False                      # the (−1)^k monitor assumes equal steps
@@ -269,7 +269,7 @@ class CheckpointedRun:
             for j in [j for j in self.held if j < lo]:
                 del self.held[j]
             if on_step:
-                on_step(k, t, xk)
+                on_step(k, t, xk[:4])
 
         (_, its), _ = march(pr.stepper, p, pr.config.simulation.t_end, x, k0, self.T[k0], kept, adapt=pr.adapt,
                             guard=pr.guard, progress=progress, comm=pr._mpi_if_distributed(), state=self.state)

@@ -285,6 +285,13 @@ class _Checker:
             raise self.fail("simulation.stabilization",
                             f"\"ggl\" stabilizes the index3 integrators {', '.join(GGL_INTEGRATORS)}, not "
                             f"{sim.formulation!r} / {sim.integrator!r} (set stabilization = \"none\")")
+        if sim.genalpha_form != "chung-hulbert" and not (sim.formulation == "index3" and sim.integrator == "genalpha"
+                                                         and sim.stabilization == "none"):
+            raise self.fail("simulation.genalpha_form",
+                            f"{sim.genalpha_form!r} is a form of the index3 integrator \"genalpha\" without "
+                            f"stabilization, not {sim.formulation!r} / {sim.integrator!r}"
+                            + (" + ggl" if sim.stabilization != "none" else "")
+                            + " (remove genalpha_form or set it to \"chung-hulbert\")")
         for name in sim.maggi.independent:       # Maggi's B (seed 004 eq. 2.26): "BODY.x|y|angle"
             body, _, comp = name.partition(".")
             if body in self.beams or body in self.plates:

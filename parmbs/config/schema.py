@@ -575,6 +575,10 @@ class Simulation(_Model):
     # "ggl": the stabilized index-2 (Gear–Gupta–Leimkuhler) form of the index3 Newmark
     # family, velocity constraint enforced too (integrators/ggl.py; checks.py: which integrators)
     stabilization: Literal["none", "ggl"] = "none"
+    # generalized-α: "chung-hulbert" interpolates the forces (integrators/newmark.py);
+    # "arnold-bruls" puts the equations at t_{n+1}, second order also where M depends on q
+    # (integrators/genalpha_ab.py; checks.py: genalpha, index3, no stabilization)
+    genalpha_form: Literal["chung-hulbert", "arnold-bruls"] = "chung-hulbert"
     newton: Newton = Field(default_factory=Newton)
     penalty: Penalty = Field(default_factory=Penalty)
     index1: Index1 = Field(default_factory=Index1)

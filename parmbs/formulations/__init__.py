@@ -31,6 +31,9 @@ def _make(system, sim, **kw):
         if sim.stabilization == "ggl":              # stabilized index 2 (integrators/ggl.py)
             from ..integrators.ggl import make_ggl_stepper
             return make_ggl_stepper(system, sim, **kw)
+        if sim.integrator == "genalpha" and sim.genalpha_form == "arnold-bruls":   # equations at t_{n+1}
+            from ..integrators.genalpha_ab import make_ab_stepper
+            return make_ab_stepper(system, sim, **kw)
         from ..integrators.newmark import make_stepper as make_newmark
         return make_newmark(system, sim, **kw)
     if f == "penalty":

@@ -195,7 +195,7 @@ class Guard:
     def _energy(self, t, x):
         """(E, T, A): total and kinetic energy of state x, Σ|E_element|."""
         E = T = A = 0.0
-        for g, q, v, a, p in StateEval(self.sys, t, *x, self.p).F:
+        for g, q, v, a, p in StateEval(self.sys, t, *x[:4], self.p).F:
             if type(g).energy is Force.energy:
                 continue
             eg = np.real(g.energy(t, q, v, p))

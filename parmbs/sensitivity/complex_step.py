@@ -40,6 +40,7 @@ def objective_values_complex(problem, p):
     acc = np.zeros(len(problem.objectives), complex)
 
     def add(k, t, x):
+        x = x[:4]                         # (q, v, a, λ): a stepper's trailing blocks are its own
         for j, (ob, ref) in enumerate(zip(problem.objectives, refs)):
             if ob.integrand:
                 acc[j] += w[k] * ob.integrand.raw(sysm, t, x, p, ref)

@@ -32,15 +32,31 @@ from .objectives import Objective
 from ..integrators.timeloop import Adapt, TimeGrid, march, set_step
 
 
+def state_blocks(stepper, n, m):
+    """(name, width) of every block of the stepper's state: the physical (q, v, a, λ)
+    every objective, output and guard reads, then the stepper's trailing internal blocks
+    (``stepper.extra_state``, widths "n" or "m"; e.g. the pseudo-acceleration of
+    integrators/genalpha_ab.py), which only the stepper's own steps and sweeps use."""
+    size = {"n": n, "m": m}
+    extra = tuple((name, size.get(w, w)) for name, w in getattr(stepper, "extra_state", ()))
+    return (("q", n), ("v", n), ("a", n), ("lambda", m)) + extra
+
+
+def physical(x):
+    """The (q, v, a, λ) of a state that may carry trailing stepper blocks (state_blocks)."""
+    return tuple(x[:4])
+
+
 class Trajectory:
-    def __init__(self, t, q, v, a, lam, newton_its, grid=None, rejected=0):
+    def __init__(self, t, q, v, a, lam, newton_its, grid=None, rejected=0, extra=()):
         self.t, self.q, self.v, self.a, self.lam = t, q, v, a, lam
+        self.extra = tuple(extra)         # trailing state blocks (state_blocks), row k = step k
         self.newton_its = newton_its
         self.grid = grid                  # TimeGrid: t_k and h_k (integrators/timeloop.py)
         self.rejected = rejected          # rejected steps of an adaptive run
 
     def x(self, k):
-        return (self.q[k], self.v[k], self.a[k], self.lam[k])
+        return (self.q[k], self.v[k], self.a[k], self.lam[k]) + tuple(e[k] for e in self.extra)
 
     @property
     def steps(self):
@@ -168,25 +184,29 @@ class Problem:
         if hasattr(self.stepper, "forward"):          # whole-run steppers (PETSc TS)
             return self.stepper.forward(self, p, progress, on_step)   # TSAdapt chooses the steps (ts.py)
         steps = self._steps()
-        rows = _Rows(self.sys.n, self.sys.m, steps["grid"].steps if "grid" in steps else None)
+        rows = _Rows(self.state_blocks(), steps["grid"].steps if "grid" in steps else None)
         x = self.stepper.initial(self.t0, p)
         rows.put(0, x)
         self.guard.start(0, self.t0, x, p)
         self.guard.alternating = "adapt" not in steps  # the (−1)^k monitor assumes equal steps
         if on_step:
-            on_step(0, self.t0, x)
+            on_step(0, self.t0, physical(x))
 
         def keep(k, t, h, x):
             rows.put(k, x)
             if on_step:
-                on_step(k, t, x)
+                on_step(k, t, physical(x))
 
         (grid, its), rejected = march(self.stepper, p, self.config.simulation.t_end, x, 0, self.t0, keep,
                                       guard=self.guard, progress=progress, comm=self._mpi_if_distributed(),
                                       **steps)
         self._set_grid(grid)
-        Q, V, A, L = rows.arrays()
-        return Trajectory(grid.t, Q, V, A, L, its, grid, rejected)
+        Q, V, A, L, *E = rows.arrays()
+        return Trajectory(grid.t, Q, V, A, L, its, grid, rejected, extra=E)
+
+    def state_blocks(self):
+        """(name, width) of the stepper's state blocks (module function state_blocks)."""
+        return state_blocks(self.stepper, self.sys.n, self.sys.m)
 
     def _mpi_if_distributed(self):
         c = self._mpi()
@@ -222,17 +242,20 @@ class Problem:
             ref = ob.reference(self.sys, traj.q[0], p)
             val = 0.0
             if ob.integrand:
-                val += sum(w[k] * ob.integrand.value(self.sys, traj.t[k], traj.x(k), p, ref)
+                val += sum(w[k] * ob.integrand.value(self.sys, traj.t[k], physical(traj.x(k)), p, ref)
                            for k in range(traj.steps + 1))
             if ob.terminal:
-                val += ob.terminal.value(self.sys, traj.t[-1], traj.x(traj.steps), p, ref)
+                val += ob.terminal.value(self.sys, traj.t[-1], physical(traj.x(traj.steps)), p, ref)
             out[ob.name] = ob.weight * val
         return out
 
     def _local_grads(self, ob, k, traj, p, ref):
-        """Weighted ∂ψ/∂x_k (4 vectors), ∂ψ/∂ρ (explicit, per parameter column) and ∂ψ/∂ref at step k."""
+        """Weighted ∂ψ/∂x_k (one vector per state block; zero for the stepper's trailing
+        blocks, which no objective reads), ∂ψ/∂ρ (explicit, per parameter column) and
+        ∂ψ/∂ref at step k."""
         nd, dm = self.design.ncols, self.design.map
-        gx = [np.zeros(self.sys.n)] * 3 + [np.zeros(self.sys.m)]
+        x = traj.x(k)
+        gx = [np.zeros(len(y)) for y in x]
         gp, gr = np.zeros(nd), np.zeros(2)
         terms = []
         if ob.integrand:
@@ -240,8 +263,8 @@ class Problem:
         if ob.terminal and k == traj.steps:
             terms.append((ob.terminal, 1.0))
         for term, c in terms:
-            dx, dp, dref = term.grads(self.sys, traj.t[k], traj.x(k), p, ref, dm, nd)
-            gx = [g + c * ob.weight * d for g, d in zip(gx, dx)]
+            dx, dp, dref = term.grads(self.sys, traj.t[k], physical(x), p, ref, dm, nd)
+            gx = [g + c * ob.weight * d for g, d in zip(gx, dx)] + gx[len(dx):]
             gp = gp + c * ob.weight * dp
             gr = gr + c * ob.weight * dref
         return gx, gp, gr
@@ -349,7 +372,7 @@ class Problem:
             return hit
         view = _StateView(T if T is not None else self.grid.t, x, self.nsteps)
         parts = [self._local_grads(ob, k, view, p, ref) for ob, ref in zip(self.objectives, refs)]
-        gx = [np.stack([pt[0][i] for pt in parts], -1) for i in range(4)]
+        gx = [np.stack([pt[0][i] for pt in parts], -1) for i in range(len(x))]
         return gx, np.stack([pt[1] for pt in parts], -1), np.stack([pt[2] for pt in parts], -1)
 
     def _adjoint_sweep(self, p, k1, x1, mu, grad, gref, state, refs, after=None, t=None):
@@ -434,11 +457,11 @@ class _Rows:
     """The in-memory trajectory's states: preallocated when the number of steps is
     known (fixed or frozen steps), grown step by step otherwise (adaptive)."""
 
-    def __init__(self, n, m, N):
+    def __init__(self, blocks, N):
         self.N = N
-        self.cols = (n, n, n, m)
+        self.cols = tuple(w for _, w in blocks)       # Problem.state_blocks()
         self.arr = [np.empty((N + 1, c)) for c in self.cols] if N is not None else None
-        self.lists = [[], [], [], []]
+        self.lists = [[] for _ in self.cols]
 
     def put(self, k, x):
         if self.arr is not None:

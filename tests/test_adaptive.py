@@ -21,6 +21,7 @@ ADAPT = ["simulation.t_end=0.2", "simulation.adapt.rtol=1e-5", "simulation.adapt
 FORMULATIONS = {
     "genalpha": ['simulation.integrator="genalpha"'],
     "trapezoidal-ggl": ['simulation.integrator="trapezoidal"', 'simulation.stabilization="ggl"'],
+    "genalpha-arnold-bruls": ['simulation.integrator="genalpha"', 'simulation.genalpha_form="arnold-bruls"'],
     "variational": ['simulation.integrator="variational"'],
     "index1": ['simulation.formulation="index1"', 'simulation.integrator="trapezoidal"'],
     "maggi": ['simulation.formulation="maggi"', 'simulation.integrator="trapezoidal"'],

@@ -49,8 +49,9 @@ class StoredTrajectory:
         """Collective: the whole trajectory as an in-memory Trajectory (schedule ``all``)."""
         from ..sensitivity.problem import Trajectory
         rows = self._run.store.read_rows(0, self.steps)
-        Q, V, A, L = (np.array([r[1][j] for r in rows]) for j in range(4))
-        return Trajectory(np.array([r[0] for r in rows]), Q, V, A, L, self.newton_its, self.grid, self.rejected)
+        Q, V, A, L, *E = (np.array([r[1][j] for r in rows]) for j in range(len(rows[0][1])))
+        return Trajectory(np.array([r[0] for r in rows]), Q, V, A, L, self.newton_its, self.grid, self.rejected,
+                          extra=E)
 
     def __getattr__(self, name):
         if name in ("q", "v", "a", "lam"):

@@ -17,6 +17,11 @@ Layout (DESIGN.md "HDF5 layout"; extra groups are ours)::
                                        objective values, crc
     /adjoint/marker                    [copy, k]: the valid copy (−1: none yet)
 
+A stepper whose state carries trailing blocks after (q, v, a, λ) (Problem.state_blocks:
+the pseudo-acceleration ``pseudo_a`` of integrators/genalpha_ab.py) adds one dataset per
+block beside q, v, a, lambda, and x_NAME, mu_NAME to the adjoint copies; the CRCs cover
+every block.
+
 Adaptive runs (``simulation.adapt``; integrators/timeloop.py) add, with the attribute
 ``/checkpoint adaptive = 1``::
 
@@ -72,7 +77,6 @@ import numpy as np
 from ..io.hdf5 import HDF5Error, _comm, _short, _write_header, coordinate_names, put_names
 
 FORMAT = 1          # adaptive files add datasets (above) and are marked by /checkpoint adaptive = 1
-_STATE = ("t", "q", "v", "a", "lambda")
 #: seconds between flushes of buffered ``all`` rows and adjoint copies (0: every step)
 DEFAULT_INTERVAL = 1.0
 #: keys of the resolved config that do not change any computed number
@@ -158,6 +162,11 @@ class CheckpointStore:
         self._grid = []                       # rank 0, adaptive: buffered (k, t_k, h_{k−1})
         self.grid_rows = 0                    # rank 0, adaptive: grid rows 0 … grid_rows−1 written
         self.n, self.m = problem.sys.n, problem.sys.m
+        # the state's blocks: q, v, a, lambda and a stepper's trailing ones (Problem.state_blocks;
+        # e.g. pseudo_a of integrators/genalpha_ab.py), one dataset each
+        self.blocks = tuple(problem.state_blocks()) if hasattr(problem, "state_blocks") else \
+            (("q", self.n), ("v", self.n), ("a", self.n), ("lambda", self.m))
+        self.names = tuple(name for name, _ in self.blocks)
         self.nobj, self.nd = len(problem.objectives), problem.design.ncols   # parameter columns
         self.S = self._slots(self.N)
         self.sha = resolved_sha256(config)
@@ -246,7 +255,7 @@ class CheckpointStore:
         _write_header(f, config, self.comm.size)
         data = f.create_group("trajectory" if self.schedule.kind == "all" else "checkpoint")
         ck = f.require_group("checkpoint")
-        for name, width in (("t", None), ("q", self.n), ("v", self.n), ("a", self.n), ("lambda", self.m)):
+        for name, width in (("t", None),) + self.blocks:
             self._dset(h5py, data, name, (S,) if width is None else (S, width))
         for name in ("q", "v", "a"):
             put_names(data[name], "coordinates", coordinate_names(sys_))
@@ -297,9 +306,9 @@ class CheckpointStore:
 
     def _adjoint_shapes(self):
         n, m, K, nd = self.n, self.m, self.nobj, self.nd
-        return (("k", (1,)), ("x_q", (n,)), ("x_v", (n,)), ("x_a", (n,)), ("x_lambda", (m,)),
-                ("mu_q", (n, K)), ("mu_v", (n, K)), ("mu_a", (n, K)), ("mu_lambda", (m, K)),
-                ("grad", (nd, K)), ("gref", (2, K)), ("values", (K,)), ("crc", (1,)))
+        return ((("k", (1,)),) + tuple((f"x_{name}", (w,)) for name, w in self.blocks)
+                + tuple((f"mu_{name}", (w, K)) for name, w in self.blocks)
+                + (("grad", (nd, K)), ("gref", (2, K)), ("values", (K,)), ("crc", (1,))))
 
     def _open_existing(self, h5py):
         p = self.path
@@ -340,8 +349,8 @@ class CheckpointStore:
                 self.grid_rows = self.N + 1      # (rows beyond the resume point are rewritten)
             if self.schedule.kind == "all":
                 self.valid_steps = int(f["trajectory"].attrs["valid_steps"])
-                for name in _STATE:
-                    if f["trajectory"][name].shape[0] != self.S:
+                for name in ("t",) + self.names:
+                    if name not in f["trajectory"] or f["trajectory"][name].shape[0] != self.S:
                         raise HDF5Error(p, f"/trajectory/{name}", "wrong shape for this run")
             else:
                 self.slot_step = np.asarray(ck["step"][:], np.int64)
@@ -391,7 +400,7 @@ class CheckpointStore:
                 raise RuntimeError(f"row {k0} after valid step {self.valid_steps}")
             g, ck = self._group(), self.f["checkpoint"]
             g["t"][k0:k1 + 1] = np.array([r[1] for r in self._rows])
-            for j, name in enumerate(("q", "v", "a", "lambda")):
+            for j, name in enumerate(self.names):
                 g[name][k0:k1 + 1] = np.array([r[2][j] for r in self._rows])
             ck["psi"][k0:k1 + 1] = np.array([r[3] for r in self._rows]).reshape(k1 - k0 + 1, self.nobj)
             ck["crc"][k0:k1 + 1] = np.array([_crc(*r) for r in self._rows], np.uint32)
@@ -418,7 +427,7 @@ class CheckpointStore:
             if self.adaptive:
                 self._write_grid()          # the steps up to x_k before x_k is published
             g["t"][i] = t
-            for j, name in enumerate(("q", "v", "a", "lambda")):
+            for j, name in enumerate(self.names):
                 g[name][i] = x[j]
             ck["psi"][i] = psi
             if self.adaptive:
@@ -444,7 +453,7 @@ class CheckpointStore:
         def read():
             g, ck = self._group(), self.f["checkpoint"]
             t = float(g["t"][i])
-            x = tuple(np.asarray(g[name][i], dtype=float) for name in ("q", "v", "a", "lambda"))
+            x = tuple(np.asarray(g[name][i], dtype=float) for name in self.names)
             psi = np.asarray(ck["psi"][i], dtype=float)
             extra = tuple(np.asarray(ck[name][i], dtype=float) for name in ("control", "hist_t", "hist_q", "hist_v")) \
                 if self.adaptive else ()
@@ -460,7 +469,7 @@ class CheckpointStore:
         def read():
             g, ck = self._group(), self.f["checkpoint"]
             t = np.asarray(g["t"][k0:k1 + 1])
-            X = [np.asarray(g[name][k0:k1 + 1]) for name in ("q", "v", "a", "lambda")]
+            X = [np.asarray(g[name][k0:k1 + 1]) for name in self.names]
             psi = np.asarray(ck["psi"][k0:k1 + 1])
             crc = np.asarray(ck["crc"][k0:k1 + 1])
             ctl = np.asarray(ck["control"][k0:k1 + 1], dtype=float) if self.adaptive else None
@@ -547,7 +556,7 @@ class CheckpointStore:
                 every = self.schedule.kind != "all"
                 rows = min(old_S, self.S) if every else self.valid_steps + 1
                 g0, g1 = old["checkpoint" if every else "trajectory"], new["checkpoint" if every else "trajectory"]
-                for name in _STATE:
+                for name in ("t",) + self.names:
                     _copy(g0[name], g1[name], rows)
                 names = ("psi", "crc", "control") + (("step", "hist_t", "hist_q", "hist_v") if every else ())
                 for name in names:
@@ -617,11 +626,9 @@ class CheckpointStore:
         return True
 
     def _adjoint_arrays(self, k, x, mu, grad, gref, values):
-        names = ("x_q", "x_v", "x_a", "x_lambda")
         out = {"k": np.array([k], np.int64)}
-        out.update({nm: np.asarray(a, float) for nm, a in zip(names, x)})
-        out.update({nm: np.asarray(a, float).reshape(-1, self.nobj)
-                    for nm, a in zip(("mu_q", "mu_v", "mu_a", "mu_lambda"), mu)})
+        out.update({f"x_{nm}": np.asarray(a, float) for nm, a in zip(self.names, x)})
+        out.update({f"mu_{nm}": np.asarray(a, float).reshape(-1, self.nobj) for nm, a in zip(self.names, mu)})
         out["grad"] = np.asarray(grad, float).reshape(self.nd, self.nobj)
         out["gref"] = np.asarray(gref, float).reshape(2, self.nobj)
         out["values"] = np.asarray(values, float).reshape(self.nobj)
@@ -641,8 +648,8 @@ class CheckpointStore:
                                 "corrupted; delete the file and rerun")
             return arrays
         a = self._root(read, "/adjoint")
-        x = (a["x_q"], a["x_v"], a["x_a"], a["x_lambda"])
-        mu = [a["mu_q"], a["mu_v"], a["mu_a"], a["mu_lambda"]]
+        x = tuple(a[f"x_{nm}"] for nm in self.names)
+        mu = [a[f"mu_{nm}"] for nm in self.names]
         return k, x, mu, a["grad"], a["gref"], a["values"]
 
     # -- closing -----------------------------------------------------------------------------------

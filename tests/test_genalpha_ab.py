@@ -159,3 +159,36 @@ def test_bad_form_is_one_line_exit_2(tmp_path):
     assert r.returncode == 2, r.stderr
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "fivebar.toml" in lines[0] and "simulation.genalpha_form" in lines[0], r.stderr
+
+
+@pytest.mark.mpi(min_size=2)
+def test_distributed_equals_serial():
+    """mpirun -n 2 (the Newton matrix distributed, MUMPS) against a serial run: the
+    trajectory to round-off of ‖q‖ (1e-12) and the gradients of ψ1, ψ2 (positions,
+    velocities) to the distributed-run bound of tests/test_adaptive_mpi.py, 1e-10
+    relative.  ψ3 reads accelerations, which Newton leaves ≲ (atol + rtol‖q‖)/(β'h²)
+    apart between two solvers (tests/test_mpi.py): not compared here."""
+    from parmbs._petsc import PETSc
+    sets = ["simulation.t_end=0.1", AB]
+    out, ts_stepper = [], []
+    for comm in (PETSc.COMM_WORLD, PETSc.COMM_SELF):
+        pr = Problem(load_config(str(CONFIGS / "fivebar.toml"), sets + ["simulation.progress=false"]), comm=comm)
+        tr = pr.forward()
+        out.append((tr, pr.adjoint()))
+        ts_stepper.insert(0, pr.stepper)          # [0]: the serial run's (last)
+    assert PETSc.COMM_WORLD.getSize() >= 2
+    (tp, gp), (ts, gs) = out
+    assert np.max(np.abs(tp.q - ts.q)) <= 1e-12 * np.max(np.abs(ts.q))
+    # q̈ (Newton unknown, converged on the position update β'h²|Δq̈| ≤ atol + rtol‖q‖) may
+    # differ by that / β'h² between the solvers; a = c q̈_{n+1} + (α_f q̈_n − α_m a_n)/(1−α_m)
+    # filters it with gain α_m/(1−α_m) = 0.73 < 1 (ρ∞ = 0.9): |δa| ≤ (c + α_f/(1−α_m))/(1 − 0.73)
+    # |δq̈| ≈ 6.3 |δq̈| at most
+    st, nt = ts_stepper[0], ts_stepper[0].newton
+    bound = (nt.atol + nt.rtol * np.max(np.abs(ts.q))) / (st.c * st.beta * st.h ** 2)
+    gain = st.am / (1 - st.am)
+    print(f"|Δq̈| {np.max(np.abs(tp.a - ts.a)):.1e}, |Δa| {np.max(np.abs(tp.extra[0] - ts.extra[0])):.1e}, "
+          f"bound {bound:.1e}")
+    assert np.max(np.abs(tp.a - ts.a)) <= bound
+    assert np.max(np.abs(tp.extra[0] - ts.extra[0])) <= (st.c + st.af / (1 - st.am)) / (1 - gain) * bound
+    for o in ("psi1", "psi2"):
+        assert np.max(np.abs(gp[o] - gs[o])) <= 1e-10 * np.max(np.abs(gs[o])), o

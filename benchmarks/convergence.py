@@ -57,6 +57,8 @@ def converge(path, sets):
     sim = cfg.simulation
     dt = sim.dt
     label = sim.integrator + (f" ρ∞={sim.rho_inf:g}" if sim.integrator == "genalpha" else "")
+    if sim.integrator == "genalpha" and getattr(sim, "genalpha_form", "chung-hulbert") != "chung-hulbert":
+        label += " Arnold–Brüls"
     if getattr(sim, "stabilization", "none") != "none":
         label += f" + {sim.stabilization.upper()}"
     if sim.formulation != "index3":

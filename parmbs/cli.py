@@ -607,7 +607,8 @@ def cmd_info(args):
         what = " ".join(str(x) for x in (o.integrand and f"∫ {o.integrand}", o.terminal and f"terminal {o.terminal}",
                                          o.point or o.body or o.force or o.joint) if x)
         out(f"  {o.name:<12} {what}")
-    out(f"formulation   {sim.formulation} / {sim.integrator}" + (" (GGL-stabilized)" if sim.stabilization == "ggl" else ""))
+    out(f"formulation   {sim.formulation} / {sim.integrator}" + (" (GGL-stabilized)" if sim.stabilization == "ggl" else "")
+        + (f" ({sim.genalpha_form} form)" if sim.genalpha_form != "chung-hulbert" else ""))
     out(f"dt            {sim.dt:g} s, t_end {sim.t_end:g} s, {pr.nsteps} steps")
     out(f"sensitivity   {cfg.sensitivity.method}")
     out(f"MPI ranks     {_comm().size}")
@@ -640,7 +641,8 @@ def cmd_simulate(args):
         sim = cfg.simulation
         its = np.asarray(traj.newton_its)
         vals = pr.objective_values(traj)
-        info(f"{cfg.model.name}: {sim.formulation}/{sim.integrator}{'+ggl' if sim.stabilization == 'ggl' else ''}, "
+        info(f"{cfg.model.name}: {sim.formulation}/{sim.integrator}{'+ggl' if sim.stabilization == 'ggl' else ''}"
+             f"{'+' + sim.genalpha_form if sim.genalpha_form != 'chung-hulbert' else ''}, "
              f"dt = {sim.dt:g} s, "
              f"{traj.steps} steps to t = {traj.t[-1]:g} s in {wall:.3g} s "
              f"({traj.steps / max(wall, 1e-12):.0f} steps/s, ranks {_comm().size})")

@@ -11,7 +11,7 @@ M a is not the inertia at any one time, and the scheme drops to first order
 (benchmarks/README.md "dt-convergence of the shipped configs").  Arnold & Brüls,
 "Convergence of the generalized-α scheme for constrained mechanical systems",
 Multibody Syst. Dyn. 18 (2007) 185–202, put the equations at t_{n+1} and move the α
-weights into a linear recursion of a pseudo-acceleration a (their eqs. 8–10):
+weights into a linear recursion of a pseudo-acceleration a:
 
     M(q_{n+1}) q̈_{n+1} + Φ_qᵀ λ_{n+1} = f(q_{n+1}, v_{n+1}, t_{n+1}),   Φ(q_{n+1}, t_{n+1}) = 0
     (1−α_m) a_{n+1} + α_m a_n = (1−α_f) q̈_{n+1} + α_f q̈_n
@@ -19,9 +19,11 @@ weights into a linear recursion of a pseudo-acceleration a (their eqs. 8–10):
     v_{n+1} = v_n + h (1−γ) a_n + h γ a_{n+1}
 
 with α_m = (2ρ∞−1)/(ρ∞+1), α_f = ρ∞/(ρ∞+1), γ = ½ − α_m + α_f, β = ¼ (γ + ½)²
-(Chung & Hulbert 1993, as newmark.py's ``genalpha``), a_0 = q̈_0.  q and v converge
-with order 2 for any M(q) (Arnold & Brüls, Theorem 2); q̈ and λ too after an O(h)
-transient from the start value a_0 = q̈_0 that the numerical damping (ρ∞ < 1) removes.
+(Chung & Hulbert 1993, as newmark.py's ``genalpha``), a_0 = q̈_0.  Arnold & Brüls show
+second-order convergence of q and v for any M(q); q̈ and λ carry an O(h) transient from
+the start value a_0 = q̈_0 (a_n approximates q̈(t_n + (α_m − α_f) h), not q̈(t_n)), which
+the numerical damping (ρ∞ < 1) removes.  Measured (tests/test_genalpha_ab.py, heavy
+top): observed order 2.00 in q_N and v_N where the Chung–Hulbert form gives 1.04.
 
 State.  x_n = (q_n, v_n, q̈_n, λ_n, a_n): the first four are the physical state every
 objective, output and guard reads (q̈ in the acceleration slot); the pseudo-acceleration

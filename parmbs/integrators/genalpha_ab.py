@@ -51,9 +51,9 @@ Adjoint step (μ = ∂ψ/∂x, blocks (q, v, q̈, λ, a)):
     μ_λ,n = 0,  ∇ψ −= R_ρᵀν.
 
 Step size: every step reads ``self.h`` when it runs (adaptive runs change it between
-steps).  With a varying h the pseudo-acceleration, a_n ≈ q̈(t_n + (α_m − α_f) h), is
-carried over a step of another size: the scheme stays consistent but its local error
-near a step-size change is O(h²) in a (Arnold & Brüls §5 treat constant h only).
+steps).  With a varying h the pseudo-acceleration a_n ≈ q̈(t_n + (α_m − α_f) h_{n−1})
+enters a step of size h_n: an error ≈ (α_m − α_f)(h_n − h_{n−1}) q⃛ in a, times h² in q —
+small for the controller's gradual step changes (Arnold & Brüls analyse constant h).
 """
 import numpy as np
 

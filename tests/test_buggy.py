@@ -74,10 +74,8 @@ def test_lane_change_rolls_outward():
     """First steer pulse started at t = 0, 0.6 s (its left-steering half): yaw rate > 0
     (turning left), the chassis rolls to the right: roll angle φ > 0 about the forward
     x axis, roll rate > 0 while the steer grows; |φ| below 3° (a 0.3 g manoeuvre)."""
-    # the former generalized-α, 5 ms, ρ∞ 0.8 (120 steps): the sign of the roll is under test, not the
-    # file's dt-converged trapezoidal + GGL at 2.5 ms (~2x the work per step, 2x the steps)
-    pr = Problem(load_config(LANE, ["simulation.t_end=0.6", "simulation.dt=5e-3", "simulation.integrator=genalpha",
-                                    "simulation.stabilization=none", "simulation.rho_inf=0.8",
+    # the file's scheme (generalized-α, Arnold–Brüls form, ρ∞ 0.8, 5 ms: 120 steps)
+    pr = Problem(load_config(LANE, ["simulation.t_end=0.6",
                                     "spatial.joints.steer_fl.function.starts=[0.0, 20.0]",
                                     "spatial.joints.steer_fr.function.starts=[0.0, 20.0]"] + QUIET))
     tr = pr.forward()

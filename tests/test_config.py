@@ -160,7 +160,6 @@ BAD = [
      "simulation.stabilization"),
     ("genalpha_form-unknown", [], "", ['simulation.integrator=genalpha', 'simulation.genalpha_form=bruls'],
      "simulation.genalpha_form"),
-    ("genalpha_form-with-trapezoidal", [], "", ['simulation.genalpha_form=arnold-bruls'], "simulation.genalpha_form"),
     ("genalpha_form-with-ggl", [], "", ['simulation.integrator=genalpha', 'simulation.stabilization=ggl',
                                         'simulation.genalpha_form=arnold-bruls'], "simulation.genalpha_form"),
     ("output_every-float", [("dt = 1e-3", "dt = 1e-3\noutput_every = 1.5")], "", [], "simulation.output_every"),

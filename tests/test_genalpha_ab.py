@@ -154,8 +154,16 @@ def test_sigkill_in_adjoint_then_restart(tmp_path):
 
 
 def test_bad_form_is_one_line_exit_2(tmp_path):
-    r = _cli(["simulate", CONFIGS / "fivebar.toml", "--set", "simulation.integrator=trapezoidal", "--set", AB],
+    """An unknown form, and the Arnold–Brüls form with GGL (which has no such form), are
+    refused; with another integrator the key is ignored, as rho_inf is."""
+    pr = problem("fivebar", ["simulation.integrator=trapezoidal", AB])
+    assert not isinstance(pr.stepper, ArnoldBrulsAlpha) and pr.stepper.af == 0.0
+    r = _cli(["simulate", CONFIGS / "fivebar.toml", "--set", "simulation.stabilization=ggl", "--set", AB],
              tmp_path)
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "fivebar.toml" in lines[0] and "simulation.genalpha_form" in lines[0], r.stderr
+    r = _cli(["simulate", CONFIGS / "fivebar.toml", "--set", "simulation.genalpha_form=bruls"], tmp_path)
     assert r.returncode == 2, r.stderr
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "fivebar.toml" in lines[0] and "simulation.genalpha_form" in lines[0], r.stderr

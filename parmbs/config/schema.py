@@ -577,7 +577,7 @@ class Simulation(_Model):
     stabilization: Literal["none", "ggl"] = "none"
     # generalized-α: "chung-hulbert" interpolates the forces (integrators/newmark.py);
     # "arnold-bruls" puts the equations at t_{n+1}, second order also where M depends on q
-    # (integrators/genalpha_ab.py; checks.py: genalpha, index3, no stabilization)
+    # (integrators/genalpha_ab.py; read by "genalpha" only; checks.py: not with "ggl")
     genalpha_form: Literal["chung-hulbert", "arnold-bruls"] = "chung-hulbert"
     newton: Newton = Field(default_factory=Newton)
     penalty: Penalty = Field(default_factory=Penalty)

@@ -192,7 +192,8 @@ CLASS = {
     "Simulation.stabilization": ("", "`\"ggl\"`: the index3 `trapezoidal`, `newmark`, `genalpha`, `hht` or `wbz` stepper on the "
                                      "stabilized index-2 (Gear–Gupta–Leimkuhler) equations, velocity "
                                      "constraint enforced too (no growing (−1)ᵏ mode of a, λ); `\"none\"`: index 3"),
-    "Simulation.genalpha_form": ("", "form of `genalpha` (index3, no stabilization): `\"chung-hulbert\"` "
+    "Simulation.genalpha_form": ("", "form of `genalpha` (read by it only, as `rho_inf`; `\"arnold-bruls\"` "
+                                     "not with `stabilization = \"ggl\"`): `\"chung-hulbert\"` "
                                      "interpolates the forces between t_n and t_{n+1} (first order where the "
                                      "mass matrix depends on q: Euler-parameter and FFR bodies); "
                                      "`\"arnold-bruls\"` puts the equations of motion and constraints at "

@@ -60,4 +60,6 @@ class LocalGradTable:
             c = (pr.w[sl] * ob.weight)[:, None]           # c_k·w, as _local_grads: (c·w)·d + 0
             cols.append(([0.0 + c * d for d in dx], 0.0 + c * dp, 0.0 + c * dref))
         gx = [np.stack([cl[0][i] for cl in cols], -1) for i in range(4)]
+        # a stepper's trailing state blocks (problem.state_blocks): no objective reads them
+        gx += [np.zeros((k1 - k0, e.shape[1], len(cols))) for e in getattr(tr, "extra", ())]
         return gx, np.stack([cl[1] for cl in cols], -1), np.stack([cl[2] for cl in cols], -1)

@@ -168,7 +168,7 @@ class TSAlpha2Stepper:
         return _alpha2_params(ts) == RESTART_PARAMS
 
     def _prestep(self, ts):
-        k = ts.getStepNumber()
+        k = self._k0 + ts.getStepNumber()
         g = self._grid
         self._k, self._x = k, self._states[k]
         self.h = g.h[k]
@@ -263,7 +263,7 @@ class TSAlpha2Stepper:
             return R.CONVERGED_SNORM_RELATIVE
         return R.DIVERGED_MAX_IT if it >= tol.max_it else R.ITERATING
 
-    def _make_ts(self, problem, N):
+    def _make_ts(self, k0, k1):
         n, m = self.sys.n, self.sys.m
         ts = PETSc.TS().create(comm=PETSc.COMM_SELF)
         ts.setOptionsPrefix(TS_PREFIX)
@@ -275,10 +275,10 @@ class TSAlpha2Stepper:
         self._J = self.nm.op.A.duplicate(copy=False)
         ts.setI2Function(self._i2function, self._F)
         ts.setI2Jacobian(self._i2jacobian, self._J)
-        ts.setTime(problem.t0)
-        ts.setTimeStep(self._grid.h[0])
-        ts.setMaxTime(self._grid.t[-1])
-        ts.setMaxSteps(N)
+        ts.setTime(self._grid.t[k0])
+        ts.setTimeStep(self._grid.h[k0])
+        ts.setMaxTime(self._grid.t[k1])
+        ts.setMaxSteps(k1 - k0)
         ts.setExactFinalTime(ts.ExactFinalTime.MATCHSTEP)
         ts.setPreStep(self._prestep)
         ts.setFromOptions()
@@ -294,77 +294,133 @@ class TSAlpha2Stepper:
         snes.setTolerances(max_it=self.sim.newton.max_it)
         return ts
 
-    # -- forward ---------------------------------------------------------------------------------------
-    @stage("forward")
-    def forward(self, problem, p, progress=None, on_step=None):
-        from ..sensitivity.problem import Trajectory
-        sys = self.sys
-        n = sys.n
-        grid = self._grid = problem.grid
-        N = grid.steps
-        self._p, self._cache = p, None
-        x0 = self.nm.initial(grid.t[0], p)
-        self._states = [x0]
-        its = []
-        guard = getattr(problem, "guard", None)
-        state = {}
-        ts = self._make_ts(problem, N)
+    # -- forward: TSALPHA2 over steps k0 … k1 from a stored state ------------------------------------
+    def _run(self, grid, p, k0, x, k1, keep, guard=None, progress=None):
+        """TSALPHA2 from x_k0 at t_k0 through step k1 on ``grid``; ``keep(k, t_k, h_{k−1},
+        x_k)`` for every state k0 < k ≤ k1.  Returns the Newton iterations per step.
 
-        def monitor(ts_, k, t, u):
-            if k == 0:
-                x = x0
-                if guard is not None:
-                    guard.start(0, grid.t[0], x, p)
-            else:
+        A run may start from any stored state: x_{k+1} depends on x_k (ours: the
+        predictor, the old residual, the Newmark update) and on TSALPHA2's X_n = (q_k,
+        λ_k) alone — its own V_n, A_n enter only the check of its interpolated
+        velocity/acceleration, and its restart half steps (TSAlpha_Restart, at the first
+        step of every TS) leave X_n as it is.  So a run resumed from a checkpoint, or a
+        step recomputed by a checkpoint provider, gives the bits of the uninterrupted run
+        (tests/test_ts_checkpoint.py)."""
+        n = self.sys.n
+        self._grid, self._k0 = grid, k0
+        self._p, self._cache = p, None
+        self._states = {k0: x}
+        its = []
+        state = {}
+        ts = self._make_ts(k0, k1)
+
+        def monitor(ts_, i, t, u):
+            if i == 0:
+                return
+            k = k0 + i
+            try:
                 X = u.getArray(readonly=True).copy()
                 self._x = self._states[k - 1]
                 self.h = grid.h[k - 1]
                 v1, a1 = self._newmark(X[:n])
-                x = (X[:n], v1, a1, X[n:])
-                if not all(np.all(np.isfinite(y)) for y in x):
-                    state["error"] = StepError(f"step {k} (t = {grid.t[k]:.6g}): non-finite state")
-                    raise state["error"]
+                x1 = (X[:n], v1, a1, X[n:])
+                if not all(np.all(np.isfinite(y)) for y in x1):
+                    raise StepError(f"step {k} (t = {grid.t[k]:.6g}): non-finite state")
                 if guard is not None:
-                    try:
-                        guard.check(k, grid.t[k], x)
-                    except StepError as e:
-                        state["error"] = e
-                        raise
-                self._states.append(x)
+                    guard.check(k, grid.t[k], x1)
+                self._states[k] = x1
+                del self._states[k - 1]
                 its.append(ts_.getSNES().getIterationNumber())
-            if on_step:
-                on_step(k, grid.t[k], x)
-            if progress and k > 0:
-                progress(k, N)
+                keep(k, grid.t[k], grid.h[k - 1], x1)
+                if progress:
+                    progress(k, grid.steps)
+            except BaseException as e:        # re-raised after ts.solve (PETSc wraps callback errors)
+                state["error"] = e
+                raise
 
         ts.setMonitor(monitor)
-        X = PETSc.Vec().createSeq(n + sys.m)
-        X.setArray(np.r_[x0[0], x0[3]])
+        X = PETSc.Vec().createSeq(n + self.sys.m)
+        X.setArray(np.r_[x[0], x[3]])
         V = X.duplicate()
-        V.setArray(np.r_[x0[1], np.zeros(sys.m)])
+        V.setArray(np.r_[x[1], np.zeros(self.sys.m)])
         ts.setSolution2(X, V)
         try:
             ts.solve(X)
         except PETSc.Error:
             if "error" in state:
                 raise state["error"] from None
-            k = len(self._states)
-            raise StepError(f"step {k} (t = {grid.t[min(k, N)]:.6g}): the TSALPHA2 step failed "
+            k = k0 + len(its) + 1
+            raise StepError(f"step {k} (t = {grid.t[min(k, grid.steps)]:.6g}): the TSALPHA2 step failed "
                             f"(Newton did not converge in {self.sim.newton.max_it} iterations)") from None
         finally:
             self._cache = None
+            self._states = None
         reason = ts.getConvergedReason()
         self._ts = None
         ts.destroy()
-        if reason < 0 or len(self._states) != N + 1:
-            k = len(self._states)
-            raise StepError(f"step {k} (t = {grid.t[min(k, N)]:.6g}): TSALPHA2 stopped (reason {reason}: "
+        if reason < 0 or len(its) != k1 - k0:
+            k = k0 + len(its) + 1
+            raise StepError(f"step {k} (t = {grid.t[min(k, grid.steps)]:.6g}): TSALPHA2 stopped (reason {reason}: "
                             f"Newton did not converge)")
-        S = self._states
-        traj = Trajectory(np.array(grid.t), *(np.array([s[i] for s in S]) for i in range(4)),
-                          np.array(its, np.int64), grid)
-        self._states = None
-        return traj
+        return np.array(its, np.int64)
+
+    @stage("forward")
+    def forward(self, problem, p, progress=None, on_step=None):
+        from ..sensitivity.problem import Trajectory
+        grid = problem.grid
+        N = grid.steps
+        x0 = self.nm.initial(grid.t[0], p)
+        guard = getattr(problem, "guard", None)
+        if guard is not None:
+            guard.start(0, grid.t[0], x0, p)
+        if on_step:
+            on_step(0, grid.t[0], x0)
+        S = [x0]
+
+        def keep(k, t, h, x):
+            S.append(x)
+            if on_step:
+                on_step(k, t, x)
+
+        its = self._run(grid, p, 0, x0, N, keep, guard, progress)
+        return Trajectory(np.array(grid.t), *(np.array([s[i] for s in S]) for i in range(4)), its, grid)
+
+    # -- one-step interface of the checkpointed runs (parmbs/checkpoint/restart.py) --------------------
+    def march_fixed(self, p, x, k0, grid, keep, guard, progress):
+        """timeloop.march's fixed/frozen loop for this stepper: one TS over steps k0 … N
+        (a checkpointed forward run, resumed at k0).  Returns (grid, iterations)."""
+        return grid, self._run(grid, p, k0, x, grid.steps, keep, guard, progress)
+
+    def step(self, k, t, x, p):
+        """x_{k+1} from x_k by one TSALPHA2 step (a checkpoint provider's recomputation;
+        the bits of the whole run, ``_run``).  The step size is ``self.h`` (set_step)."""
+        from .timeloop import TimeGrid
+        h = self.h
+        got = []
+        its = self._run(TimeGrid(np.array([t, t + h]), np.array([h])), p, 0, x, 1,
+                        lambda k_, t_, h_, x_: got.append(x_))
+        self.h = h
+        return got[0], int(its[0])
+
+    def checkpoint_run(self, problem, store):
+        """Checkpointed runs (every schedule, --restart): parmbs's own CheckpointedRun —
+        its forward run takes the steps through ``march_fixed``, its providers recompute
+        through ``step``, its reverse sweep is our adjoint (``adjoint_step``)."""
+        from ..checkpoint.restart import CheckpointedRun
+        return CheckpointedRun(problem, store)
+
+    def initial(self, t0, p):
+        return self.nm.initial(t0, p)
+
+    def adjoint_step(self, t, x0, x1, mu1, p):
+        """Our generalized-α adjoint step (NewmarkFamily's: the discrete equations are ours)."""
+        return self.nm.adjoint_step(t, x0, x1, mu1, p)
+
+    def tangent_step(self, t, x0, x1, dx0, p):
+        return self.nm.tangent_step(t, x0, x1, dx0, p)
+
+    # nm's are logged already (formulations.make_stepper's instrument would nest the events)
+    adjoint_step._parmbs_logged = tangent_step._parmbs_logged = True
 
     # -- derivatives: NewmarkFamily's sweeps over this trajectory ------------------------------------
     def _sweep(self, problem, p, method):

@@ -267,7 +267,23 @@ class TSStepper:
         return a + da, pe.lam + self.mod.alpha * pe.ev.phi_q_dot(da)
 
     # -- forward -------------------------------------------------------------------------------
-    def _make_ts(self, problem, p, save):
+    def fixed_times(self, problem):
+        """t_0 … t_N of a fixed-step run as the TS reaches them: t_{k+1} = t_k + h, the
+        sum PETSc forms (ts->ptime += ts->time_step; an IEEE double add here as there).
+        The run ends at t_N (no MATCHSTEP sliver), so every t_k is the TS's own time and
+        a TS started at a stored t_k with y_k repeats the run's steps bit for bit — what
+        the checkpointed runs rely on (integrators/ts_checkpoint.py).  t_N differs from
+        t_0 + N h by the round-off of N additions (≤ N ε t_N)."""
+        T = np.empty(problem.nsteps + 1)
+        t, h = float(problem.t0), float(self.h)
+        for k in range(problem.nsteps + 1):
+            T[k] = t
+            t = t + h
+        return T
+
+    def _make_ts(self, problem, p, save, k0=0, steps=None):
+        """The TS of a run; ``k0``, ``steps``: a fixed-step run's part from t_k0 over
+        ``steps`` steps (default: the whole run)."""
         mod, sim = self.mod, self.sim
         h, N = self.h, problem.nsteps
         ts = PETSc.TS().create(comm=PETSc.COMM_SELF)
@@ -290,15 +306,18 @@ class TSStepper:
                 ts.setThetaEndpoint(False)
             ts.setIFunction(self._ifunction, self._f)
             ts.setIJacobian(self._ijacobian, self._J)
-        ts.setTime(problem.t0)
         grid = self.grid
         if grid is not None:
+            ts.setTime(problem.t0)
             ts.setTimeStep(grid[1] - grid[0])
             ts.setMaxTime(grid[-1])
+            ts.setMaxSteps(N)
         else:
+            T = self.fixed_times(problem)
+            ts.setTime(T[k0])
             ts.setTimeStep(h)
-            ts.setMaxTime(problem.t0 + N * h)
-        ts.setMaxSteps(N)
+            ts.setMaxTime(T[N])
+            ts.setMaxSteps(N - k0 if steps is None else steps)
         ts.setExactFinalTime(ts.ExactFinalTime.MATCHSTEP)
         # TSAdapt: its type, tolerances and step limits before setFromOptions, so the
         # user's -parmbs_ts_adapt_type/-parmbs_ts_rtol/-parmbs_ts_adapt_dt_min win
@@ -335,6 +354,11 @@ class TSStepper:
             self.adaptive = False
         else:
             self.adaptive = adapt_type(ts) != "none"
+            if not self.adaptive:
+                # every step is h: TSAdapt's MATCHSTEP end game ("none" too) sets the last
+                # step to t_N − t_{N−1}, which is not h in the last bits; a TS started at
+                # t_{N−1} (checkpoints: ts_checkpoint.py) would take h (fixed_times)
+                ts.setPreStep(lambda ts_: ts_.setTimeStep(h))
         if self.kind == "ts-rk":
             self._tableau = rk_tableau(ts)
         if self.adaptive:
@@ -366,23 +390,40 @@ class TSStepper:
         self.grid = None if t is None else np.array(t, dtype=float)
 
     @stage("forward")          # (also the forward re-run inside adjoint and direct: -log_view)
-    def _run(self, problem, p, save=False, progress=None, on_step=None):
+    def _run(self, problem, p, save=False, progress=None, on_step=None, start=None, steps=None, keep=None,
+             guarded=True):
+        """The TS run; the in-memory Trajectory and the TS.  ``start`` = (k0, x_k0): a
+        fixed-step run continued from a stored state (x_k0's a is the first guess of the
+        next acceleration, as in the uninterrupted run), over ``steps`` steps (default:
+        to t_N); ``keep(k, t_k, h, x_k)`` then receives every new state and no trajectory
+        is kept (returns (None, ts))."""
         from ..sensitivity.problem import Trajectory
         mod = self.mod
         n, N = mod.n, problem.nsteps
         self._p, self._cache, self._adj, self._kcache = p, None, None, None
-        q0, v0, _, _ = self.init.solve(problem.t0, p)
-        ts = self._make_ts(problem, p, save)
+        k0 = 0 if start is None else start[0]
+        if start is None:
+            q0, v0, _, _ = self.init.solve(problem.t0, p)
+            a0 = np.zeros(n)
+        else:
+            q0, v0, a0 = start[1][0], start[1][1], start[1][2]
+        ts = self._make_ts(problem, p, save, k0, steps)
+        if start is not None and (self.adaptive or self.grid is not None):
+            raise RuntimeError("a TS run continues from a stored state with fixed steps only")
         T, Y, A, L, its = [], [], [], [], []
-        state = {"a": np.zeros(n)}
+        state = {"a": np.asarray(a0, dtype=float).copy()}
         t0, t1 = problem.t0, ts.getMaxTime()
         variable = self.adaptive or self.grid is not None
+        count = [0]
 
         # instability guard (integrators/guard.py): its (-1)^k test is one of fixed steps;
         # an error-controlled run has its own control and is checked for non-finite values
-        guard = getattr(problem, "guard", None) if not self.adaptive else None
+        guard = getattr(problem, "guard", None) if not self.adaptive and guarded else None
 
-        def monitor(ts_, k, t, u):
+        def monitor(ts_, i, t, u):
+            if start is not None and i == 0:
+                return                          # the stored state itself
+            k = k0 + i
             y = u.getArray(readonly=True).copy()
             a, lam = self._accel(t, y, p, state["a"])
             state["a"] = a
@@ -396,10 +437,18 @@ class TSStepper:
             elif not (np.all(np.isfinite(y)) and np.all(np.isfinite(a)) and np.all(np.isfinite(lam))):
                 state["guard"] = StepError(f"step {k} (t = {t:.6g}): non-finite state")
                 raise state["guard"]
-            T.append(t)
-            Y.append(y)
-            A.append(a)
-            L.append(lam)
+            count[0] += 1
+            if keep is not None:
+                try:
+                    keep(k, t, self.h, (y[:n], y[n:], a, lam))
+                except BaseException as e:        # (a SimulatedKill too) re-raised after ts.solve
+                    state["guard"] = e
+                    raise
+            else:
+                T.append(t)
+                Y.append(y)
+                A.append(a)
+                L.append(lam)
             if k > 0:
                 its.append(ts_.getSNES().getIterationNumber())
             if on_step:
@@ -415,15 +464,20 @@ class TSStepper:
         except PETSc.Error:
             if "guard" in state:
                 raise state["guard"] from None
-            k = len(T)
+            k = count[0] if start is None else k0 + count[0] + 1
             raise StepError(f"step {k} (t = {ts.getTime():.6g}): the TS step failed "
                             f"(nonlinear solve did not converge)") from None
-        done = abs(T[-1] - t1) <= 1e-12 * max(abs(t1), 1.0) if (variable and T) else len(T) == N + 1
+        want = (N - k0 if steps is None else steps) + (start is None)
+        done = abs(T[-1] - t1) <= 1e-12 * max(abs(t1), 1.0) if (variable and T) else count[0] == want
         if ts.getConvergedReason() < 0 or not done:
-            k = len(T)
+            k = count[0] if start is None else k0 + count[0] + 1
             why = {-1: "nonlinear solve failed", -2: "too many step rejections (adaptive)"}.get(
                 ts.getConvergedReason(), f"reason {ts.getConvergedReason()}")
             raise StepError(f"step {k} (t = {ts.getTime():.6g}): TS stopped ({why})")
+        self._y0vec = y
+        self._last_its = np.array(its, np.int64)
+        if keep is not None:
+            return None, ts
         Y = np.array(Y)
         T = np.array(T)
         traj = Trajectory(T, Y[:, :n].copy(), Y[:, n:].copy(), np.array(A), np.array(L),
@@ -439,6 +493,45 @@ class TSStepper:
         traj, ts = self._run(problem, p, False, progress, on_step)
         ts.destroy()
         return traj
+
+    # -- the one-step interface of checkpointed runs (integrators/ts_checkpoint.py) ---------------
+    def checkpoint_refusal(self):
+        """Why this run cannot checkpoint (None: it can).  An adaptive TS run's steps
+        come from TSAdapt's error estimate over the previous steps (TSEvaluateWLTE: the
+        scheme's internal history), which a TS started at a stored state does not have:
+        it would take other steps, so restarts could not be bitwise."""
+        if self.adapt is not None or PETSc.Options().getString(PREFIX + "adapt_type", "none") != "none":
+            return (f"{self.kind} with adaptive steps (TSAdapt) cannot restart from a stored state "
+                    "(its error estimate needs the previous steps): use fixed steps or schedule 'all' "
+                    "without a checkpoint file")
+        return None
+
+    def checkpoint_run(self, problem, store):
+        from .ts_checkpoint import TSCheckpointedRun
+        return TSCheckpointedRun(problem, store)
+
+    def initial(self, t0, p):
+        """x_0 = (q_0, v_0, a_0, λ_0) as the forward run's first state."""
+        q0, v0, _, _ = self.init.solve(t0, p)
+        y = np.r_[q0, v0]
+        a, lam = self._accel(t0, y, p, np.zeros(self.mod.n))
+        return (y[:self.mod.n], y[self.mod.n:], a, lam)
+
+    def march_fixed(self, p, x, k0, grid, keep, guard, progress):
+        """timeloop.march's fixed loop: one TS from the stored x_k0 to t_N (a checkpointed
+        forward run, resumed at k0); returns (grid, Newton iterations)."""
+        _, ts = self._run(self._problem, p, progress=progress, start=(k0, x), keep=keep)
+        ts.destroy()
+        return grid, self._last_its
+
+    def step(self, k, t, x, p):
+        """x_{k+1} from x_k: one TS step from the stored state (a checkpoint provider's
+        recomputation; the bits of the whole run, ``fixed_times``)."""
+        got = []
+        _, ts = self._run(self._problem, p, start=(k, x), steps=1, keep=lambda *a: got.append(a[3]),
+                          guarded=False)
+        ts.destroy()
+        return got[0], int(self._last_its[0])
 
     # -- objective gradient at one stored state, reduced to y = (q, v) ----------------------
     def _ygrads(self, problem, ob, k, traj, p, ref):
@@ -483,9 +576,7 @@ class TSStepper:
         N = traj.steps
         obs = problem.objectives
         refs = [ob.reference(mod.sys, traj.q[0], p) for ob in obs]
-        lams = [PETSc.Vec().createSeq(mod.N) for _ in obs]
-        mus = [PETSc.Vec().createSeq(max(nd, 1)) for _ in obs]
-        grefs = []
+        lams, mus, grefs = self.cost_vectors(len(obs))
         for i, ob in enumerate(obs):
             gy, gp, gr = self._ygrads(problem, ob, N, traj, p, refs[i])
             lams[i].setArray(gy)
@@ -496,29 +587,70 @@ class TSStepper:
         for k in range(N - 1, -1, -1):
             ts.adjointSetSteps(1)
             ts.adjointSolve()
-            for i, ob in enumerate(obs):
-                gy, gp, gr = self._ygrads(problem, ob, k, traj, p, refs[i])
-                lams[i].setArray(lams[i].getArray(readonly=True) + gy)
-                if nd:
-                    mus[i].setArray(mus[i].getArray(readonly=True) + gp)
-                grefs[i] = grefs[i] + gr
+            self.add_local(problem, k, traj, p, refs, lams, mus, grefs)
             problem._tick(N - k, N)             # progress of the sweep (sensitivity/problem.py)
+        grads = self.adjoint_finish(problem, traj.q[0], p, lams, mus, grefs)
+        self._adj = None
+        ts.destroy()
+        return grads
+
+    def cost_vectors(self, nobj):
+        """TSAdjoint's cost gradients λ (2n) and μ (nd) per objective, and the list of ∂ψ/∂ref."""
+        return ([PETSc.Vec().createSeq(self.mod.N) for _ in range(nobj)],
+                [PETSc.Vec().createSeq(max(self.mod.nd, 1)) for _ in range(nobj)], [])
+
+    def add_local(self, problem, k, traj, p, refs, lams, mus, grefs):
+        """λ_k += ∂ψ_k/∂y_k, μ += ∂ψ_k/∂ρ, ∂ψ/∂ref += … after TSAdjoint's step to k."""
+        nd = self.mod.nd
+        for i, ob in enumerate(problem.objectives):
+            gy, gp, gr = self._ygrads(problem, ob, k, traj, p, refs[i])
+            lams[i].setArray(lams[i].getArray(readonly=True) + gy)
+            if nd:
+                mus[i].setArray(mus[i].getArray(readonly=True) + gp)
+            grefs[i] = grefs[i] + gr
+
+    def adjoint_finish(self, problem, q0, p, lams, mus, grefs):
+        """The gradient per objective from λ_0, μ and ∂ψ/∂ref: the reference and initial-state
+        (assembly) terms added; destroys the vectors."""
+        mod = self.mod
+        n, nd = mod.n, mod.nd
         grads = {}
-        for i, ob in enumerate(obs):
+        for i, ob in enumerate(problem.objectives):
             ly = lams[i].getArray(readonly=True).copy()
             grad = mus[i].getArray(readonly=True).copy()[:nd]
-            Jq, Jp = ob.ref_grads(mod.sys, traj.q[0], p, mod.design_map, nd)
+            Jq, Jp = ob.ref_grads(mod.sys, q0, p, mod.design_map, nd)
             mq = ly[:n] + Jq.T @ grefs[i]
             grad = grad + Jp.T @ grefs[i]
             col = lambda x: np.asarray(x, float).reshape(-1, 1)
             g0 = self.init.adjoint(p, col(mq), col(ly[n:]), col(np.zeros(n)), col(np.zeros(mod.m)))
             grad = grad + np.asarray(g0).reshape(-1)
             grads[ob.name] = grad
-        self._adj = None
         for v in lams + mus:
             v.destroy()
-        ts.destroy()
         return grads
+
+    def ts_adjoint_step(self, problem, k, t_k, x_k, y_next, lams, mus, p):
+        """TSAdjoint over step k alone: the step recomputed from the stored x_k with its
+        trajectory kept (memory; the stages TSAdjoint needs), then one adjoint step, λ and
+        μ updated in place.  The recomputed y_{k+1} must be ``y_next`` bit for bit (the
+        state the sweep came from): otherwise RuntimeError — a step that does not repeat
+        would give another gradient than the uninterrupted run."""
+        n, nd = self.mod.n, self.mod.nd
+        got = []
+        _, ts = self._run(problem, p, save=True, start=(k, x_k), steps=1,
+                          keep=lambda k_, t_, h_, x_: got.append((t_, np.r_[x_[0], x_[1]])), guarded=False)
+        t1, y1 = got[0]
+        if not np.array_equal(y1, y_next):
+            ts.destroy()
+            raise RuntimeError(f"step {k + 1} (t = {t1:.6g}): the TS step recomputed from the checkpoint differs "
+                               f"from the stored state by {np.max(np.abs(y1 - y_next)):.3g}")
+        self._p, self._cache = p, None
+        self._adj = (np.array([t_k, t1]), np.array([np.r_[x_k[0], x_k[1]], y1]))
+        ts.setCostGradients(lams, mus if nd else None)
+        ts.adjointSetSteps(1)
+        ts.adjointSolve()
+        self._adj = None
+        ts.destroy()
 
     # -- tangent-linear (direct) sweep of the same scheme ----------------------------------------
     def _tangent_step(self, k, traj, dy, p):

@@ -347,6 +347,10 @@ class TSStepper:
                 else:
                     ts.setIJacobianP(self._ijacobianp, self._Jp)
         ts.setFromOptions()
+        if save and steps is not None:
+            # a checkpointed run's one-step TSAdjoint (ts_checkpoint.py): in memory whatever
+            # the options say (-ts_trajectory_type basic would write a file per step)
+            set_trajectory_type(ts, "memory")
         if grid is not None:
             adapt_type(ts, "none")                  # a replay is fixed whatever the options say
             ts.setMaxSteps(len(grid) - 1)

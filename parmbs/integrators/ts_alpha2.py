@@ -50,7 +50,8 @@ bound of tests/test_ts_alpha2.py.
 Derivatives: the discrete equations are ours, so ``direct`` and ``adjoint`` are
 NewmarkFamily's tangent and adjoint sweeps over the TS's stored trajectory (PETSc has
 no TSAdjoint for TSALPHA2).  Fixed steps only (simulation.adapt refused in
-config/checks.py), trajectory in memory (checkpoint schedule 'all'), the TS on
+config/checks.py); HDF5 checkpoints with every schedule and --restart through
+parmbs's CheckpointedRun (``_run`` starts TSALPHA2 at any stored state), the TS on
 COMM_SELF (replicated on every rank), rigid and beam models (not FFR continua, whose
 Newton matrices are structured operators).
 """

@@ -43,6 +43,7 @@ from ..model.assembly import SparseOperator
 from ..model.system import ModelError
 from .newmark import StepError, saddle_point_pattern
 from .initial import InitialState
+from .ts_layout import TSLayout
 
 #: options prefix of everything the TS owns: PETSc's TS reads its prefix + "ts_<name>",
 #: so the TS itself gets "parmbs_" (-parmbs_ts_monitor, -parmbs_ts_type, -parmbs_ts_adapt_type,
@@ -120,6 +121,12 @@ class TSStepper:
         self.mod, self.sim = model, sim
         self.h = sim.dt
         self.kind = sim.integrator
+        # the TS on the problem's communicator (ts_layout.py): distributed on several
+        # ranks, the serial code's objects on one (or replicated: COMM_SELF)
+        tscomm = comm if comm is not None else PETSc.COMM_WORLD
+        if not hasattr(tscomm, "getSize"):            # an mpi4py communicator
+            tscomm = PETSc.Comm(tscomm)
+        self.layout = TSLayout(tscomm if tscomm.getSize() > 1 else PETSc.COMM_SELF, model)
         # error-controlled steps (TSAdapt "basic"): simulation.adapt; -parmbs_ts_adapt_type
         # basic turns them on without it (with the table's defaults), ... none off
         self.adapt = sim.adapt
@@ -166,6 +173,8 @@ class TSStepper:
         # default dtol 1e4 took for divergence and ended the run (issue 20 item 7);
         # max_it still bounds a Newton solve that does not converge
         defaults.setdefault("snes_divergence_tolerance", -1)
+        if self.layout.dist:
+            defaults.setdefault("pc_factor_mat_solver_type", "mumps")    # a parallel LU (ts_layout.py)
         set_config_options(PREFIX, defaults)
 
     # -- TS callbacks (vectorized; one evaluation cached per point) ----------------------
@@ -177,8 +186,9 @@ class TSStepper:
         return c[1]
 
     def _ifunction(self, ts, t, y, yd, f):
-        pe = self._eval(t, y.getArray(readonly=True).copy(), yd.getArray(readonly=True).copy())
-        f.setArray(pe.F())
+        L = self.layout
+        pe = self._eval(t, L.get(y), L.get(yd))
+        L.set(f, pe.F())
 
     def _adjoint_ydot(self, t, shift, yd):
         """ẏ of the forward scheme at the point PETSc's adjoint evaluates (t, shift).
@@ -200,46 +210,38 @@ class TSStepper:
         return (Y[k + 1] - Y[k]) / (T[k + 1] - T[k])
 
     def _args(self, t, y, yd, shift):
-        yd = yd.getArray(readonly=True).copy()
+        yd = self.layout.get(yd)
         if self._adj is not None:
             yd = self._adjoint_ydot(t, shift, yd)
-        return t, y.getArray(readonly=True).copy(), yd
+        return t, self.layout.get(y), yd
 
     def _ijacobian(self, ts, t, y, yd, shift, A, P):
         pe = self._eval(*self._args(t, y, yd, shift))
-        self.mod.fill(P, pe.blocks(1.0, shift))
+        self.layout.fill(P, pe.blocks(1.0, shift))
         if A != P:
             A.assemble()
         return True
 
     def _ijacobianp(self, ts, t, y, yd, shift, A):
         pe = self._eval(*self._args(t, y, yd, shift))
-        Fp = pe.Fp()
-        A.zeroEntries()
-        A.setValues(np.arange(Fp.shape[0], dtype=PETSc.IntType), np.arange(Fp.shape[1], dtype=PETSc.IntType),
-                    Fp.ravel())
-        A.assemble()
+        self.layout.fill_p(A, pe.Fp())
         return True
 
     # explicit models (F = ẏ − G(t, y)): G, G_y, G_ρ for ts-rk
     def _rhsfunction(self, ts, t, y, f):
-        pe = self._eval(t, y.getArray(readonly=True).copy(), np.zeros(self.mod.N))
-        f.setArray(pe.G())
+        pe = self._eval(t, self.layout.get(y), np.zeros(self.mod.N))
+        self.layout.set(f, pe.G())
 
     def _rhsjacobian(self, ts, t, y, A, P):
-        pe = self._eval(t, y.getArray(readonly=True).copy(), np.zeros(self.mod.N))
-        self.mod.fill(P, pe.Gy())
+        pe = self._eval(t, self.layout.get(y), np.zeros(self.mod.N))
+        self.layout.fill(P, pe.Gy())
         if A != P:
             A.assemble()
         return True
 
     def _rhsjacobianp(self, ts, t, y, A):
-        pe = self._eval(t, y.getArray(readonly=True).copy(), np.zeros(self.mod.N))
-        Gp = pe.Gp()
-        A.zeroEntries()
-        A.setValues(np.arange(Gp.shape[0], dtype=PETSc.IntType), np.arange(Gp.shape[1], dtype=PETSc.IntType),
-                    Gp.ravel())
-        A.assemble()
+        pe = self._eval(t, self.layout.get(y), np.zeros(self.mod.N))
+        self.layout.fill_p(A, pe.Gp())
         return True
 
     # -- consistent acceleration a = v̇ at a stored state ---------------------------------
@@ -286,12 +288,12 @@ class TSStepper:
         ``steps`` steps (default: the whole run)."""
         mod, sim = self.mod, self.sim
         h, N = self.h, problem.nsteps
-        ts = PETSc.TS().create(comm=PETSc.COMM_SELF)
+        ts = PETSc.TS().create(comm=self.layout.comm)
         ts.setOptionsPrefix(TS_PREFIX)
         ts.getSNES().setOptionsPrefix(PREFIX)      # (its KSP and PC follow the SNES)
         ts.setProblemType(ts.ProblemType.NONLINEAR)
-        self._f = PETSc.Vec().createSeq(mod.N)
-        self._J = mod.create_mat()
+        self._f = self.layout.vec()
+        self._J = self.layout.mat()
         if self.kind == "ts-rk":
             # explicit RK on ẏ = G(t, y) (models with F = ẏ − G); classical RK4 unless
             # -parmbs_ts_rk_type says otherwise (the tangent reads PETSc's tableau)
@@ -340,8 +342,7 @@ class TSStepper:
             # although -parmbs_ts_trajectory_type memory was set; set the type on it
             set_trajectory_type(ts, PETSc.Options().getString(PREFIX + "trajectory_type", "memory"))
             if mod.nd:
-                self._Jp = PETSc.Mat().createDense([mod.N, mod.nd], comm=PETSc.COMM_SELF)
-                self._Jp.setUp()
+                self._Jp = self.layout.dense_p()
                 if self.kind == "ts-rk":
                     ts.setRHSJacobianP(self._rhsjacobianp, self._Jp)
                 else:
@@ -428,7 +429,7 @@ class TSStepper:
             if start is not None and i == 0:
                 return                          # the stored state itself
             k = k0 + i
-            y = u.getArray(readonly=True).copy()
+            y = self.layout.get(u)
             a, lam = self._accel(t, y, p, state["a"])
             state["a"] = a
             if guard is not None:
@@ -461,8 +462,8 @@ class TSStepper:
                 progress(int(round(N * (t - t0) / (t1 - t0))) if variable else k, N)
 
         ts.setMonitor(monitor)
-        y = PETSc.Vec().createSeq(mod.N)
-        y.setArray(np.r_[q0, v0])
+        y = self.layout.vec()
+        self.layout.set(y, np.r_[q0, v0])
         try:
             ts.solve(y)
         except PETSc.Error:
@@ -583,8 +584,8 @@ class TSStepper:
         lams, mus, grefs = self.cost_vectors(len(obs))
         for i, ob in enumerate(obs):
             gy, gp, gr = self._ygrads(problem, ob, N, traj, p, refs[i])
-            lams[i].setArray(gy)
-            mus[i].setArray(gp if nd else np.zeros(1))
+            self.layout.set(lams[i], gy)
+            self.layout.set(mus[i], gp if nd else np.zeros(1))
             grefs.append(gr)
         self._p, self._cache, self._adj = p, None, (traj.t, traj.y)
         ts.setCostGradients(lams, mus if nd else None)
@@ -600,17 +601,16 @@ class TSStepper:
 
     def cost_vectors(self, nobj):
         """TSAdjoint's cost gradients λ (2n) and μ (nd) per objective, and the list of ∂ψ/∂ref."""
-        return ([PETSc.Vec().createSeq(self.mod.N) for _ in range(nobj)],
-                [PETSc.Vec().createSeq(max(self.mod.nd, 1)) for _ in range(nobj)], [])
+        return [self.layout.vec() for _ in range(nobj)], [self.layout.pvec() for _ in range(nobj)], []
 
     def add_local(self, problem, k, traj, p, refs, lams, mus, grefs):
         """λ_k += ∂ψ_k/∂y_k, μ += ∂ψ_k/∂ρ, ∂ψ/∂ref += … after TSAdjoint's step to k."""
         nd = self.mod.nd
         for i, ob in enumerate(problem.objectives):
             gy, gp, gr = self._ygrads(problem, ob, k, traj, p, refs[i])
-            lams[i].setArray(lams[i].getArray(readonly=True) + gy)
+            self.layout.add(lams[i], gy)
             if nd:
-                mus[i].setArray(mus[i].getArray(readonly=True) + gp)
+                self.layout.add(mus[i], gp)
             grefs[i] = grefs[i] + gr
 
     def adjoint_finish(self, problem, q0, p, lams, mus, grefs):
@@ -620,8 +620,8 @@ class TSStepper:
         n, nd = mod.n, mod.nd
         grads = {}
         for i, ob in enumerate(problem.objectives):
-            ly = lams[i].getArray(readonly=True).copy()
-            grad = mus[i].getArray(readonly=True).copy()[:nd]
+            ly = self.layout.get(lams[i])
+            grad = self.layout.get(mus[i])[:nd]
             Jq, Jp = ob.ref_grads(mod.sys, q0, p, mod.design_map, nd)
             mq = ly[:n] + Jq.T @ grefs[i]
             grad = grad + Jp.T @ grefs[i]

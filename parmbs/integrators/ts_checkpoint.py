@@ -87,9 +87,10 @@ class TSCheckpointedRun(CheckpointedRun):
         n, m, nd = pr.sys.n, pr.sys.m, stp.mod.nd
         nobj = len(pr.objectives)
         lams, mus, grefs = stp.cost_vectors(nobj)
+        L = stp.layout
         for i in range(nobj):
-            lams[i].setArray(np.r_[mu[0][:, i], mu[1][:, i]])
-            mus[i].setArray(grad[:, i] if nd else np.zeros(1))
+            L.set(lams[i], np.r_[mu[0][:, i], mu[1][:, i]])
+            L.set(mus[i], np.array(grad[:, i]) if nd else np.zeros(1))
             grefs.append(np.array(gref[:, i]))
         stp._kcache = None
         N = self.N
@@ -102,8 +103,8 @@ class TSCheckpointedRun(CheckpointedRun):
             self.adjoint_steps += 1
             pr._tick(N - j, N)
             st.kill("adjoint")
-            ly = np.stack([v.getArray(readonly=True) for v in lams], -1)
-            g = np.stack([v.getArray(readonly=True)[:nd] for v in mus], -1)
+            ly = np.stack([L.get(v) for v in lams], -1)
+            g = np.stack([L.get(v)[:nd] for v in mus], -1)
             st.save_adjoint(j, xj, [ly[:n], ly[n:], np.zeros((n, nobj)), np.zeros((m, nobj))], g,
                             np.stack(grefs, -1), values, force=(j == 0))
         self.recomputed += provider.recomputed

@@ -621,7 +621,7 @@ def cmd_simulate(args):
     cfg = _load(args)
     _check_outputs(args)
     pr = _problem(cfg, args)
-    if args.plot and not hasattr(pr.stepper, "forward") and _sched_kind(cfg) != "all":
+    if args.plot and _sched_kind(cfg) != "all":
         raise InputError(args.config, "--plot", f"checkpoint.schedule {cfg.checkpoint.schedule!r} keeps only "
                          "checkpoints, not the trajectory to plot (use 'all')")
     tracker = _Tracker()

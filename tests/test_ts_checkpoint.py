@@ -165,3 +165,14 @@ def test_adaptive_ts_checkpoint_refused_exit_2(extra, tmp_path):
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "checkpoint.schedule" in lines[0] and "TSAdapt" in lines[0], r.stderr
+
+
+def test_plot_of_a_checkpoint_only_ts_run_refused_exit_2(tmp_path):
+    """every:K keeps checkpoints only: there is no trajectory to plot (before, the TS
+    path skipped this check and the plot read the file's empty /trajectory)."""
+    sets = [a for s in _sets("index1-theta", ["checkpoint.schedule=every:5"]) for a in ("--set", s)]
+    r = _cli("simulate", FIVEBAR, *sets, "-o", tmp_path / "s.h5", "--plot", tmp_path / "p.png", cwd=tmp_path)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--plot" in lines[0] and "every:5" in lines[0], r.stderr
+    assert not list(tmp_path.glob("s.h5*")) and not (tmp_path / "p.png").exists()

@@ -633,28 +633,36 @@ class TSStepper:
             v.destroy()
         return grads
 
-    def ts_adjoint_step(self, problem, k, t_k, x_k, y_next, lams, mus, p):
-        """TSAdjoint over step k alone: the step recomputed from the stored x_k with its
-        trajectory kept (memory; the stages TSAdjoint needs), then one adjoint step, λ and
-        μ updated in place.  The recomputed y_{k+1} must be ``y_next`` bit for bit (the
-        state the sweep came from): otherwise RuntimeError — a step that does not repeat
-        would give another gradient than the uninterrupted run."""
-        n, nd = self.mod.n, self.mod.nd
-        got = []
-        _, ts = self._run(problem, p, save=True, start=(k, x_k), steps=1,
-                          keep=lambda k_, t_, h_, x_: got.append((t_, np.r_[x_[0], x_[1]])), guarded=False)
-        t1, y1 = got[0]
-        if not np.array_equal(y1, y_next):
+    def ts_adjoint_segment(self, problem, base, x_base, k, T, y_k, lams, mus, p, after):
+        """TSAdjoint over steps base … k−1 of a checkpointed run: the TS re-run from the
+        stored x_base to t_k with its trajectory kept (memory: the stages TSAdjoint
+        reads), then one adjoint step at a time down to base, ``after(j, x_j)`` after each
+        (objective terms, the adjoint record); λ and μ are updated in place.  The re-run
+        y_k must be ``y_k`` bit for bit (the state the sweep came from): otherwise
+        RuntimeError — a segment that does not repeat would give another gradient than
+        the uninterrupted run."""
+        nd = self.mod.nd
+        X = {base: x_base}
+
+        def keep(j, t, h, x):
+            X[j] = x
+        _, ts = self._run(problem, p, save=True, start=(base, x_base), steps=k - base, keep=keep, guarded=False)
+        y1 = np.r_[X[k][0], X[k][1]]
+        if not np.array_equal(y1, y_k):
             ts.destroy()
-            raise RuntimeError(f"step {k + 1} (t = {t1:.6g}): the TS step recomputed from the checkpoint differs "
-                               f"from the stored state by {np.max(np.abs(y1 - y_next)):.3g}")
+            raise RuntimeError(f"step {k} (t = {T[k]:.6g}): the TS step recomputed from the checkpoint differs "
+                               f"from the stored state by {np.max(np.abs(y1 - y_k)):.3g}")
         self._p, self._cache = p, None
-        self._adj = (np.array([t_k, t1]), np.array([np.r_[x_k[0], x_k[1]], y1]))
+        self._adj = (np.asarray(T[base:k + 1]), np.array([np.r_[X[j][0], X[j][1]] for j in range(base, k + 1)]))
         ts.setCostGradients(lams, mus if nd else None)
-        ts.adjointSetSteps(1)
-        ts.adjointSolve()
-        self._adj = None
-        ts.destroy()
+        try:
+            for j in range(k - 1, base - 1, -1):
+                ts.adjointSetSteps(1)
+                ts.adjointSolve()
+                after(j, X[j])
+        finally:
+            self._adj = None
+            ts.destroy()
 
     # -- tangent-linear (direct) sweep of the same scheme ----------------------------------------
     def _tangent_step(self, k, traj, dy, p):

@@ -3,18 +3,22 @@
 
 The store, the schedules (``all``, ``every:K``, ``revolve:C``) and their providers are
 parmbs's own (parmbs/checkpoint): the forward run writes every state the schedule keeps
-— x_k = (q_k, v_k, a_k, λ_k) at the TS's own time t_k — and the reverse sweep gets x_k
-for k = N−1, …, 0 from a provider, which reads stored states and recomputes the others
-with one TS step each (``TSStepper.step``).  What changes is the reverse step: it is
-PETSc's TSAdjoint, which needs the step's stages (the θ stage, the RK stages) from a
-TSTrajectory.  petsc4py 3.18 wraps no TSTrajectory (TSTrajectorySet/Get, which would let
-us fill one from the file, take the stages from the TS at the time of the call), so
-each reverse step k recomputes the forward step from x_k in a one-step TS that keeps its
-trajectory in memory (``-ts_trajectory_type memory``, never PETSc's one-file-per-step
-``basic``) and runs TSAdjoint over that step (``TSStepper.ts_adjoint_step``).  Cost: one
-forward step per reverse step on top of the schedule's recomputations (so ``all`` costs
-N, ``every:K`` about 2N, revolve its Griewank count + N forward steps); memory: the
-schedule's states, never the whole TS trajectory.
+— x_k = (q_k, v_k, a_k, λ_k) at the TS's own time t_k.  What changes is the reverse
+step: it is PETSc's TSAdjoint, which needs each step's stages (the θ stage, the RK
+stages) from a TSTrajectory.  petsc4py 3.18 wraps no TSTrajectory (and
+TSTrajectorySet, which would let us fill one from the file, takes the stages from the
+TS at the time of the call), so the sweep re-runs the TS from a stored state with its
+trajectory kept in memory (``-ts_trajectory_type memory``, never PETSc's
+one-file-per-step ``basic``) and runs TSAdjoint back through that stretch
+(``TSStepper.ts_adjoint_segment``):
+
+* ``every:K``: one TS per stored interval [jK, (j+1)K] — N forward steps in all, the
+  schedule's own recomputations included (they were K − 1 per interval);
+* ``all``: the same over intervals of ``SEGMENT`` steps from stored rows — N steps;
+* ``revolve:C``: the provider gives x_{k−1} (Griewank's recomputations into the free
+  slots, one TS step each, ``TSStepper.step``) and a one-step TS re-runs step k−1 for
+  TSAdjoint — revolve's count + N forward steps; memory: C states, never the whole TS
+  trajectory.
 
 Bitwise: a TS step depends on (t_k, y_k, h) and on the first guess of the consistent
 acceleration a_k (the previous one), all of which the store holds bit for bit: the
@@ -32,8 +36,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..checkpoint.restart import CheckpointedRun, _AllProvider, _EveryProvider, _RevolveProvider
+from ..checkpoint.restart import CheckpointedRun, _EveryProvider, _Provider, _RevolveProvider
 from .timeloop import TimeGrid
+
+#: steps of one forward re-run of an ``all`` sweep (the TS keeps that many states' stages)
+SEGMENT = 32
 
 
 class _StateAt:
@@ -48,6 +55,15 @@ class _StateAt:
         return self._x
 
 
+class _RowProvider(_Provider):
+    """``all``: x_k from its row (one row per segment start; no block reads)."""
+
+    def state(self, k):
+        if k in self.held:
+            return self.held.pop(k)
+        return self.st.read_rows(k, k)[0][1]
+
+
 class TSCheckpointedRun(CheckpointedRun):
     def __init__(self, problem, store):
         st = problem.stepper
@@ -56,6 +72,18 @@ class TSCheckpointedRun(CheckpointedRun):
         T = st.fixed_times(problem)
         problem._set_grid(TimeGrid(T, np.full(problem.nsteps, float(st.h))))
         super().__init__(problem, store)
+
+    def _segment_base(self, j):
+        """The state the reverse sweep re-runs the TS from to reach x_j: the stored state
+        before j (every:K: the multiple of K; all: up to SEGMENT steps back), j − 1 for
+        revolve (its provider places the intermediate checkpoints)."""
+        kind = self.sched.kind
+        if kind == "every":
+            K = self.sched.count
+            return ((j - 1) // K) * K
+        if kind == "all":
+            return max(0, j - SEGMENT)
+        return j - 1
 
     def _adjoint_seed(self, N, x, p, refs):
         """The adjoint record at N: μ_q, μ_v = ∂ψ_N/∂y_N (TSAdjoint's λ), μ_a = μ_λ = 0,
@@ -82,7 +110,7 @@ class TSCheckpointedRun(CheckpointedRun):
         k, x1, mu, grad, gref, values = rec
         x0 = stp.initial(pr.t0, p)
         refs = [ob.reference(pr.sys, x0[0], p) for ob in pr.objectives]
-        provider = {"all": _AllProvider, "every": _EveryProvider, "revolve": _RevolveProvider}[self.sched.kind](
+        provider = {"all": _RowProvider, "every": _EveryProvider, "revolve": _RevolveProvider}[self.sched.kind](
             self, p, k, x0)
         n, m, nd = pr.sys.n, pr.sys.m, stp.mod.nd
         nobj = len(pr.objectives)
@@ -94,12 +122,10 @@ class TSCheckpointedRun(CheckpointedRun):
             grefs.append(np.array(gref[:, i]))
         stp._kcache = None
         N = self.N
-        y1 = np.r_[x1[0], x1[1]]
-        for j in range(k - 1, -1, -1):
-            xj = provider.state(j)
-            stp.ts_adjoint_step(pr, j, self.T[j], xj, y1, lams, mus, p)
+
+        def after(j, xj):
+            """λ_j += ∂ψ_j/∂y_j …, then the adjoint record after reverse step j."""
             stp.add_local(pr, j, _StateAt(self.T, j, xj, N), p, refs, lams, mus, grefs)
-            y1 = np.r_[xj[0], xj[1]]
             self.adjoint_steps += 1
             pr._tick(N - j, N)
             st.kill("adjoint")
@@ -107,6 +133,18 @@ class TSCheckpointedRun(CheckpointedRun):
             g = np.stack([L.get(v)[:nd] for v in mus], -1)
             st.save_adjoint(j, xj, [ly[:n], ly[n:], np.zeros((n, nobj)), np.zeros((m, nobj))], g,
                             np.stack(grefs, -1), values, force=(j == 0))
+
+        y1 = np.r_[x1[0], x1[1]]
+        j = k
+        while j > 0:
+            # all / every:K: one TS over the stored interval [base, j] and TSAdjoint back
+            # through it; revolve: the provider's x_{j−1} and a one-step TS
+            base = self._segment_base(j)
+            xb = provider.state(base)
+            self.recomputed += j - base
+            stp.ts_adjoint_segment(pr, base, xb, j, self.T, y1, lams, mus, p, after)
+            y1 = np.r_[xb[0], xb[1]]
+            j = base
         self.recomputed += provider.recomputed
         self.held.clear()
         return stp.adjoint_finish(pr, x0[0], p, lams, mus, grefs)

@@ -51,8 +51,10 @@ Derivatives: the discrete equations are ours, so ``direct`` and ``adjoint`` are
 NewmarkFamily's tangent and adjoint sweeps over the TS's stored trajectory (PETSc has
 no TSAdjoint for TSALPHA2).  Fixed steps only (simulation.adapt refused in
 config/checks.py); HDF5 checkpoints with every schedule and --restart through
-parmbs's CheckpointedRun (``_run`` starts TSALPHA2 at any stored state), the TS on
-COMM_SELF (replicated on every rank), rigid and beam models (not FFR continua, whose
+parmbs's CheckpointedRun (``_run`` starts TSALPHA2 at any stored state); the TS and
+our Newton matrix on the problem's communicator (several ranks: X = (q, λ) split as
+NewmarkFamily's operator, MUMPS, the model evaluated whole on every rank and each rank
+setting its rows; tests/test_ts_mpi.py), rigid and beam models (not FFR continua, whose
 Newton matrices are structured operators).
 """
 import ctypes
@@ -100,14 +102,22 @@ class TSAlpha2Stepper:
         #: *at* the interpolated state, F = r(t_a, x_a) + Φ_q(q_a)ᵀλ_a, Φ(q_a)/(βh²) —
         #: not our scheme (module docstring); no derivatives
         self.native = native
+        # the TS and our Newton matrix on the problem's communicator (several ranks:
+        # distributed, MUMPS; one rank or COMM_SELF: the serial objects)
+        c = comm if comm is not None else PETSc.COMM_WORLD
+        if not hasattr(c, "getSize"):
+            c = PETSc.Comm(c)
         nm = NewmarkFamily.genalpha(system, sim.dt, sim.rho_inf, newton=sim.newton,
                                     petsc_options=sim.petsc_options, design_map=design_map,
-                                    ndesign=ndesign, comm=PETSc.COMM_SELF)
+                                    ndesign=ndesign, comm=c if c.getSize() > 1 else PETSc.COMM_SELF)
         if nm.schur is not None:
             raise ModelError("simulation.integrator", "ts-alpha2 does not run FFR continua (their Newton "
                              "matrices are structured operators); use integrator = \"genalpha\"")
         self.nm = instrument(nm)            # its tangent/adjoint steps logged (-log_view)
         self.init, self.plan, self.sys = nm.init, nm.plan, system
+        #: rows of X = (q, λ) this rank owns (nm's contiguous split), and whether split
+        self.comm, self._lo, self._hi = nm.op.comm, nm.op.r0, nm.op.r1
+        self.dist = self.comm.getSize() > 1
         #: PETSc's parameters (weights on the new state), from ours
         self.params = (1.0 - nm.am, 1.0 - nm.af, nm.gamma, nm.beta)
         defaults = {(k[3:] if k.startswith("ts_") else k): v for k, v in sim.petsc_options.items()}
@@ -122,6 +132,16 @@ class TSAlpha2Stepper:
     @h.setter
     def h(self, value):
         self.nm.h = value
+
+    # -- X = (q, λ) on this rank's rows ----------------------------------------------------------
+    def _full(self, v):
+        """The whole of ``v`` on every rank (collective when distributed)."""
+        a = v.getArray(readonly=True).copy()
+        return np.concatenate(self.comm.tompi4py().allgather(a)) if self.dist else a
+
+    def _put(self, v, full):
+        """v's own rows from the whole array."""
+        v.setArray(full[self._lo:self._hi])
 
     # -- the step's state from TSALPHA2's unknown X_{n+1} = (q, λ) ------------------------------
     def _newmark(self, q1):
@@ -183,38 +203,38 @@ class TSAlpha2Stepper:
 
     def _i2function(self, ts, t, X, V, A, F):
         n = self.sys.n
-        Xa, Va, Aa = (u.getArray(readonly=True).copy() for u in (X, V, A))
+        Xa, Va, Aa = (self._full(u) for u in (X, V, A))
         if self._restarting(ts):
             # backward-Euler half steps: Ẍ_q = a_0/2 (A_0 = 2c, module docstring), λ = λ_0
-            F.setArray(np.r_[Aa[:n] - self._x[2] / RESTART_FACTOR, Xa[n:] - self._x[3]])
+            self._put(F, np.r_[Aa[:n] - self._x[2] / RESTART_FACTOR, Xa[n:] - self._x[3]])
             return
         nm = self.nm
         bh2 = nm.beta * self.h * self.h
         if self.native:
             ev = self._native_eval(t, Xa, Va, Aa)
-            F.setArray(np.r_[ev.residual(1.0, 1.0), ev.phi() / bh2])
+            self._put(F, np.r_[ev.residual(1.0, 1.0), ev.phi() / bh2])
             return
         x1, ev = self._state(Xa, Va, Aa)
-        F.setArray(np.r_[ev.residual(1 - nm.am, 1 - nm.af) + self._R_old, ev.phi() / bh2])
+        self._put(F, np.r_[ev.residual(1 - nm.am, 1 - nm.af) + self._R_old, ev.phi() / bh2])
 
     def _i2jacobian(self, ts, t, X, V, A, shift_v, shift_a, J, P):
         n, m = self.sys.n, self.sys.m
         if self._restarting(ts):
             P.zeroEntries()
             d = P.createVecLeft()
-            d.setArray(np.r_[np.full(n, shift_a), np.ones(m)])
+            self._put(d, np.r_[np.full(n, shift_a), np.ones(m)])
             P.setDiagonal(d)
         else:
             nm = self.nm
             if self.native:
-                self._native_matrix(self._native_eval(t, *(u.getArray(readonly=True).copy() for u in (X, V, A))))
+                self._native_matrix(self._native_eval(t, *(self._full(u) for u in (X, V, A))))
             else:
-                _, ev = self._state(*(u.getArray(readonly=True).copy() for u in (X, V, A)))
+                _, ev = self._state(*(self._full(u) for u in (X, V, A)))
                 nm._set_matrix(ev.real())
             nm.op.A.copy(P, PETSc.Mat.Structure.SAME_NONZERO_PATTERN)
             afP, bh2 = self.params[1], nm.beta * self.h * self.h
             s = P.createVecRight()
-            s.setArray(np.r_[np.full(n, 1.0 / (bh2 * afP)), np.full(m, 1.0 / afP)])
+            self._put(s, np.r_[np.full(n, 1.0 / (bh2 * afP)), np.full(m, 1.0 / afP)])
             P.diagonalScale(None, s)
         P.assemble()
         if J != P:
@@ -231,7 +251,7 @@ class TSAlpha2Stepper:
             return
         qp, _ = self.nm._predict(self._x)
         h = self.h
-        X.setArray(np.r_[qp + self.nm.beta * h * h * self._x[2], self._x[3]])
+        self._put(X, np.r_[qp + self.nm.beta * h * h * self._x[2], self._x[3]])
 
     def _native_eval(self, t, Xa, Va, Aa):
         n = self.sys.n
@@ -257,22 +277,30 @@ class TSAlpha2Stepper:
         n, tol = self.sys.n, self.sim.newton
         dX = snes.getSolutionUpdate().getArray(readonly=True)
         X = snes.getSolution().getArray(readonly=True)
-        if not (np.all(np.isfinite(dX)) and np.all(np.isfinite(X))):
+        nq = max(0, min(n, self._hi) - self._lo)          # this rank's q rows
+        finite = bool(np.all(np.isfinite(dX)) and np.all(np.isfinite(X)))
+        dq = np.max(np.abs(dX[:nq]), initial=0.0) if finite else 0.0
+        xq = np.max(np.abs(X[:nq]), initial=0.0) if finite else 0.0
+        if self.dist:                                     # every rank the same verdict
+            from mpi4py import MPI
+            loc, glob = np.array([0.0 if finite else 1.0, dq, xq]), np.zeros(3)
+            self.comm.tompi4py().Allreduce(loc, glob, op=MPI.MAX)
+            finite, dq, xq = glob[0] == 0.0, glob[1], glob[2]
+        if not finite:
             return R.DIVERGED_FNORM_NAN
-        dq = np.max(np.abs(dX[:n]), initial=0.0)
-        if dq <= tol.atol + tol.rtol * np.max(np.abs(X[:n]), initial=0.0):
+        if dq <= tol.atol + tol.rtol * xq:
             return R.CONVERGED_SNORM_RELATIVE
         return R.DIVERGED_MAX_IT if it >= tol.max_it else R.ITERATING
 
     def _make_ts(self, k0, k1):
         n, m = self.sys.n, self.sys.m
-        ts = PETSc.TS().create(comm=PETSc.COMM_SELF)
+        ts = PETSc.TS().create(comm=self.comm)
         ts.setOptionsPrefix(TS_PREFIX)
         ts.getSNES().setOptionsPrefix(PREFIX)
         ts.setProblemType(ts.ProblemType.NONLINEAR)
         ts.setType("alpha2")
         _alpha2_params(ts, self.params)
-        self._F = PETSc.Vec().createSeq(n + m)
+        self._F = self.nm.op.A.createVecLeft()
         self._J = self.nm.op.A.duplicate(copy=False)
         ts.setI2Function(self._i2function, self._F)
         ts.setI2Jacobian(self._i2jacobian, self._J)
@@ -320,7 +348,7 @@ class TSAlpha2Stepper:
                 return
             k = k0 + i
             try:
-                X = u.getArray(readonly=True).copy()
+                X = self._full(u)
                 self._x = self._states[k - 1]
                 self.h = grid.h[k - 1]
                 v1, a1 = self._newmark(X[:n])
@@ -340,10 +368,10 @@ class TSAlpha2Stepper:
                 raise
 
         ts.setMonitor(monitor)
-        X = PETSc.Vec().createSeq(n + self.sys.m)
-        X.setArray(np.r_[x[0], x[3]])
+        X = self.nm.op.A.createVecRight()
+        self._put(X, np.r_[x[0], x[3]])
         V = X.duplicate()
-        V.setArray(np.r_[x[1], np.zeros(self.sys.m)])
+        self._put(V, np.r_[x[1], np.zeros(self.sys.m)])
         ts.setSolution2(X, V)
         try:
             ts.solve(X)

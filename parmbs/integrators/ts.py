@@ -32,6 +32,11 @@ with fixed steps, so finite differences check exactly that derivative.
 TSForward) and ``own_adjoint`` its transpose, written by hand: both agree with
 TSAdjoint to round-off, which for the penalty matrix M + αΦ_qᵀΦ_q grows ∝ α
 (≈1e-12 at α = 1e5, ≈1e-10 at 1e7 on the double pendulum).
+
+The TS lives on the problem's communicator (ts_layout.py: distributed Vecs and
+Jacobians on several ranks); fixed-step runs checkpoint to HDF5 with every schedule
+and restart bit for bit (ts_checkpoint.py; ``fixed_times``: the times a TS started at
+a stored state reaches).
 """
 import numpy as np
 

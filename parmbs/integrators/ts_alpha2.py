@@ -118,6 +118,8 @@ class TSAlpha2Stepper:
         #: rows of X = (q, λ) this rank owns (nm's contiguous split), and whether split
         self.comm, self._lo, self._hi = nm.op.comm, nm.op.r0, nm.op.r1
         self.dist = self.comm.getSize() > 1
+        self._counts = (np.array(self.comm.tompi4py().allgather(self._hi - self._lo), np.int64)
+                        if self.dist else None)
         #: PETSc's parameters (weights on the new state), from ours
         self.params = (1.0 - nm.am, 1.0 - nm.af, nm.gamma, nm.beta)
         defaults = {(k[3:] if k.startswith("ts_") else k): v for k, v in sim.petsc_options.items()}
@@ -135,9 +137,12 @@ class TSAlpha2Stepper:
 
     # -- X = (q, λ) on this rank's rows ----------------------------------------------------------
     def _full(self, v):
-        """The whole of ``v`` on every rank (collective when distributed)."""
-        a = v.getArray(readonly=True).copy()
-        return np.concatenate(self.comm.tompi4py().allgather(a)) if self.dist else a
+        """The whole of ``v`` on every rank (collective when distributed: Allgatherv)."""
+        if not self.dist:
+            return v.getArray(readonly=True).copy()
+        out = np.empty(int(self._counts.sum()))
+        self.comm.tompi4py().Allgatherv(np.ascontiguousarray(v.getArray(readonly=True)), [out, self._counts])
+        return out
 
     def _put(self, v, full):
         """v's own rows from the whole array."""

@@ -35,6 +35,10 @@ class TSLayout:
             p = PETSc.Vec().createMPI(max(model.nd, 1), comm=comm)
             self.plo, self.phi = p.getOwnershipRange()
             p.destroy()
+            mpi = comm.tompi4py()
+            #: rows per rank (Allgatherv counts) of a state and a parameter vector
+            self._counts = np.array(mpi.allgather(self.hi - self.lo), np.int64)
+            self._pcounts = np.array(mpi.allgather(self.phi - self.plo), np.int64)
             idx = getattr(model, "idx", None)
             #: the penalty pattern's CSR of this rank's rows (dense models: None)
             self.pattern = BlockPattern(N, idx, (self.lo, self.hi)) if idx is not None else None
@@ -57,11 +61,14 @@ class TSLayout:
         return PETSc.Vec().createMPI((self.phi - self.plo, n1), comm=self.comm)
 
     def get(self, v):
-        """The whole of ``v`` on every rank (collective when distributed)."""
-        a = v.getArray(readonly=True).copy()
+        """The whole of ``v`` on every rank (collective when distributed: Allgatherv into a
+        fresh array, as the serial path's copy — no pickled pieces)."""
         if not self.dist:
-            return a
-        return np.concatenate(self.comm.tompi4py().allgather(a))
+            return v.getArray(readonly=True).copy()
+        counts = self._counts if v.getSize() == self.mod.N else self._pcounts
+        out = np.empty(int(counts.sum()))
+        self.comm.tompi4py().Allgatherv(np.ascontiguousarray(v.getArray(readonly=True)), [out, counts])
+        return out
 
     @staticmethod
     def set(v, full):

@@ -322,20 +322,20 @@ def _checkpoint_run(pr, cfg, args, method="adjoint"):
     * otherwise nothing: the trajectory stays in memory (returns None).
     The returned run has ``path`` (working file), ``final`` (the result, None for a
     temporary file) and ``origin`` (fresh, resume, copy, temp: what ``_after_failure``
-    may delete).  Whole-run PETSc TS steppers keep their trajectory in memory: only
-    ``all``, no --restart.  Finite differences and complex step do not use a file."""
+    may delete).  A whole-run PETSc TS stepper checkpoints when it has
+    ``checkpoint_run`` and no ``checkpoint_refusal()`` (integrators/ts_alpha2.py,
+    ts_checkpoint.py); else it keeps its trajectory in memory: only ``all``, no --restart.  Finite differences and complex step do not use a file."""
     from .io.outputs import final_of, partial_of, same_file, temp_of
     restart, output = getattr(args, "restart", None), getattr(args, "output", None)
     sched = cfg.checkpoint.schedule
-    if hasattr(pr.stepper, "forward"):
+    why = getattr(pr.stepper, "checkpoint_refusal", lambda: None)()
+    if hasattr(pr.stepper, "forward") and (why or not hasattr(pr.stepper, "checkpoint_run")):
         from .config import ConfigError
+        why = why or (f"{cfg.simulation.integrator!r} (PETSc TS) keeps its trajectory in memory")
         if sched != "all":
-            raise ConfigError(args.config, "checkpoint.schedule",
-                              f"schedule {sched!r} needs an index3 integrator; {cfg.simulation.integrator!r} "
-                              "(PETSc TS) keeps its trajectory in memory (use 'all')")
+            raise ConfigError(args.config, "checkpoint.schedule", f"schedule {sched!r}: {why} (use 'all')")
         if restart:
-            raise InputError(args.config, "--restart", f"restarting is supported for the index3 integrators, "
-                             f"not {cfg.simulation.integrator!r}")
+            raise InputError(args.config, "--restart", f"cannot restart: {why}")
         return None
     if method not in ("adjoint", "direct"):
         if restart:
@@ -622,7 +622,7 @@ def cmd_simulate(args):
     cfg = _load(args)
     _check_outputs(args)
     pr = _problem(cfg, args)
-    if args.plot and not hasattr(pr.stepper, "forward") and _sched_kind(cfg) != "all":
+    if args.plot and _sched_kind(cfg) != "all":
         raise InputError(args.config, "--plot", f"checkpoint.schedule {cfg.checkpoint.schedule!r} keeps only "
                          "checkpoints, not the trajectory to plot (use 'all')")
     tracker = _Tracker()

@@ -297,11 +297,14 @@ def test_not_a_checkpoint_and_missing_file(tmp_path):
     _one_line(r, 2, "fivebar.toml", "--restart", "no such file")
 
 
-def test_penalty_ts_only_all(tmp_path):
+def test_adaptive_penalty_ts_only_all(tmp_path):
+    """Fixed-step TS runs checkpoint with every schedule (tests/test_ts_checkpoint.py);
+    adaptive ones (TSAdapt) cannot restart from a stored state: exit 2, one line."""
     sets = ["--set", "simulation.t_end=0.02", "--set", "simulation.formulation=penalty",
-            "--set", "simulation.integrator=ts-beuler"]
+            "--set", "simulation.integrator=ts-beuler", "--set", "simulation.adapt.rtol=1e-4"]
     r = _cli("gradient", FIVEBAR, *sets, "--set", "checkpoint.schedule=every:2", cwd=tmp_path)
     _one_line(r, 2, "fivebar.toml", "checkpoint.schedule")
+    (tmp_path / "x.h5").write_bytes(b"")
     r = _cli("simulate", FIVEBAR, *sets, "--restart", "x.h5", cwd=tmp_path)
     _one_line(r, 2, "fivebar.toml", "--restart")
 

@@ -79,11 +79,12 @@ def test_distributed_equals_serial(name, integrator):
 @pytest.mark.mpi(min_size=2)
 @pytest.mark.parametrize("name", ["fivebar", "double-pendulum"])
 def test_penalty_distributed_equals_serial(name, alpha=1e5):
-    """Penalty/TS path under mpirun: the TS runs replicated on each rank, the initial
-    assembly over COMM_WORLD (MUMPS); gradients equal the all-serial run and agree
-    between ranks (every rank must hold the same numbers).
+    """Penalty/TS path under mpirun: the TS, its Vecs and Jacobians distributed over
+    COMM_WORLD (MUMPS; integrators/ts_layout.py), the initial assembly too; gradients
+    equal the all-serial run and agree between ranks (every rank must hold the same
+    numbers; tests/test_ts_mpi.py has the index-1 schemes and the bound's estimate).
 
-    The trajectories differ by one ulp (MUMPS vs PETSc LU in the initial assembly);
+    The trajectories differ by one ulp (MUMPS vs PETSc LU);
     the gradient amplifies that ∝ α (double pendulum: 9e-12 at α = 1e5, 2.4e-10 at
     1e6), the conditioning of M + αΦ_qᵀΦ_q — so the check runs at α = 1e5."""
     ov = ["simulation.t_end=0.05", 'simulation.formulation="penalty"', 'simulation.integrator="ts-cn"',

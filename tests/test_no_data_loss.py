@@ -78,10 +78,10 @@ def litter(d, *keep):
 
 @pytest.mark.parametrize("model", [[], TS], ids=["index3-checkpoint", "penalty-ts-writer"])
 def test_failed_simulate_keeps_the_earlier_result(tmp_path, cfg, model):
-    """index3: ``-o`` is a checkpoint file (OUT.h5.partial until done); penalty/TS: a
-    streamed trajectory (OUT.tmp-PID.h5).  Either way the failure leaves OUT.h5 as it
-    was and no working file behind (a fresh run whose computation failed: nothing to
-    resume)."""
+    """index3 and fixed-step penalty/TS: ``-o`` is a checkpoint file (OUT.h5.partial
+    until done; adaptive TS runs stream their trajectory to OUT.tmp-PID.h5).  Either way
+    the failure leaves OUT.h5 as it was and no working file behind (a fresh run whose
+    computation failed: nothing to resume)."""
     out, png = tmp_path / "good.h5", tmp_path / "good.png"
     r = parmbs("simulate", cfg, *SHORT, *model, "-o", out, "--plot", png, cwd=tmp_path)
     assert r.returncode == 0, r.stderr

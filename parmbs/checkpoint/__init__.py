@@ -27,22 +27,26 @@ from .store import CheckpointStore, HDF5Error, SimulatedKill, resolved_sha256  #
 def open_run(problem, path, comm=None, interval=None):
     """A CheckpointedRun of ``problem`` on the file ``path`` (created or resumed).
 
-    Raises ConfigError (key ``checkpoint.schedule``) for a whole-run PETSc TS stepper
-    with a schedule other than ``all``, and HDF5Error for a file that cannot be
+    A whole-run PETSc TS stepper makes its own run (``stepper.checkpoint_run(problem,
+    store)``; integrators/ts_alpha2.py, integrators/ts_checkpoint.py) or is refused:
+    ConfigError (key ``checkpoint.schedule``) naming why.  Raises HDF5Error for a file that cannot be
     resumed (another config, corrupt)."""
     from ..config import ConfigError
     from .restart import CheckpointedRun
     cfg = problem.config
     sched = parse_schedule(cfg.checkpoint.schedule)
+    # a whole-run stepper (PETSc TS) says how it checkpoints (checkpoint_run), or refuses
+    make_run = getattr(problem.stepper, "checkpoint_run", None)
     if hasattr(problem.stepper, "forward"):
-        raise ConfigError(cfg.source or "<config>", "checkpoint.schedule",
-                          f"the {cfg.simulation.integrator} integrator (PETSc TS, penalty formulation) keeps "
-                          "its trajectory in memory: only schedule 'all' without a checkpoint file or "
-                          "--restart is supported")
+        why = getattr(problem.stepper, "checkpoint_refusal", lambda: None)()
+        if make_run is None or why:
+            raise ConfigError(cfg.source or "<config>", "checkpoint.schedule",
+                              why or f"the {cfg.simulation.integrator} integrator (PETSc TS) keeps its trajectory "
+                              "in memory: only schedule 'all' without a checkpoint file or --restart is supported")
     if cfg.simulation.formulation == "maggi" and cfg.simulation.maggi.adjoint != "discrete":
         raise ConfigError(cfg.source or "<config>", "simulation.maggi.adjoint",
                           f"{cfg.simulation.maggi.adjoint!r} integrates the thesis' adjoint ODE over the "
                           "in-memory trajectory (parmbs/formulations/maggi_avm.py): a checkpoint file or "
                           "--restart serves only 'discrete'")
     store = CheckpointStore(path, cfg, problem, sched, comm=comm, interval=interval)
-    return CheckpointedRun(problem, store)
+    return (make_run or CheckpointedRun)(problem, store)

@@ -229,7 +229,7 @@ class CheckpointedRun:
             st.sync()
         values = self._values(psi, x, p, refs)
         if pr.objectives:              # seed of a later adjoint sweep (none without objectives)
-            mu, grad, gref = pr._adjoint_local(N, T[N], x, p, refs)
+            mu, grad, gref = self._adjoint_seed(N, x, p, refs)
             st.save_adjoint(N, x, mu, grad, gref, values, force=True)
         return StoredTrajectory(self, T, dict(zip(self._names(), values)), its, k0)
 
@@ -280,10 +280,15 @@ class CheckpointedRun:
         st.resize(self.N)                                 # compacted to exactly N steps
         values = self._values(psi, x, p, refs)
         if pr.objectives:
-            mu, grad, gref = pr._adjoint_local(self.N, self.T[self.N], x, p, refs)
+            mu, grad, gref = self._adjoint_seed(self.N, x, p, refs)
             st.save_adjoint(self.N, x, mu, grad, gref, values, force=True)
         return StoredTrajectory(self, self.T, dict(zip(self._names(), values)), its, k0, grid,
                                 self.state.rejected)
+
+    def _adjoint_seed(self, N, x, p, refs):
+        """The adjoint record at k = N: (μ_N blocks, ∂ψ/∂ρ, ∂ψ/∂ref) per objective column
+        (a PETSc TS run stores its own: integrators/ts_checkpoint.py)."""
+        return self.pr._adjoint_local(N, self.T[N], x, p, refs)
 
     def _names(self):
         return [ob.name for ob in self.pr.objectives]

@@ -151,6 +151,6 @@ class Index1ODEEval:
 
 def make_index1_ts_stepper(system, sim, design_map=None, ndesign=0, comm=None):
     """The PETSc-TS stepper for ``formulation = "index1"`` with a ``ts-*`` integrator.
-    The TS runs replicated on every rank (COMM_SELF)."""
+    The TS runs on ``comm`` (default COMM_WORLD; integrators/ts_layout.py)."""
     from ..integrators.ts import TSStepper
     return TSStepper(Index1ODE(system, sim, design_map, ndesign), sim, comm=comm)

@@ -189,8 +189,8 @@ class PenaltyEval:
 
 
 def make_ts_stepper(system, sim, design_map=None, ndesign=0, comm=None):
-    """The PETSc-TS stepper for ``simulation.formulation = "penalty"``.  The TS runs
-    replicated on every rank (COMM_SELF); ``comm`` distributes the initial assembly."""
+    """The PETSc-TS stepper for ``simulation.formulation = "penalty"``.  The TS and the
+    initial assembly run on ``comm`` (default COMM_WORLD; integrators/ts_layout.py)."""
     from ..integrators.ts import TSStepper
     pen = sim.penalty
     model = PenaltyModel(system, pen.alpha, pen.xi, pen.omega, design_map, ndesign)

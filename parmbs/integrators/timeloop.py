@@ -361,7 +361,12 @@ def set_step(stepper, h):
 
 def _march_fixed(stepper, p, x, k0, grid, keep, guard, progress):
     """Steps k0 … N of ``grid`` (fixed dt, or a frozen replay); returns (grid, Newton
-    iterations of these steps)."""
+    iterations of these steps).  A whole-run stepper that owns its time loop (PETSc
+    TSALPHA2: integrators/ts_alpha2.py) takes the steps itself (``march_fixed``, same
+    contract) — a checkpointed run then stores what it keeps."""
+    own = getattr(stepper, "march_fixed", None)
+    if own is not None:
+        return own(p, x, k0, grid, keep, guard, progress)
     N = grid.steps
     its = np.zeros(N - k0, np.int64)
     for k in range(k0, N):

@@ -32,6 +32,11 @@ with fixed steps, so finite differences check exactly that derivative.
 TSForward) and ``own_adjoint`` its transpose, written by hand: both agree with
 TSAdjoint to round-off, which for the penalty matrix M + αΦ_qᵀΦ_q grows ∝ α
 (≈1e-12 at α = 1e5, ≈1e-10 at 1e7 on the double pendulum).
+
+The TS lives on the problem's communicator (ts_layout.py: distributed Vecs and
+Jacobians on several ranks); fixed-step runs checkpoint to HDF5 with every schedule
+and restart bit for bit (ts_checkpoint.py; ``fixed_times``: the times a TS started at
+a stored state reaches).
 """
 import numpy as np
 
@@ -43,6 +48,7 @@ from ..model.assembly import SparseOperator
 from ..model.system import ModelError
 from .newmark import StepError, saddle_point_pattern
 from .initial import InitialState
+from .ts_layout import TSLayout
 
 #: options prefix of everything the TS owns: PETSc's TS reads its prefix + "ts_<name>",
 #: so the TS itself gets "parmbs_" (-parmbs_ts_monitor, -parmbs_ts_type, -parmbs_ts_adapt_type,
@@ -120,6 +126,12 @@ class TSStepper:
         self.mod, self.sim = model, sim
         self.h = sim.dt
         self.kind = sim.integrator
+        # the TS on the problem's communicator (ts_layout.py): distributed on several
+        # ranks, the serial code's objects on one (or replicated: COMM_SELF)
+        tscomm = comm if comm is not None else PETSc.COMM_WORLD
+        if not hasattr(tscomm, "getSize"):            # an mpi4py communicator
+            tscomm = PETSc.Comm(tscomm)
+        self.layout = TSLayout(tscomm if tscomm.getSize() > 1 else PETSc.COMM_SELF, model)
         # error-controlled steps (TSAdapt "basic"): simulation.adapt; -parmbs_ts_adapt_type
         # basic turns them on without it (with the table's defaults), ... none off
         self.adapt = sim.adapt
@@ -166,6 +178,8 @@ class TSStepper:
         # default dtol 1e4 took for divergence and ended the run (issue 20 item 7);
         # max_it still bounds a Newton solve that does not converge
         defaults.setdefault("snes_divergence_tolerance", -1)
+        if self.layout.dist:
+            defaults.setdefault("pc_factor_mat_solver_type", "mumps")    # a parallel LU (ts_layout.py)
         set_config_options(PREFIX, defaults)
 
     # -- TS callbacks (vectorized; one evaluation cached per point) ----------------------
@@ -177,8 +191,9 @@ class TSStepper:
         return c[1]
 
     def _ifunction(self, ts, t, y, yd, f):
-        pe = self._eval(t, y.getArray(readonly=True).copy(), yd.getArray(readonly=True).copy())
-        f.setArray(pe.F())
+        L = self.layout
+        pe = self._eval(t, L.get(y), L.get(yd))
+        L.set(f, pe.F())
 
     def _adjoint_ydot(self, t, shift, yd):
         """ẏ of the forward scheme at the point PETSc's adjoint evaluates (t, shift).
@@ -200,46 +215,38 @@ class TSStepper:
         return (Y[k + 1] - Y[k]) / (T[k + 1] - T[k])
 
     def _args(self, t, y, yd, shift):
-        yd = yd.getArray(readonly=True).copy()
+        yd = self.layout.get(yd)
         if self._adj is not None:
             yd = self._adjoint_ydot(t, shift, yd)
-        return t, y.getArray(readonly=True).copy(), yd
+        return t, self.layout.get(y), yd
 
     def _ijacobian(self, ts, t, y, yd, shift, A, P):
         pe = self._eval(*self._args(t, y, yd, shift))
-        self.mod.fill(P, pe.blocks(1.0, shift))
+        self.layout.fill(P, pe.blocks(1.0, shift))
         if A != P:
             A.assemble()
         return True
 
     def _ijacobianp(self, ts, t, y, yd, shift, A):
         pe = self._eval(*self._args(t, y, yd, shift))
-        Fp = pe.Fp()
-        A.zeroEntries()
-        A.setValues(np.arange(Fp.shape[0], dtype=PETSc.IntType), np.arange(Fp.shape[1], dtype=PETSc.IntType),
-                    Fp.ravel())
-        A.assemble()
+        self.layout.fill_p(A, pe.Fp())
         return True
 
     # explicit models (F = ẏ − G(t, y)): G, G_y, G_ρ for ts-rk
     def _rhsfunction(self, ts, t, y, f):
-        pe = self._eval(t, y.getArray(readonly=True).copy(), np.zeros(self.mod.N))
-        f.setArray(pe.G())
+        pe = self._eval(t, self.layout.get(y), np.zeros(self.mod.N))
+        self.layout.set(f, pe.G())
 
     def _rhsjacobian(self, ts, t, y, A, P):
-        pe = self._eval(t, y.getArray(readonly=True).copy(), np.zeros(self.mod.N))
-        self.mod.fill(P, pe.Gy())
+        pe = self._eval(t, self.layout.get(y), np.zeros(self.mod.N))
+        self.layout.fill(P, pe.Gy())
         if A != P:
             A.assemble()
         return True
 
     def _rhsjacobianp(self, ts, t, y, A):
-        pe = self._eval(t, y.getArray(readonly=True).copy(), np.zeros(self.mod.N))
-        Gp = pe.Gp()
-        A.zeroEntries()
-        A.setValues(np.arange(Gp.shape[0], dtype=PETSc.IntType), np.arange(Gp.shape[1], dtype=PETSc.IntType),
-                    Gp.ravel())
-        A.assemble()
+        pe = self._eval(t, self.layout.get(y), np.zeros(self.mod.N))
+        self.layout.fill_p(A, pe.Gp())
         return True
 
     # -- consistent acceleration a = v̇ at a stored state ---------------------------------
@@ -267,15 +274,31 @@ class TSStepper:
         return a + da, pe.lam + self.mod.alpha * pe.ev.phi_q_dot(da)
 
     # -- forward -------------------------------------------------------------------------------
-    def _make_ts(self, problem, p, save):
+    def fixed_times(self, problem):
+        """t_0 … t_N of a fixed-step run as the TS reaches them: t_{k+1} = t_k + h, the
+        sum PETSc forms (ts->ptime += ts->time_step; an IEEE double add here as there).
+        The run ends at t_N (no MATCHSTEP sliver), so every t_k is the TS's own time and
+        a TS started at a stored t_k with y_k repeats the run's steps bit for bit — what
+        the checkpointed runs rely on (integrators/ts_checkpoint.py).  t_N differs from
+        t_0 + N h by the round-off of N additions (≤ N ε t_N)."""
+        T = np.empty(problem.nsteps + 1)
+        t, h = float(problem.t0), float(self.h)
+        for k in range(problem.nsteps + 1):
+            T[k] = t
+            t = t + h
+        return T
+
+    def _make_ts(self, problem, p, save, k0=0, steps=None):
+        """The TS of a run; ``k0``, ``steps``: a fixed-step run's part from t_k0 over
+        ``steps`` steps (default: the whole run)."""
         mod, sim = self.mod, self.sim
         h, N = self.h, problem.nsteps
-        ts = PETSc.TS().create(comm=PETSc.COMM_SELF)
+        ts = PETSc.TS().create(comm=self.layout.comm)
         ts.setOptionsPrefix(TS_PREFIX)
         ts.getSNES().setOptionsPrefix(PREFIX)      # (its KSP and PC follow the SNES)
         ts.setProblemType(ts.ProblemType.NONLINEAR)
-        self._f = PETSc.Vec().createSeq(mod.N)
-        self._J = mod.create_mat()
+        self._f = self.layout.vec()
+        self._J = self.layout.mat()
         if self.kind == "ts-rk":
             # explicit RK on ẏ = G(t, y) (models with F = ẏ − G); classical RK4 unless
             # -parmbs_ts_rk_type says otherwise (the tangent reads PETSc's tableau)
@@ -290,15 +313,18 @@ class TSStepper:
                 ts.setThetaEndpoint(False)
             ts.setIFunction(self._ifunction, self._f)
             ts.setIJacobian(self._ijacobian, self._J)
-        ts.setTime(problem.t0)
         grid = self.grid
         if grid is not None:
+            ts.setTime(problem.t0)
             ts.setTimeStep(grid[1] - grid[0])
             ts.setMaxTime(grid[-1])
+            ts.setMaxSteps(N)
         else:
+            T = self.fixed_times(problem)
+            ts.setTime(T[k0])
             ts.setTimeStep(h)
-            ts.setMaxTime(problem.t0 + N * h)
-        ts.setMaxSteps(N)
+            ts.setMaxTime(T[N])
+            ts.setMaxSteps(N - k0 if steps is None else steps)
         ts.setExactFinalTime(ts.ExactFinalTime.MATCHSTEP)
         # TSAdapt: its type, tolerances and step limits before setFromOptions, so the
         # user's -parmbs_ts_adapt_type/-parmbs_ts_rtol/-parmbs_ts_adapt_dt_min win
@@ -321,13 +347,16 @@ class TSStepper:
             # although -parmbs_ts_trajectory_type memory was set; set the type on it
             set_trajectory_type(ts, PETSc.Options().getString(PREFIX + "trajectory_type", "memory"))
             if mod.nd:
-                self._Jp = PETSc.Mat().createDense([mod.N, mod.nd], comm=PETSc.COMM_SELF)
-                self._Jp.setUp()
+                self._Jp = self.layout.dense_p()
                 if self.kind == "ts-rk":
                     ts.setRHSJacobianP(self._rhsjacobianp, self._Jp)
                 else:
                     ts.setIJacobianP(self._ijacobianp, self._Jp)
         ts.setFromOptions()
+        if save and steps is not None:
+            # a checkpointed run's one-step TSAdjoint (ts_checkpoint.py): in memory whatever
+            # the options say (-ts_trajectory_type basic would write a file per step)
+            set_trajectory_type(ts, "memory")
         if grid is not None:
             adapt_type(ts, "none")                  # a replay is fixed whatever the options say
             ts.setMaxSteps(len(grid) - 1)
@@ -335,6 +364,11 @@ class TSStepper:
             self.adaptive = False
         else:
             self.adaptive = adapt_type(ts) != "none"
+            if not self.adaptive:
+                # every step is h: TSAdapt's MATCHSTEP end game ("none" too) sets the last
+                # step to t_N − t_{N−1}, which is not h in the last bits; a TS started at
+                # t_{N−1} (checkpoints: ts_checkpoint.py) would take h (fixed_times)
+                ts.setPreStep(lambda ts_: ts_.setTimeStep(h))
         if self.kind == "ts-rk":
             self._tableau = rk_tableau(ts)
         if self.adaptive:
@@ -366,24 +400,41 @@ class TSStepper:
         self.grid = None if t is None else np.array(t, dtype=float)
 
     @stage("forward")          # (also the forward re-run inside adjoint and direct: -log_view)
-    def _run(self, problem, p, save=False, progress=None, on_step=None):
+    def _run(self, problem, p, save=False, progress=None, on_step=None, start=None, steps=None, keep=None,
+             guarded=True):
+        """The TS run; the in-memory Trajectory and the TS.  ``start`` = (k0, x_k0): a
+        fixed-step run continued from a stored state (x_k0's a is the first guess of the
+        next acceleration, as in the uninterrupted run), over ``steps`` steps (default:
+        to t_N); ``keep(k, t_k, h, x_k)`` then receives every new state and no trajectory
+        is kept (returns (None, ts))."""
         from ..sensitivity.problem import Trajectory
         mod = self.mod
         n, N = mod.n, problem.nsteps
         self._p, self._cache, self._adj, self._kcache = p, None, None, None
-        q0, v0, _, _ = self.init.solve(problem.t0, p)
-        ts = self._make_ts(problem, p, save)
+        k0 = 0 if start is None else start[0]
+        if start is None:
+            q0, v0, _, _ = self.init.solve(problem.t0, p)
+            a0 = np.zeros(n)
+        else:
+            q0, v0, a0 = start[1][0], start[1][1], start[1][2]
+        ts = self._make_ts(problem, p, save, k0, steps)
+        if start is not None and (self.adaptive or self.grid is not None):
+            raise RuntimeError("a TS run continues from a stored state with fixed steps only")
         T, Y, A, L, its = [], [], [], [], []
-        state = {"a": np.zeros(n)}
+        state = {"a": np.asarray(a0, dtype=float).copy()}
         t0, t1 = problem.t0, ts.getMaxTime()
         variable = self.adaptive or self.grid is not None
+        count = [0]
 
         # instability guard (integrators/guard.py): its (-1)^k test is one of fixed steps;
         # an error-controlled run has its own control and is checked for non-finite values
-        guard = getattr(problem, "guard", None) if not self.adaptive else None
+        guard = getattr(problem, "guard", None) if not self.adaptive and guarded else None
 
-        def monitor(ts_, k, t, u):
-            y = u.getArray(readonly=True).copy()
+        def monitor(ts_, i, t, u):
+            if start is not None and i == 0:
+                return                          # the stored state itself
+            k = k0 + i
+            y = self.layout.get(u)
             a, lam = self._accel(t, y, p, state["a"])
             state["a"] = a
             if guard is not None:
@@ -396,10 +447,18 @@ class TSStepper:
             elif not (np.all(np.isfinite(y)) and np.all(np.isfinite(a)) and np.all(np.isfinite(lam))):
                 state["guard"] = StepError(f"step {k} (t = {t:.6g}): non-finite state")
                 raise state["guard"]
-            T.append(t)
-            Y.append(y)
-            A.append(a)
-            L.append(lam)
+            count[0] += 1
+            if keep is not None:
+                try:
+                    keep(k, t, self.h, (y[:n], y[n:], a, lam))
+                except BaseException as e:        # (a SimulatedKill too) re-raised after ts.solve
+                    state["guard"] = e
+                    raise
+            else:
+                T.append(t)
+                Y.append(y)
+                A.append(a)
+                L.append(lam)
             if k > 0:
                 its.append(ts_.getSNES().getIterationNumber())
             if on_step:
@@ -408,22 +467,27 @@ class TSStepper:
                 progress(int(round(N * (t - t0) / (t1 - t0))) if variable else k, N)
 
         ts.setMonitor(monitor)
-        y = PETSc.Vec().createSeq(mod.N)
-        y.setArray(np.r_[q0, v0])
+        y = self.layout.vec()
+        self.layout.set(y, np.r_[q0, v0])
         try:
             ts.solve(y)
         except PETSc.Error:
             if "guard" in state:
                 raise state["guard"] from None
-            k = len(T)
+            k = count[0] if start is None else k0 + count[0] + 1
             raise StepError(f"step {k} (t = {ts.getTime():.6g}): the TS step failed "
                             f"(nonlinear solve did not converge)") from None
-        done = abs(T[-1] - t1) <= 1e-12 * max(abs(t1), 1.0) if (variable and T) else len(T) == N + 1
+        want = (N - k0 if steps is None else steps) + (start is None)
+        done = abs(T[-1] - t1) <= 1e-12 * max(abs(t1), 1.0) if (variable and T) else count[0] == want
         if ts.getConvergedReason() < 0 or not done:
-            k = len(T)
+            k = count[0] if start is None else k0 + count[0] + 1
             why = {-1: "nonlinear solve failed", -2: "too many step rejections (adaptive)"}.get(
                 ts.getConvergedReason(), f"reason {ts.getConvergedReason()}")
             raise StepError(f"step {k} (t = {ts.getTime():.6g}): TS stopped ({why})")
+        self._y0vec = y
+        self._last_its = np.array(its, np.int64)
+        if keep is not None:
+            return None, ts
         Y = np.array(Y)
         T = np.array(T)
         traj = Trajectory(T, Y[:, :n].copy(), Y[:, n:].copy(), np.array(A), np.array(L),
@@ -439,6 +503,45 @@ class TSStepper:
         traj, ts = self._run(problem, p, False, progress, on_step)
         ts.destroy()
         return traj
+
+    # -- the one-step interface of checkpointed runs (integrators/ts_checkpoint.py) ---------------
+    def checkpoint_refusal(self):
+        """Why this run cannot checkpoint (None: it can).  An adaptive TS run's steps
+        come from TSAdapt's error estimate over the previous steps (TSEvaluateWLTE: the
+        scheme's internal history), which a TS started at a stored state does not have:
+        it would take other steps, so restarts could not be bitwise."""
+        if self.adapt is not None or PETSc.Options().getString(PREFIX + "adapt_type", "none") != "none":
+            return (f"{self.kind} with adaptive steps (TSAdapt) cannot restart from a stored state "
+                    "(its error estimate needs the previous steps): use fixed steps or schedule 'all' "
+                    "without a checkpoint file")
+        return None
+
+    def checkpoint_run(self, problem, store):
+        from .ts_checkpoint import TSCheckpointedRun
+        return TSCheckpointedRun(problem, store)
+
+    def initial(self, t0, p):
+        """x_0 = (q_0, v_0, a_0, λ_0) as the forward run's first state."""
+        q0, v0, _, _ = self.init.solve(t0, p)
+        y = np.r_[q0, v0]
+        a, lam = self._accel(t0, y, p, np.zeros(self.mod.n))
+        return (y[:self.mod.n], y[self.mod.n:], a, lam)
+
+    def march_fixed(self, p, x, k0, grid, keep, guard, progress):
+        """timeloop.march's fixed loop: one TS from the stored x_k0 to t_N (a checkpointed
+        forward run, resumed at k0); returns (grid, Newton iterations)."""
+        _, ts = self._run(self._problem, p, progress=progress, start=(k0, x), keep=keep)
+        ts.destroy()
+        return grid, self._last_its
+
+    def step(self, k, t, x, p):
+        """x_{k+1} from x_k: one TS step from the stored state (a checkpoint provider's
+        recomputation; the bits of the whole run, ``fixed_times``)."""
+        got = []
+        _, ts = self._run(self._problem, p, start=(k, x), steps=1, keep=lambda *a: got.append(a[3]),
+                          guarded=False)
+        ts.destroy()
+        return got[0], int(self._last_its[0])
 
     # -- objective gradient at one stored state, reduced to y = (q, v) ----------------------
     def _ygrads(self, problem, ob, k, traj, p, ref):
@@ -483,42 +586,88 @@ class TSStepper:
         N = traj.steps
         obs = problem.objectives
         refs = [ob.reference(mod.sys, traj.q[0], p) for ob in obs]
-        lams = [PETSc.Vec().createSeq(mod.N) for _ in obs]
-        mus = [PETSc.Vec().createSeq(max(nd, 1)) for _ in obs]
-        grefs = []
+        lams, mus, grefs = self.cost_vectors(len(obs))
         for i, ob in enumerate(obs):
             gy, gp, gr = self._ygrads(problem, ob, N, traj, p, refs[i])
-            lams[i].setArray(gy)
-            mus[i].setArray(gp if nd else np.zeros(1))
+            self.layout.set(lams[i], gy)
+            self.layout.set(mus[i], gp if nd else np.zeros(1))
             grefs.append(gr)
         self._p, self._cache, self._adj = p, None, (traj.t, traj.y)
         ts.setCostGradients(lams, mus if nd else None)
         for k in range(N - 1, -1, -1):
             ts.adjointSetSteps(1)
             ts.adjointSolve()
-            for i, ob in enumerate(obs):
-                gy, gp, gr = self._ygrads(problem, ob, k, traj, p, refs[i])
-                lams[i].setArray(lams[i].getArray(readonly=True) + gy)
-                if nd:
-                    mus[i].setArray(mus[i].getArray(readonly=True) + gp)
-                grefs[i] = grefs[i] + gr
+            self.add_local(problem, k, traj, p, refs, lams, mus, grefs)
             problem._tick(N - k, N)             # progress of the sweep (sensitivity/problem.py)
+        grads = self.adjoint_finish(problem, traj.q[0], p, lams, mus, grefs)
+        self._adj = None
+        ts.destroy()
+        return grads
+
+    def cost_vectors(self, nobj):
+        """TSAdjoint's cost gradients λ (2n) and μ (nd) per objective, and the list of ∂ψ/∂ref."""
+        return [self.layout.vec() for _ in range(nobj)], [self.layout.pvec() for _ in range(nobj)], []
+
+    def add_local(self, problem, k, traj, p, refs, lams, mus, grefs):
+        """λ_k += ∂ψ_k/∂y_k, μ += ∂ψ_k/∂ρ, ∂ψ/∂ref += … after TSAdjoint's step to k."""
+        nd = self.mod.nd
+        for i, ob in enumerate(problem.objectives):
+            gy, gp, gr = self._ygrads(problem, ob, k, traj, p, refs[i])
+            self.layout.add(lams[i], gy)
+            if nd:
+                self.layout.add(mus[i], gp)
+            grefs[i] = grefs[i] + gr
+
+    def adjoint_finish(self, problem, q0, p, lams, mus, grefs):
+        """The gradient per objective from λ_0, μ and ∂ψ/∂ref: the reference and initial-state
+        (assembly) terms added; destroys the vectors."""
+        mod = self.mod
+        n, nd = mod.n, mod.nd
         grads = {}
-        for i, ob in enumerate(obs):
-            ly = lams[i].getArray(readonly=True).copy()
-            grad = mus[i].getArray(readonly=True).copy()[:nd]
-            Jq, Jp = ob.ref_grads(mod.sys, traj.q[0], p, mod.design_map, nd)
+        for i, ob in enumerate(problem.objectives):
+            ly = self.layout.get(lams[i])
+            grad = self.layout.get(mus[i])[:nd]
+            Jq, Jp = ob.ref_grads(mod.sys, q0, p, mod.design_map, nd)
             mq = ly[:n] + Jq.T @ grefs[i]
             grad = grad + Jp.T @ grefs[i]
             col = lambda x: np.asarray(x, float).reshape(-1, 1)
             g0 = self.init.adjoint(p, col(mq), col(ly[n:]), col(np.zeros(n)), col(np.zeros(mod.m)))
             grad = grad + np.asarray(g0).reshape(-1)
             grads[ob.name] = grad
-        self._adj = None
         for v in lams + mus:
             v.destroy()
-        ts.destroy()
         return grads
+
+    def ts_adjoint_segment(self, problem, base, x_base, k, T, y_k, lams, mus, p, after):
+        """TSAdjoint over steps base … k−1 of a checkpointed run: the TS re-run from the
+        stored x_base to t_k with its trajectory kept (memory: the stages TSAdjoint
+        reads), then one adjoint step at a time down to base, ``after(j, x_j)`` after each
+        (objective terms, the adjoint record); λ and μ are updated in place.  The re-run
+        y_k must be ``y_k`` bit for bit (the state the sweep came from): otherwise
+        RuntimeError — a segment that does not repeat would give another gradient than
+        the uninterrupted run."""
+        nd = self.mod.nd
+        X = {base: x_base}
+
+        def keep(j, t, h, x):
+            X[j] = x
+        _, ts = self._run(problem, p, save=True, start=(base, x_base), steps=k - base, keep=keep, guarded=False)
+        y1 = np.r_[X[k][0], X[k][1]]
+        if not np.array_equal(y1, y_k):
+            ts.destroy()
+            raise RuntimeError(f"step {k} (t = {T[k]:.6g}): the TS step recomputed from the checkpoint differs "
+                               f"from the stored state by {np.max(np.abs(y1 - y_k)):.3g}")
+        self._p, self._cache = p, None
+        self._adj = (np.asarray(T[base:k + 1]), np.array([np.r_[X[j][0], X[j][1]] for j in range(base, k + 1)]))
+        ts.setCostGradients(lams, mus if nd else None)
+        try:
+            for j in range(k - 1, base - 1, -1):
+                ts.adjointSetSteps(1)
+                ts.adjointSolve()
+                after(j, X[j])
+        finally:
+            self._adj = None
+            ts.destroy()
 
     # -- tangent-linear (direct) sweep of the same scheme ----------------------------------------
     def _tangent_step(self, k, traj, dy, p):

@@ -50,8 +50,11 @@ bound of tests/test_ts_alpha2.py.
 Derivatives: the discrete equations are ours, so ``direct`` and ``adjoint`` are
 NewmarkFamily's tangent and adjoint sweeps over the TS's stored trajectory (PETSc has
 no TSAdjoint for TSALPHA2).  Fixed steps only (simulation.adapt refused in
-config/checks.py), trajectory in memory (checkpoint schedule 'all'), the TS on
-COMM_SELF (replicated on every rank), rigid and beam models (not FFR continua, whose
+config/checks.py); HDF5 checkpoints with every schedule and --restart through
+parmbs's CheckpointedRun (``_run`` starts TSALPHA2 at any stored state); the TS and
+our Newton matrix on the problem's communicator (several ranks: X = (q, λ) split as
+NewmarkFamily's operator, MUMPS, the model evaluated whole on every rank and each rank
+setting its rows; tests/test_ts_mpi.py), rigid and beam models (not FFR continua, whose
 Newton matrices are structured operators).
 """
 import ctypes
@@ -99,14 +102,24 @@ class TSAlpha2Stepper:
         #: *at* the interpolated state, F = r(t_a, x_a) + Φ_q(q_a)ᵀλ_a, Φ(q_a)/(βh²) —
         #: not our scheme (module docstring); no derivatives
         self.native = native
+        # the TS and our Newton matrix on the problem's communicator (several ranks:
+        # distributed, MUMPS; one rank or COMM_SELF: the serial objects)
+        c = comm if comm is not None else PETSc.COMM_WORLD
+        if not hasattr(c, "getSize"):
+            c = PETSc.Comm(c)
         nm = NewmarkFamily.genalpha(system, sim.dt, sim.rho_inf, newton=sim.newton,
                                     petsc_options=sim.petsc_options, design_map=design_map,
-                                    ndesign=ndesign, comm=PETSc.COMM_SELF)
+                                    ndesign=ndesign, comm=c if c.getSize() > 1 else PETSc.COMM_SELF)
         if nm.schur is not None:
             raise ModelError("simulation.integrator", "ts-alpha2 does not run FFR continua (their Newton "
                              "matrices are structured operators); use integrator = \"genalpha\"")
         self.nm = instrument(nm)            # its tangent/adjoint steps logged (-log_view)
         self.init, self.plan, self.sys = nm.init, nm.plan, system
+        #: rows of X = (q, λ) this rank owns (nm's contiguous split), and whether split
+        self.comm, self._lo, self._hi = nm.op.comm, nm.op.r0, nm.op.r1
+        self.dist = self.comm.getSize() > 1
+        self._counts = (np.array(self.comm.tompi4py().allgather(self._hi - self._lo), np.int64)
+                        if self.dist else None)
         #: PETSc's parameters (weights on the new state), from ours
         self.params = (1.0 - nm.am, 1.0 - nm.af, nm.gamma, nm.beta)
         defaults = {(k[3:] if k.startswith("ts_") else k): v for k, v in sim.petsc_options.items()}
@@ -121,6 +134,19 @@ class TSAlpha2Stepper:
     @h.setter
     def h(self, value):
         self.nm.h = value
+
+    # -- X = (q, λ) on this rank's rows ----------------------------------------------------------
+    def _full(self, v):
+        """The whole of ``v`` on every rank (collective when distributed: Allgatherv)."""
+        if not self.dist:
+            return v.getArray(readonly=True).copy()
+        out = np.empty(int(self._counts.sum()))
+        self.comm.tompi4py().Allgatherv(np.ascontiguousarray(v.getArray(readonly=True)), [out, self._counts])
+        return out
+
+    def _put(self, v, full):
+        """v's own rows from the whole array."""
+        v.setArray(full[self._lo:self._hi])
 
     # -- the step's state from TSALPHA2's unknown X_{n+1} = (q, λ) ------------------------------
     def _newmark(self, q1):
@@ -168,7 +194,7 @@ class TSAlpha2Stepper:
         return _alpha2_params(ts) == RESTART_PARAMS
 
     def _prestep(self, ts):
-        k = ts.getStepNumber()
+        k = self._k0 + ts.getStepNumber()
         g = self._grid
         self._k, self._x = k, self._states[k]
         self.h = g.h[k]
@@ -182,38 +208,38 @@ class TSAlpha2Stepper:
 
     def _i2function(self, ts, t, X, V, A, F):
         n = self.sys.n
-        Xa, Va, Aa = (u.getArray(readonly=True).copy() for u in (X, V, A))
+        Xa, Va, Aa = (self._full(u) for u in (X, V, A))
         if self._restarting(ts):
             # backward-Euler half steps: Ẍ_q = a_0/2 (A_0 = 2c, module docstring), λ = λ_0
-            F.setArray(np.r_[Aa[:n] - self._x[2] / RESTART_FACTOR, Xa[n:] - self._x[3]])
+            self._put(F, np.r_[Aa[:n] - self._x[2] / RESTART_FACTOR, Xa[n:] - self._x[3]])
             return
         nm = self.nm
         bh2 = nm.beta * self.h * self.h
         if self.native:
             ev = self._native_eval(t, Xa, Va, Aa)
-            F.setArray(np.r_[ev.residual(1.0, 1.0), ev.phi() / bh2])
+            self._put(F, np.r_[ev.residual(1.0, 1.0), ev.phi() / bh2])
             return
         x1, ev = self._state(Xa, Va, Aa)
-        F.setArray(np.r_[ev.residual(1 - nm.am, 1 - nm.af) + self._R_old, ev.phi() / bh2])
+        self._put(F, np.r_[ev.residual(1 - nm.am, 1 - nm.af) + self._R_old, ev.phi() / bh2])
 
     def _i2jacobian(self, ts, t, X, V, A, shift_v, shift_a, J, P):
         n, m = self.sys.n, self.sys.m
         if self._restarting(ts):
             P.zeroEntries()
             d = P.createVecLeft()
-            d.setArray(np.r_[np.full(n, shift_a), np.ones(m)])
+            self._put(d, np.r_[np.full(n, shift_a), np.ones(m)])
             P.setDiagonal(d)
         else:
             nm = self.nm
             if self.native:
-                self._native_matrix(self._native_eval(t, *(u.getArray(readonly=True).copy() for u in (X, V, A))))
+                self._native_matrix(self._native_eval(t, *(self._full(u) for u in (X, V, A))))
             else:
-                _, ev = self._state(*(u.getArray(readonly=True).copy() for u in (X, V, A)))
+                _, ev = self._state(*(self._full(u) for u in (X, V, A)))
                 nm._set_matrix(ev.real())
             nm.op.A.copy(P, PETSc.Mat.Structure.SAME_NONZERO_PATTERN)
             afP, bh2 = self.params[1], nm.beta * self.h * self.h
             s = P.createVecRight()
-            s.setArray(np.r_[np.full(n, 1.0 / (bh2 * afP)), np.full(m, 1.0 / afP)])
+            self._put(s, np.r_[np.full(n, 1.0 / (bh2 * afP)), np.full(m, 1.0 / afP)])
             P.diagonalScale(None, s)
         P.assemble()
         if J != P:
@@ -230,7 +256,7 @@ class TSAlpha2Stepper:
             return
         qp, _ = self.nm._predict(self._x)
         h = self.h
-        X.setArray(np.r_[qp + self.nm.beta * h * h * self._x[2], self._x[3]])
+        self._put(X, np.r_[qp + self.nm.beta * h * h * self._x[2], self._x[3]])
 
     def _native_eval(self, t, Xa, Va, Aa):
         n = self.sys.n
@@ -256,29 +282,37 @@ class TSAlpha2Stepper:
         n, tol = self.sys.n, self.sim.newton
         dX = snes.getSolutionUpdate().getArray(readonly=True)
         X = snes.getSolution().getArray(readonly=True)
-        if not (np.all(np.isfinite(dX)) and np.all(np.isfinite(X))):
+        nq = max(0, min(n, self._hi) - self._lo)          # this rank's q rows
+        finite = bool(np.all(np.isfinite(dX)) and np.all(np.isfinite(X)))
+        dq = np.max(np.abs(dX[:nq]), initial=0.0) if finite else 0.0
+        xq = np.max(np.abs(X[:nq]), initial=0.0) if finite else 0.0
+        if self.dist:                                     # every rank the same verdict
+            from mpi4py import MPI
+            loc, glob = np.array([0.0 if finite else 1.0, dq, xq]), np.zeros(3)
+            self.comm.tompi4py().Allreduce(loc, glob, op=MPI.MAX)
+            finite, dq, xq = glob[0] == 0.0, glob[1], glob[2]
+        if not finite:
             return R.DIVERGED_FNORM_NAN
-        dq = np.max(np.abs(dX[:n]), initial=0.0)
-        if dq <= tol.atol + tol.rtol * np.max(np.abs(X[:n]), initial=0.0):
+        if dq <= tol.atol + tol.rtol * xq:
             return R.CONVERGED_SNORM_RELATIVE
         return R.DIVERGED_MAX_IT if it >= tol.max_it else R.ITERATING
 
-    def _make_ts(self, problem, N):
+    def _make_ts(self, k0, k1):
         n, m = self.sys.n, self.sys.m
-        ts = PETSc.TS().create(comm=PETSc.COMM_SELF)
+        ts = PETSc.TS().create(comm=self.comm)
         ts.setOptionsPrefix(TS_PREFIX)
         ts.getSNES().setOptionsPrefix(PREFIX)
         ts.setProblemType(ts.ProblemType.NONLINEAR)
         ts.setType("alpha2")
         _alpha2_params(ts, self.params)
-        self._F = PETSc.Vec().createSeq(n + m)
+        self._F = self.nm.op.A.createVecLeft()
         self._J = self.nm.op.A.duplicate(copy=False)
         ts.setI2Function(self._i2function, self._F)
         ts.setI2Jacobian(self._i2jacobian, self._J)
-        ts.setTime(problem.t0)
-        ts.setTimeStep(self._grid.h[0])
-        ts.setMaxTime(self._grid.t[-1])
-        ts.setMaxSteps(N)
+        ts.setTime(self._grid.t[k0])
+        ts.setTimeStep(self._grid.h[k0])
+        ts.setMaxTime(self._grid.t[k1])
+        ts.setMaxSteps(k1 - k0)
         ts.setExactFinalTime(ts.ExactFinalTime.MATCHSTEP)
         ts.setPreStep(self._prestep)
         ts.setFromOptions()
@@ -294,77 +328,133 @@ class TSAlpha2Stepper:
         snes.setTolerances(max_it=self.sim.newton.max_it)
         return ts
 
-    # -- forward ---------------------------------------------------------------------------------------
-    @stage("forward")
-    def forward(self, problem, p, progress=None, on_step=None):
-        from ..sensitivity.problem import Trajectory
-        sys = self.sys
-        n = sys.n
-        grid = self._grid = problem.grid
-        N = grid.steps
-        self._p, self._cache = p, None
-        x0 = self.nm.initial(grid.t[0], p)
-        self._states = [x0]
-        its = []
-        guard = getattr(problem, "guard", None)
-        state = {}
-        ts = self._make_ts(problem, N)
+    # -- forward: TSALPHA2 over steps k0 … k1 from a stored state ------------------------------------
+    def _run(self, grid, p, k0, x, k1, keep, guard=None, progress=None):
+        """TSALPHA2 from x_k0 at t_k0 through step k1 on ``grid``; ``keep(k, t_k, h_{k−1},
+        x_k)`` for every state k0 < k ≤ k1.  Returns the Newton iterations per step.
 
-        def monitor(ts_, k, t, u):
-            if k == 0:
-                x = x0
-                if guard is not None:
-                    guard.start(0, grid.t[0], x, p)
-            else:
-                X = u.getArray(readonly=True).copy()
+        A run may start from any stored state: x_{k+1} depends on x_k (ours: the
+        predictor, the old residual, the Newmark update) and on TSALPHA2's X_n = (q_k,
+        λ_k) alone — its own V_n, A_n enter only the check of its interpolated
+        velocity/acceleration, and its restart half steps (TSAlpha_Restart, at the first
+        step of every TS) leave X_n as it is.  So a run resumed from a checkpoint, or a
+        step recomputed by a checkpoint provider, gives the bits of the uninterrupted run
+        (tests/test_ts_checkpoint.py)."""
+        n = self.sys.n
+        self._grid, self._k0 = grid, k0
+        self._p, self._cache = p, None
+        self._states = {k0: x}
+        its = []
+        state = {}
+        ts = self._make_ts(k0, k1)
+
+        def monitor(ts_, i, t, u):
+            if i == 0:
+                return
+            k = k0 + i
+            try:
+                X = self._full(u)
                 self._x = self._states[k - 1]
                 self.h = grid.h[k - 1]
                 v1, a1 = self._newmark(X[:n])
-                x = (X[:n], v1, a1, X[n:])
-                if not all(np.all(np.isfinite(y)) for y in x):
-                    state["error"] = StepError(f"step {k} (t = {grid.t[k]:.6g}): non-finite state")
-                    raise state["error"]
+                x1 = (X[:n], v1, a1, X[n:])
+                if not all(np.all(np.isfinite(y)) for y in x1):
+                    raise StepError(f"step {k} (t = {grid.t[k]:.6g}): non-finite state")
                 if guard is not None:
-                    try:
-                        guard.check(k, grid.t[k], x)
-                    except StepError as e:
-                        state["error"] = e
-                        raise
-                self._states.append(x)
+                    guard.check(k, grid.t[k], x1)
+                self._states[k] = x1
+                del self._states[k - 1]
                 its.append(ts_.getSNES().getIterationNumber())
-            if on_step:
-                on_step(k, grid.t[k], x)
-            if progress and k > 0:
-                progress(k, N)
+                keep(k, grid.t[k], grid.h[k - 1], x1)
+                if progress:
+                    progress(k, grid.steps)
+            except BaseException as e:        # re-raised after ts.solve (PETSc wraps callback errors)
+                state["error"] = e
+                raise
 
         ts.setMonitor(monitor)
-        X = PETSc.Vec().createSeq(n + sys.m)
-        X.setArray(np.r_[x0[0], x0[3]])
+        X = self.nm.op.A.createVecRight()
+        self._put(X, np.r_[x[0], x[3]])
         V = X.duplicate()
-        V.setArray(np.r_[x0[1], np.zeros(sys.m)])
+        self._put(V, np.r_[x[1], np.zeros(self.sys.m)])
         ts.setSolution2(X, V)
         try:
             ts.solve(X)
         except PETSc.Error:
             if "error" in state:
                 raise state["error"] from None
-            k = len(self._states)
-            raise StepError(f"step {k} (t = {grid.t[min(k, N)]:.6g}): the TSALPHA2 step failed "
+            k = k0 + len(its) + 1
+            raise StepError(f"step {k} (t = {grid.t[min(k, grid.steps)]:.6g}): the TSALPHA2 step failed "
                             f"(Newton did not converge in {self.sim.newton.max_it} iterations)") from None
         finally:
             self._cache = None
+            self._states = None
         reason = ts.getConvergedReason()
         self._ts = None
         ts.destroy()
-        if reason < 0 or len(self._states) != N + 1:
-            k = len(self._states)
-            raise StepError(f"step {k} (t = {grid.t[min(k, N)]:.6g}): TSALPHA2 stopped (reason {reason}: "
+        if reason < 0 or len(its) != k1 - k0:
+            k = k0 + len(its) + 1
+            raise StepError(f"step {k} (t = {grid.t[min(k, grid.steps)]:.6g}): TSALPHA2 stopped (reason {reason}: "
                             f"Newton did not converge)")
-        S = self._states
-        traj = Trajectory(np.array(grid.t), *(np.array([s[i] for s in S]) for i in range(4)),
-                          np.array(its, np.int64), grid)
-        self._states = None
-        return traj
+        return np.array(its, np.int64)
+
+    @stage("forward")
+    def forward(self, problem, p, progress=None, on_step=None):
+        from ..sensitivity.problem import Trajectory
+        grid = problem.grid
+        N = grid.steps
+        x0 = self.nm.initial(grid.t[0], p)
+        guard = getattr(problem, "guard", None)
+        if guard is not None:
+            guard.start(0, grid.t[0], x0, p)
+        if on_step:
+            on_step(0, grid.t[0], x0)
+        S = [x0]
+
+        def keep(k, t, h, x):
+            S.append(x)
+            if on_step:
+                on_step(k, t, x)
+
+        its = self._run(grid, p, 0, x0, N, keep, guard, progress)
+        return Trajectory(np.array(grid.t), *(np.array([s[i] for s in S]) for i in range(4)), its, grid)
+
+    # -- one-step interface of the checkpointed runs (parmbs/checkpoint/restart.py) --------------------
+    def march_fixed(self, p, x, k0, grid, keep, guard, progress):
+        """timeloop.march's fixed/frozen loop for this stepper: one TS over steps k0 … N
+        (a checkpointed forward run, resumed at k0).  Returns (grid, iterations)."""
+        return grid, self._run(grid, p, k0, x, grid.steps, keep, guard, progress)
+
+    def step(self, k, t, x, p):
+        """x_{k+1} from x_k by one TSALPHA2 step (a checkpoint provider's recomputation;
+        the bits of the whole run, ``_run``).  The step size is ``self.h`` (set_step)."""
+        from .timeloop import TimeGrid
+        h = self.h
+        got = []
+        its = self._run(TimeGrid(np.array([t, t + h]), np.array([h])), p, 0, x, 1,
+                        lambda k_, t_, h_, x_: got.append(x_))
+        self.h = h
+        return got[0], int(its[0])
+
+    def checkpoint_run(self, problem, store):
+        """Checkpointed runs (every schedule, --restart): parmbs's own CheckpointedRun —
+        its forward run takes the steps through ``march_fixed``, its providers recompute
+        through ``step``, its reverse sweep is our adjoint (``adjoint_step``)."""
+        from ..checkpoint.restart import CheckpointedRun
+        return CheckpointedRun(problem, store)
+
+    def initial(self, t0, p):
+        return self.nm.initial(t0, p)
+
+    def adjoint_step(self, t, x0, x1, mu1, p):
+        """Our generalized-α adjoint step (NewmarkFamily's: the discrete equations are ours)."""
+        return self.nm.adjoint_step(t, x0, x1, mu1, p)
+
+    def tangent_step(self, t, x0, x1, dx0, p):
+        return self.nm.tangent_step(t, x0, x1, dx0, p)
+
+    # nm's are logged already (formulations.make_stepper's instrument would nest the events)
+    adjoint_step._parmbs_logged = tangent_step._parmbs_logged = True
 
     # -- derivatives: NewmarkFamily's sweeps over this trajectory ------------------------------------
     def _sweep(self, problem, p, method):

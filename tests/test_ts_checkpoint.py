@@ -1,0 +1,217 @@
+"""HDF5 checkpoints and --restart for PETSc TS runs (issue 20 item 5;
+integrators/ts_checkpoint.py, integrators/ts_alpha2.py).
+
+* ts-alpha2 (TSALPHA2, our generalized-α adjoint) goes through parmbs's own
+  CheckpointedRun: its forward run is one TSALPHA2 from the resume state, its
+  recomputations one TSALPHA2 step each.
+* the TSAdjoint schemes (ts-theta, ts-cn, ts-beuler, ts-rk; penalty and index-1) store
+  their states in the same file; the reverse sweep re-runs the TS from a stored state
+  over each stored interval (all, every:K; revolve: one step after its provider), its
+  trajectory in memory, and runs TSAdjoint back through it.
+
+Contract: bitwise, not to a tolerance — the checkpointed gradient and objective
+values equal the in-memory TS run's for every schedule, and a run killed (SIGKILL)
+anywhere and resumed with --restart gives them too.  A TS step depends only on the
+stored bits (t_k, y_k, the previous acceleration as Newton's first guess for a_k) —
+the sweep checks each recomputed state against the one it came from.  Five-bar,
+t_end = 0.05, h = 1e-3: N = 50 steps.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+
+import parmbs  # noqa: F401  (before numpy users: parmbs/_determinism.py)
+import numpy as np
+import pytest
+
+from parmbs.config import load_config
+from parmbs.sensitivity.problem import Problem
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+FIVEBAR = str(ROOT / "configs" / "fivebar.toml")
+SHORT = ["simulation.t_end=0.05", "simulation.dt=1e-3", "simulation.theta=0.7", "simulation.rho_inf=0.9"]
+RUNS = {
+    "alpha2": ['simulation.integrator="ts-alpha2"'],
+    "index1-theta": ['simulation.formulation="index1"', 'simulation.integrator="ts-theta"'],
+    "index1-rk": ['simulation.formulation="index1"', 'simulation.integrator="ts-rk"'],
+    "penalty-cn": ['simulation.formulation="penalty"', 'simulation.integrator="ts-cn"'],
+}
+
+
+def _sets(run, extra=()):
+    return SHORT + RUNS[run] + list(extra)
+
+
+_REF = {}
+
+
+def reference(run):
+    """In-memory TS run: objective values, adjoint gradient (TSAdjoint / our sweep)."""
+    if run not in _REF:
+        pr = Problem(load_config(FIVEBAR, _sets(run)))
+        pr.forward()
+        _REF[run] = pr.objective_values(), pr.adjoint()
+    return _REF[run]
+
+
+@pytest.mark.parametrize("run,schedule", [
+    ("alpha2", "every:7"), ("alpha2", "revolve:3"),
+    ("index1-theta", "all"), ("index1-theta", "every:7"), ("index1-theta", "revolve:3"),
+    ("index1-rk", "every:7"), ("penalty-cn", "revolve:3"),
+])
+def test_checkpointed_ts_gradient_is_the_in_memory_one(run, schedule, tmp_path):
+    values0, grad0 = reference(run)
+    pr = Problem(load_config(FIVEBAR, _sets(run, [f"checkpoint.schedule={schedule}"])))
+    ck = pr.use_checkpoint(tmp_path / "ck.h5")
+    tr = pr.forward()
+    values = pr.objective_values(tr)
+    grad = pr.adjoint()
+    ck.store.close()
+    N = 50
+    assert tr.steps == N and ck.forward_steps == N and ck.adjoint_steps == N
+    # ts-alpha2: the schedule's recomputations, as for the own steppers.  TSAdjoint
+    # schemes: each step re-run once for its stages — in one TS per stored interval
+    # (all, every:K: N in all), or after revolve's recomputations (its count + N)
+    want = ck.sched.recomputations(N)
+    if run != "alpha2":
+        want = N if ck.sched.kind in ("all", "every") else want + N
+    assert ck.recomputed == want, (ck.recomputed, want)
+    assert ck.recomputed > 0 or schedule == "all"
+    for k in grad0:
+        assert values[k] == values0[k], k
+        assert np.array_equal(grad[k], grad0[k]), (k, np.max(np.abs(grad[k] - grad0[k])))
+
+
+def test_a_step_that_does_not_repeat_is_refused(tmp_path, monkeypatch):
+    """The reverse sweep compares each recomputed TS step with the state it came from:
+    a stored state off by one ulp (what a non-reproducible step would give) stops the
+    sweep with the step named instead of returning another gradient."""
+    from parmbs.integrators import ts as tsmod
+    pr = Problem(load_config(FIVEBAR, _sets("index1-theta", ["checkpoint.schedule=all"])))
+    ck = pr.use_checkpoint(tmp_path / "ck.h5")
+    pr.forward()
+    real = tsmod.TSStepper._run
+
+    def nudged(self, *a, **kw):
+        keep = kw.get("keep")
+        if keep is not None and kw.get("start") is not None and kw.get("save"):
+            kw["keep"] = lambda k, t, h, x: keep(k, t, h, (np.nextafter(x[0], np.inf),) + tuple(x[1:]))
+        return real(self, *a, **kw)
+    monkeypatch.setattr(tsmod.TSStepper, "_run", nudged)
+    with pytest.raises(RuntimeError, match=r"step 50 \(t = 0\.05\): the TS step recomputed"):
+        pr.adjoint()
+    ck.store.close()
+
+
+@pytest.mark.parametrize("run,kill", [("index1-theta", "adjoint:10"), ("index1-theta", "forward:23"),
+                                      ("penalty-cn", "write:30")])
+def test_resumed_every_k_sweep_same_gradient(run, kill, tmp_path, monkeypatch):
+    """In-process: the run stops at ``kill`` (SimulatedKill) — inside a reverse interval
+    of every:7 (TSAdjoint is part-way through the TS re-run from x_42), in the forward
+    run, or between an adjoint record's data and its marker — the file is left as a
+    crash leaves it, a new Problem resumes it: the in-memory gradient, bit for bit."""
+    from parmbs.checkpoint import SimulatedKill
+    values0, grad0 = reference(run)
+    monkeypatch.setenv("PARMBS_TEST_FAULTS", "1")
+    monkeypatch.setenv("PARMBS_CHECKPOINT_INTERVAL", "0")
+    monkeypatch.setenv("PARMBS_CHECKPOINT_KILL", f"raise:{kill}")
+    h5 = tmp_path / "ck.h5"
+    sets = _sets(run, ["checkpoint.schedule=every:7"])
+    pr = Problem(load_config(FIVEBAR, sets))
+    ck = pr.use_checkpoint(h5)
+    with pytest.raises(SimulatedKill):
+        pr.forward()
+        pr.adjoint()
+    ck.store.abandon()
+    monkeypatch.delenv("PARMBS_CHECKPOINT_KILL")
+    pr = Problem(load_config(FIVEBAR, sets))
+    ck = pr.use_checkpoint(h5)
+    resumed = ck.store.adjoint_marker[1]
+    tr = pr.forward()
+    values = pr.objective_values(tr)
+    grad = pr.adjoint()
+    ck.store.close()
+    assert (0 < resumed < 50) == (kill != "forward:23")     # an adjoint record in the middle
+    for k in grad0:
+        assert values[k] == values0[k], k
+        assert np.array_equal(grad[k], grad0[k]), (k, np.max(np.abs(grad[k] - grad0[k])))
+
+
+# ----------------------------------------------------------------------------- the CLI, killed
+
+
+def _env(**kw):
+    env = dict(os.environ)
+    env.pop("PARMBS_CHECKPOINT_KILL", None)
+    env["PARMBS_TEST_FAULTS"] = "1"
+    env.update({k: str(v) for k, v in kw.items()})
+    return env
+
+
+def _cli(*args, cwd, **env):
+    return subprocess.run([sys.executable, "-m", "parmbs", *map(str, args)], cwd=cwd, env=_env(**env),
+                          capture_output=True, text=True, timeout=300)
+
+
+def _state(h5):
+    import h5py
+    with h5py.File(h5, "r") as f:
+        return int(f["checkpoint"]["step"][:].max()), int(f["adjoint"]["marker"][1])
+
+
+@pytest.mark.parametrize("run,kills", [
+    # revolve:4 on 50 steps: killed in the forward run, between a slot's data and its
+    # marker, in the reverse sweep (recomputing into slots), then resumed to the end
+    ("index1-theta", ["forward:20", "write:2", "adjoint:12"]),
+    ("alpha2", ["forward:30", "adjoint:25"]),
+])
+def test_sigkill_then_restart_same_gradient(run, kills, tmp_path):
+    values0, grad0 = reference(run)
+    h5 = tmp_path / "run.h5"
+    partial = h5.with_name(h5.name + ".partial")
+    sets = [a for s in _sets(run, ["checkpoint.schedule=revolve:4"]) for a in ("--set", s)]
+    seen = set()
+    for i, kill in enumerate(kills):
+        where = ["-o", h5] if i == 0 else ["--restart", h5]
+        r = _cli("gradient", FIVEBAR, *sets, *where, cwd=tmp_path, PARMBS_CHECKPOINT_INTERVAL=0,
+                 PARMBS_CHECKPOINT_KILL=kill)
+        assert r.returncode == -signal.SIGKILL, (kill, r.returncode, r.stderr)
+        assert not h5.exists()
+        fwd, adj = _state(partial)
+        seen.add("forward" if adj < 0 else "adjoint")
+    assert seen == {"forward", "adjoint"}
+    js = tmp_path / "g.json"
+    r = _cli("gradient", FIVEBAR, *sets, "--restart", h5, "--json", js, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "resuming" in r.stdout
+    doc = json.loads(js.read_text())
+    assert doc["steps"] == 50
+    for k in grad0:
+        assert doc["objectives"][k]["value"] == values0[k], k
+        g = np.array(list(doc["objectives"][k]["gradient"].values()))
+        assert np.array_equal(g, grad0[k]), (k, np.max(np.abs(g - grad0[k])))
+
+
+@pytest.mark.parametrize("extra", [["--set", "simulation.adapt.rtol=1e-4"], ["-parmbs_ts_adapt_type", "basic"]])
+def test_adaptive_ts_checkpoint_refused_exit_2(extra, tmp_path):
+    sets = [a for s in _sets("index1-theta", ["checkpoint.schedule=every:5"]) for a in ("--set", s)]
+    r = _cli("gradient", FIVEBAR, *sets, *extra, cwd=tmp_path)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "checkpoint.schedule" in lines[0] and "TSAdapt" in lines[0], r.stderr
+
+
+def test_plot_of_a_checkpoint_only_ts_run_refused_exit_2(tmp_path):
+    """every:K keeps checkpoints only: there is no trajectory to plot (before, the TS
+    path skipped this check and the plot read the file's empty /trajectory)."""
+    sets = [a for s in _sets("index1-theta", ["checkpoint.schedule=every:5"]) for a in ("--set", s)]
+    r = _cli("simulate", FIVEBAR, *sets, "-o", tmp_path / "s.h5", "--plot", tmp_path / "p.png", cwd=tmp_path)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--plot" in lines[0] and "every:5" in lines[0], r.stderr
+    assert not list(tmp_path.glob("s.h5*")) and not (tmp_path / "p.png").exists()

@@ -12,7 +12,7 @@
 * ``"on"``: the same, but when it cannot be used one line says why (numpy path then);
 * ``"off"``: the numpy components and PETSc, always.
 
-The same models take one compiled call per tangent and per adjoint step
+The same planar models take one compiled call per tangent and per adjoint step
 (compiled/newmark_adjoint.py: the step's blocks, ∂R/∂ρ by complex step in compiled
 code, the dense LU and its transposed solve).  The numpy path stays the reference: the
 complex-step verification (complex states and parameters always run numpy), the
@@ -27,11 +27,17 @@ install — numba's user cache directory; ``NUMBA_CACHE_DIR`` overrides).  The t
 measured and reported once per process in ``note`` (the CLI prints it).
 """
 from ..model import forces as F, joints as J
+from ..spatial import bodies as SB, joints as SJ
 
-#: component kinds with a kernel (compiled/planar.py), in the order of the stacked arrays
-#: (stepper.LAYOUT); the time-dependent ones for these time functions only
+#: component kinds with a kernel (compiled/planar.py, compiled/spatial.py), in the order
+#: of the stacked arrays (stepper.LAYOUT); the time-dependent ones for these time
+#: functions only.  The spatial ones (configs/spatial-double-pendulum.toml's kinds) have
+#: the compiled forward step only: their tangent/adjoint steps run on numpy
+#: (stepper.NO_SENSITIVITY)
 KINDS = (F.Inertia, F.Gravity, F.Spring, F.RotationalSpring, F.PointForce, F.Torque,
-         J.Revolute, J.Weld, J.Prismatic, J.Driver)
+         J.Revolute, J.Weld, J.Prismatic, J.Driver,
+         SB.SpatialInertia, SB.SpatialGyroscopic, SB.EulerRegularization, SB.SpatialGravity, SB.Normalization,
+         SJ.SpatialSpherical, SJ.SpatialRevolute)
 TIME_FUNCTIONS = ("constant", "polynomial", "harmonic")
 
 #: above this many unknowns n + m the dense LU (O(N³)) loses to PETSc's sparse one; measured

@@ -11,6 +11,7 @@ import time
 import numpy as np
 
 from ..model import forces as F, joints as J
+from ..spatial import bodies as SB, joints as SJ
 from .newmark_adjoint import adjoint_step, tangent_step
 from .newmark_step import newton_step
 from .planar import CONSTANT, POLYNOMIAL, HARMONIC
@@ -19,7 +20,15 @@ from .planar import CONSTANT, POLYNOMIAL, HARMONIC
 #: r (rows), m (meta: [coordinate,] time-function kind, coefficients)
 LAYOUT = ((F.Inertia, "qp"), (F.Gravity, "qp"), (F.Spring, "qp"), (F.RotationalSpring, "qp"),
           (F.PointForce, "qpm"), (F.Torque, "qpm"), (J.Revolute, "qpr"), (J.Weld, "qpr"),
-          (J.Prismatic, "qpr"), (J.Driver, "qprm"))
+          (J.Prismatic, "qpr"), (J.Driver, "qprm"),
+          (SB.SpatialInertia, "qp"), (SB.SpatialGyroscopic, "qp"), (SB.EulerRegularization, "qp"),
+          (SB.SpatialGravity, "qp"), (SB.Normalization, "qpr"), (SJ.SpatialSpherical, "qpr"),
+          (SJ.SpatialRevolute, "qpr"))
+#: kinds whose compiled tangent/adjoint step would be wrong: their inertia has r_q ≠ 0 (or
+#: r_v), which the K/C/M weights of compiled/newmark_adjoint.py leave out — for these the
+#: sensitivity steps stay on numpy (CompiledNewmark.sensitivities)
+NO_SENSITIVITY = (SB.SpatialInertia, SB.SpatialGyroscopic, SB.EulerRegularization, SB.SpatialGravity,
+                  SB.Normalization, SJ.SpatialSpherical, SJ.SpatialRevolute)
 _FN = {"constant": CONSTANT, "polynomial": POLYNOMIAL, "harmonic": HARMONIC}
 _COORD = {"x": 0, "y": 1, "angle": 2}
 
@@ -87,8 +96,8 @@ def _tiled_arrays(system, design_map, nd):
 
 
 def pack(sets):
-    """(flat int64 array, offsets (len(sets), 27, 3) of (start, rows, cols)) of a list of
-    ``_arrays`` tuples (newmark_step.unpack): two arguments per call instead of 27 arrays
+    """(flat int64 array, offsets (len(sets), 44, 3) of (start, rows, cols)) of a list of
+    ``_arrays`` tuples (newmark_step.unpack): two arguments per call instead of 44 arrays
     per set, whose typing dominated the Python → numba call."""
     chunks, offs, at = [], np.zeros((len(sets), len(sets[0]) if sets else 0, 3), np.int64), 0
     for i, arrays in enumerate(sets):
@@ -116,6 +125,9 @@ class CompiledNewmark:
         self.Kf, self.Ko = pack([self.K, _arrays(system, lambda g: np.full(g.ne, type(g) is F.Inertia)),
                                  _arrays(system, lambda g: np.full(g.ne, type(g) in (F.Spring, F.RotationalSpring)))])
         self._Kd = {}
+        #: False: a kind of NO_SENSITIVITY is present; tangent/adjoint return None (numpy path)
+        self.sensitivities = not any(type(g) in NO_SENSITIVITY
+                                     for g in list(system.forces) + list(system.constraints))
 
     def design_arrays(self, design_map, nd):
         """``_tiled_arrays`` packed (one set), cached per design map."""
@@ -152,13 +164,18 @@ class CompiledNewmark:
 
     def adjoint(self, x0, x1, mu1, p, t, h, beta, gamma, am, af, design_map, nd):
         """The compiled adjoint step (newmark_adjoint.adjoint_step): ((μ_q, μ_v, μ_a, μ_λ),
-        ∇ψ increment), or None at a singular Newton matrix (the numpy step then reports)."""
+        ∇ψ increment), or None at a singular Newton matrix (the numpy step then reports) or
+        for a model with a kind of NO_SENSITIVITY (the numpy step then computes it)."""
+        if not self.sensitivities:
+            return None
         *mu, grad, status = self._sens(adjoint_step, x0, x1, mu1, p, t, h, beta, gamma, am, af, design_map, nd)
         return None if status else (tuple(mu), grad)
 
     def tangent(self, x0, x1, dx0, p, t, h, beta, gamma, am, af, design_map, nd):
         """The compiled tangent step (newmark_adjoint.tangent_step): (dq, dv, da, dλ) of
-        x_{k+1}, or None at a singular Newton matrix."""
+        x_{k+1}, or None at a singular Newton matrix or for a kind of NO_SENSITIVITY."""
+        if not self.sensitivities:
+            return None
         *dx, status = self._sens(tangent_step, x0, x1, dx0, p, t, h, beta, gamma, am, af, design_map, nd)
         return None if status else tuple(dx)
 

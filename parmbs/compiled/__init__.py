@@ -12,7 +12,7 @@
 * ``"on"``: the same, but when it cannot be used one line says why (numpy path then);
 * ``"off"``: the numpy components and PETSc, always.
 
-The same planar models take one compiled call per tangent and per adjoint step
+The same models take one compiled call per tangent and per adjoint step
 (compiled/newmark_adjoint.py: the step's blocks, ∂R/∂ρ by complex step in compiled
 code, the dense LU and its transposed solve).  The numpy path stays the reference: the
 complex-step verification (complex states and parameters always run numpy), the
@@ -31,9 +31,8 @@ from ..spatial import bodies as SB, joints as SJ
 
 #: component kinds with a kernel (compiled/planar.py, compiled/spatial.py), in the order
 #: of the stacked arrays (stepper.LAYOUT); the time-dependent ones for these time
-#: functions only.  The spatial ones (configs/spatial-double-pendulum.toml's kinds) have
-#: the compiled forward step only: their tangent/adjoint steps run on numpy
-#: (stepper.NO_SENSITIVITY)
+#: functions only.  The spatial ones: configs/spatial-double-pendulum.toml's and
+#: heavy-top.toml's kinds
 KINDS = (F.Inertia, F.Gravity, F.Spring, F.RotationalSpring, F.PointForce, F.Torque,
          J.Revolute, J.Weld, J.Prismatic, J.Driver,
          SB.SpatialInertia, SB.SpatialGyroscopic, SB.EulerRegularization, SB.SpatialGravity, SB.Normalization,

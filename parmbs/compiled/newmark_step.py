@@ -58,13 +58,15 @@ def unpack(flat, o):
 
 
 @njit(cache=True)
-def _evaluate(q, v, a, lam, p, t, n, wi, wf, cq, cv, hw, bh2, want_J, R, J, K):
+def _evaluate(q, v, a, lam, p, t, n, wi, wf, cq, cv, hw, bh2, want_J, R, J, K, ca=1.0):
     """R (and J when want_J) of every group at time t, forces first (the numpy order).
+    J₁₁ += w (c_a r_a + c_v r_v + c_q r_q): c_a = 1 in the Newton matrix, 0 for the
+    adjoint's K = ∂R₁/∂q, whose inertial kinds (the spatial ones) have r_q ≠ 0.
     K: the stacked index arrays of stepper.CompiledNewmark (its ``LAYOUT``).  Kinds
     without elements are not called (their scratch arrays would still be allocated: the
     element sets of the adjoint step hold one to three kinds)."""
     if K[0].shape[0]:
-        planar.inertia(a, p, K[0], K[1], R, J, wi, want_J)
+        planar.inertia(a, p, K[0], K[1], R, J, wi, ca, want_J)
     if K[2].shape[0]:
         planar.gravity(p, K[2], K[3], R, wf)
     if K[4].shape[0]:
@@ -85,11 +87,11 @@ def _evaluate(q, v, a, lam, p, t, n, wi, wf, cq, cv, hw, bh2, want_J, R, J, K):
         planar.driver(q, lam, p, K[23], K[24], K[25], K[26], n, t, R, J, wf, bh2, hw, want_J)
     # spatial kinds (compiled/spatial.py)
     if K[27].shape[0]:
-        spatial.inertia(q, a, p, K[27], K[28], R, J, wi, cq, want_J)
+        spatial.inertia(q, a, p, K[27], K[28], R, J, wi, ca, cq, want_J)
     if K[29].shape[0]:
         spatial.gyroscopic(q, v, p, K[29], K[30], R, J, wf, cq, cv, want_J)
     if K[31].shape[0]:
-        spatial.regularization(q, a, p, K[31], K[32], R, J, wi, cq, want_J)
+        spatial.regularization(q, a, p, K[31], K[32], R, J, wi, ca, cq, want_J)
     if K[33].shape[0]:
         spatial.gravity(p, K[33], K[34], R, wf)
     if K[35].shape[0]:

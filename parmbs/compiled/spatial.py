@@ -6,7 +6,7 @@ and joints.py / joint_kernels.py (the spherical and dot-1 primitives: the spheri
 revolute joints) — written as scalar loops over the elements of a group that add into
 the dense R (N,) and J (N, N) with the conventions of compiled/planar.py:
 
-    R₁ += w r,   J₁₁ += w (r_a + c_v r_v + c_q r_q)                       forces
+    R₁ += w r,   J₁₁ += w (c_a r_a + c_v r_v + c_q r_q)                   forces
     R₁ += w_f Φ_qᵀλ,  R₂ += Φ/(βh²),  J₁₂ += w_f Φ_qᵀ,  J₂₁ += Φ_q,
     J₁₁ += h_w ∂(Φ_qᵀλ)/∂q  (h_w = w_f βh²)                                constraints
 
@@ -24,12 +24,10 @@ Euler-parameter algebra (kinematics.py, Nikravesh 1988 ch. 6), p = (e0, e):
 
 (J is linear in p, so K is J at the unit vectors).
 
-Real or complex p: the kernels type-check with a complex parameter vector (the
-complex-step ∂R/∂ρ of compiled/newmark_adjoint.py compiles _evaluate for it); every
-scratch array takes p's dtype.  The compiled tangent/adjoint steps are not used for
-these kinds (stepper.CompiledNewmark.sensitivities: their inertia has r_q ≠ 0, which the
-adjoint's K-matrix weights leave out), so the sensitivities of a spatial model run on
-numpy after a compiled forward.
+Real or complex p: the same kernels run with a complex parameter vector for the
+complex-step ∂R/∂ρ of the compiled tangent and adjoint steps (compiled/newmark_adjoint.py);
+every scratch array takes p's dtype.  c_a weighs r_a (1 in the Newton matrix, 0 in the
+adjoint's K = ∂R₁/∂q: these inertial kinds have r_q ≠ 0, unlike the planar inertia).
 """
 import numpy as np
 from numba import njit
@@ -166,7 +164,7 @@ def _hess(c, s):
 # ----------------------------------------------------------------------------- bodies
 
 @njit(cache=True)
-def inertia(q, a, p, qidx, pidx, R, J, w, cq, want_J):
+def inertia(q, a, p, qidx, pidx, R, J, w, ca, cq, want_J):
     """bodies.SpatialInertia: r = (m r̈, 4 GᵀJ'G p̈);  r_a = diag(m I, 4 GᵀJ'G),
     r_q (p-block) = 4 (Y(y) − GᵀJ'G(p̈)), y = J'G p̈ (body_kernels.inertia_jacobians).
     q = (r, p) (7), p = (m, J'_xx, J'_yy, J'_zz, J'_xy, J'_xz, J'_yz)."""
@@ -190,10 +188,10 @@ def inertia(q, a, p, qidx, pidx, R, J, w, cq, want_J):
         Rq = _Y(y) - _mtm(G, _mm(Jm, _G(al[3:7])))
         B[:, :] = 0.0
         for k in range(3):
-            B[k, k] = m
+            B[k, k] = m * ca
         for i in range(4):
             for j in range(4):
-                B[3 + i, 3 + j] = 4.0 * (M[i, j] + cq * Rq[i, j])
+                B[3 + i, 3 + j] = 4.0 * (ca * M[i, j] + cq * Rq[i, j])
         _add_block(J, idx, B, w)
 
 
@@ -233,7 +231,7 @@ def gyroscopic(q, v, p, qidx, pidx, R, J, w, cq, cv, want_J):
 
 
 @njit(cache=True)
-def regularization(q, a, p, qidx, pidx, R, J, w, cq, want_J):
+def regularization(q, a, p, qidx, pidx, R, J, w, ca, cq, want_J):
     """bodies.EulerRegularization: r = c (pᵀp̈) p, c = 4 (J'_xx + J'_yy + J'_zz)/3;
     r_q = c ((pᵀp̈) I + p p̈ᵀ), r_a = c p pᵀ.  q = p (4), p = (J'_xx, J'_yy, J'_zz)."""
     B = np.zeros((4, 4), p.dtype)
@@ -248,7 +246,7 @@ def regularization(q, a, p, qidx, pidx, R, J, w, cq, want_J):
             continue
         for i in range(4):
             for j in range(4):
-                B[i, j] = c * (ql[i] * ql[j] + cq * (ql[i] * al[j] + (qa if i == j else 0.0)))
+                B[i, j] = c * (ca * (ql[i] * ql[j]) + cq * (ql[i] * al[j] + (qa if i == j else 0.0)))
         _add_block(J, idx, B, w)
 
 

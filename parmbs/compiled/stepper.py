@@ -24,11 +24,9 @@ LAYOUT = ((F.Inertia, "qp"), (F.Gravity, "qp"), (F.Spring, "qp"), (F.RotationalS
           (SB.SpatialInertia, "qp"), (SB.SpatialGyroscopic, "qp"), (SB.EulerRegularization, "qp"),
           (SB.SpatialGravity, "qp"), (SB.Normalization, "qpr"), (SJ.SpatialSpherical, "qpr"),
           (SJ.SpatialRevolute, "qpr"))
-#: kinds whose compiled tangent/adjoint step would be wrong: their inertia has r_q ≠ 0 (or
-#: r_v), which the K/C/M weights of compiled/newmark_adjoint.py leave out — for these the
-#: sensitivity steps stay on numpy (CompiledNewmark.sensitivities)
-NO_SENSITIVITY = (SB.SpatialInertia, SB.SpatialGyroscopic, SB.EulerRegularization, SB.SpatialGravity,
-                  SB.Normalization, SJ.SpatialSpherical, SJ.SpatialRevolute)
+#: the kinds with r_a (the adjoint's M) and with r_v (its C): compiled/newmark_adjoint.py
+WITH_RA = (F.Inertia, SB.SpatialInertia, SB.EulerRegularization)
+WITH_RV = (F.Spring, F.RotationalSpring, SB.SpatialGyroscopic)
 _FN = {"constant": CONSTANT, "polynomial": POLYNOMIAL, "harmonic": HARMONIC}
 _COORD = {"x": 0, "y": 1, "angle": 2}
 
@@ -120,14 +118,11 @@ class CompiledNewmark:
     def __init__(self, system):
         self.sys = system
         self.K = _arrays(system)
-        # set 0 every element; 1 the inertia alone: M = ∂R₁/∂a (no other kind has r_a);
-        # 2 the kinds with r_v: C = ∂R₁/∂v (compiled/newmark_adjoint.py)
-        self.Kf, self.Ko = pack([self.K, _arrays(system, lambda g: np.full(g.ne, type(g) is F.Inertia)),
-                                 _arrays(system, lambda g: np.full(g.ne, type(g) in (F.Spring, F.RotationalSpring)))])
+        # set 0 every element; 1 the kinds with r_a: M = ∂R₁/∂a; 2 the kinds with r_v:
+        # C = ∂R₁/∂v (compiled/newmark_adjoint.py)
+        self.Kf, self.Ko = pack([self.K, _arrays(system, lambda g: np.full(g.ne, type(g) in WITH_RA)),
+                                 _arrays(system, lambda g: np.full(g.ne, type(g) in WITH_RV))])
         self._Kd = {}
-        #: False: a kind of NO_SENSITIVITY is present; tangent/adjoint return None (numpy path)
-        self.sensitivities = not any(type(g) in NO_SENSITIVITY
-                                     for g in list(system.forces) + list(system.constraints))
 
     def design_arrays(self, design_map, nd):
         """``_tiled_arrays`` packed (one set), cached per design map."""
@@ -164,18 +159,13 @@ class CompiledNewmark:
 
     def adjoint(self, x0, x1, mu1, p, t, h, beta, gamma, am, af, design_map, nd):
         """The compiled adjoint step (newmark_adjoint.adjoint_step): ((μ_q, μ_v, μ_a, μ_λ),
-        ∇ψ increment), or None at a singular Newton matrix (the numpy step then reports) or
-        for a model with a kind of NO_SENSITIVITY (the numpy step then computes it)."""
-        if not self.sensitivities:
-            return None
+        ∇ψ increment), or None at a singular Newton matrix (the numpy step then reports)."""
         *mu, grad, status = self._sens(adjoint_step, x0, x1, mu1, p, t, h, beta, gamma, am, af, design_map, nd)
         return None if status else (tuple(mu), grad)
 
     def tangent(self, x0, x1, dx0, p, t, h, beta, gamma, am, af, design_map, nd):
         """The compiled tangent step (newmark_adjoint.tangent_step): (dq, dv, da, dλ) of
-        x_{k+1}, or None at a singular Newton matrix or for a kind of NO_SENSITIVITY."""
-        if not self.sensitivities:
-            return None
+        x_{k+1}, or None at a singular Newton matrix."""
         *dx, status = self._sens(tangent_step, x0, x1, dx0, p, t, h, beta, gamma, am, af, design_map, nd)
         return None if status else tuple(dx)
 

@@ -5,8 +5,9 @@
 * ``"auto"`` (default): the index-3 Newmark-family steppers (trapezoidal, Newmark,
   generalized-α) take one compiled call per time step (compiled/newmark_step.py) when
   numba is importable, the model has at most ``MAX_UNKNOWNS`` unknowns n + m, every
-  component group is of a kind with a kernel (``KINDS``, compiled/planar.py), its
-  matrices are not distributed (one rank, or replicated under mpirun) and its Newton
+  component group is of a kind with a kernel (``KINDS``, compiled/planar.py and
+  compiled/spatial.py), its matrices are not distributed (one rank, or replicated
+  under mpirun) and its Newton
   solver is the default direct LU (ksp_type preonly, pc_type lu); silently the numpy
   path otherwise;
 * ``"on"``: the same, but when it cannot be used one line says why (numpy path then);

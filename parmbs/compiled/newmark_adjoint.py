@@ -1,7 +1,8 @@
 """One compiled call per tangent step and per adjoint step of the index-3 Newmark family.
 
 The same equations as ``NewmarkFamily.tangent_step`` / ``adjoint_step``
-(integrators/newmark.py) for models whose every group has a kernel (compiled/planar.py).
+(integrators/newmark.py) for models whose every group has a kernel (compiled/planar.py,
+compiled/spatial.py).
 With J the Newton matrix at x_{k+1} (factored here by compiled/dense.py), the blocks of
 the weighted residual as dense matrices — K = ∂R₁/∂q (forces and w_f ∂(Φ_qᵀλ)/∂q),
 C = ∂R₁/∂v, M = ∂R₁/∂a, G = Φ_q — and the old-state blocks K⁰, C⁰, M⁰, G⁰ at x_k with the

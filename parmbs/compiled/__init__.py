@@ -5,8 +5,9 @@
 * ``"auto"`` (default): the index-3 Newmark-family steppers (trapezoidal, Newmark,
   generalized-α) take one compiled call per time step (compiled/newmark_step.py) when
   numba is importable, the model has at most ``MAX_UNKNOWNS`` unknowns n + m, every
-  component group is of a kind with a kernel (``KINDS``, compiled/planar.py), its
-  matrices are not distributed (one rank, or replicated under mpirun) and its Newton
+  component group is of a kind with a kernel (``KINDS``, compiled/planar.py and
+  compiled/spatial.py), its matrices are not distributed (one rank, or replicated
+  under mpirun) and its Newton
   solver is the default direct LU (ksp_type preonly, pc_type lu); silently the numpy
   path otherwise;
 * ``"on"``: the same, but when it cannot be used one line says why (numpy path then);
@@ -27,11 +28,16 @@ install — numba's user cache directory; ``NUMBA_CACHE_DIR`` overrides).  The t
 measured and reported once per process in ``note`` (the CLI prints it).
 """
 from ..model import forces as F, joints as J
+from ..spatial import bodies as SB, joints as SJ
 
-#: component kinds with a kernel (compiled/planar.py), in the order of the stacked arrays
-#: (stepper.LAYOUT); the time-dependent ones for these time functions only
+#: component kinds with a kernel (compiled/planar.py, compiled/spatial.py), in the order
+#: of the stacked arrays (stepper.LAYOUT); the time-dependent ones for these time
+#: functions only.  The spatial ones: configs/spatial-double-pendulum.toml's and
+#: heavy-top.toml's kinds
 KINDS = (F.Inertia, F.Gravity, F.Spring, F.RotationalSpring, F.PointForce, F.Torque,
-         J.Revolute, J.Weld, J.Prismatic, J.Driver)
+         J.Revolute, J.Weld, J.Prismatic, J.Driver,
+         SB.SpatialInertia, SB.SpatialGyroscopic, SB.EulerRegularization, SB.SpatialGravity, SB.Normalization,
+         SJ.SpatialSpherical, SJ.SpatialRevolute)
 TIME_FUNCTIONS = ("constant", "polynomial", "harmonic")
 
 #: above this many unknowns n + m the dense LU (O(N³)) loses to PETSc's sparse one; measured

@@ -1,7 +1,8 @@
 """One compiled call per tangent step and per adjoint step of the index-3 Newmark family.
 
 The same equations as ``NewmarkFamily.tangent_step`` / ``adjoint_step``
-(integrators/newmark.py) for models whose every group has a kernel (compiled/planar.py).
+(integrators/newmark.py) for models whose every group has a kernel (compiled/planar.py,
+compiled/spatial.py).
 With J the Newton matrix at x_{k+1} (factored here by compiled/dense.py), the blocks of
 the weighted residual as dense matrices — K = ∂R₁/∂q (forces and w_f ∂(Φ_qᵀλ)/∂q),
 C = ∂R₁/∂v, M = ∂R₁/∂a, G = Φ_q — and the old-state blocks K⁰, C⁰, M⁰, G⁰ at x_k with the
@@ -17,10 +18,11 @@ weights (α_m, α_f) (when either is nonzero: generalized-α, HHT, WBZ):
             ∇ψ −= ∂R₁⁰/∂ρᵀ ν₁.
 
 Each block is one evaluation of the model kernels (newmark_step._evaluate) with the
-weights that isolate it — K: inertia weight 0, (c_q, c_v) = (1, 0), Hessian weight w_f
-(the planar inertia has r_q = r_v = 0, and no other kind has r_a); C: (0, 1), no
-Hessian, on the spring and rotational-spring elements alone (``Kv``, the kinds with
-r_v); M: c_q = c_v = 0 on the inertia elements alone (``Km``) — so J, K, C, M are the
+weights that isolate it — K: (c_a, c_q, c_v) = (0, 1, 0), Hessian weight w_f (the
+spatial inertial kinds have r_q ≠ 0, weighted w_i / α_m; the planar inertia's r_q is
+zero); C: (c_q, c_v) = (0, 1), no Hessian, on the kinds with r_v alone (``Kv``: spring,
+rotational spring, spatial gyroscopic); M: c_q = c_v = 0 on the kinds with r_a alone
+(``Km``: planar and spatial inertia, Euler regularization) — so J, K, C, M are the
 numpy path's blocks up to summation order.  J is rebuilt at x_{k+1}, not taken from the
 forward Newton loop (whose last matrix sits at the iterate before the last update):
 the adjoint stays the exact discrete adjoint of the computed trajectory; a rebuilt J
@@ -48,12 +50,12 @@ from .newmark_step import _evaluate, unpack
 
 
 @njit(cache=True)
-def _matrix(q, v, a, lam, p, t, n, w1, w2, cq, cv, hw, bh2, K):
+def _matrix(q, v, a, lam, p, t, n, w1, w2, cq, cv, hw, bh2, K, ca=1.0):
     """The (N, N) matrix of _evaluate at this state with these weights (R discarded)."""
     N = n + lam.shape[0]
     R = np.zeros(N)
     J = np.zeros((N, N))
-    _evaluate(q, v, a, lam, p, t, n, w1, w2, cq, cv, hw, bh2, True, R, J, K)
+    _evaluate(q, v, a, lam, p, t, n, w1, w2, cq, cv, hw, bh2, True, R, J, K, ca)
     return J
 
 
@@ -159,7 +161,7 @@ def adjoint_step(q0, v0, a0, l0, q1, v1, a1, l1, mq1, mv1, ma1, ml1, p, t, h, be
         nu[:, c] = lu_solve_T(LU, piv, b)
     nu1 = nu[:n].copy()
     nu2 = nu[n:] / bh2
-    Kq = _matrix(q1, v1, a1, l1, p, t1, n, 0.0, wf, 1.0, 0.0, wf, bh2, K)
+    Kq = _matrix(q1, v1, a1, l1, p, t1, n, wi, wf, 1.0, 0.0, wf, bh2, K, 0.0)
     Cv = _matrix(q1, v1, a1, l1, p, t1, n, 0.0, wf, 0.0, 1.0, 0.0, bh2, Kv)
     sq = _tmul(Kq, 0, 0, n, n, nu1) + _tmul(J, n, 0, m, n, nu2)
     sv = _tmul(Cv, 0, 0, n, n, nu1)
@@ -174,7 +176,7 @@ def adjoint_step(q0, v0, a0, l0, q1, v1, a1, l1, mq1, mv1, ma1, ml1, p, t, h, be
     Rr, R0 = _r_rho(q1, v1, a1, l1, t1, wi, wf, q0, v0, a0, l0, t, am, af, old, p, n, bh2, dmap, nd, Kdf, Kdo)
     grad -= _tmul(Rr, 0, 0, N, nd, nu)
     if old:
-        K0 = _matrix(q0, v0, a0, l0, p, t, n, 0.0, af, 1.0, 0.0, af, bh2, K)
+        K0 = _matrix(q0, v0, a0, l0, p, t, n, am, af, 1.0, 0.0, af, bh2, K, 0.0)
         C0 = _matrix(q0, v0, a0, l0, p, t, n, 0.0, af, 0.0, 1.0, 0.0, bh2, Kv)
         M0 = _matrix(q0, v0, a0, l0, p, t, n, am, af, 0.0, 0.0, 0.0, bh2, Km)
         mq -= _tmul(K0, 0, 0, n, n, nu1)
@@ -203,7 +205,7 @@ def tangent_step(q0, v0, a0, l0, q1, v1, a1, l1, dq, dv, da, dl, p, t, h, beta, 
     LU, piv, ok = lu_factor(J)
     if not ok:
         return dqp, dvp, da, dl, 1
-    Kq = _matrix(q1, v1, a1, l1, p, t1, n, 0.0, wf, 1.0, 0.0, wf, bh2, K)
+    Kq = _matrix(q1, v1, a1, l1, p, t1, n, wi, wf, 1.0, 0.0, wf, bh2, K, 0.0)
     Cv = _matrix(q1, v1, a1, l1, p, t1, n, 0.0, wf, 0.0, 1.0, 0.0, bh2, Kv)
     old = am != 0.0 or af != 0.0
     Rr, R0 = _r_rho(q1, v1, a1, l1, t1, wi, wf, q0, v0, a0, l0, t, am, af, old, p, n, bh2, dmap, nd, Kdf, Kdo)
@@ -211,7 +213,7 @@ def tangent_step(q0, v0, a0, l0, q1, v1, a1, l1, dq, dv, da, dl, p, t, h, beta, 
     r[:n] += _mul(Kq, 0, 0, n, n, dqp) + _mul(Cv, 0, 0, n, n, dvp)
     r[n:] += _mul(J, n, 0, m, n, dqp) / bh2
     if old:
-        K0 = _matrix(q0, v0, a0, l0, p, t, n, 0.0, af, 1.0, 0.0, af, bh2, K)
+        K0 = _matrix(q0, v0, a0, l0, p, t, n, am, af, 1.0, 0.0, af, bh2, K, 0.0)
         C0 = _matrix(q0, v0, a0, l0, p, t, n, 0.0, af, 0.0, 1.0, 0.0, bh2, Kv)
         M0 = _matrix(q0, v0, a0, l0, p, t, n, am, af, 0.0, 0.0, 0.0, bh2, Km)
         r[:n] += (_mul(K0, 0, 0, n, n, dq) + _mul(C0, 0, 0, n, n, dv) + _mul(M0, 0, 0, n, n, da)

@@ -2,7 +2,7 @@
 
 The same step as ``NewmarkFamily.step`` + ``newton_acceleration_form``
 (integrators/newmark.py), for models whose every component group has a compiled
-kernel (compiled/planar.py): predictor
+kernel (compiled/planar.py, compiled/spatial.py): predictor
 
     q̂ = q_n + h v_n + (½ − β) h² a_n,   v̂ = v_n + (1 − γ) h a_n,
 
@@ -24,7 +24,7 @@ path, which raises the usual StepError / SingularConfiguration naming step and t
 import numpy as np
 from numba import njit
 
-from . import planar
+from . import planar, spatial
 from .dense import lu_factor, lu_solve
 
 
@@ -36,9 +36,10 @@ def _view(flat, o, i):
 
 @njit(cache=True)
 def unpack(flat, o):
-    """The 27 stacked index arrays (stepper.LAYOUT) from one flat int64 array and its
-    (27, 3) offsets (start, rows, cols): passed packed, the Python → numba call types two
-    arrays instead of a tuple of 27 (~0.3 µs each per call, stepper.pack)."""
+    """The 44 stacked index arrays (stepper.LAYOUT: 27 planar, 17 spatial) from one flat
+    int64 array and its (44, 3) offsets (start, rows, cols): passed packed, the Python →
+    numba call types two arrays instead of a tuple of 44 (~0.3 µs each per call,
+    stepper.pack)."""
     return (_view(flat, o, 0), _view(flat, o, 1), _view(flat, o, 2),
             _view(flat, o, 3), _view(flat, o, 4), _view(flat, o, 5),
             _view(flat, o, 6), _view(flat, o, 7), _view(flat, o, 8),
@@ -47,17 +48,25 @@ def unpack(flat, o):
             _view(flat, o, 15), _view(flat, o, 16), _view(flat, o, 17),
             _view(flat, o, 18), _view(flat, o, 19), _view(flat, o, 20),
             _view(flat, o, 21), _view(flat, o, 22), _view(flat, o, 23),
-            _view(flat, o, 24), _view(flat, o, 25), _view(flat, o, 26))
+            _view(flat, o, 24), _view(flat, o, 25), _view(flat, o, 26),
+            _view(flat, o, 27), _view(flat, o, 28), _view(flat, o, 29),
+            _view(flat, o, 30), _view(flat, o, 31), _view(flat, o, 32),
+            _view(flat, o, 33), _view(flat, o, 34), _view(flat, o, 35),
+            _view(flat, o, 36), _view(flat, o, 37), _view(flat, o, 38),
+            _view(flat, o, 39), _view(flat, o, 40), _view(flat, o, 41),
+            _view(flat, o, 42), _view(flat, o, 43))
 
 
 @njit(cache=True)
-def _evaluate(q, v, a, lam, p, t, n, wi, wf, cq, cv, hw, bh2, want_J, R, J, K):
+def _evaluate(q, v, a, lam, p, t, n, wi, wf, cq, cv, hw, bh2, want_J, R, J, K, ca=1.0):
     """R (and J when want_J) of every group at time t, forces first (the numpy order).
+    J₁₁ += w (c_a r_a + c_v r_v + c_q r_q): c_a = 1 in the Newton matrix, 0 for the
+    adjoint's K = ∂R₁/∂q, whose inertial kinds (the spatial ones) have r_q ≠ 0.
     K: the stacked index arrays of stepper.CompiledNewmark (its ``LAYOUT``).  Kinds
     without elements are not called (their scratch arrays would still be allocated: the
     element sets of the adjoint step hold one to three kinds)."""
     if K[0].shape[0]:
-        planar.inertia(a, p, K[0], K[1], R, J, wi, want_J)
+        planar.inertia(a, p, K[0], K[1], R, J, wi, ca, want_J)
     if K[2].shape[0]:
         planar.gravity(p, K[2], K[3], R, wf)
     if K[4].shape[0]:
@@ -76,13 +85,28 @@ def _evaluate(q, v, a, lam, p, t, n, wi, wf, cq, cv, hw, bh2, want_J, R, J, K):
         planar.prismatic(q, lam, p, K[20], K[21], K[22], n, R, J, wf, bh2, hw, want_J)
     if K[23].shape[0]:
         planar.driver(q, lam, p, K[23], K[24], K[25], K[26], n, t, R, J, wf, bh2, hw, want_J)
+    # spatial kinds (compiled/spatial.py)
+    if K[27].shape[0]:
+        spatial.inertia(q, a, p, K[27], K[28], R, J, wi, ca, cq, want_J)
+    if K[29].shape[0]:
+        spatial.gyroscopic(q, v, p, K[29], K[30], R, J, wf, cq, cv, want_J)
+    if K[31].shape[0]:
+        spatial.regularization(q, a, p, K[31], K[32], R, J, wi, ca, cq, want_J)
+    if K[33].shape[0]:
+        spatial.gravity(p, K[33], K[34], R, wf)
+    if K[35].shape[0]:
+        spatial.normalization(q, lam, p, K[35], K[36], K[37], n, R, J, wf, bh2, hw, want_J)
+    if K[38].shape[0]:
+        spatial.joint(q, lam, p, K[38], K[39], K[40], 0, n, R, J, wf, bh2, hw, want_J)
+    if K[41].shape[0]:
+        spatial.joint(q, lam, p, K[41], K[42], K[43], 2, n, R, J, wf, bh2, hw, want_J)
 
 
 @njit(cache=True)
 def newton_step(q0, v0, a0, lam0, p, t, h, beta, gamma, am, af, atol, rtol, max_it, Kf, Ko):
     """x_{n+1} at t + h from x_n = (q0, v0, a0, λ0) at t: returns (q, v, a, λ, iterations, status),
     status 0 converged, 1 singular matrix, 2 non-finite update, 3 not converged.
-    (Kf, Ko): the model's index arrays packed (stepper.pack; Ko (sets, 27, 3), set 0)."""
+    (Kf, Ko): the model's index arrays packed (stepper.pack; Ko (sets, 44, 3), set 0)."""
     K = unpack(Kf, Ko[0])
     n, m = q0.shape[0], lam0.shape[0]
     N = n + m

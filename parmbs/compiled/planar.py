@@ -69,8 +69,9 @@ def _add_block(J, idx, B, w):
 # ----------------------------------------------------------------------------- forces
 
 @njit(cache=True)
-def inertia(a, p, qidx, pidx, R, J, w, want_J):
-    """r = (m ẍ, m ÿ, I θ̈), r_a = diag(m, m, I);  p = (m, I)."""
+def inertia(a, p, qidx, pidx, R, J, w, ca, want_J):
+    """r = (m ẍ, m ÿ, I θ̈), r_a = diag(m, m, I);  p = (m, I).  J += w c_a r_a (c_a = 1 in
+    the Newton matrix, 0 in the adjoint's K = ∂R₁/∂q: newmark_adjoint.py)."""
     for e in range(qidx.shape[0]):
         m, I = p[pidx[e, 0]], p[pidx[e, 1]]
         for k in range(3):
@@ -79,7 +80,7 @@ def inertia(a, p, qidx, pidx, R, J, w, want_J):
                 c = m if k < 2 else I
                 R[i] += w * (c * a[i])
                 if want_J:
-                    J[i, i] += w * c
+                    J[i, i] += (w * c) * ca
 
 
 @njit(cache=True)

@@ -11,6 +11,7 @@ import time
 import numpy as np
 
 from ..model import forces as F, joints as J
+from ..spatial import bodies as SB, joints as SJ
 from .newmark_adjoint import adjoint_step, tangent_step
 from .newmark_step import newton_step
 from .planar import CONSTANT, POLYNOMIAL, HARMONIC
@@ -19,7 +20,13 @@ from .planar import CONSTANT, POLYNOMIAL, HARMONIC
 #: r (rows), m (meta: [coordinate,] time-function kind, coefficients)
 LAYOUT = ((F.Inertia, "qp"), (F.Gravity, "qp"), (F.Spring, "qp"), (F.RotationalSpring, "qp"),
           (F.PointForce, "qpm"), (F.Torque, "qpm"), (J.Revolute, "qpr"), (J.Weld, "qpr"),
-          (J.Prismatic, "qpr"), (J.Driver, "qprm"))
+          (J.Prismatic, "qpr"), (J.Driver, "qprm"),
+          (SB.SpatialInertia, "qp"), (SB.SpatialGyroscopic, "qp"), (SB.EulerRegularization, "qp"),
+          (SB.SpatialGravity, "qp"), (SB.Normalization, "qpr"), (SJ.SpatialSpherical, "qpr"),
+          (SJ.SpatialRevolute, "qpr"))
+#: the kinds with r_a (the adjoint's M) and with r_v (its C): compiled/newmark_adjoint.py
+WITH_RA = (F.Inertia, SB.SpatialInertia, SB.EulerRegularization)
+WITH_RV = (F.Spring, F.RotationalSpring, SB.SpatialGyroscopic)
 _FN = {"constant": CONSTANT, "polynomial": POLYNOMIAL, "harmonic": HARMONIC}
 _COORD = {"x": 0, "y": 1, "angle": 2}
 
@@ -87,8 +94,8 @@ def _tiled_arrays(system, design_map, nd):
 
 
 def pack(sets):
-    """(flat int64 array, offsets (len(sets), 27, 3) of (start, rows, cols)) of a list of
-    ``_arrays`` tuples (newmark_step.unpack): two arguments per call instead of 27 arrays
+    """(flat int64 array, offsets (len(sets), 44, 3) of (start, rows, cols)) of a list of
+    ``_arrays`` tuples (newmark_step.unpack): two arguments per call instead of 44 arrays
     per set, whose typing dominated the Python → numba call."""
     chunks, offs, at = [], np.zeros((len(sets), len(sets[0]) if sets else 0, 3), np.int64), 0
     for i, arrays in enumerate(sets):
@@ -111,10 +118,10 @@ class CompiledNewmark:
     def __init__(self, system):
         self.sys = system
         self.K = _arrays(system)
-        # set 0 every element; 1 the inertia alone: M = ∂R₁/∂a (no other kind has r_a);
-        # 2 the kinds with r_v: C = ∂R₁/∂v (compiled/newmark_adjoint.py)
-        self.Kf, self.Ko = pack([self.K, _arrays(system, lambda g: np.full(g.ne, type(g) is F.Inertia)),
-                                 _arrays(system, lambda g: np.full(g.ne, type(g) in (F.Spring, F.RotationalSpring)))])
+        # set 0 every element; 1 the kinds with r_a: M = ∂R₁/∂a; 2 the kinds with r_v:
+        # C = ∂R₁/∂v (compiled/newmark_adjoint.py)
+        self.Kf, self.Ko = pack([self.K, _arrays(system, lambda g: np.full(g.ne, type(g) in WITH_RA)),
+                                 _arrays(system, lambda g: np.full(g.ne, type(g) in WITH_RV))])
         self._Kd = {}
 
     def design_arrays(self, design_map, nd):

@@ -91,12 +91,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--config", default="configs/fivebar.toml")
     ap.add_argument("--t-end", type=float, default=5.0)
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="config override (repeatable), e.g. to pin the scheme a row was measured with")
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--crossover", help="comma list of chain lengths (module docstring)")
     args = ap.parse_args()
     if args.crossover:
         return crossover([int(c) for c in args.crossover.split(",")])
-    sets = [f"simulation.t_end={args.t_end}", "simulation.progress=false"]
+    sets = [f"simulation.t_end={args.t_end}", "simulation.progress=false", *args.set]
     res = {}
     for mode in ("off", "before", "auto"):
         t0, w0 = time.process_time(), time.perf_counter()

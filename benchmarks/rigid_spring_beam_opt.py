@@ -44,7 +44,7 @@ def main():
     ap.add_argument("--cross", action="store_true", help="ψ of each optimum at the other dt (2 forward runs)")
     ap.add_argument("--config", default="configs/rigid-spring-beam-opt.toml")
     ap.add_argument("--dt", nargs=2, type=float, default=[1e-3, 5e-4])
-    ap.add_argument("--t-end", type=float, default=0.25)
+    ap.add_argument("--t-end", type=float, default=1.0)
     a = ap.parse_args()
     recs = [record(r) for r in a.records]
     for path, dt, r in zip(a.records, a.dt, recs):

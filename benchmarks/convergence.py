@@ -12,6 +12,11 @@ criterion: both changes ≤ 1e-3 for every objective.  For a scheme of order p t
 change between dt and dt/2 is (1 − 2^−p) ≈ ¾ (p = 2) of the error at dt, so the row
 bounds the discretization error of the shipped setting to within a factor ~4/3.
 
+A config with error-controlled steps (``simulation.adapt``) is compared at its rtol and
+rtol/10 instead (issue 18: "dt, dt/2 (or rtol, rtol/10)"); the dt column then shows
+"rtol=…" and the steps taken are in ``--json``.  For a tolerance-proportional global
+error the change is 0.9 of the error at rtol.
+
 A run that fails (Newton, singular matrix, the instability guard) is a row with the
 failure's one-line message instead of numbers.  Rows are printed as Markdown table
 rows (the table in benchmarks/README.md) and, with ``--json``, written to a file.
@@ -32,9 +37,11 @@ from parmbs.sensitivity.problem import Problem     # noqa: E402
 TOL = 1e-3
 
 
-def run(path, sets, dt):
-    """(ψ values, adjoint gradients, CPU seconds, steps) at time step dt."""
-    cfg = load_config(path, list(sets) + [f"simulation.dt={dt!r}", "simulation.progress=false"])
+def run(path, sets, dt, rtol=None):
+    """(ψ values, adjoint gradients, CPU seconds, steps) at time step dt (fixed steps)
+    or, with ``rtol``, adaptive steps at that tolerance (dt the first step)."""
+    extra = [f"simulation.dt={dt!r}"] if rtol is None else [f"simulation.adapt.rtol={rtol!r}"]
+    cfg = load_config(path, list(sets) + extra + ["simulation.progress=false"])
     t0 = time.process_time()
     pr = Problem(cfg)
     pr.forward()
@@ -65,9 +72,18 @@ def converge(path, sets):
         label = f"{sim.formulation}/{label}"
     row = {"config": os.path.basename(path), "sets": list(sets), "integrator": label, "dt": dt,
            "t_end": sim.t_end, "objectives": {}}
+    adapt = getattr(sim, "adapt", None)
+    if adapt is not None:
+        row["rtol"] = adapt.rtol
+        label += f" adaptive (atol {adapt.atol:g})"
+        row["integrator"] = label
     try:
-        v1, g1, c1, n1 = run(path, sets, dt)
-        v2, g2, c2, n2 = run(path, sets, dt / 2)
+        if adapt is None:
+            v1, g1, c1, n1 = run(path, sets, dt)
+            v2, g2, c2, n2 = run(path, sets, dt / 2)
+        else:
+            v1, g1, c1, n1 = run(path, sets, dt, adapt.rtol)
+            v2, g2, c2, n2 = run(path, sets, dt, adapt.rtol / 10)
     except Exception as e:      # noqa: BLE001 — a failed run is a row, not a crash
         row["error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
         return row
@@ -87,8 +103,9 @@ def converge(path, sets):
 
 
 def markdown(row):
+    step = f"rtol={row['rtol']:g}" if "rtol" in row else f"{row['dt']:g}"
     head = f"| `{row['config']}`{' ' + ' '.join(row['sets']) if row['sets'] else ''} | {row['integrator']} | " \
-           f"{row['dt']:g} | {row['t_end']:g} |"
+           f"{step} | {row['t_end']:g} |"
     if "error" in row:
         return [head + f" — | — | — | — | — | — | **fails**: {row['error']} |"]
     lines = []

@@ -362,14 +362,14 @@ dt = {dt}
 formulation = "index3"      # the 6 redundant rows are dropped at set-up (model/redundancy.py)
 integrator = "genalpha"     # numerically damped: the trapezoidal rule's (−1)^k oscillation of
 rho_inf = 0.99              # the index-3 accelerations grows on this model (fails at t ≈ 2.4 s)
-# dt-convergence (benchmarks/README.md): ψ, ψ4 change 3.0e-5, 2.2e-4 at dt/2, their gradients
-# 6.5e-3, 7.9e-3 — NOT converged, first order: at the 10 cm step the wheels leave the road for
-# 0.1 s and land at 0.7–0.9 m/s on the 1 mm tyre contact band (with a 2 cm step, no lift-off,
-# the same settings give 1.9e-4, second order).  Fixed steps would need dt ≈ 6e-5 for 1e-3
-# (order 1 extrapolated; 48 000 steps, ~10 min a gradient); adaptive steps are the remedy.  ρ∞ = 0.99 (was 0.8): generalized-α's
-# first-order error on Euler-parameter bodies ∝ (1 − ρ∞)/(1 + ρ∞) dt (∇ψ 0.11 at 5 ms, ρ∞ 0.8);
-# it needs dt well below 1.4 ms: the wheels' (−1)^k spin mode grows ≈ ω/2 = 7/s, the damping
-# is −ln ρ∞ / dt.
+genalpha_form = "arnold-bruls"              # second order with variable steps (no α_m − α_f lag of q̈)
+adapt = {{ rtol = 1e-5, atol = 1e-6 }}      # dt above is the first step
+# dt-convergence (benchmarks/README.md, Iltis bullet): with fixed steps ψ converges but ∇ψ
+# does not (6.5e-3 from dt 5e-4 to 2.5e-4, first order): at the 10 cm step the wheels leave
+# the road for 0.1 s and land at 0.7–0.9 m/s on the 1 mm tyre contact band (with a 2 cm
+# step, no lift-off, fixed steps converge at second order).  Error-controlled steps shrink
+# only around the landings: rtol 1e-5 against 1e-6 is the convergence row.  ρ∞ = 0.99 (was
+# 0.8): the wheels' (−1)^k spin mode grows ≈ ω/2 = 7/s, the damping is −ln ρ∞ / dt.
 progress = false
 
 # ---- design variables (eq. 5.14a bounds): "1" rear, "2" front; one value per axle

@@ -48,20 +48,23 @@ FD_STEP = {"k_L1": 1e-6, "k_L2": 1e-6, "c1": 1e-6, "c2": 1e-6, "k1": 1e-9, "k2":
 
 
 def central_differences(pr):
+    """Central differences on the step sequence of the last run (frozen: the shipped file
+    takes error-controlled steps, and adjoint/direct differentiate its accepted steps)."""
     p0 = pr.sys.p.copy()
     rho = pr.design.values(p0)
     out = {ob.name: np.zeros(len(rho)) for ob in pr.objectives}
-    for j, name in enumerate(pr.design.names):
-        h = FD_STEP.get(name, 1e-6) * max(abs(rho[j]), 1.0)
-        vals = []
-        for s in (+1, -1):
-            r = rho.copy()
-            r[j] += s * h
-            p = pr.design.apply(p0, r)
-            vals.append(pr.objective_values(pr.forward(p), p))
-        for k in out:
-            out[k][j] = (vals[0][k] - vals[1][k]) / (2 * h)
-    pr.forward(p0)
+    with pr.frozen_steps():
+        for j, name in enumerate(pr.design.names):
+            h = FD_STEP.get(name, 1e-6) * max(abs(rho[j]), 1.0)
+            vals = []
+            for s in (+1, -1):
+                r = rho.copy()
+                r[j] += s * h
+                p = pr.design.apply(p0, r)
+                vals.append(pr.objective_values(pr.forward(p), p))
+            for k in out:
+                out[k][j] = (vals[0][k] - vals[1][k]) / (2 * h)
+        pr.forward(p0)
     return out
 
 

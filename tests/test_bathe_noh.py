@@ -16,12 +16,17 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope="module")
-def bn():
-    spec = importlib.util.spec_from_file_location("bathe_noh_study", ROOT / "benchmarks" / "bathe_noh.py")
+def _benchmark(name, stem):
+    """benchmarks/STEM.py loaded as a module (one source for the script and this test)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{stem}.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+@pytest.fixture(scope="module")
+def bn():
+    return _benchmark("bathe_noh_study", "bathe_noh")
 
 
 @pytest.fixture(scope="module")
@@ -86,10 +91,7 @@ def test_cost_ratio(bn):
 
 @pytest.fixture(scope="module")
 def ex():
-    spec = importlib.util.spec_from_file_location("bathe_noh_exact", ROOT / "benchmarks" / "bathe_noh_exact.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return _benchmark("bathe_noh_exact", "bathe_noh_exact")
 
 
 @pytest.mark.parametrize("free_stiff", [True, False])

@@ -21,7 +21,6 @@ test_checkpoint.py hold the same contract)."""
 from __future__ import annotations
 
 import json
-import os
 import pathlib
 import signal
 import subprocess
@@ -156,22 +155,7 @@ def test_resuming_from_h_alone_would_take_other_steps(reference):
 
 # ----------------------------------------------------------------------------- the CLI, killed
 
-
-def _env(**kw):
-    env = dict(os.environ)
-    env.pop("PARMBS_CHECKPOINT_KILL", None)
-    env["PARMBS_TEST_FAULTS"] = "1"
-    env.update({k: str(v) for k, v in kw.items()})
-    return env
-
-
-def _cli(*args, cwd, **env):
-    return subprocess.run([sys.executable, "-m", "parmbs", *map(str, args)], cwd=cwd, env=_env(**env),
-                          capture_output=True, text=True, timeout=300)
-
-
-def _partial(h5):
-    return h5.with_name(h5.name + ".partial")
+from test_checkpoint import _cli, _env, _partial  # noqa: E402  (the fault-armed CLI of the checkpoint tests)
 
 
 def _state(h5):

@@ -9,11 +9,8 @@ The adaptive case (adjoint = direct, = FD on the frozen accepted steps) is
 tests/test_adaptive.py's ``genalpha-arnold-bruls`` formulation.
 """
 import json
-import os
 import pathlib
 import signal
-import subprocess
-import sys
 
 import parmbs  # noqa: F401 — first (numpy SIMD determinism: parmbs/_determinism.py)
 import numpy as np
@@ -123,12 +120,8 @@ def test_checkpointed_gradient_is_the_in_memory_one(schedule, tmp_path):
 
 
 def _cli(args, cwd, **env):
-    e = dict(os.environ)
-    e.pop("PARMBS_CHECKPOINT_KILL", None)
-    e["PARMBS_TEST_FAULTS"] = "1"                 # arms the kill hook (parmbs/faults.py)
-    e.update({k: str(v) for k, v in env.items()})
-    return subprocess.run([sys.executable, "-m", "parmbs", *map(str, args)], cwd=cwd, env=e,
-                          capture_output=True, text=True, timeout=300)
+    from test_checkpoint import _cli as fault_armed_cli      # arms the kill hook (parmbs/faults.py)
+    return fault_armed_cli(*args, cwd=cwd, **env)
 
 
 def test_sigkill_in_adjoint_then_restart(tmp_path):

@@ -19,11 +19,8 @@ t_end = 0.05, h = 1e-3: N = 50 steps.
 from __future__ import annotations
 
 import json
-import os
 import pathlib
 import signal
-import subprocess
-import sys
 
 import parmbs  # noqa: F401  (before numpy users: parmbs/_determinism.py)
 import numpy as np
@@ -144,18 +141,7 @@ def test_resumed_every_k_sweep_same_gradient(run, kill, tmp_path, monkeypatch):
 
 # ----------------------------------------------------------------------------- the CLI, killed
 
-
-def _env(**kw):
-    env = dict(os.environ)
-    env.pop("PARMBS_CHECKPOINT_KILL", None)
-    env["PARMBS_TEST_FAULTS"] = "1"
-    env.update({k: str(v) for k, v in kw.items()})
-    return env
-
-
-def _cli(*args, cwd, **env):
-    return subprocess.run([sys.executable, "-m", "parmbs", *map(str, args)], cwd=cwd, env=_env(**env),
-                          capture_output=True, text=True, timeout=300)
+from test_checkpoint import _cli  # noqa: E402  (the fault-armed CLI of the checkpoint tests)
 
 
 def _state(h5):

@@ -191,3 +191,27 @@ def test_ts_runs_are_guarded():
     with pytest.raises(InstabilityError, match=r"^step 7 \(t = 0.007\): unstable run: test"):
         pr.forward()
     assert seen == list(range(1, 8))
+
+
+def test_energy_is_the_state_eval_sum_bitwise():
+    """The guard's energy (force groups gathered once per run, Spring's l without its
+    rate) is the sum over StateEval's force tuples it replaced, bit for bit, on closed
+    models with these energy kinds: planar inertia, gravity, spring (five-bar), ANCF
+    (flexible pendulum), spatial inertia and gravity (double pendulum)."""
+    from parmbs.model.component import Force
+    from parmbs.model.evaluation import StateEval
+    for name in ("fivebar", "flexible-pendulum", "spatial-double-pendulum"):
+        pr = problem(name, ["simulation.t_end=0.01"])
+        tr = pr.forward()
+        g = pr.guard
+        assert g.closed and g.e0 is not None, name
+        for k in (0, tr.steps // 2, tr.steps):
+            E = T = A = 0.0
+            for grp, q, v, a, p in StateEval(pr.sys, tr.t[k], *tr.x(k)[:4], pr.sys.p).F:
+                if type(grp).energy is Force.energy:
+                    continue
+                eg = np.real(grp.energy(tr.t[k], q, v, p))
+                E, T, A = E + float(np.sum(eg)), T + (float(np.sum(eg)) if grp.inertial else 0.0), \
+                    A + float(np.sum(np.abs(eg)))
+            assert g._energy(tr.t[k], tr.x(k)) == (E, T, A), (name, k)
+            assert A > 0.0

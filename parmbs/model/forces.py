@@ -80,8 +80,11 @@ class Spring(Force):
         return concat([-Fe, -dot(Fe, da)[..., None], Fe, dot(Fe, db)[..., None]], -1)
 
     def energy(self, t, q, v, p):
-        """V = ½ k (l − l₀)²."""
-        l = self.geometry(q, v, p)[0]
+        """V = ½ k (l − l₀)²; l as in ``geometry`` (the same operations, without the rate
+        and lever arms: the instability guard evaluates this every 10 steps)."""
+        sa, sb = _offsets(p, 0), _offsets(p, 4)
+        d = q[..., 3:5] + rot(q[..., 5], sb) - q[..., 0:2] - rot(q[..., 2], sa)
+        l = np.sqrt(dot(d, d))
         return 0.5 * p[..., 8] * (l - p[..., 10]) ** 2
 
     def _grad_hess(self, q, v, p):

@@ -215,3 +215,28 @@ def test_energy_is_the_state_eval_sum_bitwise():
                     A + float(np.sum(np.abs(eg)))
             assert g._energy(tr.t[k], tr.x(k)) == (E, T, A), (name, k)
             assert A > 0.0
+
+
+def test_compiled_monitor_gives_the_numpy_numbers():
+    """A run whose step is compiled takes the guard's per-step numbers from one compiled
+    call (compiled/monitor.py); replaying its trajectory through the numpy path of
+    Guard.check gives the same state bit for bit (the same operations in the same order),
+    and the compiled call names a non-finite block as the numpy path does."""
+    pr = problem("fourbar", OLD_DEFAULT + ["simulation.t_end=0.2", "simulation.guard=true"])
+    assert pr.stepper.compiled is not None and pr.guard._monitor is not None
+    tr = pr.forward()
+    ref = Guard(pr.config.simulation, pr.sys)
+    assert ref._monitor is None
+    ref.start(0, tr.t[0], tr.x(0), pr.sys.p)
+    for k in range(1, tr.steps + 1):
+        ref.check(k, tr.t[k], tr.x(k))
+    g = pr.guard
+    assert (g.smax, g.peak, g.growth, g.n0, list(g.recent)) == (ref.smax, ref.peak, ref.growth, ref.n0,
+                                                                list(ref.recent))
+    assert g.peak > 0.0 and len(g.recent) == WINDOW
+    for b, name in enumerate(("q", "v", "a", "lambda")):
+        x = [np.array(y) for y in tr.x(tr.steps)]
+        x[b][-1] = np.nan
+        for guard in (g, ref):
+            with pytest.raises(InstabilityError, match=rf"step 7 \(t = 1\): unstable run: non-finite {name} "):
+                guard.check(7, 1.0, tuple(x))

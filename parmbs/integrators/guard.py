@@ -115,6 +115,8 @@ ENERGY_FLOOR = 1e-8
 ENERGY_EVERY = 10
 #: forces without a potential that do no work (Euler-parameter bodies, spatial/bodies.py)
 ZERO_POWER = ("SpatialGyroscopic", "EulerRegularization")
+#: the arrays the compiled monitor takes (compiled/monitor.py); other dtypes take the numpy path
+F64 = np.dtype(np.float64)
 #: acceleration floor in units of Newton's acceleration resolution (atol + rtol‖q‖)/(βh²)
 FLOOR_FACTOR = 10.0
 
@@ -173,7 +175,14 @@ class Guard:
         self.h = sim.dt
         self.tol = (nt.atol, nt.rtol)
         self.alternating = True   # the (−1)^k monitor (equal steps only; off for adaptive runs)
+        self._monitor = None      # compiled/monitor.monitor once use_compiled()
         self.start(0, 0.0, None)
+
+    def use_compiled(self):
+        """Take the per-step numbers from one compiled call (compiled/monitor.py): for runs
+        whose step is compiled, so numba is importable and its cache usable."""
+        from ..compiled.monitor import monitor
+        self._monitor = monitor
 
     def start(self, k, t, x, p=None):
         """Reset at the loop's first state x_k at t_k (p: the run's parameters, for the energy)."""
@@ -223,13 +232,21 @@ class Guard:
     def check(self, k, t, x):
         """x = x_k (q, v, a, λ) at t_k, after step k.
 
-        Per step this costs a few µs of numpy calls on the state's own arrays (benchmarks/
-        README.md, "instability guard"): the non-finite test is one dot product per block
-        (a non-finite entry makes it non-finite; the exact per-block test runs only then,
-        so an overflowing but finite dot never stops a run), Δ²a and the smooth part share
-        2a_k, and the median of the window is taken of a sorted Python list (the same
-        value as np.median: the middle element, or the mean of the middle two)."""
-        if not all(cmath.isfinite(np.dot(y, y)) for y in x):
+        The per-step numbers — a non-finite block, the alternating and smooth parts N, S
+        of the accelerations, ‖q‖∞ — come from one compiled call when the model's step is
+        compiled (compiled/monitor.py, ``use_compiled``), else from a few numpy calls:
+        one dot per block for the non-finite test (a non-finite entry makes it
+        non-finite; the exact per-block test runs only then, so an overflowing but finite
+        dot never stops a run), Δ²a and the smooth part sharing 2a_k.  Both compute the
+        same operations in the same order: the same numbers.  The median of the window
+        is that of a sorted list (the value np.median gives: the middle element, or the
+        mean of the middle two).  benchmarks/README.md, "instability guard"."""
+        a0, a1 = self.a0, self.a1
+        a = x[2]
+        nums = None
+        if self._monitor is not None and len(x) == 4 and x[0].dtype == x[1].dtype == a.dtype == x[3].dtype == F64:
+            bad, *nums = self._monitor(x[0], x[1], a, x[3], a if a0 is None else a0, a if a1 is None else a1)
+        elif not all(cmath.isfinite(np.dot(y, y)) for y in x):
             bad = next((i for i, y in enumerate(x) if not np.all(np.isfinite(y))), -1)    # O(n)
         else:
             bad = -1
@@ -243,18 +260,21 @@ class Guard:
             return
         if self.e0 is not None and (k - self.k0) % ENERGY_EVERY == 0:
             self._check_energy(k, t, x)
-        a = np.asarray(x[2])
-        a0, a1 = self.a0, self.a1
+        a = np.asarray(a)
         self.a1, self.a0 = a0, a.copy()
         if a1 is None or a.size == 0 or not self.alternating:
             return
-        a2 = 2.0 * a0
-        d = a - a2
-        d += a1                             # a − 2a_k + a_{k−1}, in that order
-        s = a + a2
-        s += a1
-        nyq = 0.25 * float(np.abs(d).max())
-        smooth = 0.25 * float(np.abs(s).max())
+        if nums is not None:
+            nyq, smooth, qmax = nums
+        else:
+            a2 = 2.0 * a0
+            d = a - a2
+            d += a1                             # a − 2a_k + a_{k−1}, in that order
+            sm = a + a2
+            sm += a1
+            nyq = 0.25 * float(np.abs(d).max())
+            smooth = 0.25 * float(np.abs(sm).max())
+            qmax = None
         if smooth > self.smax:
             self.smax = smooth
         self.recent.append(nyq)
@@ -268,7 +288,9 @@ class Guard:
             self.nbase += 1
             return
         atol, rtol = self.tol
-        floor = FLOOR_FACTOR * (atol + rtol * float(np.abs(x[0]).max())) / (0.25 * self.h * self.h)
+        if qmax is None:
+            qmax = float(np.abs(x[0]).max())
+        floor = FLOOR_FACTOR * (atol + rtol * qmax) / (0.25 * self.h * self.h)
         scale = max(self.smax, floor)
         self.peak = max(self.peak, med / scale)
         self.growth = max(self.growth, med / self.n0 if self.n0 > 0 else np.inf)

@@ -216,7 +216,7 @@ class NewmarkFamily(NewmarkParameterSets):
     def step(self, k, t, x, p, ev_old=None):
         """x_{k+1} from x_k at time t = t_k; returns (x_{k+1}, Newton iterations)."""
         h, b, g = self.h, self.beta, self.gamma
-        if self.compiled is not None and not any(np.iscomplexobj(y) for y in (p, *x)):
+        if self.compiled is not None and not any(np.asarray(y).dtype.kind == "c" for y in (p, *x)):  # complex: numpy
             q1, v1, a1, l1, its, status = self.compiled.newton(x, p, t, h, b, g, self.am, self.af, self.newton)
             if status == 0:
                 return (q1, v1, a1, l1), its

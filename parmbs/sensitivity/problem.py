@@ -105,6 +105,8 @@ class Problem:
         # instability guard of the step loops (integrators/guard.py; simulation.guard)
         from ..integrators.guard import Guard
         self.guard = Guard(sim, self.sys, comm=self._mpi())
+        if getattr(self.stepper, "compiled", None) is not None:
+            self.guard.use_compiled()     # its per-step numbers in one compiled call too (compiled/monitor.py)
 
     def _set_grid(self, grid):
         """The step sequence the sweeps and objective sums use (that of the last run)."""

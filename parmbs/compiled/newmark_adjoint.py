@@ -34,8 +34,9 @@ CS_H; exact to round-off, as the numpy path's own complex-step and analytic bloc
 column j evaluates only the elements that read a parameter of column j (the others do
 not depend on ρ_j), and all columns come from one evaluation per state of the model
 tiled nd times (stepper._tiled_arrays: copy j reads p perturbed for column j and writes
-its own rows).  The index arrays arrive packed (stepper.pack): set 0 every element,
-1 the inertia (``Km``), 2 the spring kinds (``Kv``); the tiled design elements apart.
+its own rows).  The index arrays arrive packed (stepper.pack; planar and spatial offsets apart, None
+for a family the model lacks: newmark_step._evaluate): set 0 every element, 1 the
+inertia (``Km``), 2 the spring kinds (``Kv``); the tiled design elements apart.
 
 The numpy path stays the reference: complex states or parameters (the ``cs``
 verification) never come here, and a singular J returns status 1 so the numpy step
@@ -46,16 +47,17 @@ from numba import njit
 
 from ..model.component import CS_H
 from .dense import lu_factor, lu_solve, lu_solve_T
-from .newmark_step import _evaluate, unpack
+from .newmark_step import _evaluate
 
 
 @njit(cache=True)
-def _matrix(q, v, a, lam, p, t, n, w1, w2, cq, cv, hw, bh2, K, ca=1.0):
-    """The (N, N) matrix of _evaluate at this state with these weights (R discarded)."""
+def _matrix(q, v, a, lam, p, t, n, w1, w2, cq, cv, hw, bh2, Kf, Kp, Ks, s, ca=1.0):
+    """The (N, N) matrix of _evaluate at this state with these weights (R discarded),
+    element set s (0 all, 1 ``Km``, 2 ``Kv``)."""
     N = n + lam.shape[0]
     R = np.zeros(N)
     J = np.zeros((N, N))
-    _evaluate(q, v, a, lam, p, t, n, w1, w2, cq, cv, hw, bh2, True, R, J, K, ca)
+    _evaluate(q, v, a, lam, p, t, n, w1, w2, cq, cv, hw, bh2, True, R, J, Kf, Kp, Ks, s, ca)
     return J
 
 
@@ -68,7 +70,7 @@ def _tile(x, nd):
 
 
 @njit(cache=True)
-def _r_rho_at(q, v, a, lam, t, w1, w2, pc, n, bh2, nd, Kd, out):
+def _r_rho_at(q, v, a, lam, t, w1, w2, pc, n, bh2, nd, Kdf, Kdp, Kds, out):
     """out[:, j] = Im R(p + i h Σ_{dmap[i] = j} e_i)/h for every column j from one
     evaluation of the model tiled nd times (stepper._tiled_arrays; pc the nd perturbed
     copies of p)."""
@@ -76,7 +78,7 @@ def _r_rho_at(q, v, a, lam, t, w1, w2, pc, n, bh2, nd, Kd, out):
     Rc = np.zeros(nd * (n + m), np.complex128)
     Jd = np.zeros((1, 1), np.complex128)          # not touched (want_J False)
     _evaluate(_tile(q, nd), _tile(v, nd), _tile(a, nd), _tile(lam, nd), pc, t, nd * n, w1, w2, 0.0, 0.0, 0.0,
-              bh2, False, Rc, Jd, Kd)
+              bh2, False, Rc, Jd, Kdf, Kdp, Kds, 0)
     for j in range(nd):
         for i in range(n):
             out[i, j] = Rc[j * n + i].imag / CS_H
@@ -85,11 +87,11 @@ def _r_rho_at(q, v, a, lam, t, w1, w2, pc, n, bh2, nd, Kd, out):
 
 
 @njit(cache=True)
-def _r_rho(q1, v1, a1, l1, t1, w1, w2, q0, v0, a0, l0, t0, w01, w02, old, p, n, bh2, dmap, nd, Kdf, Kdo):
+def _r_rho(q1, v1, a1, l1, t1, w1, w2, q0, v0, a0, l0, t0, w01, w02, old, p, n, bh2, dmap, nd, Kdf, Kdp, Kds):
     """(N, nd) matrices ∂[R₁; R₂]/∂ρ at x_{k+1} (weights w1, w2) and, when ``old``, at x_k
     (weights w01, w02; rows n.. unused): column j = Im R(p + i h Σ_{dmap[i] = j} e_i)/h,
     on the elements that read a parameter of column j only, all columns in one
-    evaluation per state of the tiled model (stepper._tiled_arrays, packed in (Kdf, Kdo))."""
+    evaluation per state of the tiled model (stepper._tiled_arrays, packed in (Kdf, Kdp, Kds) as _evaluate's)."""
     N = n + l1.shape[0]
     out1, out0 = np.zeros((N, nd)), np.zeros((N, nd))
     npar = p.shape[0]
@@ -97,10 +99,9 @@ def _r_rho(q1, v1, a1, l1, t1, w1, w2, q0, v0, a0, l0, t0, w01, w02, old, p, n, 
     for j in range(nd):
         for i in range(npar):
             pc[j * npar + i] = complex(p[i], CS_H) if dmap[i] == j else complex(p[i], 0.0)
-    Kd = unpack(Kdf, Kdo[0])
-    _r_rho_at(q1, v1, a1, l1, t1, w1, w2, pc, n, bh2, nd, Kd, out1)
+    _r_rho_at(q1, v1, a1, l1, t1, w1, w2, pc, n, bh2, nd, Kdf, Kdp, Kds, out1)
     if old:
-        _r_rho_at(q0, v0, a0, l0, t0, w01, w02, pc, n, bh2, nd, Kd, out0)
+        _r_rho_at(q0, v0, a0, l0, t0, w01, w02, pc, n, bh2, nd, Kdf, Kdp, Kds, out0)
     return out1, out0
 
 
@@ -134,17 +135,16 @@ def _mul(A, r0, c0, nr, nc, X):
 
 @njit(cache=True)
 def adjoint_step(q0, v0, a0, l0, q1, v1, a1, l1, mq1, mv1, ma1, ml1, p, t, h, beta, gamma, am, af,
-                 dmap, nd, Kf, Ko, Kdf, Kdo):
+                 dmap, nd, Kf, Kp, Ks, Kdf, Kdp, Kds):
     """(μ_q, μ_v, μ_a, μ_λ, ∇ψ increment (nd, k), status) of the step x_k → x_{k+1} at t
     (module docstring); status 0, or 1 at a singular J (nothing else is meaningful then)."""
     n, m = q1.shape[0], l1.shape[0]
     N = n + m
-    K, Km, Kv = unpack(Kf, Ko[0]), unpack(Kf, Ko[1]), unpack(Kf, Ko[2])
     kc = mq1.shape[1]
     bh2, gh = beta * h * h, gamma * h
     wi, wf = 1.0 - am, 1.0 - af
     t1 = t + h
-    J = _matrix(q1, v1, a1, l1, p, t1, n, wi, wf, bh2, gh, wf * bh2, bh2, K)
+    J = _matrix(q1, v1, a1, l1, p, t1, n, wi, wf, bh2, gh, wf * bh2, bh2, Kf, Kp, Ks, 0)
     LU, piv, ok = lu_factor(J)
     mq, mv, ma = np.zeros((n, kc)), np.zeros((n, kc)), np.zeros((n, kc))
     ml = np.zeros((m, kc))
@@ -161,8 +161,8 @@ def adjoint_step(q0, v0, a0, l0, q1, v1, a1, l1, mq1, mv1, ma1, ml1, p, t, h, be
         nu[:, c] = lu_solve_T(LU, piv, b)
     nu1 = nu[:n].copy()
     nu2 = nu[n:] / bh2
-    Kq = _matrix(q1, v1, a1, l1, p, t1, n, wi, wf, 1.0, 0.0, wf, bh2, K, 0.0)
-    Cv = _matrix(q1, v1, a1, l1, p, t1, n, 0.0, wf, 0.0, 1.0, 0.0, bh2, Kv)
+    Kq = _matrix(q1, v1, a1, l1, p, t1, n, wi, wf, 1.0, 0.0, wf, bh2, Kf, Kp, Ks, 0, 0.0)
+    Cv = _matrix(q1, v1, a1, l1, p, t1, n, 0.0, wf, 0.0, 1.0, 0.0, bh2, Kf, Kp, Ks, 2)
     sq = _tmul(Kq, 0, 0, n, n, nu1) + _tmul(J, n, 0, m, n, nu2)
     sv = _tmul(Cv, 0, 0, n, n, nu1)
     for i in range(n):
@@ -173,12 +173,12 @@ def adjoint_step(q0, v0, a0, l0, q1, v1, a1, l1, mq1, mv1, ma1, ml1, p, t, h, be
             mv[i, c] = h * dq + dv
             ma[i, c] = (0.5 - beta) * h * h * dq + (1.0 - gamma) * h * dv
     old = am != 0.0 or af != 0.0
-    Rr, R0 = _r_rho(q1, v1, a1, l1, t1, wi, wf, q0, v0, a0, l0, t, am, af, old, p, n, bh2, dmap, nd, Kdf, Kdo)
+    Rr, R0 = _r_rho(q1, v1, a1, l1, t1, wi, wf, q0, v0, a0, l0, t, am, af, old, p, n, bh2, dmap, nd, Kdf, Kdp, Kds)
     grad -= _tmul(Rr, 0, 0, N, nd, nu)
     if old:
-        K0 = _matrix(q0, v0, a0, l0, p, t, n, am, af, 1.0, 0.0, af, bh2, K, 0.0)
-        C0 = _matrix(q0, v0, a0, l0, p, t, n, 0.0, af, 0.0, 1.0, 0.0, bh2, Kv)
-        M0 = _matrix(q0, v0, a0, l0, p, t, n, am, af, 0.0, 0.0, 0.0, bh2, Km)
+        K0 = _matrix(q0, v0, a0, l0, p, t, n, am, af, 1.0, 0.0, af, bh2, Kf, Kp, Ks, 0, 0.0)
+        C0 = _matrix(q0, v0, a0, l0, p, t, n, 0.0, af, 0.0, 1.0, 0.0, bh2, Kf, Kp, Ks, 2)
+        M0 = _matrix(q0, v0, a0, l0, p, t, n, am, af, 0.0, 0.0, 0.0, bh2, Kf, Kp, Ks, 1)
         mq -= _tmul(K0, 0, 0, n, n, nu1)
         mv -= _tmul(C0, 0, 0, n, n, nu1)
         ma -= _tmul(M0, 0, 0, n, n, nu1)
@@ -189,33 +189,32 @@ def adjoint_step(q0, v0, a0, l0, q1, v1, a1, l1, mq1, mv1, ma1, ml1, p, t, h, be
 
 @njit(cache=True)
 def tangent_step(q0, v0, a0, l0, q1, v1, a1, l1, dq, dv, da, dl, p, t, h, beta, gamma, am, af, dmap, nd, Kf,
-                 Ko, Kdf, Kdo):
+                 Kp, Ks, Kdf, Kdp, Kds):
     """(dq, dv, da, dλ of x_{k+1} (each (·, nd)), status) from those of x_k (module
     docstring); status 0, or 1 at a singular J."""
     n, m = q1.shape[0], l1.shape[0]
     N = n + m
-    K, Km, Kv = unpack(Kf, Ko[0]), unpack(Kf, Ko[1]), unpack(Kf, Ko[2])
     kc = dq.shape[1]
     bh2, gh = beta * h * h, gamma * h
     wi, wf = 1.0 - am, 1.0 - af
     t1 = t + h
     dqp = dq + h * dv + (0.5 - beta) * h * h * da
     dvp = dv + (1.0 - gamma) * h * da
-    J = _matrix(q1, v1, a1, l1, p, t1, n, wi, wf, bh2, gh, wf * bh2, bh2, K)
+    J = _matrix(q1, v1, a1, l1, p, t1, n, wi, wf, bh2, gh, wf * bh2, bh2, Kf, Kp, Ks, 0)
     LU, piv, ok = lu_factor(J)
     if not ok:
         return dqp, dvp, da, dl, 1
-    Kq = _matrix(q1, v1, a1, l1, p, t1, n, wi, wf, 1.0, 0.0, wf, bh2, K, 0.0)
-    Cv = _matrix(q1, v1, a1, l1, p, t1, n, 0.0, wf, 0.0, 1.0, 0.0, bh2, Kv)
+    Kq = _matrix(q1, v1, a1, l1, p, t1, n, wi, wf, 1.0, 0.0, wf, bh2, Kf, Kp, Ks, 0, 0.0)
+    Cv = _matrix(q1, v1, a1, l1, p, t1, n, 0.0, wf, 0.0, 1.0, 0.0, bh2, Kf, Kp, Ks, 2)
     old = am != 0.0 or af != 0.0
-    Rr, R0 = _r_rho(q1, v1, a1, l1, t1, wi, wf, q0, v0, a0, l0, t, am, af, old, p, n, bh2, dmap, nd, Kdf, Kdo)
+    Rr, R0 = _r_rho(q1, v1, a1, l1, t1, wi, wf, q0, v0, a0, l0, t, am, af, old, p, n, bh2, dmap, nd, Kdf, Kdp, Kds)
     r = Rr[:, :kc].copy()
     r[:n] += _mul(Kq, 0, 0, n, n, dqp) + _mul(Cv, 0, 0, n, n, dvp)
     r[n:] += _mul(J, n, 0, m, n, dqp) / bh2
     if old:
-        K0 = _matrix(q0, v0, a0, l0, p, t, n, am, af, 1.0, 0.0, af, bh2, K, 0.0)
-        C0 = _matrix(q0, v0, a0, l0, p, t, n, 0.0, af, 0.0, 1.0, 0.0, bh2, Kv)
-        M0 = _matrix(q0, v0, a0, l0, p, t, n, am, af, 0.0, 0.0, 0.0, bh2, Km)
+        K0 = _matrix(q0, v0, a0, l0, p, t, n, am, af, 1.0, 0.0, af, bh2, Kf, Kp, Ks, 0, 0.0)
+        C0 = _matrix(q0, v0, a0, l0, p, t, n, 0.0, af, 0.0, 1.0, 0.0, bh2, Kf, Kp, Ks, 2)
+        M0 = _matrix(q0, v0, a0, l0, p, t, n, am, af, 0.0, 0.0, 0.0, bh2, Kf, Kp, Ks, 1)
         r[:n] += (_mul(K0, 0, 0, n, n, dq) + _mul(C0, 0, 0, n, n, dv) + _mul(M0, 0, 0, n, n, da)
                   + af * _tmul(K0, n, 0, m, n, dl) + R0[:n, :kc])
     dz = np.empty((N, kc))

@@ -35,11 +35,11 @@ def _view(flat, o, i):
 
 
 @njit(cache=True)
-def unpack(flat, o):
-    """The 44 stacked index arrays (stepper.LAYOUT: 27 planar, 17 spatial) from one flat
-    int64 array and its (44, 3) offsets (start, rows, cols): passed packed, the Python →
-    numba call types two arrays instead of a tuple of 44 (~0.3 µs each per call,
-    stepper.pack)."""
+def unpack_planar(flat, o):
+    """The 27 planar stacked index arrays (stepper.LAYOUT's first ten kinds) of one set
+    from the flat int64 array and its (27, 3) offsets (start, rows, cols): passed packed,
+    the Python → numba call types two arrays instead of a tuple of 27 (~0.3 µs each per
+    call, stepper.pack)."""
     return (_view(flat, o, 0), _view(flat, o, 1), _view(flat, o, 2),
             _view(flat, o, 3), _view(flat, o, 4), _view(flat, o, 5),
             _view(flat, o, 6), _view(flat, o, 7), _view(flat, o, 8),
@@ -48,23 +48,24 @@ def unpack(flat, o):
             _view(flat, o, 15), _view(flat, o, 16), _view(flat, o, 17),
             _view(flat, o, 18), _view(flat, o, 19), _view(flat, o, 20),
             _view(flat, o, 21), _view(flat, o, 22), _view(flat, o, 23),
-            _view(flat, o, 24), _view(flat, o, 25), _view(flat, o, 26),
-            _view(flat, o, 27), _view(flat, o, 28), _view(flat, o, 29),
-            _view(flat, o, 30), _view(flat, o, 31), _view(flat, o, 32),
-            _view(flat, o, 33), _view(flat, o, 34), _view(flat, o, 35),
-            _view(flat, o, 36), _view(flat, o, 37), _view(flat, o, 38),
-            _view(flat, o, 39), _view(flat, o, 40), _view(flat, o, 41),
-            _view(flat, o, 42), _view(flat, o, 43))
+            _view(flat, o, 24), _view(flat, o, 25), _view(flat, o, 26))
 
 
 @njit(cache=True)
-def _evaluate(q, v, a, lam, p, t, n, wi, wf, cq, cv, hw, bh2, want_J, R, J, K, ca=1.0):
-    """R (and J when want_J) of every group at time t, forces first (the numpy order).
-    J₁₁ += w (c_a r_a + c_v r_v + c_q r_q): c_a = 1 in the Newton matrix, 0 for the
-    adjoint's K = ∂R₁/∂q, whose inertial kinds (the spatial ones) have r_q ≠ 0.
-    K: the stacked index arrays of stepper.CompiledNewmark (its ``LAYOUT``).  Kinds
-    without elements are not called (their scratch arrays would still be allocated: the
-    element sets of the adjoint step hold one to three kinds)."""
+def unpack_spatial(flat, o):
+    """The 17 spatial stacked index arrays (stepper.LAYOUT's last seven kinds) of one set,
+    (17, 3) offsets."""
+    return (_view(flat, o, 0), _view(flat, o, 1), _view(flat, o, 2),
+            _view(flat, o, 3), _view(flat, o, 4), _view(flat, o, 5),
+            _view(flat, o, 6), _view(flat, o, 7), _view(flat, o, 8),
+            _view(flat, o, 9), _view(flat, o, 10), _view(flat, o, 11),
+            _view(flat, o, 12), _view(flat, o, 13), _view(flat, o, 14),
+            _view(flat, o, 15), _view(flat, o, 16))
+
+
+@njit(cache=True)
+def _planar(q, v, a, lam, p, t, n, wi, wf, cq, cv, hw, bh2, want_J, R, J, K, ca):
+    """The planar kinds of _evaluate (compiled/planar.py); K: unpack_planar's tuple."""
     if K[0].shape[0]:
         planar.inertia(a, p, K[0], K[1], R, J, wi, ca, want_J)
     if K[2].shape[0]:
@@ -85,29 +86,51 @@ def _evaluate(q, v, a, lam, p, t, n, wi, wf, cq, cv, hw, bh2, want_J, R, J, K, c
         planar.prismatic(q, lam, p, K[20], K[21], K[22], n, R, J, wf, bh2, hw, want_J)
     if K[23].shape[0]:
         planar.driver(q, lam, p, K[23], K[24], K[25], K[26], n, t, R, J, wf, bh2, hw, want_J)
-    # spatial kinds (compiled/spatial.py)
-    if K[27].shape[0]:
-        spatial.inertia(q, a, p, K[27], K[28], R, J, wi, ca, cq, want_J)
-    if K[29].shape[0]:
-        spatial.gyroscopic(q, v, p, K[29], K[30], R, J, wf, cq, cv, want_J)
-    if K[31].shape[0]:
-        spatial.regularization(q, a, p, K[31], K[32], R, J, wi, ca, cq, want_J)
-    if K[33].shape[0]:
-        spatial.gravity(p, K[33], K[34], R, wf)
-    if K[35].shape[0]:
-        spatial.normalization(q, lam, p, K[35], K[36], K[37], n, R, J, wf, bh2, hw, want_J)
-    if K[38].shape[0]:
-        spatial.joint(q, lam, p, K[38], K[39], K[40], 0, n, R, J, wf, bh2, hw, want_J)
-    if K[41].shape[0]:
-        spatial.joint(q, lam, p, K[41], K[42], K[43], 2, n, R, J, wf, bh2, hw, want_J)
 
 
 @njit(cache=True)
-def newton_step(q0, v0, a0, lam0, p, t, h, beta, gamma, am, af, atol, rtol, max_it, Kf, Ko):
+def _spatial(q, v, a, lam, p, t, n, wi, wf, cq, cv, hw, bh2, want_J, R, J, K, ca):
+    """The spatial kinds of _evaluate (compiled/spatial.py); K: unpack_spatial's tuple."""
+    if K[0].shape[0]:
+        spatial.inertia(q, a, p, K[0], K[1], R, J, wi, ca, cq, want_J)
+    if K[2].shape[0]:
+        spatial.gyroscopic(q, v, p, K[2], K[3], R, J, wf, cq, cv, want_J)
+    if K[4].shape[0]:
+        spatial.regularization(q, a, p, K[4], K[5], R, J, wi, ca, cq, want_J)
+    if K[6].shape[0]:
+        spatial.gravity(p, K[6], K[7], R, wf)
+    if K[8].shape[0]:
+        spatial.normalization(q, lam, p, K[8], K[9], K[10], n, R, J, wf, bh2, hw, want_J)
+    if K[11].shape[0]:
+        spatial.joint(q, lam, p, K[11], K[12], K[13], 0, n, R, J, wf, bh2, hw, want_J)
+    if K[14].shape[0]:
+        spatial.joint(q, lam, p, K[14], K[15], K[16], 2, n, R, J, wf, bh2, hw, want_J)
+
+
+@njit(cache=True)
+def _evaluate(q, v, a, lam, p, t, n, wi, wf, cq, cv, hw, bh2, want_J, R, J, Kf, Kp, Ks, s, ca=1.0):
+    """R (and J when want_J) of every group at time t, forces first (the numpy order).
+    J₁₁ += w (c_a r_a + c_v r_v + c_q r_q): c_a = 1 in the Newton matrix, 0 for the
+    adjoint's K = ∂R₁/∂q, whose inertial kinds (the spatial ones) have r_q ≠ 0.
+    (Kf, Kp, Ks): the stacked index arrays of stepper.CompiledNewmark packed (its
+    ``LAYOUT``), Kp (sets, 27, 3) the planar and Ks (sets, 17, 3) the spatial offsets —
+    None when the model has no kind of that family: numba then prunes the branch and
+    neither types nor compiles those kernels (a planar model compiles no spatial
+    kernel; benchmarks/README.md, "compile cost"); s: the set.  Kinds without elements
+    are not called (their scratch arrays would still be allocated: the element sets of
+    the adjoint step hold one to three kinds).  A model's forces come before its
+    constraints within each family; no model mixes the two families."""
+    if Kp is not None:
+        _planar(q, v, a, lam, p, t, n, wi, wf, cq, cv, hw, bh2, want_J, R, J, unpack_planar(Kf, Kp[s]), ca)
+    if Ks is not None:
+        _spatial(q, v, a, lam, p, t, n, wi, wf, cq, cv, hw, bh2, want_J, R, J, unpack_spatial(Kf, Ks[s]), ca)
+
+
+@njit(cache=True)
+def newton_step(q0, v0, a0, lam0, p, t, h, beta, gamma, am, af, atol, rtol, max_it, Kf, Kp, Ks):
     """x_{n+1} at t + h from x_n = (q0, v0, a0, λ0) at t: returns (q, v, a, λ, iterations, status),
     status 0 converged, 1 singular matrix, 2 non-finite update, 3 not converged.
-    (Kf, Ko): the model's index arrays packed (stepper.pack; Ko (sets, 44, 3), set 0)."""
-    K = unpack(Kf, Ko[0])
+    (Kf, Kp, Ks): the model's index arrays packed (stepper.pack; set 0; _evaluate)."""
     n, m = q0.shape[0], lam0.shape[0]
     N = n + m
     c2 = (0.5 - beta) * h * h
@@ -142,7 +165,7 @@ def newton_step(q0, v0, a0, lam0, p, t, h, beta, gamma, am, af, atol, rtol, max_
             J[:, :] = 0.0
             xq, xv, xa, xl, Rt, tx = q1, v1, a, lam, R, t + h
             w1, w2, cq, cv, cw, want_J = wi, wf, bh2, gh, hw, True
-        _evaluate(xq, xv, xa, xl, p, tx, n, w1, w2, cq, cv, cw, bh2, want_J, Rt, J, K)
+        _evaluate(xq, xv, xa, xl, p, tx, n, w1, w2, cq, cv, cw, bh2, want_J, Rt, J, Kf, Kp, Ks, 0)
         if it == 0:
             continue
         for i in range(n):

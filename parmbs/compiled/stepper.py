@@ -27,6 +27,9 @@ LAYOUT = ((F.Inertia, "qp"), (F.Gravity, "qp"), (F.Spring, "qp"), (F.RotationalS
 #: the kinds with r_a (the adjoint's M) and with r_v (its C): compiled/newmark_adjoint.py
 WITH_RA = (F.Inertia, SB.SpatialInertia, SB.EulerRegularization)
 WITH_RV = (F.Spring, F.RotationalSpring, SB.SpatialGyroscopic)
+#: the first N_PLANAR kinds of LAYOUT are planar (newmark_step.unpack_planar), the rest spatial
+N_PLANAR = 10
+KINDS_PLANAR = tuple(k for k, _ in LAYOUT[:N_PLANAR])
 _FN = {"constant": CONSTANT, "polynomial": POLYNOMIAL, "harmonic": HARMONIC}
 _COORD = {"x": 0, "y": 1, "angle": 2}
 
@@ -95,8 +98,8 @@ def _tiled_arrays(system, design_map, nd):
 
 def pack(sets):
     """(flat int64 array, offsets (len(sets), 44, 3) of (start, rows, cols)) of a list of
-    ``_arrays`` tuples (newmark_step.unpack): two arguments per call instead of 44 arrays
-    per set, whose typing dominated the Python → numba call."""
+    ``_arrays`` tuples (newmark_step.unpack_planar/unpack_spatial): two arguments per call
+    instead of 44 arrays per set, whose typing dominated the Python → numba call."""
     chunks, offs, at = [], np.zeros((len(sets), len(sets[0]) if sets else 0, 3), np.int64), 0
     for i, arrays in enumerate(sets):
         for j, A in enumerate(arrays):
@@ -107,7 +110,7 @@ def pack(sets):
     return np.concatenate(chunks) if chunks else np.zeros(0, np.int64), offs
 
 
-#: the sensitivity steps whose first call (compile or cache load) this process has timed
+#: the (sensitivity step, kernel family) whose first call (compile or cache load) this process has timed
 _SENS_TIMED = set()
 
 
@@ -120,15 +123,33 @@ class CompiledNewmark:
         self.K = _arrays(system)
         # set 0 every element; 1 the kinds with r_a: M = ∂R₁/∂a; 2 the kinds with r_v:
         # C = ∂R₁/∂v (compiled/newmark_adjoint.py)
-        self.Kf, self.Ko = pack([self.K, _arrays(system, lambda g: np.full(g.ne, type(g) in WITH_RA)),
-                                 _arrays(system, lambda g: np.full(g.ne, type(g) in WITH_RV))])
+        Kf, Ko = pack([self.K, _arrays(system, lambda g: np.full(g.ne, type(g) in WITH_RA)),
+                       _arrays(system, lambda g: np.full(g.ne, type(g) in WITH_RV))])
+        self.Kf, self.Kp, self.Ks = self.families(Kf, Ko)
+        self.family = (self.Kp is not None, self.Ks is not None)
         self._Kd = {}
 
+    def families(self, flat, offs):
+        """(flat, planar offsets (sets, 27, 3), spatial offsets (sets, 17, 3)) with None for
+        a family without elements in the model (newmark_step._evaluate then compiles no
+        kernel of it: a planar model's compile does not type the spatial kinds)."""
+        npl = sum(len(f) for _, f in LAYOUT[:N_PLANAR])
+        groups = list(self.sys.forces) + list(self.sys.constraints)
+        has_p = any(type(g) in KINDS_PLANAR for g in groups)
+        has_s = any(type(g) not in KINDS_PLANAR for g in groups)
+        Kp = np.ascontiguousarray(offs[:, :npl]) if has_p else None
+        Ks = np.ascontiguousarray(offs[:, npl:]) if has_s else None
+        return flat, Kp, Ks
+
+    def sets(self, s=0):
+        """The trailing arguments of newmark_step._evaluate for element set s (tests)."""
+        return self.Kf, self.Kp, self.Ks, s
+
     def design_arrays(self, design_map, nd):
-        """``_tiled_arrays`` packed (one set), cached per design map."""
+        """``_tiled_arrays`` packed (one set, split as ``families``), cached per design map."""
         key = (design_map.tobytes(), nd)
         if key not in self._Kd:
-            self._Kd[key] = pack([_tiled_arrays(self.sys, design_map, nd)])
+            self._Kd[key] = self.families(*pack([_tiled_arrays(self.sys, design_map, nd)]))
         return self._Kd[key]
 
     def _design(self, design_map, nd):
@@ -143,9 +164,9 @@ class CompiledNewmark:
     def _sens(self, fn, x0, x1, d, p, t, h, beta, gamma, am, af, design_map, nd):
         f = lambda y: np.ascontiguousarray(y, dtype=np.float64)
         blk = [f(y).reshape(len(y), -1) for y in d]
-        dm, Kdf, Kdo = self._design(design_map, nd)
-        if fn.__name__ not in _SENS_TIMED:             # first call in the process: compile or cache load
-            _SENS_TIMED.add(fn.__name__)
+        dm, Kdf, Kdp, Kds = self._design(design_map, nd)
+        if (fn.__name__, self.family) not in _SENS_TIMED:   # first call in the process: compile or cache load
+            _SENS_TIMED.add((fn.__name__, self.family))
             t0, w0 = time.process_time(), time.perf_counter()
             out = self._sens(fn, x0, x1, d, p, t, h, beta, gamma, am, af, design_map, nd)
             cpu, wall = time.process_time() - t0, time.perf_counter() - w0
@@ -155,7 +176,7 @@ class CompiledNewmark:
                               f"({wall:.2f} s wall)")
             return out
         return fn(*(f(y) for y in x0), *(f(y) for y in x1), *blk, f(p), float(t), float(h), float(beta),
-                  float(gamma), float(am), float(af), dm, int(nd), self.Kf, self.Ko, Kdf, Kdo)
+                  float(gamma), float(am), float(af), dm, int(nd), self.Kf, self.Kp, self.Ks, Kdf, Kdp, Kds)
 
     def adjoint(self, x0, x1, mu1, p, t, h, beta, gamma, am, af, design_map, nd):
         """The compiled adjoint step (newmark_adjoint.adjoint_step): ((μ_q, μ_v, μ_a, μ_λ),
@@ -174,7 +195,7 @@ class CompiledNewmark:
         q, v, a, lam = (np.ascontiguousarray(y, dtype=np.float64) for y in x)
         return newton_step(q, v, a, lam, np.ascontiguousarray(p, dtype=np.float64), float(t), float(h), float(beta),
                            float(gamma), float(am), float(af), float(tol.atol), float(tol.rtol), int(tol.max_it),
-                           self.Kf, self.Ko)
+                           self.Kf, self.Kp, self.Ks)
 
     def warm_up(self):
         """Compile (or load from numba's cache) and time it: the one-line note."""

@@ -18,6 +18,15 @@ the process.  Cold compile: give an empty cache directory,
     NUMBA_CACHE_DIR=$(mktemp -d) PYTHONPATH=$PWD .venv/bin/python benchmarks/compiled.py
 Warm: run again with the same directory (or without the variable: parmbs/compiled/__pycache__).
 
+``--guard``: instead, only the compiled forward: ``Problem.forward`` against the bare step
+loop in one process (the cost outside the step, µs per step) and ``Guard.check`` alone,
+replayed over the stored trajectory (integrators/guard.py; min of --repeat).
+
+``--compile``: instead, the CPU time of the first compiled forward (``Problem``
+construction: the step's warm-up), adjoint and direct sweep in this process, on a
+5-step run — the numba compile when ``NUMBA_CACHE_DIR`` is an empty directory, the cache
+load otherwise (one process per model: kernels compiled for one model are in memory).
+
 ``--crossover 4,10,20,40,60``: instead, the CPU time of one step (stepper.step, up to
 400 steps or 1 s) on both paths for hanging chains of that many links (benchmarks/
 gradient.py's model, N = 5·links unknowns), the compiled path forced beyond
@@ -60,6 +69,46 @@ def numpy_sensitivities(pr):
     pr._local_table = lambda *a: contextlib.nullcontext(None)
 
 
+def guard_cost(config, sets, repeat):
+    """Problem.forward vs the bare step loop, and Guard.check alone (module docstring)."""
+    pr = Problem(load_config(config, sets))
+    if pr.stepper.compiled is None:
+        raise SystemExit(f"{config}: the compiled path is not used for this model")
+    p, N = pr.sys.p, pr.nsteps
+    x0 = pr.stepper.initial(pr.t0, p)
+    pr.forward()
+    tf, tr = cpu_min(pr.forward, repeat)
+    tb, _ = cpu_min(lambda: bare_steps(pr, x0, p), repeat)
+    X, g = [tr.x(k) for k in range(N + 1)], pr.guard
+
+    def replay():
+        g.start(0, tr.t[0], X[0], p)
+        for k in range(1, N + 1):
+            g.check(k, tr.t[k], X[k])
+
+    tg, _ = cpu_min(replay, repeat)
+    print(f"{config}: {N} steps, CPU min of {repeat}: forward {N / tf:.0f} steps/s, bare step loop {N / tb:.0f} "
+          f"steps/s, outside the step {1e6 * (tf - tb) / N:.1f} µs/step, Guard.check alone {1e6 * tg / N:.1f} "
+          f"µs/step (energy test {'on' if g.e0 is not None else 'off'})")
+
+
+def compile_cost(config, sets):
+    """CPU (wall) s of the first compiled forward step, adjoint and direct sweep (module docstring)."""
+    def first(fn):
+        t0, w0 = time.process_time(), time.perf_counter()
+        out = fn()
+        return out, (time.process_time() - t0, time.perf_counter() - w0)
+
+    pr, f = first(lambda: Problem(load_config(config, sets + ["simulation.t_end=0.005"])))
+    if pr.stepper.compiled is None:
+        raise SystemExit(f"{config}: the compiled path is not used for this model")
+    pr.forward()
+    _, a = first(pr.adjoint)
+    _, d = first(pr.direct)
+    print(f"{config}: first use, CPU s (wall s): forward step {f[0]:.1f} ({f[1]:.1f}), adjoint {a[0]:.1f} "
+          f"({a[1]:.1f}), tangent {d[0]:.1f} ({d[1]:.1f}), total {f[0] + a[0] + d[0]:.1f} CPU s")
+
+
 def crossover(links):
     """Step time numpy vs compiled on chains of ``links`` links (module docstring)."""
     import pathlib
@@ -95,10 +144,16 @@ def main():
                     help="config override (repeatable), e.g. to pin the scheme a row was measured with")
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--crossover", help="comma list of chain lengths (module docstring)")
+    ap.add_argument("--guard", action="store_true", help="only the forward's cost outside the step (docstring)")
+    ap.add_argument("--compile", action="store_true", help="only the first-use (compile) times (docstring)")
     args = ap.parse_args()
     if args.crossover:
         return crossover([int(c) for c in args.crossover.split(",")])
     sets = [f"simulation.t_end={args.t_end}", "simulation.progress=false", *args.set]
+    if args.guard:
+        return guard_cost(args.config, sets, args.repeat)
+    if args.compile:
+        return compile_cost(args.config, ["simulation.progress=false", *args.set])
     res = {}
     for mode in ("off", "before", "auto"):
         t0, w0 = time.process_time(), time.perf_counter()

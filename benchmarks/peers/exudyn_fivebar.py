@@ -59,7 +59,6 @@ import parmbs  # noqa: F401  (first: parmbs/_determinism.py pins threads and num
 import argparse
 import pathlib
 import sys
-import time
 import tomllib
 
 try:
@@ -73,6 +72,8 @@ import numpy as np
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "configs" / "fivebar.toml"
 XY = {"x": 0, "y": 1}
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from compiled import cpu_min  # noqa: E402  (benchmarks/compiled.py: CPU time, min of repeat)
 
 
 def rot(th):
@@ -226,15 +227,6 @@ def run_exudyn(c, scheme):
     mbs, s, sensors = build(c, scheme)
     mbs.SolveDynamic(s)
     return psi(c, mbs, sensors)
-
-
-def cpu_min(fn, repeat):
-    best, out = np.inf, None
-    for _ in range(repeat):
-        t0 = time.process_time()
-        out = fn()
-        best = min(best, time.process_time() - t0)
-    return best, out
 
 
 def exudyn_side(c, scheme, repeat, fd_step):

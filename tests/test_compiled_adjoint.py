@@ -176,3 +176,25 @@ def test_objective_partials_by_blocks_are_the_per_state_ones(monkeypatch, tmp_pa
     assert len(ra) == len(pr.objectives)
     for k in ra:
         assert np.any(ra[k]) and np.array_equal(ga[k], ra[k]) and np.array_equal(gd[k], rd[k]), k
+
+
+@pytest.mark.parametrize("model", ["fivebar", "kinds"])
+def test_objective_values_by_blocks_are_the_per_state_ones(monkeypatch, tmp_path, model):
+    """ψ with the integrand evaluated by blocks of states (Term.values_batch) is bitwise
+    ψ state by state: the same values summed in the same order (every planar integrand
+    kind on ALL_KINDS, more steps than one block, a weight and a terminal term)."""
+    from parmbs.sensitivity import local_table
+    from parmbs.sensitivity.problem import Problem
+    if model == "fivebar":
+        path, sets = ROOT / "configs" / "fivebar.toml", ("simulation.t_end=0.3",)
+    else:
+        path, sets = tmp_path / "kinds.toml", ("simulation.t_end=0.3", "simulation.dt=1e-3")
+        path.write_text(ALL_KINDS + OBJECTIVES)
+    pr = _problem(path, *sets)
+    pr.forward()
+    assert pr.nsteps > local_table.BLOCK and all(pr._batch_values(ob, pr.traj) for ob in pr.objectives)
+    vb = pr.objective_values()
+    monkeypatch.setattr(Problem, "_batch_values", staticmethod(lambda *a: False))
+    vs = pr.objective_values()
+    assert len(vs) == len(pr.objectives) and all(vs[k] != 0.0 for k in vs)
+    assert vb == vs

@@ -243,13 +243,28 @@ class Problem:
         for ob in self.objectives:
             ref = ob.reference(self.sys, traj.q[0], p)
             val = 0.0
-            if ob.integrand:
+            if ob.integrand and self._batch_values(ob, traj):
+                # by blocks of states (Term.values_batch): the same per-state values, summed
+                # in the same order as below
+                from .local_table import BLOCK
+                X = (traj.q, traj.v, traj.a, traj.lam)
+                g = np.concatenate([ob.integrand.values_batch(self.sys, tuple(y[i:i + BLOCK] for y in X), p, ref)
+                                    for i in range(0, traj.steps + 1, BLOCK)])
+                val += sum(w[k] * g[k] for k in range(traj.steps + 1))
+            elif ob.integrand:
                 val += sum(w[k] * ob.integrand.value(self.sys, traj.t[k], physical(traj.x(k)), p, ref)
                            for k in range(traj.steps + 1))
             if ob.terminal:
                 val += ob.terminal.value(self.sys, traj.t[-1], physical(traj.x(traj.steps)), p, ref)
             out[ob.name] = ob.weight * val
         return out
+
+    @staticmethod
+    def _batch_values(ob, traj):
+        """ψ's integrand by blocks of states applies: a batchable Term on a real trajectory."""
+        from .objectives import Term
+        return isinstance(ob.integrand, Term) and ob.integrand.batchable() and traj.q.dtype.kind == "f" \
+            and traj.lam.dtype.kind == "f"
 
     def _local_grads(self, ob, k, traj, p, ref):
         """Weighted ∂ψ/∂x_k (one vector per state block; zero for the stepper's trailing

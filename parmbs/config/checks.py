@@ -268,6 +268,11 @@ class _Checker:
             raise self.fail(
                 "simulation.integrator",
                 f"integrator {sim.integrator!r} does not go with formulation {sim.formulation!r} ({choices})")
+        if sim.formulation == "matrix-r" and sim.integrator.startswith("ts-") \
+                and sim.matrix_r.coordinates != "independent":
+            raise self.fail("simulation.integrator", f"{sim.integrator} runs matrix-r as an ODE in independent "
+                            "relative coordinates (formulations/matrix_r_ode.py): set simulation.matrix_r."
+                            "coordinates = \"independent\", or use the trapezoidal rule")
         if sim.index1.baumgarte is not None and (sim.formulation != "index1" or sim.integrator.startswith("ts-")):
             raise self.fail("simulation.index1.baumgarte", "Baumgarte stabilisation is implemented for the "
                             "index1 formulation with the trapezoidal rule (formulations/index1.py); not for "

@@ -493,8 +493,8 @@ FORMULATION_INTEGRATORS = {
     "index3": INDEX3_INTEGRATORS,
     "penalty": PENALTY_INTEGRATORS,
     "index1": ("trapezoidal",) + PENALTY_INTEGRATORS,     # ts-*: the index-1 ODE on PETSc TS (index1_ode.py)
-    "maggi": ("trapezoidal",),
-    "matrix-r": ("trapezoidal",),
+    "maggi": ("trapezoidal",) + PENALTY_INTEGRATORS,      # ts-*: Maggi's ODE in z on PETSc TS (maggi_ode.py)
+    "matrix-r": ("trapezoidal",) + PENALTY_INTEGRATORS,   # ts-*: coordinates = "independent" only (matrix_r_ode.py)
     "kinematic": ("trapezoidal",),     # every DOF driven: no integration (formulations/kinematic.py)
 }
 #: The index3 integrators ``simulation.stabilization = "ggl"`` applies to (integrators/ggl.py).

@@ -46,10 +46,16 @@ def _make(system, sim, **kw):
         from .index1 import make_index1_stepper
         return make_index1_stepper(system, sim, **kw)
     if f == "maggi":
+        if sim.integrator.startswith("ts-"):        # Maggi's ODE in z on PETSc TS (maggi_ode.py)
+            from .maggi_ode import make_maggi_ts_stepper
+            return make_maggi_ts_stepper(system, sim, **kw)
         from .maggi import make_maggi_stepper
         return make_maggi_stepper(system, sim, **kw)
     if f == "matrix-r":
         if sim.matrix_r.coordinates == "independent":
+            if sim.integrator.startswith("ts-"):    # the ODE in z^i on PETSc TS (matrix_r_ode.py)
+                from .matrix_r_ode import make_matrix_r_ts_stepper
+                return make_matrix_r_ts_stepper(system, sim, **kw)
             from .matrix_r_independent import make_matrix_r_independent_stepper
             return make_matrix_r_independent_stepper(system, sim, **kw)
         from .matrix_r import make_matrix_r_stepper

@@ -139,6 +139,7 @@ class TSStepper:
         #: or None: the derivative of an adaptive run is taken on its accepted steps
         #: (TSAdjoint, direct), so FD checks perturb along the same mesh (freeze())
         self.grid = None
+        self._qv0 = None
         if self.kind == "ts-rk" and not getattr(model, "explicit", False):
             raise ModelError("simulation.integrator", "ts-rk is not implemented yet for the penalty "
                              "formulation (use ts-beuler, ts-cn or ts-theta)")
@@ -248,6 +249,37 @@ class TSStepper:
         pe = self._eval(t, self.layout.get(y), np.zeros(self.mod.N))
         self.layout.fill_p(A, pe.Gp())
         return True
+
+    # -- the state x = (q, v, a, λ) of y, and back ------------------------------------------
+    # y = (q, v) in the model's coordinates (penalty, index-1), or a reduced ODE's state
+    # (``mod.reduced``: Maggi's y = (B q, B v), matrix-r's independent relative
+    # coordinates) which the model presents as x and pulls gradients back from
+    def _x(self, t, y, p, a0):
+        """x = (q, v, a, λ) at the TS state y (``a0``: the last acceleration, a first guess)."""
+        if getattr(self.mod, "reduced", False):
+            return self.mod.present(t, y, p)
+        n = self.mod.n
+        a, lam = self._accel(t, y, p, a0)
+        return (y[:n], y[n:], a, lam)
+
+    def _y(self, q, v, p):
+        """The TS state y of a consistent (q, v)."""
+        if getattr(self.mod, "reduced", False):
+            return self.mod.y_of(q, v, p)
+        return np.concatenate([q, v])
+
+    def _y_tangent(self, q, v, p, dq, dv):
+        """dy/dρ of y(q, v; ρ) along (dq, dv) = d(q, v)/dρ (columns)."""
+        if getattr(self.mod, "reduced", False):
+            return self.mod.y_tangent(q, v, p, dq, dv)
+        return np.concatenate([dq, dv])
+
+    def _y_adjoint(self, q, v, p, ly):
+        """The transpose of ``_y_tangent``: (μ_q, μ_v, ∂/∂ρ explicit) of a cost gradient λ on y."""
+        if getattr(self.mod, "reduced", False):
+            return self.mod.y_adjoint(q, v, p, ly)
+        n = self.mod.n
+        return ly[:n], ly[n:], 0.0
 
     # -- consistent acceleration a = v̇ at a stored state ---------------------------------
     def _accel(self, t, y, p, a0):
@@ -409,18 +441,19 @@ class TSStepper:
         is kept (returns (None, ts))."""
         from ..sensitivity.problem import Trajectory
         mod = self.mod
-        n, N = mod.n, problem.nsteps
+        N = problem.nsteps
         self._p, self._cache, self._adj, self._kcache = p, None, None, None
         k0 = 0 if start is None else start[0]
         if start is None:
             q0, v0, _, _ = self.init.solve(problem.t0, p)
-            a0 = np.zeros(n)
+            a0 = np.zeros(mod.sys.n)
+            self._qv0 = (q0, v0)                # y_0's (q, v): the initial terms of direct and adjoint
         else:
             q0, v0, a0 = start[1][0], start[1][1], start[1][2]
         ts = self._make_ts(problem, p, save, k0, steps)
         if start is not None and (self.adaptive or self.grid is not None):
             raise RuntimeError("a TS run continues from a stored state with fixed steps only")
-        T, Y, A, L, its = [], [], [], [], []
+        T, Y, Q, V, A, L, its = [], [], [], [], [], [], []
         state = {"a": np.asarray(a0, dtype=float).copy()}
         t0, t1 = problem.t0, ts.getMaxTime()
         variable = self.adaptive or self.grid is not None
@@ -435,10 +468,10 @@ class TSStepper:
                 return                          # the stored state itself
             k = k0 + i
             y = self.layout.get(u)
-            a, lam = self._accel(t, y, p, state["a"])
+            x = self._x(t, y, p, state["a"])
+            a, lam = x[2], x[3]
             state["a"] = a
             if guard is not None:
-                x = (y[:n], y[n:], a, lam)
                 try:
                     guard.start(0, t, x, p) if k == 0 else guard.check(k, t, x)
                 except StepError as e:      # re-raised after ts.solve (PETSc wraps callback errors)
@@ -450,25 +483,27 @@ class TSStepper:
             count[0] += 1
             if keep is not None:
                 try:
-                    keep(k, t, self.h, (y[:n], y[n:], a, lam))
+                    keep(k, t, self.h, x)
                 except BaseException as e:        # (a SimulatedKill too) re-raised after ts.solve
                     state["guard"] = e
                     raise
             else:
                 T.append(t)
                 Y.append(y)
+                Q.append(x[0])
+                V.append(x[1])
                 A.append(a)
                 L.append(lam)
             if k > 0:
                 its.append(ts_.getSNES().getIterationNumber())
             if on_step:
-                on_step(k, t, (y[:n], y[n:], a, lam))
+                on_step(k, t, x)
             if progress and k > 0:
                 progress(int(round(N * (t - t0) / (t1 - t0))) if variable else k, N)
 
         ts.setMonitor(monitor)
         y = self.layout.vec()
-        self.layout.set(y, np.r_[q0, v0])
+        self.layout.set(y, self._y(q0, v0, p))
         try:
             ts.solve(y)
         except PETSc.Error:
@@ -490,7 +525,7 @@ class TSStepper:
             return None, ts
         Y = np.array(Y)
         T = np.array(T)
-        traj = Trajectory(T, Y[:, :n].copy(), Y[:, n:].copy(), np.array(A), np.array(L),
+        traj = Trajectory(T, np.array(Q), np.array(V), np.array(A), np.array(L),
                           np.array(its, np.int64))
         traj.y = Y
         # the objective's trapezoid weights on the computed times (Problem reads problem.w)
@@ -509,7 +544,13 @@ class TSStepper:
         """Why this run cannot checkpoint (None: it can).  An adaptive TS run's steps
         come from TSAdapt's error estimate over the previous steps (TSEvaluateWLTE: the
         scheme's internal history), which a TS started at a stored state does not have:
-        it would take other steps, so restarts could not be bitwise."""
+        it would take other steps, so restarts could not be bitwise.  A reduced ODE
+        (Maggi, matrix-r independent) stores x = (q, v, a, λ), from which its y is not
+        recovered bit for bit (the presentation solves the constraints by Newton)."""
+        if getattr(self.mod, "reduced", False):
+            return (f"{self.kind} on the {self.sim.formulation} formulation keeps its trajectory in memory only "
+                    "(the reduced state is not recovered bit for bit from a stored x): use schedule 'all' "
+                    "without a checkpoint file")
         if self.adapt is not None or PETSc.Options().getString(PREFIX + "adapt_type", "none") != "none":
             return (f"{self.kind} with adaptive steps (TSAdapt) cannot restart from a stored state "
                     "(its error estimate needs the previous steps): use fixed steps or schedule 'all' "
@@ -523,9 +564,7 @@ class TSStepper:
     def initial(self, t0, p):
         """x_0 = (q_0, v_0, a_0, λ_0) as the forward run's first state."""
         q0, v0, _, _ = self.init.solve(t0, p)
-        y = np.r_[q0, v0]
-        a, lam = self._accel(t0, y, p, np.zeros(self.mod.n))
-        return (y[:self.mod.n], y[self.mod.n:], a, lam)
+        return self._x(t0, self._y(q0, v0, p), p, np.zeros(self.mod.sys.n))
 
     def march_fixed(self, p, x, k0, grid, keep, guard, progress):
         """timeloop.march's fixed loop: one TS from the stored x_k0 to t_N (a checkpointed
@@ -548,6 +587,9 @@ class TSStepper:
         """(∂ψ_k/∂y_k (2n), ∂ψ_k/∂ρ explicit (nd), ∂ψ_k/∂ref (2)) with a_k(y_k), λ_k(y_k)."""
         mod = self.mod
         (gq, gv, ga, gl), gp, gr = problem._local_grads(ob, k, traj, p, ref)
+        if getattr(mod, "reduced", False):       # through the presentation x(y; ρ)
+            dy, dp = mod.present_grads(traj.t[k], traj.y[k], p, gq, gv, ga, gl)
+            return dy, gp + dp, gr
         if (np.any(ga) or np.any(gl)) and hasattr(mod, "output_grads"):
             dy, dp = mod.output_grads(traj.t[k], traj.y[k], p, ga, gl)
             return np.r_[gq, gv] + dy, gp + dp, gr
@@ -622,16 +664,18 @@ class TSStepper:
         """The gradient per objective from λ_0, μ and ∂ψ/∂ref: the reference and initial-state
         (assembly) terms added; destroys the vectors."""
         mod = self.mod
-        n, nd = mod.n, mod.nd
+        n, nd = mod.sys.n, mod.nd
         grads = {}
         for i, ob in enumerate(problem.objectives):
             ly = self.layout.get(lams[i])
             grad = self.layout.get(mus[i])[:nd]
             Jq, Jp = ob.ref_grads(mod.sys, q0, p, mod.design_map, nd)
-            mq = ly[:n] + Jq.T @ grefs[i]
-            grad = grad + Jp.T @ grefs[i]
+            # y_0 = y(q_0, v_0; ρ): the explicit ρ of the reduced coordinates, then (q_0, v_0)(ρ)
+            mq, mv, gy0 = self._y_adjoint(*(self._qv0 or (None, None)), p, ly)
+            mq = mq + Jq.T @ grefs[i]
+            grad = grad + Jp.T @ grefs[i] + gy0
             col = lambda x: np.asarray(x, float).reshape(-1, 1)
-            g0 = self.init.adjoint(p, col(mq), col(ly[n:]), col(np.zeros(n)), col(np.zeros(mod.m)))
+            g0 = self.init.adjoint(p, col(mq), col(mv), col(np.zeros(n)), col(np.zeros(mod.sys.m)))
             grad = grad + np.asarray(g0).reshape(-1)
             grads[ob.name] = grad
         for v in lams + mus:
@@ -728,8 +772,8 @@ class TSStepper:
         the cross-check of PETSc's TSAdjoint path (they agree to round-off)."""
         mod = self.mod
         n, nd = mod.n, mod.nd
-        if self.endpoint:
-            raise NotImplementedError("own adjoint: stage-form theta schemes only")
+        if self.endpoint or getattr(mod, "reduced", False):
+            raise NotImplementedError("own adjoint: stage-form theta schemes on y = (q, v) only")
         traj, ts = self._run(problem, p, save=False)
         ts.destroy()
         problem.traj = traj
@@ -761,7 +805,7 @@ class TSStepper:
         ts.destroy()
         problem.traj = traj
         dq, dv, _, _ = self.init.tangent(p)
-        dy = np.vstack([dq, dv])
+        dy = self._y_tangent(*(self._qv0 or (None, None)), p, dq, dv)
         obs = problem.objectives
         refs = [ob.reference(mod.sys, traj.q[0], p) for ob in obs]
         drefs = []

@@ -1,0 +1,223 @@
+"""Maggi's equations as an ODE in the independent coordinates, for PETSc TS
+(``formulation = "maggi"`` with a ``ts-*`` integrator; seed 004 §2.5, integrated as
+its MBSVT did, by a general ODE solver).
+
+With the 0/1 selection B of d = n − m independent coordinates z = B q (eq. 2.26,
+``simulation.maggi.independent``) the TS state is y = (z, ż) and
+
+    ẏ = G(t, y; ρ) = (ż, B a(q, v)),
+
+where (q, v) = X(t, y; ρ) are the coordinates on the constraint manifold,
+
+    Φ(q, t) = 0, B q = z        (Newton with C = [Φ_q; B], eq. 2.26a)
+    C v = [−Φ_t; ż]             (eq. 2.26b)
+
+and a(q, v) is the acceleration of the index-1 equations at that state (index1_ode.py:
+[M Φ_qᵀ; Φ_q 0](a, λ) = (Q, −γ)), which is eq. 2.27's M̄ z̈ = Q̄ written with the
+multipliers kept: B a = z̈ is the Maggi ODE's solution (null(Rᵀ) = range(Φ_qᵀ)).
+
+Derivatives (dense; the chain rule through X):
+
+    q_z = C⁻¹ [0; I],  v_ż = q_z,  v_z = −C⁻¹ [W q_z; 0],    W = ∂(Φ_q v + Φ_t)/∂q
+    q_ρ = −C⁻¹ [Φ_ρ; 0],  v_ρ = −C⁻¹ [W q_ρ + ∂(Φ_q v)/∂ρ + Φ_t,ρ; 0]
+    G_y = [[0, I], [B (a_q q_z + a_v v_z), B a_v v_ż]],  G_ρ = [0; B (a_q q_ρ + a_v v_ρ + a_ρ)]
+
+with a_q, a_v, a_ρ = −K⁻¹(R_q, R_v, R_ρ) of index1_ode.py.  IJacobian = shift·I − G_y,
+IJacobianP = −G_ρ; ``ts-rk`` runs G explicitly (RHSJacobian/RHSJacobianP).
+
+Presentation: the trajectory stores x = (q, v, a, λ) = (X(y), a, λ) in the model's
+coordinates, so objectives, design variables and outputs are shared; an objective's
+gradient (g_q, g_v, g_a, g_λ) comes back to y as X_yᵀ (g_q, g_v) + the index-1
+pull-back of (g_a, g_λ).  The TS's initial state is y_0 = (B q_0, B v_0) of the
+index-3 consistent (q_0, v_0)(ρ) (InitialState), so dy_0 = (B dq_0, B dv_0).
+
+Newton on the manifold runs to round-off (until an update stops shrinking): X is
+then a function of y to the last bits, whatever the first guess (the last solution),
+and the derivatives above are those of the computed map.  The independent entries
+are set exactly: q[B] = z, v[B] = ż.
+
+Drift: none beyond that Newton's round-off (Φ and Φ̇ are solved at every state);
+the error of the scheme lives in z alone.  Small models only (dense Jacobians, n ≲ 100).
+"""
+import numpy as np
+from scipy.linalg import lu_factor, lu_solve
+
+from ..integrators.newmark import StepError
+from .index1_ode import Index1ODE, Index1ODEEval
+from .maggi import independent_coordinates
+from .matrix_r import dense
+
+
+class MaggiODE:
+    """G(t, y; ρ) of Maggi's ODE in y = (z, ż) and its derivatives (dense)."""
+
+    explicit = True           # F = ẏ − G(t, y): ts-rk can run G directly
+    reduced = True            # y is not (q, v): the TS stepper presents x = X(y) (integrators/ts.py)
+
+    def __init__(self, system, sim, design_map=None, ndesign=0):
+        #: the index-1 ODE in (q, v): a(q, v), λ and their derivatives at a manifold point
+        self.full = Index1ODE(system, sim, design_map, ndesign)
+        self.sys, self.m, self.nq = system, system.m, system.n
+        self.design_map, self.nd = self.full.design_map, ndesign
+        self.ind, self.ind_names = independent_coordinates(system, list(sim.maggi.independent))
+        d = len(self.ind)
+        self.n, self.N = d, 2 * d             # the halves of y (integrators/ts.py reads mod.n, mod.N)
+        self._q = None                        # the last manifold solution: the next Newton's first guess
+
+    # dense matrices of y's size: index1_ode.py's
+    create_mat = Index1ODE.create_mat
+    fill = Index1ODE.fill
+    operator = Index1ODE.operator
+
+    # -- y of (q, v) and its transpose ---------------------------------------------------------
+    def y_of(self, q, v, p):
+        return np.concatenate([q[self.ind], v[self.ind]])
+
+    def y_tangent(self, q, v, p, dq, dv):
+        return np.concatenate([dq[self.ind], dv[self.ind]])
+
+    def y_adjoint(self, q, v, p, ly):
+        d, n = self.n, self.nq
+        mq, mv = np.zeros((n,) + ly.shape[1:]), np.zeros((n,) + ly.shape[1:])
+        mq[self.ind], mv[self.ind] = ly[:d], ly[d:]
+        return mq, mv, 0.0
+
+    # -- the manifold map X(t, y; ρ) ------------------------------------------------------------
+    def manifold(self, t, y, p):
+        """(q, v, C's LU, the StateEval at (q, v)) of y = (z, ż)."""
+        d, n, m = self.n, self.nq, self.m
+        z, zd = y[:d], y[d:]
+        q = (self._q if self._q is not None else self.sys.q_guess).astype(float).copy()
+        q[self.ind] = z
+        zero = np.zeros(n)
+        C = np.zeros((n, n))
+        C[m + np.arange(d), self.ind] = 1.0
+        last = np.inf
+        for it in range(50):
+            ev = self.full.core._eval(t, (q, zero, zero, np.zeros(m)), p)
+            C[:m] = dense(ev.G())
+            lu = lu_factor(C, check_finite=False)
+            dq = lu_solve(lu, np.r_[-ev.phi(), np.zeros(d)], check_finite=False)
+            dq[self.ind] = 0.0
+            step = np.max(np.abs(dq), initial=0.0)
+            if not np.isfinite(step) or step > 0.5 * last:
+                break
+            q = q + dq
+            last = step
+            if step <= 4 * np.finfo(float).eps * max(np.max(np.abs(q)), 1.0):
+                break
+        else:
+            step = np.inf
+        phi = np.max(np.abs(ev.phi()), initial=0.0)
+        if not np.isfinite(step) or phi > 1e-9 * max(np.max(np.abs(q)), 1.0):
+            raise StepError(f"t = {t:.6g}: the constraints Φ(q) = 0 at the independent coordinates "
+                            f"{', '.join(self.ind_names)} have no solution near the last state "
+                            f"(|Φ| = {phi:.2e}; a singular configuration?)")
+        self._q = q
+        ev = self.full.core._eval(t, (q, zero, zero, np.zeros(m)), p)
+        C[:m] = dense(ev.G())
+        lu = lu_factor(C, check_finite=False)
+        v = lu_solve(lu, np.r_[-ev.phi_t(), zd], check_finite=False)
+        v[self.ind] = zd
+        return q, v, lu, ev
+
+    def eval(self, t, y, yd, p):
+        return MaggiODEEval(self, t, y, yd, p)
+
+    def present(self, t, y, p):
+        """x = (q, v, a, λ) at y."""
+        q, v, _, _ = self.manifold(t, y, p)
+        a, lam, _ = self.full.solve_z(t, q, v, p)
+        return q, v, a, lam
+
+    def accel(self, t, y, p, a0=None):
+        return self.present(t, y, p)[2:]
+
+    def present_grads(self, t, y, p, gq, gv, ga, gl):
+        """(∂ψ/∂y, ∂ψ/∂ρ) of an objective term's (g_q, g_v, g_a, g_λ) at X(y)."""
+        pe = MaggiODEEval(self, t, y, np.zeros(self.N), p)
+        gq, gv = np.asarray(gq, float), np.asarray(gv, float)
+        gp = np.zeros(self.nd)
+        if np.any(ga) or np.any(gl):
+            dy, dp = self.full.output_grads(t, np.r_[pe.q, pe.v], p, ga, gl)
+            gq, gv, gp = gq + dy[:self.nq], gv + dy[self.nq:], gp + dp
+        qz, vz, qp, vp = pe.chain()
+        gy = np.r_[qz.T @ gq + vz.T @ gv, qz.T @ gv]
+        if self.nd:
+            gp = gp + qp.T @ gq + vp.T @ gv
+        return gy, gp
+
+
+class MaggiODEEval:
+    """Everything at one point (t, y, ẏ; ρ): F = ẏ − G and its derivatives."""
+
+    def __init__(self, model, t, y, yd, p):
+        self.mod, self.t, self.y, self.yd, self.p = model, t, y, yd, p
+        self.q, self.v, self._lu, self._ev = model.manifold(t, y, p)
+        self.full = Index1ODEEval(model.full, t, np.r_[self.q, self.v], np.zeros(2 * model.nq), p)
+        self.a, self.lam = self.full.a, self.full.lam
+        self._chain = self._Gy = None
+
+    def chain(self):
+        """(q_z, v_z, q_ρ, v_ρ) of the manifold map (module doc); v_ż = q_z."""
+        if self._chain is None:
+            mod = self.mod
+            n, m, d, nd = mod.nq, mod.m, mod.n, mod.nd
+            ev, lu = self.full.ev, self._lu
+            sol = lambda B: lu_solve(lu, B, check_finite=False)
+            W = dense(ev.phi_q_w_q(self.v)) + dense(ev.phi_t_q())
+            E = np.zeros((n, d))
+            E[m:] = np.eye(d)
+            qz = sol(E)
+            vz = sol(np.vstack([-W @ qz, np.zeros((d, d))]))
+            if nd:
+                I = np.eye(nd)
+                qp = sol(np.vstack([-(ev.phi_p(nd) @ I), np.zeros((d, nd))]))
+                vp = sol(np.vstack([-(W @ qp + ev.phi_q_w_p(nd, self.v) @ I + ev.phi_t_p(nd) @ I),
+                                    np.zeros((d, nd))]))
+            else:
+                qp = vp = np.zeros((n, 0))
+            self._chain = (qz, vz, qp, vp)
+        return self._chain
+
+    def _derivs(self):
+        if self._Gy is None:
+            mod = self.mod
+            n, d, ind = mod.nq, mod.n, mod.ind
+            Gyf, Gpf = self.full._derivs()
+            aq, av, ap = Gyf[n:, :n], Gyf[n:, n:], Gpf[n:]
+            qz, vz, qp, vp = self.chain()
+            Gy = np.zeros((2 * d, 2 * d))
+            Gy[:d, d:] = np.eye(d)
+            Gy[d:, :d] = (aq @ qz + av @ vz)[ind]
+            Gy[d:, d:] = (av @ qz)[ind]
+            Gp = np.zeros((2 * d, mod.nd))
+            if mod.nd:
+                Gp[d:] = (aq @ qp + av @ vp + ap)[ind]
+            self._Gy, self._Gp = Gy, Gp
+        return self._Gy, self._Gp
+
+    def G(self):
+        return np.r_[self.y[self.mod.n:], self.a[self.mod.ind]]
+
+    def F(self):
+        return self.yd - self.G()
+
+    def blocks(self, cy, cyd):
+        """cy·∂F/∂y + cyd·∂F/∂ẏ = −cy G_y + cyd I (dense)."""
+        return -cy * self._derivs()[0] + cyd * np.eye(self.mod.N)
+
+    def Fp(self):
+        return -self._derivs()[1]
+
+    def Gy(self):
+        return self._derivs()[0]
+
+    def Gp(self):
+        return self._derivs()[1]
+
+
+def make_maggi_ts_stepper(system, sim, design_map=None, ndesign=0, comm=None):
+    """The PETSc-TS stepper for ``formulation = "maggi"`` with a ``ts-*`` integrator."""
+    from ..integrators.ts import TSStepper
+    return TSStepper(MaggiODE(system, sim, design_map, ndesign), sim, comm=comm)

@@ -163,8 +163,10 @@ class MatrixRODE:
         return MatrixRODEEval(self, t, y, yd, p)
 
     def present(self, t, y, p):
-        pe = MatrixRODEEval(self, t, y, np.zeros(self.N), p, derivs=False)
-        return self.base._present(t, pe.xi, p, pe.K)
+        from types import SimpleNamespace
+        pe = MatrixRODEEval(self, t, y, np.zeros(self.N), p)
+        q, v, a = pe.x
+        return self.base._present(t, pe.xi, p, SimpleNamespace(q=q, v=v, a=a))
 
     def accel(self, t, y, p, a0=None):
         return self.present(t, y, p)[2:]
@@ -189,22 +191,37 @@ class MatrixRODE:
 class MatrixRODEEval:
     """Everything at one point (t, y, ẏ; ρ): F = ẏ − G and its derivatives."""
 
-    def __init__(self, model, t, y, yd, p, derivs=True):
+    def __init__(self, model, t, y, yd, p):
         self.mod, self.t, self.y, self.yd, self.p = model, t, y, yd, p
         b, nz, mc = model.base, model.nz, model.mc
         z, zd, self._lu = model.manifold(t, y, p)
-        # (z̈, λ_c) from K_r (z̈, λ_c) = −E(z, ż, 0, 0): E is affine in them
-        xi0 = (z, zd, np.zeros(nz), np.zeros(mc))
-        L = b._elin(t, xi0, p)
-        Kr = np.hstack([L.Ezdd[:nz + mc], np.vstack([L.Phiz.T, np.zeros((mc, mc))])])
+        # (z̈, λ_c) from K_r (z̈, λ_c) = −E(z, ż, 0, 0): E is affine in them (real kinematics
+        # and one evaluation; the Jacobians below only when asked for)
+        q, v, a0 = b.tree.kin(z, zd, np.zeros(nz), p)
+        R = b.tree.jacobian(z, p)
+        ev = StateEval(b.view, t, q, v, a0, np.zeros(mc), p, self.mod.design_map, b.plan)
+        Phiz = dense(ev.G()) @ R
+        Kr = np.block([[R.T @ dense(ev.Ma()) @ R, Phiz.T], [Phiz, np.zeros((mc, mc))]])
         self.Klu = lu_factor(Kr, check_finite=False)
-        u = lu_solve(self.Klu, -np.r_[L.F1, L.E2], check_finite=False)
+        u = lu_solve(self.Klu, -np.r_[R.T @ ev.residual(), ev.phi_q_dot(a0) + ev.gamma()], check_finite=False)
         self.xi = (z, zd, u[:nz], u[nz:])
-        # Jacobians at the solution (E_z, E_ż, E_ρ depend on (z̈, λ_c))
-        self.K = b._kin(self.xi, p, with_p=derivs)
-        self._L = b._elin(t, self.xi, p, with_p=True, K=self.K) if derivs else None
+        self.x = (q, v, a0 + R @ u[:nz])             # (a = R z̈ + Ṙ ż is affine in z̈)
         self.a = self.xi[2]
-        self._chain = self._Gy = None
+        self._K = self._L_ = self._chain = self._Gy = None
+
+    @property
+    def K(self):
+        """matrix_r's kinematic Jacobians at the solution (with the design directions)."""
+        if self._K is None:
+            self._K = self.mod.base._kin(self.xi, self.p, with_p=True)
+        return self._K
+
+    @property
+    def _L(self):
+        """_elin at the solution: E_z, E_ż, E_ρ depend on (z̈, λ_c)."""
+        if self._L_ is None:
+            self._L_ = self.mod.base._elin(self.t, self.xi, self.p, with_p=True, K=self.K)
+        return self._L_
 
     @property
     def Az(self):

@@ -34,14 +34,15 @@ FORMS = {"maggi": ['simulation.formulation="maggi"'],
          "matrix-r": ['simulation.formulation="matrix-r"', 'simulation.matrix_r.coordinates="independent"']}
 
 
-def problem(form, integrator):
-    return Problem(load_config(FIVEBAR, SHORT + FORMS[form] + [f'simulation.integrator="{integrator}"']))
+def problem(form, integrator, *extra):
+    return Problem(load_config(FIVEBAR, SHORT + FORMS[form] + [f'simulation.integrator="{integrator}"', *extra]))
 
 
-@pytest.mark.parametrize("form,integrator", [("maggi", "ts-rk"), ("maggi", "ts-theta"),
+@pytest.mark.parametrize("form,integrator", [("maggi", "ts-rk"), ("maggi", "ts-theta"), ("maggi", "ts-arkimex"),
                                              ("matrix-r", "ts-rk"), ("matrix-r", "ts-cn")])
 def test_tsadjoint_vs_direct_and_fd(form, integrator):
-    pr = problem(form, integrator)
+    # ts-arkimex: our adjoint (ts_arkimex.py), its stages recomputed by Newton: 15 steps
+    pr = problem(form, integrator, *(["simulation.t_end=0.015"] if integrator == "ts-arkimex" else []))
     ga = pr.adjoint()
     gd = pr.direct()
     gf = central_fd(pr, 1e-5)

@@ -486,7 +486,7 @@ def _check_petsc_options(v: dict[str, Any]) -> dict[str, Any]:
 
 
 INDEX3_INTEGRATORS = ("trapezoidal", "genalpha", "hht", "wbz", "newmark", "variational", "ts-alpha2")
-PENALTY_INTEGRATORS = ("ts-beuler", "ts-cn", "ts-theta", "ts-rk")
+PENALTY_INTEGRATORS = ("ts-beuler", "ts-cn", "ts-theta", "ts-rk", "ts-arkimex")
 #: Which integrators each formulation accepts (checked in checks.py, dispatched in
 #: parmbs/formulations/__init__.py).
 FORMULATION_INTEGRATORS = {
@@ -567,7 +567,7 @@ class Simulation(_Model):
     dt: PosReal = 1e-3
     formulation: Literal["index3", "penalty", "index1", "maggi", "matrix-r", "kinematic"] = "index3"
     integrator: Literal["trapezoidal", "genalpha", "hht", "wbz", "newmark", "variational", "ts-alpha2",
-                        "ts-beuler", "ts-cn", "ts-theta", "ts-rk"] = "trapezoidal"
+                        "ts-beuler", "ts-cn", "ts-theta", "ts-rk", "ts-arkimex"] = "trapezoidal"
     rho_inf: Annotated[float, Strict(), Field(allow_inf_nan=False, ge=0, le=1)] = 0.9
     beta: PosReal = 0.25
     gamma: Annotated[float, Strict(), Field(allow_inf_nan=False, ge=0.5)] = 0.5

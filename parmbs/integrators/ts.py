@@ -121,7 +121,10 @@ class _LinSolver:
         return out[:, 0] if vec else out
 
 
-class TSStepper:
+from .ts_arkimex import ARKIMEXSteps
+
+
+class TSStepper(ARKIMEXSteps):
     def __init__(self, model, sim, comm=None):
         self.mod, self.sim = model, sim
         self.h = sim.dt
@@ -147,7 +150,8 @@ class TSStepper:
         # variant, which assumes a constant mass matrix; with S(q) = M + αΦ_qᵀΦ_q it mixes
         # S(q_{k+1}) with the O(α) constraint forces at q_k and diverges within ~30 steps.
         self.theta, self.endpoint = {"ts-beuler": (1.0, False), "ts-cn": (0.5, False),
-                                     "ts-theta": (float(sim.theta), False), "ts-rk": (None, False)}[self.kind]
+                                     "ts-theta": (float(sim.theta), False), "ts-rk": (None, False),
+                                     "ts-arkimex": (None, False)}[self.kind]
         sys = model.sys
         n, m = sys.n, sys.m
         # the index-3 acceleration operator InitialState expects (NewmarkFamily's pattern)
@@ -338,6 +342,14 @@ class TSStepper:
             ts.setRKType("4")
             ts.setRHSFunction(self._rhsfunction, self._f)
             ts.setRHSJacobian(self._rhsjacobian, self._J)
+        elif self.kind == "ts-arkimex":
+            # the L-stable two-stage SDIRK "l2" of ARKIMEX, fully implicit (no explicit
+            # part); its stages are recomputed by the own tangent and adjoint (ts_arkimex.py)
+            ts.setType("arkimex")
+            ts.setARKIMEXType("l2")
+            ts.setARKIMEXFullyImplicit(True)
+            ts.setIFunction(self._ifunction, self._f)
+            ts.setIJacobian(self._ijacobian, self._J)
         else:
             ts.setType("beuler" if self.kind == "ts-beuler" else "theta")
             if self.kind != "ts-beuler":
@@ -372,7 +384,7 @@ class TSStepper:
         # stopped ~1e-6 relative FD noise early (five-bar ts-beuler at α = 1e5: FD gap
         # 1.6e-6 instead of 5e-8)
         snes.setTolerances(rtol=0.0, atol=nt.atol, stol=max(nt.rtol, 1e-14), max_it=nt.max_it)
-        if save:
+        if save and self.kind != "ts-arkimex":
             ts.setSaveTrajectory()
             # PETSc 3.18's trajectory has no options prefix: it reads the unprefixed
             # -ts_trajectory_type and defaulted to the on-disk "basic" (one file per step)
@@ -403,6 +415,9 @@ class TSStepper:
                 ts.setPreStep(lambda ts_: ts_.setTimeStep(h))
         if self.kind == "ts-rk":
             self._tableau = rk_tableau(ts)
+        if self.kind == "ts-arkimex":
+            from .ts_arkimex import check_type
+            check_type(ts)
         if self.adaptive:
             # a failed Newton solve rejects the step (smaller h) instead of ending the run
             ts.setMaxSNESFailures(-1)
@@ -547,6 +562,9 @@ class TSStepper:
         it would take other steps, so restarts could not be bitwise.  A reduced ODE
         (Maggi, matrix-r independent) stores x = (q, v, a, λ), from which its y is not
         recovered bit for bit (the presentation solves the constraints by Newton)."""
+        if self.kind == "ts-arkimex":
+            return ("ts-arkimex keeps its trajectory in memory only (its adjoint is ours, over the in-memory "
+                    "trajectory): use schedule 'all' without a checkpoint file")
         if getattr(self.mod, "reduced", False):
             return (f"{self.kind} on the {self.sim.formulation} formulation keeps its trajectory in memory only "
                     "(the reduced state is not recovered bit for bit from a stored x): use schedule 'all' "
@@ -621,6 +639,8 @@ class TSStepper:
 
     # -- discrete adjoint (TSAdjoint) -------------------------------------------------------------
     def adjoint(self, problem, p):
+        if self.kind == "ts-arkimex":           # PETSc 3.18 has no TSAdjoint for ARKIMEX: ours
+            return self.own_adjoint(problem, p)
         mod = self.mod
         n, nd = mod.n, mod.nd
         traj, ts = self._run(problem, p, save=True)
@@ -717,6 +737,8 @@ class TSStepper:
     def _tangent_step(self, k, traj, dy, p):
         if self.kind == "ts-rk":
             return self._tangent_step_rk(k, traj, dy, p)
+        if self.kind == "ts-arkimex":
+            return self._tangent_step_ark(k, traj, dy, p)
         mod, th = self.mod, self.theta
         h = traj.t[k + 1] - traj.t[k]
         y0, y1 = traj.y[k], traj.y[k + 1]
@@ -771,9 +793,9 @@ class TSStepper:
         """The discrete adjoint of the same TS scheme written by hand (no TSAdjoint):
         the cross-check of PETSc's TSAdjoint path (they agree to round-off)."""
         mod = self.mod
-        n, nd = mod.n, mod.nd
-        if self.endpoint or getattr(mod, "reduced", False):
-            raise NotImplementedError("own adjoint: stage-form theta schemes on y = (q, v) only")
+        n, nd = mod.sys.n, mod.nd
+        if self.endpoint or self.kind == "ts-rk":
+            raise NotImplementedError("own adjoint: stage-form theta schemes and ts-arkimex only")
         traj, ts = self._run(problem, p, save=False)
         ts.destroy()
         problem.traj = traj
@@ -784,18 +806,22 @@ class TSStepper:
             parts = [self._ygrads(problem, ob, k, traj, p, ref) for ob, ref in zip(obs, refs)]
             return [np.stack([pt[i] for pt in parts], -1) for i in range(3)]
 
+        step = self._adjoint_step_ark if self.kind == "ts-arkimex" else self._adjoint_step
         lam, grad, gref = local(traj.steps)
-        for k in range(traj.steps - 1, -1, -1):
-            lam, dg = self._adjoint_step(k, traj, lam, p)
+        N = traj.steps
+        for k in range(N - 1, -1, -1):
+            lam, dg = step(k, traj, lam, p)
             gy, gp, gr = local(k)
             lam, grad, gref = lam + gy, grad + dg + gp, gref + gr
+            problem._tick(N - k, N)             # progress of the sweep (sensitivity/problem.py)
         grads = {}
         for i, ob in enumerate(obs):
             Jq, Jp = ob.ref_grads(mod.sys, traj.q[0], p, mod.design_map, nd)
-            mq = lam[:n, i] + Jq.T @ gref[:, i]
+            mq, mv, gy0 = self._y_adjoint(*(self._qv0 or (None, None)), p, lam[:, i])
+            mq = mq + Jq.T @ gref[:, i]
             col = lambda x: np.asarray(x, float).reshape(-1, 1)
-            g0 = self.init.adjoint(p, col(mq), col(lam[n:, i]), col(np.zeros(n)), col(np.zeros(mod.m)))
-            grads[ob.name] = grad[:, i] + Jp.T @ gref[:, i] + np.asarray(g0).reshape(-1)
+            g0 = self.init.adjoint(p, col(mq), col(mv), col(np.zeros(n)), col(np.zeros(mod.sys.m)))
+            grads[ob.name] = grad[:, i] + Jp.T @ gref[:, i] + gy0 + np.asarray(g0).reshape(-1)
         return grads
 
     def direct(self, problem, p):

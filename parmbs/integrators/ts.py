@@ -70,8 +70,8 @@ def time_weights(t):
 
 
 def rk_tableau(ts):
-    """(A, b, c) of ``ts``'s explicit RK method (TSRKGetTableau, not wrapped by
-    petsc4py 3.18)."""
+    """(A, b, c, embedded?) of ``ts``'s explicit RK method (TSRKGetTableau, not wrapped
+    by petsc4py 3.18)."""
     import ctypes
     from ..petsc_options import _libpetsc
     lib = _libpetsc()
@@ -84,7 +84,16 @@ def rk_tableau(ts):
         raise RuntimeError("TSRKGetTableau failed")
     ns = s.value
     return (np.array([A[i] for i in range(ns * ns)]).reshape(ns, ns), np.array([b[i] for i in range(ns)]),
-            np.array([c[i] for i in range(ns)]))
+            np.array([c[i] for i in range(ns)]), bool(be))
+
+
+def tsadjoint_rk_ok(A, b):
+    """Does PETSc 3.18's TSAdjointStep_RK differentiate this tableau?  It forms the stage
+    adjoints as (Σ_j A_ji λ_j)/b_i (Sandu's form) and sets them to zero where b_i = 0, which
+    is exact only if no later stage reads stage i (A_ji = 0 for j > i).  Measured: "4" and
+    "3bs" agree with the tangent to 1e-16; "5f" and "5dp" (b_2 = 0, A_j2 ≠ 0) were off
+    by 100 % in ψ1 on the five-bar."""
+    return all(b[i] != 0 or not np.any(A[i + 1:, i]) for i in range(len(b)))
 
 
 class _LinSolver:
@@ -339,7 +348,10 @@ class TSStepper(ARKIMEXSteps):
             # explicit RK on ẏ = G(t, y) (models with F = ẏ − G); classical RK4 unless
             # -parmbs_ts_rk_type says otherwise (the tangent reads PETSc's tableau)
             ts.setType("rk")
-            ts.setRKType("4")
+            # classical RK4 for fixed steps; Dormand–Prince 5(4) (embedded estimate) for
+            # adaptive ones (TSAdapt basic needs the embedded method; RK4 has none)
+            ts.setRKType("5dp" if (self.adapt is not None or PETSc.Options().getString(
+                PREFIX + "adapt_type", "none") != "none") else "4")
             ts.setRHSFunction(self._rhsfunction, self._f)
             ts.setRHSJacobian(self._rhsjacobian, self._J)
         elif self.kind == "ts-arkimex":
@@ -414,7 +426,12 @@ class TSStepper(ARKIMEXSteps):
                 # t_{N−1} (checkpoints: ts_checkpoint.py) would take h (fixed_times)
                 ts.setPreStep(lambda ts_: ts_.setTimeStep(h))
         if self.kind == "ts-rk":
-            self._tableau = rk_tableau(ts)
+            A, b, c, embedded = rk_tableau(ts)
+            self._tableau = (A, b, c)
+            if adapt_type(ts) != "none" and grid is None and not embedded:
+                raise ModelError("simulation.adapt", f"ts-rk type {ts.getRKType()!r} has no embedded error "
+                                 "estimate for adaptive steps: use -parmbs_ts_rk_type 5dp (the default of "
+                                 "adaptive ts-rk runs), 3bs, 5f, ...")
         if self.kind == "ts-arkimex":
             from .ts_arkimex import check_type
             check_type(ts)
@@ -641,6 +658,8 @@ class TSStepper(ARKIMEXSteps):
     def adjoint(self, problem, p):
         if self.kind == "ts-arkimex":           # PETSc 3.18 has no TSAdjoint for ARKIMEX: ours
             return self.own_adjoint(problem, p)
+        if self.kind == "ts-rk" and not tsadjoint_rk_ok(*self._rk_probe(problem)):
+            return self.own_adjoint(problem, p)     # a tableau PETSc's RK adjoint gets wrong: ours
         mod = self.mod
         n, nd = mod.n, mod.nd
         traj, ts = self._run(problem, p, save=True)
@@ -774,6 +793,38 @@ class TSStepper(ARKIMEXSteps):
             dK.append(pe.Gy() @ dY + pe.Gp())
         return dy + h * sum(bi * dKi for bi, dKi in zip(b, dK) if bi)
 
+    def _rk_probe(self, problem):
+        """(A, b) of the RK method the runs will use (a TS made and destroyed)."""
+        ts = self._make_ts(problem, problem.sys.p, False)
+        A, b, _ = self._tableau
+        ts.destroy()
+        return A, b
+
+    def _adjoint_step_rk(self, k, traj, lam1, p):
+        """The transpose of ``_tangent_step_rk``: μ_K_i = h b_i λ_{k+1}, then for i = s−1 … 0
+        μ_Y_i = G_yᵀ μ_K_i, ∇ψ += G_ρᵀ μ_K_i, μ_K_j += h A_ij μ_Y_i (j < i); λ_k = λ_{k+1} + Σ μ_Y_i."""
+        A, b, c = self._tableau
+        t0, y0 = traj.t[k], traj.y[k]
+        h = traj.t[k + 1] - t0
+        s = len(b)
+        K, pes = [], []
+        for i in range(s):
+            Y = y0 + h * sum((A[i, j] * K[j] for j in range(i) if A[i, j]), np.zeros_like(y0))
+            pe = self.mod.eval(t0 + c[i] * h, Y, np.zeros_like(Y), p)
+            K.append(pe.G())
+            pes.append(pe)
+        mK = [h * b[i] * lam1 for i in range(s)]
+        lam = lam1.copy()
+        grad = 0.0
+        for i in range(s - 1, -1, -1):
+            mY = pes[i].Gy().T @ mK[i]
+            grad = grad + pes[i].Gp().T @ mK[i]
+            lam = lam + mY
+            for j in range(i):
+                if A[i, j]:
+                    mK[j] = mK[j] + h * A[i, j] * mY
+        return lam, grad
+
     def _adjoint_step(self, k, traj, lam1, p):
         """The transpose of ``_tangent_step`` (stage form): (λ_k, ∇ψ increment) from λ_{k+1}.
 
@@ -794,8 +845,8 @@ class TSStepper(ARKIMEXSteps):
         the cross-check of PETSc's TSAdjoint path (they agree to round-off)."""
         mod = self.mod
         n, nd = mod.sys.n, mod.nd
-        if self.endpoint or self.kind == "ts-rk":
-            raise NotImplementedError("own adjoint: stage-form theta schemes and ts-arkimex only")
+        if self.endpoint:
+            raise NotImplementedError("own adjoint: stage-form theta schemes, ts-rk and ts-arkimex only")
         traj, ts = self._run(problem, p, save=False)
         ts.destroy()
         problem.traj = traj
@@ -806,7 +857,8 @@ class TSStepper(ARKIMEXSteps):
             parts = [self._ygrads(problem, ob, k, traj, p, ref) for ob, ref in zip(obs, refs)]
             return [np.stack([pt[i] for pt in parts], -1) for i in range(3)]
 
-        step = self._adjoint_step_ark if self.kind == "ts-arkimex" else self._adjoint_step
+        step = {"ts-arkimex": self._adjoint_step_ark, "ts-rk": self._adjoint_step_rk}.get(self.kind,
+                                                                                       self._adjoint_step)
         lam, grad, gref = local(traj.steps)
         N = traj.steps
         for k in range(N - 1, -1, -1):

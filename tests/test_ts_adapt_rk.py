@@ -1,0 +1,94 @@
+"""Explicit RK on PETSc TS beyond RK4 (integrators/ts.py): adaptive ``ts-rk`` runs
+(TSAdapt "basic" on the embedded estimate; Dormand–Prince 5(4) by default, RK4 has no
+embedded method) and the tableaus PETSc 3.18's TSAdjointStep_RK differentiates wrongly
+(a stage with b_i = 0 read by later stages: 5dp, 5f), which take our own adjoint (the
+transpose of the tangent of PETSc's tableau).  Index-1 five-bar, t_end = 0.05,
+rtol = 1e-6, atol = 1e-8: 11 accepted steps of 1e-3 … 5e-3 (dt_max = span/10).
+
+Bounds and their estimates:
+* adjoint vs direct: exact derivatives of the same discrete run; round-off through
+  K = [M Φ_qᵀ; Φ_q 0] (κ ≲ 1e3) over ≤ 50 steps ≈ κ ε √N ≈ 1e-12; measured ≤ 3e-16;
+  bound 1e-9.
+* vs central FD (s = 1e-5) on the frozen step sequence: truncation C s², C ≲ 3
+  (test_index1_ts.py) → 3e-10, noise ε|ψ|/s ≈ 1e-11; measured ≤ 3.8e-10; bound 1e-6.
+"""
+import numpy as np
+import pytest
+
+from parmbs._petsc import PETSc
+from parmbs.config.loader import load_config
+from parmbs.integrators.ts import PREFIX, tsadjoint_rk_ok
+from parmbs.sensitivity.problem import Problem
+
+from gradient_checks import cli_one_line_error
+from test_index1_ts import FIVEBAR, central_fd
+
+ADAPT = "simulation.adapt={rtol=1e-6, atol=1e-8}"
+
+
+def problem(*extra, t_end=0.05):
+    return Problem(load_config(FIVEBAR, [f"simulation.t_end={t_end}", "simulation.dt=1e-3",
+                                         'simulation.formulation="index1"', 'simulation.integrator="ts-rk"',
+                                         *extra]))
+
+
+@pytest.fixture
+def rk_type(request):
+    """-parmbs_ts_rk_type for one test (removed after it)."""
+    opts = PETSc.Options()
+    if request.param:
+        opts.setValue(PREFIX + "rk_type", request.param)
+    yield request.param
+    opts.delValue(PREFIX + "rk_type")
+
+
+@pytest.mark.parametrize("rk_type", [None, "3bs"], indirect=True)   # 5dp (own adjoint), 3bs (TSAdjoint)
+def test_adaptive_rk_adjoint_direct_and_fd_on_the_frozen_steps(rk_type):
+    pr = problem(ADAPT)
+    traj = pr.forward()
+    h = np.diff(traj.t)
+    assert traj.t[-1] == pytest.approx(0.05, abs=1e-14)
+    assert traj.steps != pr.nsteps and h.max() / h.min() > 2        # the steps did adapt
+    ga = pr.adjoint()
+    gd = pr.direct()
+    pr.stepper.freeze(traj.t)
+    gf = central_fd(pr, 1e-5)
+    for name in ga:
+        scale = np.max(np.abs(ga[name]))
+        e_dir = np.max(np.abs(ga[name] - gd[name])) / scale
+        e_fd = np.max(np.abs(ga[name] - gf[name])) / scale
+        print(f"adaptive ts-rk {rk_type or '5dp'} {name}: {traj.steps} steps, adjoint vs direct {e_dir:.1e}, "
+              f"vs FD (frozen) {e_fd:.1e}")
+        assert e_dir <= 1e-9
+        assert e_fd <= 1e-6
+
+
+@pytest.mark.parametrize("rk_type", ["5f"], indirect=True)
+def test_tableau_petsc_gets_wrong_takes_our_adjoint(rk_type):
+    """Fixed-step 5f: PETSc's TSAdjoint was 100 % off in ψ1; ours equals the tangent."""
+    pr = problem(t_end=0.01)
+    ga, gd = pr.adjoint(), pr.direct()
+    for name in ga:
+        e = np.max(np.abs(ga[name] - gd[name])) / np.max(np.abs(ga[name]))
+        print(f"ts-rk 5f {name}: adjoint vs direct {e:.1e}")
+        assert e <= 1e-9
+
+
+def test_which_tableaus_tsadjoint_differentiates():
+    from parmbs.integrators.ts import rk_tableau
+    ok = {}
+    for t in ("4", "3bs", "5f", "5dp"):
+        ts = PETSc.TS().create(PETSc.COMM_SELF)
+        ts.setType("rk")
+        ts.setRKType(t)
+        A, b, _, _ = rk_tableau(ts)
+        ok[t] = tsadjoint_rk_ok(A, b)
+        ts.destroy()
+    assert ok == {"4": True, "3bs": True, "5f": False, "5dp": False}
+
+
+def test_rk4_cannot_adapt(tmp_path):
+    cli_one_line_error(["simulate", FIVEBAR, "--set", 'simulation.formulation="index1"', "--set",
+                        'simulation.integrator="ts-rk"', "--set", "simulation.t_end=0.01", "--set", ADAPT,
+                        "--output", tmp_path / "o.h5", "-parmbs_ts_rk_type", "4"], tmp_path,
+                       "simulation.adapt", "embedded")

@@ -194,4 +194,7 @@ def make_ts_stepper(system, sim, design_map=None, ndesign=0, comm=None):
     from ..integrators.ts import TSStepper
     pen = sim.penalty
     model = PenaltyModel(system, pen.alpha, pen.xi, pen.omega, design_map, ndesign)
+    if sim.integrator == "ts-rk":                  # ẏ = G(t, y) explicitly (penalty_explicit.py)
+        from .penalty_explicit import PenaltyExplicit
+        model = PenaltyExplicit(model, sim)
     return TSStepper(model, sim, comm=comm)

@@ -152,9 +152,6 @@ class TSStepper(ARKIMEXSteps):
         #: (TSAdjoint, direct), so FD checks perturb along the same mesh (freeze())
         self.grid = None
         self._qv0 = None
-        if self.kind == "ts-rk" and not getattr(model, "explicit", False):
-            raise ModelError("simulation.integrator", "ts-rk is not implemented yet for the penalty "
-                             "formulation (use ts-beuler, ts-cn or ts-theta)")
         # ts-cn: the θ = ½ stage form (implicit midpoint).  PETSc's TSCN is the endpoint
         # variant, which assumes a constant mass matrix; with S(q) = M + αΦ_qᵀΦ_q it mixes
         # S(q_{k+1}) with the O(α) constraint forces at q_k and diverges within ~30 steps.

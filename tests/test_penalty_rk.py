@@ -19,7 +19,8 @@ import numpy as np
 from parmbs.config.loader import load_config
 from parmbs.sensitivity.problem import Problem
 
-from test_penalty import DP, fd
+from gradient_checks import assert_gradients_agree
+from test_penalty import DP
 
 
 def problem(integrator):
@@ -28,15 +29,8 @@ def problem(integrator):
 
 
 def test_penalty_rk_tsadjoint_direct_fd():
-    pr = problem("ts-rk")
-    ga, gd, gf = pr.adjoint(), pr.direct(), fd(pr, 1e-5)
-    for name in ga:
-        scale = np.max(np.abs(ga[name]))
-        e_dir = np.max(np.abs(ga[name] - gd[name])) / scale
-        e_fd = np.max(np.abs(ga[name] - gf[name])) / scale
-        print(f"penalty ts-rk {name}: TSAdjoint vs direct {e_dir:.1e}, vs FD {e_fd:.1e}")
-        assert e_dir <= 1e-9
-        assert e_fd <= 1e-6
+    assert_gradients_agree(problem("ts-rk"), adj_dir=1e-9, adj_cs=None, adj_fd=1e-6, fd_step=1e-5,
+                           tag="penalty ts-rk ")
 
 
 def test_penalty_rk_solves_the_penalty_ode():

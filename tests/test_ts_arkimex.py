@@ -21,32 +21,22 @@ import pytest
 from parmbs.config.loader import load_config
 from parmbs.sensitivity.problem import Problem
 
-from gradient_checks import cli_one_line_error
-from test_index1_ts import FIVEBAR, central_fd
-from test_penalty import DP, fd
+from gradient_checks import assert_gradients_agree, cli_one_line_error
+from test_index1_ts import FIVEBAR
+from test_penalty import DP
 
 SHORT = ["simulation.t_end=0.03", "simulation.dt=1e-3", 'simulation.integrator="ts-arkimex"']
 
 
-def _check(ga, gd, gf, label):
-    for name in ga:
-        scale = np.max(np.abs(ga[name]))
-        e_dir = np.max(np.abs(ga[name] - gd[name])) / scale
-        e_fd = np.max(np.abs(ga[name] - gf[name])) / scale
-        print(f"{label} {name}: adjoint vs direct {e_dir:.1e}, vs FD {e_fd:.1e}")
-        assert e_dir <= 1e-9
-        assert e_fd <= 1e-6
-
-
 def test_index1_adjoint_direct_fd():
     pr = Problem(load_config(FIVEBAR, SHORT + ['simulation.formulation="index1"', "simulation.t_end=0.02"]))
-    _check(pr.adjoint(), pr.direct(), central_fd(pr, 1e-5), "index1 ts-arkimex")
+    assert_gradients_agree(pr, adj_dir=1e-9, adj_cs=None, adj_fd=1e-6, fd_step=1e-5, tag="index1 ts-arkimex ")
 
 
 def test_penalty_adjoint_direct_fd():
     pr = Problem(load_config(DP, ["simulation.t_end=0.05", 'simulation.formulation="penalty"',
                                   'simulation.integrator="ts-arkimex"', "simulation.penalty.alpha=1e5"]))
-    _check(pr.adjoint(), pr.direct(), fd(pr, 1e-5), "penalty ts-arkimex")
+    assert_gradients_agree(pr, adj_dir=1e-9, adj_cs=None, adj_fd=1e-6, fd_step=1e-5, tag="penalty ts-arkimex ")
 
 
 def test_second_order_like_the_midpoint_rule():

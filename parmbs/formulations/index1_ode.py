@@ -101,7 +101,29 @@ class Index1ODE:
         return -np.r_[Rq.T @ w, Rv.T @ w], (-(Rp.T @ w) if self.nd else np.zeros(0))
 
 
-class Index1ODEEval:
+class ExplicitODEEval:
+    """F = ẏ − G(t, y; ρ) and its derivatives from an evaluation's G(), ``_derivs()`` =
+    (G_y, G_ρ) and ``yd``: shared by the explicit ODEs on TS (index-1, Maggi, Matrix-R,
+    explicit penalty)."""
+
+    def F(self):
+        return self.yd - self.G()
+
+    def blocks(self, cy, cyd):
+        """cy·∂F/∂y + cyd·∂F/∂ẏ = −cy G_y + cyd I (dense)."""
+        return -cy * self._derivs()[0] + cyd * np.eye(self.mod.N)
+
+    def Fp(self):
+        return -self._derivs()[1]
+
+    def Gy(self):
+        return self._derivs()[0]
+
+    def Gp(self):
+        return self._derivs()[1]
+
+
+class Index1ODEEval(ExplicitODEEval):
     """Everything at one point (t, y, ẏ; ρ): F = ẏ − G and its derivatives."""
 
     def __init__(self, model, t, y, yd, p):
@@ -112,9 +134,6 @@ class Index1ODEEval:
 
     def G(self):
         return np.r_[self.y[self.mod.n:], self.a]
-
-    def F(self):
-        return self.yd - self.G()
 
     def _derivs(self):
         if self._Gy is None:
@@ -133,20 +152,6 @@ class Index1ODEEval:
                 Gp[n:] = core.op.solve_many(-(Rp @ np.eye(nd)))[:n]
             self._Gy, self._Gp = Gy, Gp
         return self._Gy, self._Gp
-
-    def blocks(self, cy, cyd):
-        """cy·∂F/∂y + cyd·∂F/∂ẏ = −cy G_y + cyd I (dense)."""
-        Gy, _ = self._derivs()
-        return -cy * Gy + cyd * np.eye(self.mod.N)
-
-    def Fp(self):
-        return -self._derivs()[1]
-
-    def Gy(self):
-        return self._derivs()[0]
-
-    def Gp(self):
-        return self._derivs()[1]
 
 
 def make_index1_ts_stepper(system, sim, design_map=None, ndesign=0, comm=None):

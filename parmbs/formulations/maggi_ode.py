@@ -43,7 +43,7 @@ import numpy as np
 from scipy.linalg import lu_factor, lu_solve
 
 from ..integrators.newmark import StepError
-from .index1_ode import Index1ODE, Index1ODEEval
+from .index1_ode import ExplicitODEEval, Index1ODE, Index1ODEEval
 from .maggi import independent_coordinates
 from .matrix_r import dense
 
@@ -148,7 +148,7 @@ class MaggiODE:
         return gy, gp
 
 
-class MaggiODEEval:
+class MaggiODEEval(ExplicitODEEval):
     """Everything at one point (t, y, ẏ; ρ): F = ẏ − G and its derivatives."""
 
     def __init__(self, model, t, y, yd, p):
@@ -199,22 +199,6 @@ class MaggiODEEval:
 
     def G(self):
         return np.r_[self.y[self.mod.n:], self.a[self.mod.ind]]
-
-    def F(self):
-        return self.yd - self.G()
-
-    def blocks(self, cy, cyd):
-        """cy·∂F/∂y + cyd·∂F/∂ẏ = −cy G_y + cyd I (dense)."""
-        return -cy * self._derivs()[0] + cyd * np.eye(self.mod.N)
-
-    def Fp(self):
-        return -self._derivs()[1]
-
-    def Gy(self):
-        return self._derivs()[0]
-
-    def Gp(self):
-        return self._derivs()[1]
 
 
 def make_maggi_ts_stepper(system, sim, design_map=None, ndesign=0, comm=None):

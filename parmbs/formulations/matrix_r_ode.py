@@ -46,7 +46,7 @@ from scipy.linalg import cho_factor, cho_solve, lu_factor, lu_solve
 
 from ..integrators.newmark import StepError
 from ..model.evaluation import StateEval
-from .index1_ode import Index1ODE
+from .index1_ode import ExplicitODEEval, Index1ODE
 from .matrix_r import dense
 from .matrix_r_independent import MatrixRIndependent
 
@@ -188,7 +188,7 @@ class MatrixRODE:
         return gy, np.asarray(gp, float).reshape(self.nd)
 
 
-class MatrixRODEEval:
+class MatrixRODEEval(ExplicitODEEval):
     """Everything at one point (t, y, ẏ; ρ): F = ẏ − G and its derivatives."""
 
     def __init__(self, model, t, y, yd, p):
@@ -274,22 +274,6 @@ class MatrixRODEEval:
 
     def G(self):
         return np.r_[self.y[self.mod.n:], self.a[self.mod.ind]]
-
-    def F(self):
-        return self.yd - self.G()
-
-    def blocks(self, cy, cyd):
-        """cy·∂F/∂y + cyd·∂F/∂ẏ = −cy G_y + cyd I (dense)."""
-        return -cy * self._derivs()[0] + cyd * np.eye(self.mod.N)
-
-    def Fp(self):
-        return -self._derivs()[1]
-
-    def Gy(self):
-        return self._derivs()[0]
-
-    def Gp(self):
-        return self._derivs()[1]
 
 
 def make_matrix_r_ts_stepper(system, sim, design_map=None, ndesign=0, comm=None):

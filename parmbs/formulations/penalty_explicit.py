@@ -23,7 +23,7 @@ Objectives of a and λ: a = G₂(y; ρ), λ = αΛ(q, v, a) (penalty.py), so
 import numpy as np
 from scipy.linalg import lu_factor, lu_solve
 
-from .index1_ode import Index1ODE
+from .index1_ode import ExplicitODEEval, Index1ODE
 
 
 class PenaltyExplicit:
@@ -58,7 +58,7 @@ class PenaltyExplicit:
         return gy, gp
 
 
-class PenaltyExplicitEval:
+class PenaltyExplicitEval(ExplicitODEEval):
     def __init__(self, mod, t, y, p):
         base, n = mod.base, mod.n
         self.mod = mod
@@ -100,17 +100,5 @@ class PenaltyExplicitEval:
     def G(self):
         return np.r_[self.y[self.mod.n:], self.a]
 
-    def Gy(self):
-        return self._derivs()[0]
-
-    def Gp(self):
-        return self._derivs()[1]
-
     def F(self):
         raise NotImplementedError("the explicit penalty ODE runs ts-rk only (RHSFunction)")
-
-    def blocks(self, cy, cyd):
-        return -cy * self.Gy() + cyd * np.eye(self.mod.N)
-
-    def Fp(self):
-        return -self.Gp()

@@ -53,3 +53,9 @@ def test_other_arkimex_type_is_refused(tmp_path, opt, word):
     cli_one_line_error(["simulate", FIVEBAR, "--set", 'simulation.formulation="index1"', "--set",
                         'simulation.integrator="ts-arkimex"', "--set", "simulation.t_end=0.01",
                         "--output", tmp_path / "o.h5", opt, "3"], tmp_path, "simulation.integrator", word)
+
+
+def test_arkimex_checkpoint_file_refused(tmp_path):
+    cli_one_line_error(["gradient", FIVEBAR, "--set", 'simulation.formulation="index1"', "--set",
+                        'simulation.integrator="ts-arkimex"', "--set", "simulation.t_end=0.01", "--set",
+                        'checkpoint.schedule="every:5"'], tmp_path, "checkpoint.schedule", "in memory")

@@ -10,7 +10,9 @@ thesis' adjoint rows integrate continuous adjoint equations and differ from its
 direct rows by O(h) (see parmbs/formulations/index1.py, maggi.py).  The rows
 "8: Adjoint Maggi's (variant)" are the thesis' own adjoint ODEs (eqs. 3.124, 3.131,
 3.146; simulation.maggi.adjoint, parmbs/formulations/maggi_avm.py) integrated backward
-by the trapezoidal rule: they differ from our row 4 by O(h²).
+by the trapezoidal rule: they differ from our row 4 by O(h²).  The penalty rows run
+twice: ts-cn (implicit midpoint) and ts-rk (explicit RK4 on the penalty ODE, the kind of
+integrator the thesis' MBSVT used; α, ξ, ω from configs/fivebar.toml's defaults).
 
 ``--right-rule``: also print, for our own steppers at the first dt, the gradient of ψ1
 accumulated by the right-endpoint rectangle rule h Σ_{k=1..N} g(x_k) instead of our
@@ -45,7 +47,11 @@ OURS = [("1: Direct index-3", "index3", "trapezoidal", "direct"),
         ("6: Adjoint index-1", "index1", "trapezoidal", "adjoint"),
         ("8: Adjoint Maggi's", "maggi", "trapezoidal", "adjoint"),
         ("3: Direct penalty", "penalty", "ts-cn", "direct"),
-        ("7: Adjoint penalty", "penalty", "ts-cn", "adjoint")]
+        ("7: Adjoint penalty", "penalty", "ts-cn", "adjoint"),
+        # the penalty rows with explicit RK4 (ts-rk, penalty_explicit.py), as the thesis'
+        # MBSVT integrated them; TSAdjoint of the same RK4 steps
+        ("3: Direct penalty (ts-rk)", "penalty", "ts-rk", "direct"),
+        ("7: Adjoint penalty (ts-rk)", "penalty", "ts-rk", "adjoint")]
 # the thesis' own adjoint ODEs for Maggi's formulation (simulation.maggi.adjoint,
 # parmbs/formulations/maggi_avm.py), each beside thesis row 8
 AVM_ROWS = [(f"8: Adjoint Maggi's ({v})", "maggi", "trapezoidal", "adjoint", v)
@@ -81,7 +87,7 @@ def main():
                                                       for dt in dts) + "  time"
           + (f"  {'right rule h=' + format(dts[0], 'g'):>22}" if args.right_rule else ""))
     for row, form, integ, meth, *avm in OURS + AVM_ROWS:
-        th = THESIS[row.split(" (")[0] if avm else row]
+        th = THESIS[row.split(" (")[0]]
         cells, times = [], []
         for dt in dts:
             try:

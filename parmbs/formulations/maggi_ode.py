@@ -48,6 +48,12 @@ from .maggi import independent_coordinates
 from .matrix_r import dense
 
 
+def short_names(names, k=4):
+    """``names`` for a one-line message: the first k and how many more."""
+    names = list(names)
+    return ", ".join(names[:k]) + (f" (+{len(names) - k} more)" if len(names) > k else "")
+
+
 class MaggiODE:
     """G(t, y; ρ) of Maggi's ODE in y = (z, ż) and its derivatives (dense)."""
 
@@ -92,6 +98,9 @@ class MaggiODE:
         zero = np.zeros(n)
         C = np.zeros((n, n))
         C[m + np.arange(d), self.ind] = 1.0
+        # Newton to round-off: until the update is at ε|q| or, once below 1e-8 |q|, stops
+        # shrinking; above that an update may grow before it converges (a 60-link chain's
+        # RK stage points: the monotone test stopped it early there)
         last = np.inf
         for it in range(50):
             ev = self.full.core._eval(t, (q, zero, zero, np.zeros(m)), p)
@@ -100,21 +109,22 @@ class MaggiODE:
             dq = lu_solve(lu, np.r_[-ev.phi(), np.zeros(d)], check_finite=False)
             dq[self.ind] = 0.0
             step = np.max(np.abs(dq), initial=0.0)
-            if not np.isfinite(step) or step > 0.5 * last:
+            scale = max(np.max(np.abs(q)), 1.0)
+            if not np.isfinite(step) or (step <= 1e-8 * scale and step > 0.5 * last):
                 break
             q = q + dq
             last = step
-            if step <= 4 * np.finfo(float).eps * max(np.max(np.abs(q)), 1.0):
+            if step <= 4 * np.finfo(float).eps * scale:
                 break
-        else:
-            step = np.inf
+        ev = self.full.core._eval(t, (q, zero, zero, np.zeros(m)), p)
         phi = np.max(np.abs(ev.phi()), initial=0.0)
-        if not np.isfinite(step) or phi > 1e-9 * max(np.max(np.abs(q)), 1.0):
+        # converged: the Newton update came down to 1e-6 |q| before it stalled (an
+        # ill-conditioned C = [Φ_q; B] stalls above ε: its round-off floor is κ(C) ε)
+        if not np.isfinite(phi) or min(step, last) > 1e-6 * max(np.max(np.abs(q)), 1.0):
             raise StepError(f"t = {t:.6g}: the constraints Φ(q) = 0 at the independent coordinates "
-                            f"{', '.join(self.ind_names)} have no solution near the last state "
+                            f"{short_names(self.ind_names)} have no solution near the last state "
                             f"(|Φ| = {phi:.2e}; a singular configuration?)")
         self._q = q
-        ev = self.full.core._eval(t, (q, zero, zero, np.zeros(m)), p)
         C[:m] = dense(ev.G())
         lu = lu_factor(C, check_finite=False)
         v = lu_solve(lu, np.r_[-ev.phi_t(), zd], check_finite=False)

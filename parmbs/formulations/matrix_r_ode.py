@@ -47,6 +47,7 @@ from scipy.linalg import cho_factor, cho_solve, lu_factor, lu_solve
 from ..integrators.newmark import StepError
 from ..model.evaluation import StateEval
 from .index1_ode import ExplicitODEEval, Index1ODE
+from .maggi_ode import short_names
 from .matrix_r import dense
 from .matrix_r_independent import MatrixRIndependent
 
@@ -135,23 +136,23 @@ class MatrixRODE:
         C = np.zeros((nz, nz))
         C[mc + np.arange(d), self.ind] = 1.0
         last = np.inf
-        step = np.inf
-        for it in range(50):
+        for it in range(50):              # Newton to round-off (maggi_ode.manifold's tests)
             phi, C[:mc], ev = self._phiz(t, z, p)
             dz = lu_solve(lu_factor(C, check_finite=False), np.r_[-phi, np.zeros(d)], check_finite=False)
             dz[self.ind] = 0.0
             step = np.max(np.abs(dz), initial=0.0)
-            if not np.isfinite(step) or step > 0.5 * last:
+            scale = max(np.max(np.abs(z)), 1.0)
+            if not np.isfinite(step) or (step <= 1e-8 * scale and step > 0.5 * last):
                 break
             z = z + dz
             last = step
-            if step <= 4 * np.finfo(float).eps * max(np.max(np.abs(z)), 1.0):
+            if step <= 4 * np.finfo(float).eps * scale:
                 break
         phi, C[:mc], ev = self._phiz(t, z, p)
         res = np.max(np.abs(phi), initial=0.0)
-        if not np.isfinite(step) or res > 1e-9 * max(np.max(np.abs(z)), 1.0):
+        if not np.isfinite(res) or min(step, last) > 1e-6 * max(np.max(np.abs(z)), 1.0):
             raise StepError(f"t = {t:.6g}: the loop closure at the independent coordinates "
-                            f"{', '.join(self.base.ind_names)} has no solution near the last state "
+                            f"{short_names(self.base.ind_names)} has no solution near the last state "
                             f"(|Φ| = {res:.2e}; a singular configuration?)")
         self._z = z
         lu = lu_factor(C, check_finite=False)

@@ -123,6 +123,20 @@ class ExplicitODEEval:
         return self._derivs()[1]
 
 
+def second_order_jacobians(ay, ayd, ap, nd):
+    """G_y = [[0, I], [a_y, a_ẏ]] and G_ρ = [0; a_ρ] of ẏ = (ẏ₂, a) for y = (y₁, y₂), from
+    the acceleration's derivatives (d × d, d × d, d × nd; ``ap`` unused when nd = 0)."""
+    d = ay.shape[0]
+    Gy = np.zeros((2 * d, 2 * d))
+    Gy[:d, d:] = np.eye(d)
+    Gy[d:, :d] = ay
+    Gy[d:, d:] = ayd
+    Gp = np.zeros((2 * d, nd))
+    if nd:
+        Gp[d:] = ap
+    return Gy, Gp
+
+
 class Index1ODEEval(ExplicitODEEval):
     """Everything at one point (t, y, ẏ; ρ): F = ẏ − G and its derivatives."""
 

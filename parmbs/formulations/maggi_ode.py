@@ -43,9 +43,31 @@ import numpy as np
 from scipy.linalg import lu_factor, lu_solve
 
 from ..integrators.newmark import StepError
-from .index1_ode import ExplicitODEEval, Index1ODE, Index1ODEEval
+from .index1_ode import ExplicitODEEval, Index1ODE, Index1ODEEval, second_order_jacobians
 from .maggi import independent_coordinates
 from .matrix_r import dense
+
+
+def newton_to_roundoff(update, x, fixed, max_it=50):
+    """Newton on the constraint manifold with the entries ``fixed`` held: x += update(x)
+    until the update is at ε|x| or, once below 1e-8 |x|, stops shrinking (above that an
+    update may grow before it converges: a 60-link chain's RK stage points, where a
+    monotone test stopped early).  Converged: the update came down to 1e-6 |x| before it
+    stalled (an ill-conditioned C = [Φ_q; B] stalls above ε: its floor is κ(C) ε).
+    Returns (x, converged)."""
+    last = step = np.inf
+    for it in range(max_it):
+        dx = update(x)
+        dx[fixed] = 0.0
+        step = np.max(np.abs(dx), initial=0.0)
+        scale = max(np.max(np.abs(x)), 1.0)
+        if not np.isfinite(step) or (step <= 1e-8 * scale and step > 0.5 * last):
+            break
+        x = x + dx
+        last = step
+        if step <= 4 * np.finfo(float).eps * scale:
+            break
+    return x, bool(np.isfinite(step) and min(step, last) <= 1e-6 * max(np.max(np.abs(x)), 1.0))
 
 
 def short_names(names, k=4):
@@ -98,29 +120,14 @@ class MaggiODE:
         zero = np.zeros(n)
         C = np.zeros((n, n))
         C[m + np.arange(d), self.ind] = 1.0
-        # Newton to round-off: until the update is at ε|q| or, once below 1e-8 |q|, stops
-        # shrinking; above that an update may grow before it converges (a 60-link chain's
-        # RK stage points: the monotone test stopped it early there)
-        last = np.inf
-        for it in range(50):
+        def update(q):
             ev = self.full.core._eval(t, (q, zero, zero, np.zeros(m)), p)
             C[:m] = dense(ev.G())
-            lu = lu_factor(C, check_finite=False)
-            dq = lu_solve(lu, np.r_[-ev.phi(), np.zeros(d)], check_finite=False)
-            dq[self.ind] = 0.0
-            step = np.max(np.abs(dq), initial=0.0)
-            scale = max(np.max(np.abs(q)), 1.0)
-            if not np.isfinite(step) or (step <= 1e-8 * scale and step > 0.5 * last):
-                break
-            q = q + dq
-            last = step
-            if step <= 4 * np.finfo(float).eps * scale:
-                break
+            return lu_solve(lu_factor(C, check_finite=False), np.r_[-ev.phi(), np.zeros(d)], check_finite=False)
+        q, converged = newton_to_roundoff(update, q, self.ind)
         ev = self.full.core._eval(t, (q, zero, zero, np.zeros(m)), p)
         phi = np.max(np.abs(ev.phi()), initial=0.0)
-        # converged: the Newton update came down to 1e-6 |q| before it stalled (an
-        # ill-conditioned C = [Φ_q; B] stalls above ε: its round-off floor is κ(C) ε)
-        if not np.isfinite(phi) or min(step, last) > 1e-6 * max(np.max(np.abs(q)), 1.0):
+        if not np.isfinite(phi) or not converged:
             raise StepError(f"t = {t:.6g}: the constraints Φ(q) = 0 at the independent coordinates "
                             f"{short_names(self.ind_names)} have no solution near the last state "
                             f"(|Φ| = {phi:.2e}; a singular configuration?)")
@@ -158,7 +165,14 @@ class MaggiODE:
         return gy, gp
 
 
-class MaggiODEEval(ExplicitODEEval):
+class ReducedODEEval(ExplicitODEEval):
+    """G = (ż, B z̈) of a reduced ODE in y = (z, ż): ``a`` the full acceleration, B = ``mod.ind``."""
+
+    def G(self):
+        return np.r_[self.y[self.mod.n:], self.a[self.mod.ind]]
+
+
+class MaggiODEEval(ReducedODEEval):
     """Everything at one point (t, y, ẏ; ρ): F = ẏ − G and its derivatives."""
 
     def __init__(self, model, t, y, yd, p):
@@ -193,22 +207,13 @@ class MaggiODEEval(ExplicitODEEval):
     def _derivs(self):
         if self._Gy is None:
             mod = self.mod
-            n, d, ind = mod.nq, mod.n, mod.ind
+            n, ind = mod.nq, mod.ind
             Gyf, Gpf = self.full._derivs()
             aq, av, ap = Gyf[n:, :n], Gyf[n:, n:], Gpf[n:]
             qz, vz, qp, vp = self.chain()
-            Gy = np.zeros((2 * d, 2 * d))
-            Gy[:d, d:] = np.eye(d)
-            Gy[d:, :d] = (aq @ qz + av @ vz)[ind]
-            Gy[d:, d:] = (av @ qz)[ind]
-            Gp = np.zeros((2 * d, mod.nd))
-            if mod.nd:
-                Gp[d:] = (aq @ qp + av @ vp + ap)[ind]
-            self._Gy, self._Gp = Gy, Gp
+            self._Gy, self._Gp = second_order_jacobians(
+                (aq @ qz + av @ vz)[ind], (av @ qz)[ind], (aq @ qp + av @ vp + ap)[ind] if mod.nd else None, mod.nd)
         return self._Gy, self._Gp
-
-    def G(self):
-        return np.r_[self.y[self.mod.n:], self.a[self.mod.ind]]
 
 
 def make_maggi_ts_stepper(system, sim, design_map=None, ndesign=0, comm=None):

@@ -46,8 +46,8 @@ from scipy.linalg import cho_factor, cho_solve, lu_factor, lu_solve
 
 from ..integrators.newmark import StepError
 from ..model.evaluation import StateEval
-from .index1_ode import ExplicitODEEval, Index1ODE
-from .maggi_ode import short_names
+from .index1_ode import Index1ODE, second_order_jacobians
+from .maggi_ode import ReducedODEEval, newton_to_roundoff, short_names
 from .matrix_r import dense
 from .matrix_r_independent import MatrixRIndependent
 
@@ -135,22 +135,13 @@ class MatrixRODE:
         z[self.ind] = zi
         C = np.zeros((nz, nz))
         C[mc + np.arange(d), self.ind] = 1.0
-        last = np.inf
-        for it in range(50):              # Newton to round-off (maggi_ode.manifold's tests)
-            phi, C[:mc], ev = self._phiz(t, z, p)
-            dz = lu_solve(lu_factor(C, check_finite=False), np.r_[-phi, np.zeros(d)], check_finite=False)
-            dz[self.ind] = 0.0
-            step = np.max(np.abs(dz), initial=0.0)
-            scale = max(np.max(np.abs(z)), 1.0)
-            if not np.isfinite(step) or (step <= 1e-8 * scale and step > 0.5 * last):
-                break
-            z = z + dz
-            last = step
-            if step <= 4 * np.finfo(float).eps * scale:
-                break
+        def update(z):
+            phi, C[:mc], _ = self._phiz(t, z, p)
+            return lu_solve(lu_factor(C, check_finite=False), np.r_[-phi, np.zeros(d)], check_finite=False)
+        z, converged = newton_to_roundoff(update, z, self.ind)
         phi, C[:mc], ev = self._phiz(t, z, p)
         res = np.max(np.abs(phi), initial=0.0)
-        if not np.isfinite(res) or min(step, last) > 1e-6 * max(np.max(np.abs(z)), 1.0):
+        if not np.isfinite(res) or not converged:
             raise StepError(f"t = {t:.6g}: the loop closure at the independent coordinates "
                             f"{short_names(self.base.ind_names)} has no solution near the last state "
                             f"(|Φ| = {res:.2e}; a singular configuration?)")
@@ -189,7 +180,7 @@ class MatrixRODE:
         return gy, np.asarray(gp, float).reshape(self.nd)
 
 
-class MatrixRODEEval(ExplicitODEEval):
+class MatrixRODEEval(ReducedODEEval):
     """Everything at one point (t, y, ẏ; ρ): F = ẏ − G and its derivatives."""
 
     def __init__(self, model, t, y, yd, p):
@@ -260,21 +251,13 @@ class MatrixRODEEval(ExplicitODEEval):
     def _derivs(self):
         if self._Gy is None:
             mod = self.mod
-            nz, d, ind = mod.nz, mod.n, mod.ind
+            nz, ind = mod.nz, mod.ind
             zz, zdz, zp, zdp = self.chain()
             sol = lambda B: lu_solve(self.Klu, B, check_finite=False)[:nz]
-            Gy = np.zeros((2 * d, 2 * d))
-            Gy[:d, d:] = np.eye(d)
-            Gy[d:, :d] = -sol(self.Az @ zz + self.Azd @ zdz)[ind]
-            Gy[d:, d:] = -sol(self.Azd @ zz)[ind]
-            Gp = np.zeros((2 * d, mod.nd))
-            if mod.nd:
-                Gp[d:] = -sol(self.Az @ zp + self.Azd @ zdp + self.Ap)[ind]
-            self._Gy, self._Gp = Gy, Gp
+            self._Gy, self._Gp = second_order_jacobians(
+                -sol(self.Az @ zz + self.Azd @ zdz)[ind], -sol(self.Azd @ zz)[ind],
+                -sol(self.Az @ zp + self.Azd @ zdp + self.Ap)[ind] if mod.nd else None, mod.nd)
         return self._Gy, self._Gp
-
-    def G(self):
-        return np.r_[self.y[self.mod.n:], self.a[self.mod.ind]]
 
 
 def make_matrix_r_ts_stepper(system, sim, design_map=None, ndesign=0, comm=None):

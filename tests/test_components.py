@@ -6,6 +6,7 @@ import pytest
 
 from parmbs.model import joints, forces, python_force  # noqa: F401  (registers the components)
 from parmbs.flexible import ancf, joints as beam_joints  # noqa: F401  (ANCF beams)
+from parmbs.flexible import ancf3d, ancf3d_joints  # noqa: F401  (spatial ANCF beams)
 from parmbs.flexible import plate, plate_joints  # noqa: F401  (plane-stress plates)
 from parmbs.flexible import continuum  # noqa: F401  (floating-frame plane-stress continua)
 from parmbs.flexible import modal_components  # noqa: F401  (modally reduced continua)
@@ -22,6 +23,10 @@ H = 1e-6
 #: components whose formulas depend on a constructor keyword: every variant is visited
 VARIANTS = {"BeamShape": [{"component": c} for c in range(4)],
             "BeamPose": [{"coordinate": c} for c in ("x", "y", "angle", "unit")],
+            "Beam3Shape": [{"component": c} for c in range(6)],
+            "Beam3Pose": [{"coordinate": c} for c in ("position", "slope", "unit")],
+            **{n: [{"section": s} for s in ancf3d.SECTIONS] for n in ("Ancf3Inertia", "Ancf3Gravity", "Ancf3Elastic",
+                                                                     "Ancf3ElasticConservative")},
             "PlateShape": [{"component": c} for c in range(2)],
             "PlatePose": [{"coordinate": c} for c in ("x", "y", "angle", "unit")],
             "PlateInertia": [{"law": law} for law in ("seed003", "linear")],
@@ -132,13 +137,16 @@ def test_registry_is_complete():
             "SpatialUniversal", "SpatialCylindrical", "SpatialTranslational", "SpatialRigid", "RevoluteDriver",
             "OrientationRow", "SpatialSpring", "SpatialNonlinearSpringDamper", "SpatialBumpStop", "SpatialBushing",
             "SpatialPointForce", "SpatialTorque", "PlaneContact", "RoadContact", "Tyre", "PythonForce",
-            "DistanceDriver"} <= set(REGISTRY)
+            "DistanceDriver", "Ancf3Inertia", "Ancf3Gravity", "Ancf3Elastic", "Ancf3ElasticConservative",
+            "SpatialRigidBeamSpherical", "SpatialBeamBeamSpherical", "SpatialRigidBeamWeld", "Beam3Shape",
+            "Beam3Pose"} <= set(REGISTRY)
 
 
 def test_potential_energies_match_forces():
     """For conservative elements r = ∂V/∂q (at zero velocity): energy and force agree."""
     rng = np.random.default_rng(3)
     for name in ("Gravity", "Spring", "RotationalSpring", "AncfGravity", "AncfElasticConservative",
+                 "Ancf3Gravity", "Ancf3ElasticConservative",
                  "PlateGravity", "PlateElastic", "FfrGravity", "FfrElastic", "ContinuumGravity",
                  "ContinuumElastic", "SpatialGravity", "ReducedGravity"):
         comp, q, v, a, p = make(REGISTRY[name], rng)

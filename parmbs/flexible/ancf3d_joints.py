@@ -1,0 +1,199 @@
+"""Joints at points of spatial ANCF beams, and the beams' initial-assembly rows.
+
+A joint side is *rigid* — a spatial Euler-parameter body or ground (7 coordinates
+(r, p) and the parameters (s', g) of ``spatial/joints.py``: s' the point relative to the
+centre of mass in the body frame, g the ground mask, p + g(1, 0, 0, 0) the pose) — or
+*beam* (the 12 coordinates of the element the point lies on and the 5 beam-point
+parameters of ``ancf.beam_point_xi``).  Beam points are linear in the element
+coordinates, r = S(ξ)e, r′ = S′(ξ)e, so a beam side adds nothing to γ.
+
+* spherical (3 rows), seed 000 Eq. 41:   Φ = r_a − r_b,
+      γ = Ä_a^v s'_a (rigid a; Ä^v = 2B(ṗ, ṗ), the velocity part of Ä) − 0.
+* weld, rigid a – beam b (5 rows): spherical, and the beam tangent keeps its initial
+  direction in a's frame: (A_a n'_k)·r′_b = 0, k = 1, 2, with n'_1, n'_2 ⊥ the initial
+  tangent (body frame of a; parameters).  The seed's Eq. 42 fixes all three components
+  of A_aᵀr′_B, which also fixes |r′_B| — the beam's axial stretch at the node — and
+  makes the row set redundant with the element's axial stiffness; the two rows here fix
+  only the direction (the element has no twist for a third row to act on).
+      γ_k = (Ä_a^v n'_k)·r′_b + 2 (Ȧ_a n'_k)·ṙ′_b.
+"""
+import numpy as np
+
+from ..model.component import Constraint, register
+from ..spatial.kinematics import E0, bilinear, dot, mv, rotation, rotation_jacobian
+from .ancf import BEAM_POINT_NP, beam_point_matrices
+
+SIDE_NQ = {"rigid": 7, "beam": 12}
+SIDE_NP = {"rigid": 4, "beam": BEAM_POINT_NP}
+
+
+def _side(kind, q, v, p):
+    """(r, ∂r/∂q (…, 3, nq), the velocity part of r̈) of one side."""
+    if kind == "rigid":
+        e = q[..., 3:7] + p[..., 3:4] * E0
+        s = p[..., 0:3]
+        r = q[..., 0:3] + mv(rotation(e), s)
+        Je = rotation_jacobian(e, s)
+        Jr = np.concatenate([np.broadcast_to(np.eye(3), Je.shape[:-1] + (3,)), Je], -1)
+        g = None if v is None else mv(2.0 * bilinear(v[..., 3:7], v[..., 3:7]), s)
+        return r, Jr, g
+    S = beam_point_matrices(p, dim=3)
+    r = np.einsum("...ij,...j->...i", S, q)
+    return r, S, None if v is None else 0.0 * r
+
+
+def _bcast_cat(parts, axis):
+    """Concatenate along ``axis`` (negative) after broadcasting the other axes."""
+    nd = max(x.ndim for x in parts)
+    parts = [x.reshape((1,) * (nd - x.ndim) + x.shape) for x in parts]
+    ax = axis % nd
+    lead = np.broadcast_shapes(*(tuple(1 if i == ax else s for i, s in enumerate(x.shape)) for x in parts))
+    return np.concatenate([np.broadcast_to(x, tuple(x.shape[i] if i == ax else lead[i] for i in range(nd)))
+                           for x in parts], axis)
+
+
+class _BeamPair(Constraint):
+    kinds = ("rigid", "beam")
+    weld = False
+
+    def _parts(self, q, p, v=None):
+        ka, kb = self.kinds
+        na, pa = SIDE_NQ[ka], SIDE_NP[ka]
+        va, vb = (None, None) if v is None else (v[..., :na], v[..., na:])
+        A = _side(ka, q[..., :na], va, p[..., :pa])
+        B = _side(kb, q[..., na:], vb, p[..., pa:pa + SIDE_NP[kb]])
+        return A, B
+
+    def _normals(self, p):
+        o = SIDE_NP[self.kinds[0]] + SIDE_NP[self.kinds[1]]
+        return p[..., o:o + 3], p[..., o + 3:o + 6]
+
+    def _weld_parts(self, q, p):
+        """e_a, S′_b, r′_b of a weld (rigid a, beam b)."""
+        e = q[..., 3:7] + p[..., 3:4] * E0
+        Sp = beam_point_matrices(p[..., 4:4 + BEAM_POINT_NP], deriv=True, dim=3)
+        return e, Sp, np.einsum("...ij,...j->...i", Sp, q[..., 7:])
+
+    def phi(self, t, q, p):
+        A, B = self._parts(q, p)
+        rows = [A[0] - B[0]]
+        if self.weld:
+            e, _, d = self._weld_parts(q, p)
+            R = rotation(e)
+            rows += [dot(mv(R, n), d)[..., None] for n in self._normals(p)]
+        return _bcast_cat(rows, -1)
+
+    def phi_q(self, t, q, p):
+        A, B = self._parts(q, p)
+        J = _bcast_cat([A[1], -B[1]], -1)
+        if not self.weld:
+            return J
+        e, Sp, d = self._weld_parts(q, p)
+        R = rotation(e)
+        rows = [J]
+        for n in self._normals(p):
+            je = np.einsum("...i,...ik->...k", d, rotation_jacobian(e, n))
+            jb = np.einsum("...i,...ik->...k", mv(R, n), Sp)
+            z = np.zeros(je.shape[:-1] + (3,), je.dtype)
+            rows.append(_bcast_cat([z, je, jb], -1)[..., None, :])
+        return _bcast_cat(rows, -2)
+
+    def gamma(self, t, q, v, p):
+        A, B = self._parts(q, p, v)
+        ga = 0.0 * A[0] if A[2] is None else A[2]
+        rows = [ga - B[2]]
+        if self.weld:
+            e, Sp, d = self._weld_parts(q, p)
+            ed = v[..., 3:7]
+            dd = np.einsum("...ij,...j->...i", Sp, v[..., 7:])
+            Q, Ad = 2.0 * bilinear(ed, ed), 2.0 * bilinear(e, ed)
+            rows += [(dot(mv(Q, n), d) + 2.0 * dot(mv(Ad, n), dd))[..., None] for n in self._normals(p)]
+        return _bcast_cat(rows, -1)
+
+
+def _pair(kinds, weld):
+    ka, kb = kinds
+    name = f"Spatial{ka.capitalize()}{kb.capitalize()}{'Weld' if weld else 'Spherical'}"
+    attrs = dict(kinds=kinds, weld=weld, nq=SIDE_NQ[ka] + SIDE_NQ[kb],
+                 np_=SIDE_NP[ka] + SIDE_NP[kb] + (6 if weld else 0), m=5 if weld else 3,
+                 __doc__=f"{'Weld' if weld else 'Spherical'} joint, side a {ka}, side b {kb} (module docstring).")
+    cls = type(name, (_BeamPair,), attrs)
+    cls.__module__ = __name__
+    return register(cls)
+
+
+SpatialRigidBeamSpherical = _pair(("rigid", "beam"), False)
+SpatialBeamBeamSpherical = _pair(("beam", "beam"), False)
+SpatialRigidBeamWeld = _pair(("rigid", "beam"), True)
+
+
+# -- initial assembly: a straight, unstretched beam ------------------------------------------
+
+
+@register
+class Beam3Shape(Constraint):
+    """One row of "node k lies on the straight unstretched beam through node 0":
+    q = (node 0, node k) (12), p = (L, k/n_el); ``component`` c selects the row:
+    0–2: r_k − r_0 − s_k r′_0 (x, y, z) with s_k = L k/n_el;  3–5: r′_k − r′_0."""
+    nq, np_, m = 12, 2, 1
+
+    def __init__(self, names, qidx, pidx, rows, component=0):
+        self.component = component
+        super().__init__(names, qidx, pidx, rows)
+
+    def phi(self, t, q, p):
+        c = self.component
+        if c < 3:
+            val = q[..., 6 + c] - q[..., c] - p[..., 0] * p[..., 1] * q[..., 3 + c]
+        else:
+            val = q[..., 6 + c] - q[..., c] + 0.0 * p[..., 0]
+        return val[..., None]
+
+    def phi_q(self, t, q, p):
+        c = self.component
+        J = np.zeros(np.broadcast_shapes(q.shape[:-1], p.shape[:-1]) + (1, 12), dtype=np.result_type(q, p))
+        J[..., 0, 6 + c] = 1.0
+        J[..., 0, c] = -1.0
+        if c < 3:
+            J[..., 0, 3 + c] = -p[..., 0] * p[..., 1]
+        return J
+
+    def gamma(self, t, q, v, p):
+        return 0.0 * self.phi(t, q, p) + 0.0 * v[..., :1]
+
+
+@register
+class Beam3Pose(Constraint):
+    """One row fixing the root node (node 0) of a spatial beam, q = node 0 (6),
+    p = (value, n (3)): ``position``: n·r_0 − value;  ``slope``: n·r′_0 − value;
+    ``unit``: |r′_0|² − 1 (p unused)."""
+    nq, np_, m = 6, 4, 1
+
+    def __init__(self, names, qidx, pidx, rows, coordinate="position"):
+        self.coordinate = coordinate
+        super().__init__(names, qidx, pidx, rows)
+
+    def phi(self, t, q, p):
+        c = self.coordinate
+        if c == "unit":
+            val = dot(q[..., 3:6], q[..., 3:6]) - 1.0 + 0.0 * p[..., 0]
+        else:
+            o = 0 if c == "position" else 3
+            val = dot(p[..., 1:4], q[..., o:o + 3]) - p[..., 0]
+        return val[..., None]
+
+    def phi_q(self, t, q, p):
+        c = self.coordinate
+        J = np.zeros(np.broadcast_shapes(q.shape[:-1], p.shape[:-1]) + (1, 6), dtype=np.result_type(q, p))
+        if c == "unit":
+            J[..., 0, 3:6] = 2.0 * q[..., 3:6]
+        else:
+            o = 0 if c == "position" else 3
+            J[..., 0, o:o + 3] = p[..., 1:4]
+        return J
+
+    def gamma(self, t, q, v, p):
+        z = 0.0 * (q[..., 0] + p[..., 0] + v[..., 0])
+        if self.coordinate == "unit":
+            z = z + 2.0 * dot(v[..., 3:6], v[..., 3:6])
+        return z[..., None]

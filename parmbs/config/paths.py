@@ -35,6 +35,8 @@ Allowed forms (NAME is an entity name, P a point name, K an integer index)::
     spatial.bodies.NAME.points.P.x|y|z, spatial.bodies.NAME.initial.position.x|y|z
     spatial.bodies.NAME.initial_velocity.velocity.x|y|z|angular_velocity.x|y|z
     spatial.joints.NAME.function.…, spatial.forces.NAME.…
+    spatial.beams.NAME.length|density|E, spatial.beams.NAME.section.side|radius|outer_radius|inner_radius,
+    spatial.beams.NAME.points.P (arclength), spatial.beams.NAME.initial.position.x|y|z
 
 ``with_value`` is what finite differences use: a revalidated copy with one
 number changed.
@@ -132,6 +134,7 @@ def _locate(data: dict[str, Any], path: str) -> tuple[Any, Any]:
 _INERTIA = {"xx": (0, 0), "yy": (1, 1), "zz": (2, 2), "xy": (0, 1), "xz": (0, 2), "yz": (1, 2)}
 #: fields of each [spatial] entity through which a design path may go (forces: owner spatial-forces)
 _SPATIAL_FIELDS = {"bodies": ("mass", "inertia", "points", "initial", "initial_velocity"),
+                   "beams": ("length", "density", "E", "section", "points", "initial"),
                    "joints": ("function",), "forces": None}
 
 
@@ -155,7 +158,7 @@ def _spatial_root(data, path, segs):
                             f"(allowed: {', '.join(allowed)})")
         return entries[segs[2]], segs[3:], segs[:3]
     raise PathError(f"{path!r}: must start with spatial.gravity, spatial.ground.points, spatial.bodies.NAME, "
-                    "spatial.joints.NAME or spatial.forces.NAME")
+                    "spatial.beams.NAME, spatial.joints.NAME or spatial.forces.NAME")
 
 
 def field_path(cfg: "Config", path: str) -> bool:

@@ -16,7 +16,9 @@ def check_spatial(ck) -> None:
     ck.unique(sp.bodies, "spatial.bodies")
     ck.unique(sp.joints, "spatial.joints")
     ck.unique(sp.forces, "spatial.forces")
+    ck.unique(sp.beams, "spatial.beams")
     bodies = {b.name: b for b in sp.bodies}
+    beams = {b.name: b for b in sp.beams}
     planar = set(ck.bodies) | set(ck.beams) | set(ck.plates) | set(ck.continua)
     for b in sp.bodies:
         key = f"spatial.bodies.{b.name}"
@@ -24,17 +26,26 @@ def check_spatial(ck) -> None:
             raise ck.fail(f"{key}.name", "'ground' is reserved for the fixed frame")
         if b.name in planar:
             raise ck.fail(f"{key}.name", f"name {b.name!r} is already a planar body")
+    for b in sp.beams:
+        key = f"spatial.beams.{b.name}"
+        if b.name == "ground" or b.name in planar or b.name in bodies:
+            raise ck.fail(f"{key}.name", f"name {b.name!r} is already taken (ground, a planar body or a spatial body)")
 
-    def body_of(ref, key):
+    def body_of(ref, key, beam_ok=False):
         body = ref.split(".")[0]
-        if body != "ground" and body not in bodies:
-            raise ck.fail(key, f"unknown spatial body {body!r} (known: {', '.join(['ground', *bodies])})")
+        if body != "ground" and body not in bodies and not (beam_ok and body in beams):
+            known = ["ground", *bodies, *(beams if beam_ok else [])]
+            raise ck.fail(key, f"unknown spatial body {body!r} (known: {', '.join(known)})")
         return body
 
     def point(ref, key):
         body, name = ref.split(".")
-        body_of(ref, key)
-        known = list(sp.ground.points) if body == "ground" else ["com", *bodies[body].points]
+        body_of(ref, key, beam_ok=True)
+        if body in beams:
+            from ..flexible.beams import point_names
+            known = point_names(beams[body])
+        else:
+            known = list(sp.ground.points) if body == "ground" else ["com", *bodies[body].points]
         if name not in known:
             raise ck.fail(key, f"unknown point {name!r} on {'ground' if body == 'ground' else 'body ' + repr(body)} "
                           f"(known: {', '.join(known) or 'none'})")

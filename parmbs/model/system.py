@@ -46,6 +46,9 @@ class System:
         from ..spatial.spatial_set import SpatialBodySet  # spatial (3D) rigid bodies: after the continua
         self.spatial = SpatialBodySet(config, P, self.n)
         self.n += self.spatial.ncoord
+        from ..flexible.spatial_beams import SpatialBeamSet  # spatial ANCF beams: after the spatial bodies
+        self.spatial_beams = SpatialBeamSet(config, P, self.n)
+        self.n += self.spatial_beams.ncoord
         self.ground_slots = [self.n, self.n + 1, self.n + 2]
         g = config.model.gravity
         gx, gy = P.add("model.gravity.x", g[0]), P.add("model.gravity.y", g[1])
@@ -83,6 +86,8 @@ class System:
         self.plates.add_forces(self, gx, gy)
         self.continua.add_forces(self, gx, gy)
         self.spatial.add_forces(self)
+        if len(self.spatial_beams):
+            self.spatial_beams.add_forces(self, self.spatial.gravity)
         for j in config.joints:
             self._add_joint(j)
         for f in config.forces:
@@ -245,6 +250,7 @@ class System:
         self.ffr.initial_setup(self, q0)
         self.plates.initial_setup(self, q0)
         self.continua.initial_setup(self, q0)
+        self.spatial_beams.initial_setup(self, q0)
         self.spatial.initial_setup(self, q0)
         for b in self.config.bodies:
             pb = self.body_p[b.name]
@@ -272,6 +278,7 @@ class System:
     def describe(self):
         return {"bodies": len(self.body_names), "beams": len(self.beams) + len(self.ffr), "plates": len(self.plates),
                 "continua": len(self.continua), "spatial bodies": len(self.spatial),
+                "spatial beams": len(self.spatial_beams),
                 "coordinates": self.n, "constraints": self.m,
                 "dof": self.n - self.m, "parameters": len(self.params) - 1,
                 "components": {type(g).__name__: g.ne for g in self.constraints + self.forces}}

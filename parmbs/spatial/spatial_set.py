@@ -218,6 +218,9 @@ class SpatialBodySet:
         return vecs
 
     def _add_joint(self, system, j):
+        sb = system.spatial_beams
+        if sb.is_beam_point(j.a) or sb.is_beam_point(j.b):      # spatial ANCF beams (flexible/spatial_beams.py)
+            return sb.add_joint(system, self, j)
         qa, pa = self.side(j.a)
         qb, pb = self.side(j.b)
         cls = SJ.CLASSES[j.type]

@@ -19,9 +19,11 @@ def _run(comm, name, overrides):
 
 
 @pytest.mark.mpi(min_size=2)
-@pytest.mark.parametrize("name", ["fivebar", "flexible-pendulum"])
+@pytest.mark.parametrize("name", ["fivebar", "flexible-pendulum", "spatial-flexible-pendulum"])
 def test_variational_distributed_equals_serial(name):
     ov = ["simulation.t_end=0.03", "simulation.dt=0.005", "simulation.integrator=variational"]
+    if name.startswith("spatial"):           # small models run replicated under "auto" (parallel.py)
+        ov.append("parallel.distribute=always")
     tp, vp, ap, dp = _run(PETSc.COMM_WORLD, name, ov)
     ts, vs, as_, ds = _run(PETSc.COMM_SELF, name, ov)
     assert PETSc.COMM_WORLD.getSize() >= 2

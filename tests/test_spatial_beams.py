@@ -151,3 +151,35 @@ def test_config_errors(tmp_path, sets, key):
     shutil.copy(PENDULUM, tmp_path / "p.toml")
     extra = [a for s in sets for a in ("--set", s)]
     cli_one_line_error(["info", "p.toml", *extra], tmp_path, key)
+
+
+def test_beam_beam_spherical_gradients(tmp_path):
+    """Two beams chained by a spherical joint (root of the second at the tip of the
+    first, first hung from ground): the beam–beam joint in a model, variational
+    integrator; same bounds and FD step as the pendulum."""
+    text = open(PENDULUM).read().replace("[[spatial.joints]]", """[[spatial.beams]]
+name = "arm"
+length = 0.6
+elements = 2
+section = { shape = "circle", radius = 0.03 }
+density = 4000.0
+E = 1.0e7
+initial = { position = [1.2, 0.0, 0.0], direction = [0.0, 1.0, 0.0] }
+independent = ["direction"]
+
+[[spatial.joints]]
+type = "spherical"
+name = "elbow"
+a = "beam.tip"
+b = "arm.root"
+
+[[spatial.joints]]""", 1) + """
+[[design]]
+name = "arm_r"
+path = "spatial.beams.arm.section.radius"
+"""
+    f = tmp_path / "chain.toml"
+    f.write_text(text)
+    pr = Problem(load_config(str(f), SHORT))
+    assert "SpatialBeamBeamSpherical" in pr.sys.describe()["components"]
+    assert_gradients_agree(pr, adj_cs=1e-9, fd_step=5e-6, tag="chain/")

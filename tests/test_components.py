@@ -13,6 +13,7 @@ from parmbs.flexible import modal_components  # noqa: F401  (modally reduced con
 from parmbs.flexible import ffr_beam, ffr_joints  # noqa: F401  (floating-frame beams)
 from parmbs.spatial import bodies as spatial_bodies, joints as spatial_joints, drivers  # noqa: F401  (spatial rigid)
 from parmbs.spatial import forces as spatial_forces, contact, tyre  # noqa: F401  (spatial force elements)
+from parmbs.spatial import natural  # noqa: F401  (natural-coordinate rigid bodies)
 from parmbs.model.component import REGISTRY, Constraint
 from spatial_states import STATES, VARIANTS as SPATIAL_VARIANTS
 
@@ -139,14 +140,15 @@ def test_registry_is_complete():
             "SpatialPointForce", "SpatialTorque", "PlaneContact", "RoadContact", "Tyre", "PythonForce",
             "DistanceDriver", "Ancf3Inertia", "Ancf3Gravity", "Ancf3Elastic", "Ancf3ElasticConservative",
             "SpatialRigidBeamSpherical", "SpatialBeamBeamSpherical", "SpatialRigidBeamWeld", "Beam3Shape",
-            "Beam3Pose"} <= set(REGISTRY)
+            "Beam3Pose", "SpatialRigidNaturalSpherical", "SpatialNaturalNaturalSpherical",
+            "SpatialNaturalBeamSpherical", "SpatialNaturalBeamWeld", "NaturalInertia", "NaturalGravity", "NaturalOrthonormality"} <= set(REGISTRY)
 
 
 def test_potential_energies_match_forces():
     """For conservative elements r = ∂V/∂q (at zero velocity): energy and force agree."""
     rng = np.random.default_rng(3)
     for name in ("Gravity", "Spring", "RotationalSpring", "AncfGravity", "AncfElasticConservative",
-                 "Ancf3Gravity", "Ancf3ElasticConservative",
+                 "Ancf3Gravity", "Ancf3ElasticConservative", "NaturalGravity",
                  "PlateGravity", "PlateElastic", "FfrGravity", "FfrElastic", "ContinuumGravity",
                  "ContinuumElastic", "SpatialGravity", "ReducedGravity"):
         comp, q, v, a, p = make(REGISTRY[name], rng)

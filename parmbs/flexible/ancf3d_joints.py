@@ -2,20 +2,22 @@
 
 A joint side is *rigid* — a spatial Euler-parameter body or ground (7 coordinates
 (r, p) and the parameters (s', g) of ``spatial/joints.py``: s' the point relative to the
-centre of mass in the body frame, g the ground mask, p + g(1, 0, 0, 0) the pose) — or
-*beam* (the 12 coordinates of the element the point lies on and the 5 beam-point
-parameters of ``ancf.beam_point_xi``).  Beam points are linear in the element
-coordinates, r = S(ξ)e, r′ = S′(ξ)e, so a beam side adds nothing to γ.
+centre of mass in the body frame, g the ground mask, p + g(1, 0, 0, 0) the pose) —,
+*natural* (a natural-coordinate body, ``spatial/natural.py``: 12 coordinates (r, e₁, e₂,
+e₃), the parameters s'; r_P = r + x̄e₁ + ȳe₂ + z̄e₃) or *beam* (the 12 coordinates of
+the element the point lies on and the 5 beam-point parameters of
+``ancf.beam_point_xi``).  Natural and beam points are linear in their coordinates
+(r = S(ξ)e, r′ = S′(ξ)e), so such a side adds nothing to γ.
 
 * spherical (3 rows), seed 000 Eq. 41:   Φ = r_a − r_b,
       γ = Ä_a^v s'_a (rigid a; Ä^v = 2B(ṗ, ṗ), the velocity part of Ä) − 0.
-* weld, rigid a – beam b (5 rows): spherical, and the beam tangent keeps its initial
-  direction in a's frame: (A_a n'_k)·r′_b = 0, k = 1, 2, with n'_1, n'_2 ⊥ the initial
-  tangent (body frame of a; parameters).  The seed's Eq. 42 fixes all three components
+* weld, rigid or natural a – beam b (5 rows): spherical, and the beam tangent keeps its
+  initial direction in a's frame: (A_a n'_k)·r′_b = 0, k = 1, 2, with n'_1, n'_2 ⊥ the
+  initial tangent (body frame of a; parameters; natural: A_a n' = Σ n'_k e_k).  The seed's Eq. 42 fixes all three components
   of A_aᵀr′_B, which also fixes |r′_B| — the beam's axial stretch at the node — and
   makes the row set redundant with the element's axial stiffness; the two rows here fix
   only the direction (the element has no twist for a third row to act on).
-      γ_k = (Ä_a^v n'_k)·r′_b + 2 (Ȧ_a n'_k)·ṙ′_b.
+      γ_k = (Ä_a^v n'_k)·r′_b + 2 (Ȧ_a n'_k)·ṙ′_b   (natural: Ä_a^v = 0).
 """
 import numpy as np
 
@@ -23,8 +25,8 @@ from ..model.component import Constraint, register
 from ..spatial.kinematics import E0, bilinear, dot, mv, rotation, rotation_jacobian
 from .ancf import BEAM_POINT_NP, beam_point_matrices
 
-SIDE_NQ = {"rigid": 7, "beam": 12}
-SIDE_NP = {"rigid": 4, "beam": BEAM_POINT_NP}
+SIDE_NQ = {"rigid": 7, "natural": 12, "beam": 12}
+SIDE_NP = {"rigid": 4, "natural": 3, "beam": BEAM_POINT_NP}
 
 
 def _side(kind, q, v, p):
@@ -37,9 +39,40 @@ def _side(kind, q, v, p):
         Jr = np.concatenate([np.broadcast_to(np.eye(3), Je.shape[:-1] + (3,)), Je], -1)
         g = None if v is None else mv(2.0 * bilinear(v[..., 3:7], v[..., 3:7]), s)
         return r, Jr, g
-    S = beam_point_matrices(p, dim=3)
+    S = beam_point_matrices(p, dim=3) if kind == "beam" else _natural_matrix(p)
     r = np.einsum("...ij,...j->...i", S, q)
     return r, S, None if v is None else 0.0 * r
+
+
+def _natural_matrix(s):
+    """C(s') = [I, x̄ I, ȳ I, z̄ I] (…, 3, 12) of a natural-coordinate body point
+    (spatial/natural.py, seed Eq. 37)."""
+    w = np.concatenate([np.ones(s.shape[:-1] + (1,), s.dtype), s[..., 0:3]], -1)     # (…, 4)
+    out = np.zeros(s.shape[:-1] + (3, 4, 3), s.dtype)
+    for c in range(3):
+        out[..., c, :, c] = w
+    return out.reshape(s.shape[:-1] + (3, 12))
+
+
+def _direction(kind, q, v, p, n):
+    """A body-fixed direction a = A n' of side a (rigid or natural): (a, ∂a/∂q (…, 3, nq),
+    ȧ, the velocity part of ä); None for the last two without ``v``."""
+    if kind == "rigid":
+        e = q[..., 3:7] + p[..., 3:4] * E0
+        a = mv(rotation(e), n)
+        Je = rotation_jacobian(e, n)
+        J = np.concatenate([np.zeros(Je.shape[:-1] + (3,), Je.dtype), Je], -1)
+        if v is None:
+            return a, J, None, None
+        ed = v[..., 3:7]
+        return a, J, mv(2.0 * bilinear(e, ed), n), mv(2.0 * bilinear(ed, ed), n)
+    C = _natural_matrix(n)
+    C = np.concatenate([np.zeros(C.shape[:-1] + (3,), C.dtype), C[..., 3:]], -1)     # a = Σ n_k e_k
+    a = np.einsum("...ij,...j->...i", C, q)
+    if v is None:
+        return a, C, None, None
+    ad = np.einsum("...ij,...j->...i", C, v)
+    return a, C, ad, 0.0 * ad
 
 
 def _bcast_cat(parts, axis):
@@ -56,31 +89,35 @@ class _BeamPair(Constraint):
     kinds = ("rigid", "beam")
     weld = False
 
+    def _split(self, x):
+        na = SIDE_NQ[self.kinds[0]]
+        return (None, None) if x is None else (x[..., :na], x[..., na:])
+
     def _parts(self, q, p, v=None):
         ka, kb = self.kinds
-        na, pa = SIDE_NQ[ka], SIDE_NP[ka]
-        va, vb = (None, None) if v is None else (v[..., :na], v[..., na:])
-        A = _side(ka, q[..., :na], va, p[..., :pa])
-        B = _side(kb, q[..., na:], vb, p[..., pa:pa + SIDE_NP[kb]])
-        return A, B
+        pa = SIDE_NP[ka]
+        (qa, qb), (va, vb) = self._split(q), self._split(v)
+        return _side(ka, qa, va, p[..., :pa]), _side(kb, qb, vb, p[..., pa:pa + SIDE_NP[kb]])
 
     def _normals(self, p):
         o = SIDE_NP[self.kinds[0]] + SIDE_NP[self.kinds[1]]
         return p[..., o:o + 3], p[..., o + 3:o + 6]
 
-    def _weld_parts(self, q, p):
-        """e_a, S′_b, r′_b of a weld (rigid a, beam b)."""
-        e = q[..., 3:7] + p[..., 3:4] * E0
-        Sp = beam_point_matrices(p[..., 4:4 + BEAM_POINT_NP], deriv=True, dim=3)
-        return e, Sp, np.einsum("...ij,...j->...i", Sp, q[..., 7:])
+    def _tangent(self, q, p, v=None):
+        """S′_b and r′_b (and ṙ′_b) of the beam side b of a weld."""
+        pa = SIDE_NP[self.kinds[0]]
+        _, qb = self._split(q)
+        Sp = beam_point_matrices(p[..., pa:pa + BEAM_POINT_NP], deriv=True, dim=3)
+        d = np.einsum("...ij,...j->...i", Sp, qb)
+        return Sp, d, None if v is None else np.einsum("...ij,...j->...i", Sp, self._split(v)[1])
 
     def phi(self, t, q, p):
         A, B = self._parts(q, p)
         rows = [A[0] - B[0]]
         if self.weld:
-            e, _, d = self._weld_parts(q, p)
-            R = rotation(e)
-            rows += [dot(mv(R, n), d)[..., None] for n in self._normals(p)]
+            qa, _ = self._split(q)
+            _, d, _ = self._tangent(q, p)
+            rows += [dot(_direction(self.kinds[0], qa, None, p, n)[0], d)[..., None] for n in self._normals(p)]
         return _bcast_cat(rows, -1)
 
     def phi_q(self, t, q, p):
@@ -88,26 +125,26 @@ class _BeamPair(Constraint):
         J = _bcast_cat([A[1], -B[1]], -1)
         if not self.weld:
             return J
-        e, Sp, d = self._weld_parts(q, p)
-        R = rotation(e)
+        qa, _ = self._split(q)
+        Sp, d, _ = self._tangent(q, p)
         rows = [J]
         for n in self._normals(p):
-            je = np.einsum("...i,...ik->...k", d, rotation_jacobian(e, n))
-            jb = np.einsum("...i,...ik->...k", mv(R, n), Sp)
-            z = np.zeros(je.shape[:-1] + (3,), je.dtype)
-            rows.append(_bcast_cat([z, je, jb], -1)[..., None, :])
+            a, Ja, _, _ = _direction(self.kinds[0], qa, None, p, n)
+            ja = np.einsum("...i,...ik->...k", d, Ja)
+            jb = np.einsum("...i,...ik->...k", a, Sp)
+            rows.append(_bcast_cat([ja, jb], -1)[..., None, :])
         return _bcast_cat(rows, -2)
 
     def gamma(self, t, q, v, p):
         A, B = self._parts(q, p, v)
-        ga = 0.0 * A[0] if A[2] is None else A[2]
-        rows = [ga - B[2]]
+        rows = [(0.0 * A[0] if A[2] is None else A[2]) - B[2]]
         if self.weld:
-            e, Sp, d = self._weld_parts(q, p)
-            ed = v[..., 3:7]
-            dd = np.einsum("...ij,...j->...i", Sp, v[..., 7:])
-            Q, Ad = 2.0 * bilinear(ed, ed), 2.0 * bilinear(e, ed)
-            rows += [(dot(mv(Q, n), d) + 2.0 * dot(mv(Ad, n), dd))[..., None] for n in self._normals(p)]
+            qa, _ = self._split(q)
+            va, _ = self._split(v)
+            _, d, dd = self._tangent(q, p, v)
+            for n in self._normals(p):
+                _, _, ad, add = _direction(self.kinds[0], qa, va, p, n)
+                rows.append((dot(add, d) + 2.0 * dot(ad, dd))[..., None])
         return _bcast_cat(rows, -1)
 
 
@@ -122,9 +159,14 @@ def _pair(kinds, weld):
     return register(cls)
 
 
-SpatialRigidBeamSpherical = _pair(("rigid", "beam"), False)
-SpatialBeamBeamSpherical = _pair(("beam", "beam"), False)
-SpatialRigidBeamWeld = _pair(("rigid", "beam"), True)
+#: (side a, side b, weld) -> class; side a "rigid" is an Euler-parameter body or ground
+PAIRS = {(ka, kb, w): _pair((ka, kb), w)
+         for ka, kb, w in (("rigid", "beam", False), ("beam", "beam", False), ("rigid", "beam", True),
+                           ("rigid", "natural", False), ("natural", "natural", False),
+                           ("natural", "beam", False), ("natural", "beam", True))}
+SpatialRigidBeamSpherical = PAIRS[("rigid", "beam", False)]
+SpatialBeamBeamSpherical = PAIRS[("beam", "beam", False)]
+SpatialRigidBeamWeld = PAIRS[("rigid", "beam", True)]
 
 
 # -- initial assembly: a straight, unstretched beam ------------------------------------------

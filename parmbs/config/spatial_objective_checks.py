@@ -6,7 +6,8 @@
 * ``roll_rate_sq`` needs ``body`` (a spatial body) and optionally ``axis = "BODY.AXIS"``
   on that body (default: the body x axis);
 * ``stress_ks`` needs ``body`` (a spatial beam) and ``ks_rho``; ``vertical_acceleration_*``,
-  ``point_velocity_sq`` and ``point_acceleration_sq`` take a point on a spatial beam.
+  ``point_velocity_sq`` and ``point_acceleration_sq`` take a point on a spatial beam or a
+  natural-coordinate body.
 Each failure names ``objectives.NAME.KEY`` and what is known.
 """
 from __future__ import annotations
@@ -32,6 +33,7 @@ def check_spatial_objective(ck, o, kind: str) -> None:
         return bodies[name]
 
     beams = {b.name: b for b in sp.beams} if sp is not None else {}
+    natural = {b.name: b for b in sp.natural_bodies} if sp is not None else {}
     if kind == "stress_ks":
         if o.body is None:
             raise ck.fail(f"{prefix}.body", needs)
@@ -43,18 +45,18 @@ def check_spatial_objective(ck, o, kind: str) -> None:
         return
     if o.ks_rho is not None:
         raise ck.fail(f"{prefix}.ks_rho", f"not used by {kind!r} (only by 'stress_ks')")
-    if o.point is not None and o.point.split(".", 1)[0] in beams and kind not in BEAM3_POINT_KINDS:
-        raise ck.fail(f"{prefix}.point", f"{kind!r} is not available at spatial beam points "
+    if o.point is not None and o.point.split(".", 1)[0] in {**beams, **natural} and kind not in BEAM3_POINT_KINDS:
+        raise ck.fail(f"{prefix}.point", f"{kind!r} is not available at spatial beam or natural-body points "
                       f"(available: {', '.join(BEAM3_POINT_KINDS)})")
     if kind in BEAM3_POINT_KINDS:
         if o.point is None:
             raise ck.fail(f"{prefix}.point", needs)
         bname, pname = o.point.split(".", 1)
-        if bname in beams:
+        if bname in beams or bname in natural:
             from ..flexible.beams import point_names
-            if pname not in point_names(beams[bname]):
-                raise ck.fail(f"{prefix}.point", f"unknown point {pname!r} on beam {bname!r} "
-                              f"(known: {', '.join(point_names(beams[bname]))})")
+            known = point_names(beams[bname]) if bname in beams else ["com", *natural[bname].points]
+            if pname not in known:
+                raise ck.fail(f"{prefix}.point", f"unknown point {pname!r} on {bname!r} (known: {', '.join(known)})")
             if o.axis is not None:
                 raise ck.fail(f"{prefix}.axis", f"not used by {kind!r} (the vertical is the global z axis)")
             return

@@ -307,6 +307,7 @@ class Spatial(_Model):
     ground: SpatialGround = Field(default_factory=SpatialGround)
     bodies: list[SpatialBody] = []
     beams: list[SpatialBeam] = []    # spatial ANCF beams (seed 000 §5.1)
+    natural_bodies: list[SpatialBody] = []   # rigid bodies in natural coordinates (seed 000 §5.2; constant mass matrix): the keys of [[spatial.bodies]], `independent` required, `axes` unused
     joints: list[SpatialJoint] = []
     forces: list[SpatialForce] = []
     road: SpatialRoad | None = None      # [spatial.road]; absent: the plane z = 0

@@ -1,4 +1,5 @@
-"""Objective integrands on spatial ANCF beams (used by ``sensitivity/objectives.py``).
+"""Objective integrands on spatial ANCF beams and natural-coordinate bodies (used by
+``sensitivity/objectives.py``).
 
 * ``stress_ks`` (``body = "BEAM"``, ``ks_rho = ρ``): g = KS_e |σ_e|, the
   Kreisselmeier–Steinhauser aggregate over the beam's elements of the axial stress
@@ -7,7 +8,8 @@
   terminal, KS at t_end.
 * ``vertical_acceleration_sq`` / ``vertical_acceleration_4`` at a beam point P:
   g = (e_z·r̈_P)² or ⁴ with r̈_P = S(ξ) ë (the beam's accelerations are linear in ë);
-  ``point_velocity_sq`` / ``point_acceleration_sq``: g = |ṙ_P|², |r̈_P|².
+  ``point_velocity_sq`` / ``point_acceleration_sq``: g = |ṙ_P|², |r̈_P|²; the same at
+  points of natural-coordinate bodies, r_P = C(s') q_b (spatial/natural.py).
 
 Both are complex-step safe, so ``Term.grads`` differentiates them exactly with respect
 to q, ë and the parameters (section, E, length: ∂/∂design as for every other term).
@@ -25,13 +27,17 @@ def _stress_ks(t, q, v, a, lam, p, ref, elems, rho):
     return ks(axial_stress(qe, p[..., None, :]), rho)
 
 
-def _vertical(t, q, v, a, lam, p, ref, power):
-    z = np.einsum("...j,...j->...", beam_point_matrices(p, dim=3)[..., 2, :], a)
+def _beam_matrix(p):
+    return beam_point_matrices(p, dim=3)
+
+
+def _vertical(t, q, v, a, lam, p, ref, power, matrix):
+    z = np.einsum("...j,...j->...", matrix(p)[..., 2, :], a)
     return z ** power
 
 
-def _speed_sq(t, q, v, a, lam, p, ref, acc):
-    r = np.einsum("...ij,...j->...i", beam_point_matrices(p, dim=3), a if acc else v)
+def _speed_sq(t, q, v, a, lam, p, ref, acc, matrix):
+    r = np.einsum("...ij,...j->...i", matrix(p), a if acc else v)
     return np.einsum("...i,...i->...", r, r)
 
 
@@ -43,15 +49,20 @@ def beam3_term(system, kind, cfg):
         qidx = list(range(b.offset, b.offset + b.ncoord))
         elems = np.array([[i - b.offset for i in b.element(e)] for e in range(b.nel)])
         return partial(_stress_ks, elems=elems, rho=cfg.ks_rho), qidx, b.material()
-    qidx, pidx = sb.point(cfg.point)
+    if sb.is_beam_point(cfg.point):
+        (qidx, pidx), matrix = sb.point(cfg.point), _beam_matrix
+    else:                                       # a natural-coordinate body: r_P = C(s') q_b
+        from .ancf3d_joints import _natural_matrix
+        (qidx, pidx), matrix = system.natural.point(cfg.point), _natural_matrix
     if kind in ("point_velocity_sq", "point_acceleration_sq"):
-        return partial(_speed_sq, acc=kind == "point_acceleration_sq"), qidx, pidx
-    return partial(_vertical, power=2 if kind == "vertical_acceleration_sq" else 4), qidx, pidx
+        return partial(_speed_sq, acc=kind == "point_acceleration_sq", matrix=matrix), qidx, pidx
+    return partial(_vertical, power=2 if kind == "vertical_acceleration_sq" else 4, matrix=matrix), qidx, pidx
 
 
 def is_beam3_objective(system, kind, cfg):
     """True if ``cfg`` is an objective on a spatial beam."""
-    sb = getattr(system, "spatial_beams", None)
-    if sb is None or not len(sb):
-        return False
-    return (kind == "stress_ks" and cfg.body in sb.beams) or (cfg.point is not None and sb.is_beam_point(cfg.point))
+    sb, nb = getattr(system, "spatial_beams", None), getattr(system, "natural", None)
+    if kind == "stress_ks":
+        return sb is not None and cfg.body in sb.beams
+    return cfg.point is not None and ((sb is not None and sb.is_beam_point(cfg.point))
+                                      or (nb is not None and nb.is_natural_point(cfg.point)))

@@ -23,8 +23,7 @@ import numpy as np
 from ..model.parameters import ZERO
 from ..spatial.spatial_set import perpendiculars
 from . import ancf3d
-from .ancf3d_joints import Beam3Pose, Beam3Shape, SpatialBeamBeamSpherical, SpatialRigidBeamSpherical, \
-    SpatialRigidBeamWeld
+from .ancf3d_joints import PAIRS, Beam3Pose, Beam3Shape
 from .beams import _Beam, const
 
 NODE_DOF = 6
@@ -111,33 +110,37 @@ class SpatialBeamSet:
 
     # -- joints ----------------------------------------------------------------------------
     def add_joint(self, system, spatial, j):
-        """A ``[[spatial.joints]]`` entry with a beam point on at least one side: spherical
-        (rigid–beam, beam–beam) or rigid (rigid body or ground a, beam b: the weld of
-        ancf3d_joints.py)."""
+        """A ``[[spatial.joints]]`` entry with a beam point or a natural-coordinate body on at
+        least one side: spherical between any two of ground / Euler body ("rigid"), natural
+        body and beam point; rigid (the weld of ancf3d_joints.py) from a rigid or natural
+        side a to a beam point."""
         from ..model.system import ModelError
-        a_beam, b_beam = self.is_beam_point(j.a), self.is_beam_point(j.b)
         key = f"spatial.joints.{j.name}"
-        if j.type not in ("spherical", "rigid"):
-            raise ModelError(f"{key}.type", f"a {j.type} joint cannot attach to a spatial beam "
-                             "(spherical and rigid can)")
-        if j.type == "rigid" and a_beam == b_beam:
-            raise ModelError(f"{key}.type", "a rigid joint on a beam needs a spatial body or ground on "
-                             "the other side")
-        ra, rb = (j.b, j.a) if a_beam and not b_beam else (j.a, j.b)     # the rigid side first
-        if a_beam and b_beam:
-            qa, pa = self.point(ra)
-            cls = SpatialBeamBeamSpherical
-        else:
-            qa, pa = spatial.side(ra)
-            cls = SpatialRigidBeamSpherical if j.type == "spherical" else SpatialRigidBeamWeld
-        qb, pb = self.point(rb)
-        pidx = pa + pb
-        if j.type == "rigid":
+        nat = system.natural
+        rank = {"rigid": 0, "natural": 1, "beam": 2}
+
+        def kind(ref):
+            return "beam" if self.is_beam_point(ref) else "natural" if nat.is_natural_point(ref) else "rigid"
+
+        ra, rb = sorted((j.a, j.b), key=lambda r: rank[kind(r)])         # the order of PAIRS
+        ka, kb = kind(ra), kind(rb)
+        weld = j.type == "rigid"
+        cls = PAIRS.get((ka, kb, weld)) if j.type in ("spherical", "rigid") else None
+        if cls is None:
+            raise ModelError(f"{key}.type", f"a {j.type} joint between a {ka} side and a {kb} side is not "
+                             "available (spherical joins ground, spatial bodies, natural bodies and beam "
+                             "points; rigid joins a spatial or natural body, or ground, to a beam point)")
+        sides = []
+        for k, ref in ((ka, ra), (kb, rb)):
+            sides.append(self.point(ref) if k == "beam" else nat.point(ref) if k == "natural" else spatial.side(ref))
+        pidx = sides[0][1] + sides[1][1]
+        if weld:
             body = ra.split(".", 1)[0]
-            t0 = spatial._A0(body).T @ self.beams[rb.split(".", 1)[0]].direction   # tangent in a's frame
+            A0 = nat.bodies[body].A0 if ka == "natural" else spatial._A0(body)
+            t0 = A0.T @ self.beams[rb.split(".", 1)[0]].direction               # tangent in a's frame
             n1, n2 = perpendiculars(t0)
             pidx = pidx + spatial._vec(f"{key}.n1_a", n1) + spatial._vec(f"{key}.n2_a", n2)
-        system._group((cls.__name__,), cls, {}, j.name, qa + qb, pidx, cls.m)
+        system._group((cls.__name__,), cls, {}, j.name, sides[0][0] + sides[1][0], pidx, cls.m)
 
     # -- initial configuration -------------------------------------------------------------
     def initial_setup(self, system, q0):

@@ -218,9 +218,9 @@ class SpatialBodySet:
         return vecs
 
     def _add_joint(self, system, j):
-        sb = system.spatial_beams
-        if sb.is_beam_point(j.a) or sb.is_beam_point(j.b):      # spatial ANCF beams (flexible/spatial_beams.py)
-            return sb.add_joint(system, self, j)
+        sb, nb = system.spatial_beams, system.natural
+        if any(s.is_beam_point(r) or nb.is_natural_point(r) for s in (sb,) for r in (j.a, j.b)):
+            return sb.add_joint(system, self, j)      # spatial ANCF beams, natural-coordinate bodies
         qa, pa = self.side(j.a)
         qb, pb = self.side(j.b)
         cls = SJ.CLASSES[j.type]

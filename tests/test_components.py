@@ -141,14 +141,14 @@ def test_registry_is_complete():
             "DistanceDriver", "Ancf3Inertia", "Ancf3Gravity", "Ancf3Elastic", "Ancf3ElasticConservative",
             "SpatialRigidBeamSpherical", "SpatialBeamBeamSpherical", "SpatialRigidBeamWeld", "Beam3Shape",
             "Beam3Pose", "SpatialRigidNaturalSpherical", "SpatialNaturalNaturalSpherical",
-            "SpatialNaturalBeamSpherical", "SpatialNaturalBeamWeld", "NaturalInertia", "NaturalGravity", "NaturalOrthonormality"} <= set(REGISTRY)
+            "SpatialNaturalBeamSpherical", "SpatialNaturalBeamWeld", "NaturalInertia", "NaturalOrthonormality"} <= set(REGISTRY)
 
 
 def test_potential_energies_match_forces():
     """For conservative elements r = ∂V/∂q (at zero velocity): energy and force agree."""
     rng = np.random.default_rng(3)
     for name in ("Gravity", "Spring", "RotationalSpring", "AncfGravity", "AncfElasticConservative",
-                 "Ancf3Gravity", "Ancf3ElasticConservative", "NaturalGravity",
+                 "Ancf3Gravity", "Ancf3ElasticConservative",
                  "PlateGravity", "PlateElastic", "FfrGravity", "FfrElastic", "ContinuumGravity",
                  "ContinuumElastic", "SpatialGravity", "ReducedGravity"):
         comp, q, v, a, p = make(REGISTRY[name], rng)

@@ -13,7 +13,8 @@ T = ½∫ρ|ṙ_P|² dV = ½ q̇ᵀ M q̇ has the constant mass matrix [App. B, 
 
 J the inertia tensor about the centre of mass in the body frame (the first moments
 vanish at the centre of mass); for principal axes J̄ = diag(½(J₂+J₃−J₁), ½(J₁+J₃−J₂),
-½(J₁+J₂−J₃)) [Eq. 39].  Gravity: r = −m g on r only [Eq. 40].  Six internal
+½(J₁+J₂−J₃)) [Eq. 39].  Gravity: r = −m g on r only [Eq. 40] (``bodies.SpatialGravity``,
+the same as for Euler-parameter bodies).  Six internal
 constraints keep the axes orthonormal [Eq. 38]:
 
     Φ = (e₁·e₁ − 1, e₂·e₂ − 1, e₃·e₃ − 1, e₁·e₂, e₁·e₃, e₂·e₃),
@@ -66,20 +67,6 @@ class NaturalInertia(Force):
     def energy(self, t, q, v, p):
         """T = ½ vᵀ M v."""
         return 0.5 * np.einsum("...i,...ij,...j->...", v, self.mass(p), v)
-
-
-@register
-class NaturalGravity(Force):
-    """r = −m g on the centre of mass [Eq. 40]; q = r (3), p = (m, g_x, g_y, g_z)."""
-    nq, np_ = 3, 4
-    uses_q = False
-
-    def r(self, t, q, v, a, p):
-        return -p[..., 0:1] * p[..., 1:4] + 0.0 * q
-
-    def energy(self, t, q, v, p):
-        """V = −m g·r."""
-        return -p[..., 0] * dot(p[..., 1:4], q)
 
 
 @register

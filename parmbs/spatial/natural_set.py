@@ -22,8 +22,10 @@ with a_k the columns of A₀ (rotations about a₁, a₂, a₃), velocity right-
 import numpy as np
 
 from ..model.parameters import ZERO
+from .bodies import SpatialGravity
 from .kinematics import rotation
-from .natural import NaturalGravity, NaturalInertia, NaturalOrthonormality
+from .natural import NaturalInertia, NaturalOrthonormality
+from .spatial_set import body_parameters
 
 XYZ = ("x", "y", "z")
 COORDS = ("x", "y", "z", "e1x", "e1y", "e1z", "e2x", "e2y", "e2z", "e3x", "e3y", "e3z")
@@ -38,21 +40,7 @@ def _const(P, v):
 class _NaturalBody:
     def __init__(self, cfg, P, offset):
         self.cfg, self.name, self.offset = cfg, cfg.name, offset
-        base = f"spatial.natural_bodies.{cfg.name}"
-        self.mass = P.add(f"{base}.mass", cfg.mass)
-        J = cfg.inertia
-        if isinstance(J[0], (int, float)):
-            self.inertia = [P.add(f"{base}.inertia.{k}", J[i]) for i, k in enumerate(("xx", "yy", "zz"))] + [ZERO] * 3
-        else:
-            self.inertia = [P.add(f"{base}.inertia.{k}", J[i][j])
-                            for k, (i, j) in zip(("xx", "yy", "zz", "xy", "xz", "yz"),
-                                                 ((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2)))]
-        self.points = {n: [P.add(f"{base}.points.{n}.{c}", x[i]) for i, c in enumerate(XYZ)]
-                       for n, x in cfg.points.items()}
-        self.points["com"] = [ZERO] * 3
-        self.position = [P.add(f"{base}.initial.position.{c}", cfg.initial.position[i]) for i, c in enumerate(XYZ)]
-        self.velocity = [P.add(f"{base}.initial_velocity.velocity.{c}", cfg.initial_velocity.velocity[i])
-                         for i, c in enumerate(XYZ)]
+        body_parameters(self, P, f"spatial.natural_bodies.{cfg.name}")
         self.A0 = rotation(cfg.initial.euler_parameters())
         w = np.array(cfg.initial_velocity.angular_velocity, float)
         self.axes = [[_const(P, v) for v in e] for e in np.eye(3)]           # position rows
@@ -95,7 +83,7 @@ class NaturalBodySet:
         for b in self.bodies.values():
             q = b.qidx()
             system._add_force(("NaturalInertia",), NaturalInertia, {}, b.name, q, [b.mass] + b.inertia)
-            system._add_force(("NaturalGravity",), NaturalGravity, {}, b.name, q[:3], [b.mass] + list(gravity))
+            system._add_force(("SpatialGravity",), SpatialGravity, {}, b.name, q[:3], [b.mass] + list(gravity))
 
     def add_constraints(self, system):
         for b in self.bodies.values():

@@ -26,6 +26,9 @@ VARIANTS = {"BeamShape": [{"component": c} for c in range(4)],
             "BeamPose": [{"coordinate": c} for c in ("x", "y", "angle", "unit")],
             "Beam3Shape": [{"component": c} for c in range(6)],
             "Beam3Pose": [{"coordinate": c} for c in ("position", "slope", "unit")],
+            **{f"Spatial{a}{b}SpringDamper": [{"law": law} for law in ("linear", "relative")]
+               for a, b in (("Rigid", "Natural"), ("Rigid", "Beam"), ("Natural", "Natural"), ("Natural", "Beam"),
+                            ("Beam", "Beam"))},
             **{n: [{"section": s} for s in ancf3d.SECTIONS] for n in ("Ancf3Inertia", "Ancf3Gravity", "Ancf3Elastic",
                                                                      "Ancf3ElasticConservative")},
             "PlateShape": [{"component": c} for c in range(2)],
@@ -141,14 +144,16 @@ def test_registry_is_complete():
             "DistanceDriver", "Ancf3Inertia", "Ancf3Gravity", "Ancf3Elastic", "Ancf3ElasticConservative",
             "SpatialRigidBeamSpherical", "SpatialBeamBeamSpherical", "SpatialRigidBeamWeld", "Beam3Shape",
             "Beam3Pose", "SpatialRigidNaturalSpherical", "SpatialNaturalNaturalSpherical",
-            "SpatialNaturalBeamSpherical", "SpatialNaturalBeamWeld", "NaturalInertia", "NaturalOrthonormality"} <= set(REGISTRY)
+            "SpatialNaturalBeamSpherical", "SpatialNaturalBeamWeld", "NaturalInertia",
+            "SpatialRigidBeamSpringDamper", "SpatialNaturalBeamSpringDamper", "SpatialBeamBeamSpringDamper",
+            "SpatialRigidNaturalSpringDamper", "SpatialNaturalNaturalSpringDamper", "NaturalOrthonormality"} <= set(REGISTRY)
 
 
 def test_potential_energies_match_forces():
     """For conservative elements r = ∂V/∂q (at zero velocity): energy and force agree."""
     rng = np.random.default_rng(3)
     for name in ("Gravity", "Spring", "RotationalSpring", "AncfGravity", "AncfElasticConservative",
-                 "Ancf3Gravity", "Ancf3ElasticConservative",
+                 "Ancf3Gravity", "Ancf3ElasticConservative", "SpatialNaturalBeamSpringDamper",
                  "PlateGravity", "PlateElastic", "FfrGravity", "FfrElastic", "ContinuumGravity",
                  "ContinuumElastic", "SpatialGravity", "ReducedGravity"):
         comp, q, v, a, p = make(REGISTRY[name], rng)

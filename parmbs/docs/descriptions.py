@@ -299,7 +299,9 @@ CLASS = {
     "SpatialDriver.joint": ("", "revolute or cylindrical joint whose relative angle is driven"),
     "SpatialDriver.coordinate": ("", "or `BODY.x|y|z`: the COM coordinate driven"),
     "SpatialDriver.function": ("rad | m", "f(t)"),
-    "SpatialSpringDamper.law": ("", '`"linear"` or `"iltis"` (polynomial law of [Zhu 2014] eq. 5.5)'),
+    "SpatialSpringDamper.law": ("", '`"linear"`, `"iltis"` (polynomial law of [Zhu 2014] eq. 5.5) or '
+                                    '`"relative"` (damper on the whole relative velocity, [Ebrahimi 2019] '
+                                    'Eq. 43; beam and natural-body points)'),
     "SpatialSpringDamper.stiffness": ("N/m", "k"),
     "SpatialSpringDamper.damping": ("N·s/m", "c"),
     "SpatialSpringDamper.length": ("m", "free length (law linear)"),

@@ -21,7 +21,7 @@ the element the point lies on and the 5 beam-point parameters of
 """
 import numpy as np
 
-from ..model.component import Constraint, register
+from ..model.component import Constraint, Force, register
 from ..spatial.kinematics import E0, bilinear, dot, mv, rotation, rotation_jacobian
 from .ancf import BEAM_POINT_NP, beam_point_matrices
 
@@ -239,3 +239,68 @@ class Beam3Pose(Constraint):
         if self.coordinate == "unit":
             z = z + 2.0 * dot(v[..., 3:6], v[..., 3:6])
         return z[..., None]
+
+
+# -- spring-dampers between points of any two sides ------------------------------------------
+
+
+class _PairSpringDamper(Force):
+    """Spring-damper between a point C of side a and D of side b (rigid, natural or beam),
+    ℓ = |r_C − r_D|, u = (r_C − r_D)/ℓ, the points' velocities ṙ = (∂r/∂q) q̇:
+
+    * ``law = "linear"``: tension T = k(ℓ − ℓ₀) + c ℓ̇, ℓ̇ = u·(ṙ_C − ṙ_D); force on C
+      f_C = −T u (as ``spatial/forces.SpatialSpring``);
+    * ``law = "relative"``: seed 000 Eq. 43/65 (App. C): f_C = −k(ℓ − ℓ₀) u − c (ṙ_C − ṙ_D),
+      the damper acting on the whole relative velocity.
+
+    r = −(J_Cᵀ f_C, −J_Dᵀ f_C);  p = (side a, side b, k, c, ℓ₀);  V = ½k(ℓ − ℓ₀)²."""
+    uses_v = True
+    kinds = ("rigid", "beam")
+
+    def __init__(self, names, qidx, pidx, law="linear"):
+        self.law = law
+        super().__init__(names, qidx, pidx)
+
+    def _geometry(self, q, v, p):
+        ka, kb = self.kinds
+        na, pa, pb = SIDE_NQ[ka], SIDE_NP[ka], SIDE_NP[kb]
+        A = _side(ka, q[..., :na], None, p[..., :pa])
+        B = _side(kb, q[..., na:], None, p[..., pa:pa + pb])
+        d = A[0] - B[0]
+        dv = (np.einsum("...ij,...j->...i", A[1], v[..., :na]) - np.einsum("...ij,...j->...i", B[1], v[..., na:]))
+        law = p[..., pa + pb:pa + pb + 3]
+        return A[1], B[1], d, dv, law
+
+    def r(self, t, q, v, a, p):
+        Ja, Jb, d, dv, law = self._geometry(q, v, p)
+        k, c, l0 = law[..., 0], law[..., 1], law[..., 2]
+        l = np.sqrt(dot(d, d))
+        u = d / l[..., None]
+        if self.law == "linear":
+            f = -(k * (l - l0) + c * dot(u, dv))[..., None] * u
+        else:
+            f = -(k * (l - l0))[..., None] * u - c[..., None] * dv
+        ra = -np.einsum("...ij,...i->...j", Ja, f)
+        rb = np.einsum("...ij,...i->...j", Jb, f)
+        return _bcast_cat([ra, rb], -1) + 0.0 * a[..., :1]
+
+    def energy(self, t, q, v, p):
+        """V = ½ k (ℓ − ℓ₀)²."""
+        _, _, d, _, law = self._geometry(q, 0.0 * v, p)
+        return 0.5 * law[..., 0] * (np.sqrt(dot(d, d)) - law[..., 2]) ** 2
+
+
+def _spring(kinds):
+    ka, kb = kinds
+    name = f"Spatial{ka.capitalize()}{kb.capitalize()}SpringDamper"
+    cls = type(name, (_PairSpringDamper,), dict(kinds=kinds, nq=SIDE_NQ[ka] + SIDE_NQ[kb],
+                                                 np_=SIDE_NP[ka] + SIDE_NP[kb] + 3,
+                                                 __doc__=f"Spring-damper, side a {ka}, side b {kb} "
+                                                         "(``_PairSpringDamper``)."))
+    cls.__module__ = __name__
+    return register(cls)
+
+
+#: (side a, side b) -> spring-damper class (rigid–rigid: spatial/forces.SpatialSpring)
+SPRINGS = {k: _spring(k) for k in (("rigid", "natural"), ("rigid", "beam"), ("natural", "natural"),
+                                   ("natural", "beam"), ("beam", "beam"))}

@@ -23,7 +23,7 @@ import numpy as np
 from ..model.parameters import ZERO
 from ..spatial.spatial_set import perpendiculars
 from . import ancf3d
-from .ancf3d_joints import PAIRS, Beam3Pose, Beam3Shape
+from .ancf3d_joints import PAIRS, SPRINGS, Beam3Pose, Beam3Shape
 from .beams import _Beam, const
 
 NODE_DOF = 6
@@ -109,6 +109,23 @@ class SpatialBeamSet:
                     system._add_force((cls.__name__, b.section), cls, kw, name, qidx, pidx)
 
     # -- joints ----------------------------------------------------------------------------
+    def sides(self, system, spatial, refs):
+        """The two point references of a joint or spring-damper as (kind, coordinate
+        indices, parameter indices, ref), ordered rigid < natural < beam (the key order of
+        ancf3d_joints.PAIRS and SPRINGS); kinds: "rigid" (ground, Euler-parameter body),
+        "natural", "beam"."""
+        nat = system.natural
+        rank = {"rigid": 0, "natural": 1, "beam": 2}
+        out = []
+        for ref in refs:
+            if self.is_beam_point(ref):
+                out.append(("beam", *self.point(ref), ref))
+            elif nat.is_natural_point(ref):
+                out.append(("natural", *nat.point(ref), ref))
+            else:
+                out.append(("rigid", *spatial.side(ref), ref))
+        return sorted(out, key=lambda s: rank[s[0]])
+
     def add_joint(self, system, spatial, j):
         """A ``[[spatial.joints]]`` entry with a beam point or a natural-coordinate body on at
         least one side: spherical between any two of ground / Euler body ("rigid"), natural
@@ -116,31 +133,28 @@ class SpatialBeamSet:
         side a to a beam point."""
         from ..model.system import ModelError
         key = f"spatial.joints.{j.name}"
-        nat = system.natural
-        rank = {"rigid": 0, "natural": 1, "beam": 2}
-
-        def kind(ref):
-            return "beam" if self.is_beam_point(ref) else "natural" if nat.is_natural_point(ref) else "rigid"
-
-        ra, rb = sorted((j.a, j.b), key=lambda r: rank[kind(r)])         # the order of PAIRS
-        ka, kb = kind(ra), kind(rb)
+        (ka, qa, pa, ra), (kb, qb, pb, rb) = self.sides(system, spatial, (j.a, j.b))
         weld = j.type == "rigid"
         cls = PAIRS.get((ka, kb, weld)) if j.type in ("spherical", "rigid") else None
         if cls is None:
             raise ModelError(f"{key}.type", f"a {j.type} joint between a {ka} side and a {kb} side is not "
                              "available (spherical joins ground, spatial bodies, natural bodies and beam "
                              "points; rigid joins a spatial or natural body, or ground, to a beam point)")
-        sides = []
-        for k, ref in ((ka, ra), (kb, rb)):
-            sides.append(self.point(ref) if k == "beam" else nat.point(ref) if k == "natural" else spatial.side(ref))
-        pidx = sides[0][1] + sides[1][1]
+        pidx = pa + pb
         if weld:
             body = ra.split(".", 1)[0]
-            A0 = nat.bodies[body].A0 if ka == "natural" else spatial._A0(body)
+            A0 = system.natural.bodies[body].A0 if ka == "natural" else spatial._A0(body)
             t0 = A0.T @ self.beams[rb.split(".", 1)[0]].direction               # tangent in a's frame
             n1, n2 = perpendiculars(t0)
             pidx = pidx + spatial._vec(f"{key}.n1_a", n1) + spatial._vec(f"{key}.n2_a", n2)
-        system._group((cls.__name__,), cls, {}, j.name, sides[0][0] + sides[1][0], pidx, cls.m)
+        system._group((cls.__name__,), cls, {}, j.name, qa + qb, pidx, cls.m)
+
+    def add_spring(self, system, spatial, f, law_pidx):
+        """A ``[[spatial.forces]]`` spring_damper (law linear or relative) with a beam point
+        or a natural-coordinate body on at least one side (ancf3d_joints.SPRINGS)."""
+        (ka, qa, pa, _), (kb, qb, pb, _) = self.sides(system, spatial, (f.a, f.b))
+        cls = SPRINGS[(ka, kb)]
+        system._add_force((cls.__name__, f.law), cls, {"law": f.law}, f.name, qa + qb, pa + pb + law_pidx)
 
     # -- initial configuration -------------------------------------------------------------
     def initial_setup(self, system, q0):

@@ -171,14 +171,14 @@ class SpatialBeamSet:
                     g = Beam3Shape([f"{b.name}.shape{k}[{comp}]"], [n0 + b.node(k)],
                                    [[b.p["length"], const(P, k / b.nel)]], [[0]], component=comp)
                     system.independent.append((key, g, ZERO))
-            rows = [("unit", [ZERO] * 4, ZERO)]
+            rows = [("unit", "unit", [ZERO] * 4, ZERO)]
             for i, x in enumerate(XYZ):
                 if x in c.independent:
-                    rows.append(("position", [b.position[i]] + b.axes[i], b.velocity[i]))
+                    rows.append((x, "position", [b.position[i]] + b.axes[i], b.velocity[i]))
             if "direction" in c.independent:
-                rows += [("slope", [ZERO] + n, rate) for n, rate in b.normals]
-            for coord, pidx, pvel in rows:
-                g = Beam3Pose([f"{b.name}.{coord}"], [n0], [pidx], [[0]], coordinate=coord)
+                rows += [(f"direction{k + 1}", "slope", [ZERO] + n, rate) for k, (n, rate) in enumerate(b.normals)]
+            for label, coord, pidx, pvel in rows:
+                g = Beam3Pose([f"{b.name}.{label}"], [n0], [pidx], [[0]], coordinate=coord)
                 system.independent.append((key if coord == "unit" else f"spatial.beams.{b.name}.independent",
                                            g, pvel))
 

@@ -18,6 +18,7 @@ from parmbs.spatial.kinematics import from_bryant, rotation
 from parmbs.spatial.natural import NaturalInertia
 
 from gradient_checks import assert_gradients_agree
+from spatial_flex_models import beam, spherical, toml
 
 
 def test_mass_matrix_gives_rigid_kinetic_energy():
@@ -32,32 +33,15 @@ def test_mass_matrix_gives_rigid_kinetic_energy():
     assert np.isclose(T, 0.5 * m * v @ v + 0.5 * w @ (A @ Jb @ A.T) @ w, rtol=1e-13)
 
 
-PENDULUM = """
-[model]
-name = "heavy-pendulum"
-gravity = [0.0, 0.0]
-[spatial]
-gravity = [0.0, 0.0, -9.81]
-[spatial.ground]
-points = { O = [0.0, 0.0, 0.0] }
-[[spatial.SECTION]]
-name = "bob"
-mass = 1.5
-inertia = [0.02, 0.05, 0.06]
-points = { P = [-0.4, 0.05, 0.0] }
-initial = { position = [0.4, -0.05, 0.0], bryant = [0.2, 0.0, 0.1] }
-initial_velocity = { angular_velocity = [1.0, 0.5, 2.0] }
-independent = ["rx", "ry", "rz"]
-[[spatial.joints]]
-type = "spherical"
-name = "O"
-a = "ground.O"
-b = "bob.P"
-[simulation]
-t_end = 0.3
-dt = 1e-3
-integrator = "INTEGRATOR"
-"""
+def pendulum(section, integrator):
+    """A heavy body on a spherical joint (``section``: "natural_bodies" or "bodies")."""
+    body = {"name": "bob", "mass": 1.5, "inertia": [0.02, 0.05, 0.06], "points": {"P": [-0.4, 0.05, 0.0]},
+            "initial": {"position": [0.4, -0.05, 0.0], "bryant": [0.2, 0.0, 0.1]},
+            "initial_velocity": {"angular_velocity": [1.0, 0.5, 2.0]}, "independent": ["rx", "ry", "rz"]}
+    return toml("heavy-pendulum", {"O": [0.0, 0.0, 0.0]}, **{"natural" if section == "natural_bodies" else "bodies":
+                                                             [body]},
+                joints=[spherical("O", "ground.O", "bob.P")],
+                simulation={"t_end": 0.3, "dt": 1e-3, "integrator": integrator})
 
 
 def test_natural_pendulum_follows_euler_pendulum(tmp_path):
@@ -66,7 +50,7 @@ def test_natural_pendulum_follows_euler_pendulum(tmp_path):
     out = {}
     for section, integrator in (("natural_bodies", "variational"), ("bodies", "trapezoidal")):
         f = tmp_path / f"{section}.toml"
-        f.write_text(PENDULUM.replace("SECTION", section).replace("INTEGRATOR", integrator))
+        f.write_text(pendulum(section, integrator))
         pr = Problem(load_config(str(f)))
         out[section] = pr.forward().q[:, 0:3]
     d = np.max(np.abs(out["natural_bodies"] - out["bodies"]))
@@ -75,79 +59,28 @@ def test_natural_pendulum_follows_euler_pendulum(tmp_path):
     assert d < 1e-4, d
 
 
-ON_BEAM = """
-[model]
-name = "natural-on-beam"
-gravity = [0.0, 0.0]
-[spatial]
-gravity = [0.0, 0.0, -9.81]
-[spatial.ground]
-points = { A = [0.0, 0.0, 0.0] }
-[[spatial.beams]]
-name = "beam"
-length = 1.0
-elements = 3
-section = { shape = "square", side = 0.04 }
-density = 4000.0
-E = 1.0e8
-elastic = "conservative"
-initial = { position = [0.0, 0.0, 0.0], direction = [1.0, 0.0, 0.0] }
-initial_velocity = { angular_velocity = [0.0, 0.0, 1.0] }
-independent = ["direction"]
-[[spatial.natural_bodies]]
-name = "box"
-mass = 0.8
-inertia = [0.004, 0.006, 0.008]
-points = { P = [-0.1, 0.0, 0.0] }
-initial = { position = [1.1, 0.0, 0.0] }
-independent = INDEP
-[[spatial.joints]]
-type = "spherical"
-name = "A"
-a = "ground.A"
-b = "beam.root"
-[[spatial.joints]]
-type = "JOINT"
-name = "tip"
-a = "box.P"
-b = "beam.tip"
-[simulation]
-t_end = 0.1
-dt = 1e-2
-integrator = "variational"
-[[design]]
-name = "side"
-path = "spatial.beams.beam.section.side"
-[[design]]
-name = "m"
-path = "spatial.natural_bodies.box.mass"
-[[design]]
-name = "Jyy"
-path = "spatial.natural_bodies.box.inertia.yy"
-[[design]]
-name = "Px"
-path = "spatial.natural_bodies.box.points.P.x"
-[[objectives]]
-name = "box_speed"
-integrand = "point_velocity_sq"
-point = "box.com"
-[[objectives]]
-name = "stress"
-integrand = "stress_ks"
-body = "beam"
-ks_rho = 1e-4
-[[objectives]]
-name = "tip_load"
-integrand = "reaction_sq"
-joint = "tip"
-"""
+def on_beam(joint):
+    return toml("natural-on-beam", {"A": [0.0, 0.0, 0.0]},
+                beams=[beam("beam", 1.0, 3, {"shape": "square", "side": 0.04}, 4000.0, 1.0e8, [0.0, 0.0, 0.0],
+                            [1.0, 0.0, 0.0], omega=[0.0, 0.0, 1.0], elastic="conservative")],
+                natural=[{"name": "box", "mass": 0.8, "inertia": [0.004, 0.006, 0.008],
+                          "points": {"P": [-0.1, 0.0, 0.0]}, "initial": {"position": [1.1, 0.0, 0.0]},
+                          "independent": ["rx", "ry", "rz"] if joint == "spherical" else ["rx"]}],
+                joints=[spherical("A", "ground.A", "beam.root"),
+                        {"type": joint, "name": "tip", "a": "box.P", "b": "beam.tip"}],
+                simulation={"t_end": 0.1, "dt": 1e-2, "integrator": "variational"},
+                design=[("side", "spatial.beams.beam.section.side"), ("m", "spatial.natural_bodies.box.mass"),
+                        ("Jyy", "spatial.natural_bodies.box.inertia.yy"),
+                        ("Px", "spatial.natural_bodies.box.points.P.x")],
+                objectives=[{"name": "box_speed", "integrand": "point_velocity_sq", "point": "box.com"},
+                            {"name": "stress", "integrand": "stress_ks", "body": "beam", "ks_rho": 1e-4},
+                            {"name": "tip_load", "integrand": "reaction_sq", "joint": "tip"}])
 
 
 @pytest.mark.parametrize("joint", ["spherical", "rigid"])
 def test_natural_body_on_beam_gradients(tmp_path, joint):
     f = tmp_path / "m.toml"
-    indep = '["rx", "ry", "rz"]' if joint == "spherical" else '["rx"]'   # the weld fixes the rest
-    f.write_text(ON_BEAM.replace("JOINT", joint).replace("INDEP", indep))
+    f.write_text(on_beam(joint))             # weld: the body's independent rows are ["rx"] only
     pr = Problem(load_config(str(f)))
     # no complex step here: its error follows Newton's stopping point (the imaginary part
     # converges with the real one), measured 4e-10 on this model — too close to 1e-9
@@ -155,78 +88,22 @@ def test_natural_body_on_beam_gradients(tmp_path, joint):
     assert np.all(np.abs(adj["box_speed"]) > 0)
 
 
-RIGID_SPRING_BEAM = """
-[model]
-name = "rigid-spring-beam-3d"
-gravity = [0.0, 0.0]
-[spatial]
-gravity = [0.0, 0.0, -9.81]
-[spatial.ground]
-points = { A = [0.0, 0.0, 0.0], D = [0.6, 0.3, 0.0] }
-[[spatial.natural_bodies]]
-name = "bar"
-mass = 1.6
-inertia = [1e-5, 0.0133, 0.0133]
-points = { A = [-0.15, 0.0, 0.0], B = [0.15, 0.0, 0.0] }
-initial = { position = [0.15, 0.0, 0.0] }
-initial_velocity = { angular_velocity = [0.0, 0.0, 2.0] }
-independent = ["rx", "ry", "rz"]
-[[spatial.beams]]
-name = "beam"
-length = 0.4
-elements = 2
-section = { shape = "square", side = 0.01 }
-density = 3700.0
-E = 7.0e7
-elastic = "conservative"
-initial = { position = [0.6, 0.3, 0.0], direction = [-0.6, -0.8, 0.0] }
-initial_velocity = { angular_velocity = [0.0, 0.0, -5.0] }
-independent = ["direction"]
-[[spatial.joints]]
-type = "spherical"
-name = "A"
-a = "ground.A"
-b = "bar.A"
-[[spatial.joints]]
-type = "spherical"
-name = "D"
-a = "ground.D"
-b = "beam.root"
-[[spatial.forces]]
-type = "spring_damper"
-name = "BC"
-a = "bar.B"
-b = "beam.tip"
-law = "LAW"
-stiffness = 100.0
-damping = 2.0
-length = 0.1
-[simulation]
-t_end = 0.05
-dt = 5e-3
-integrator = "variational"
-[[design]]
-name = "k"
-path = "spatial.forces.BC.stiffness"
-[[design]]
-name = "c"
-path = "spatial.forces.BC.damping"
-[[design]]
-name = "Dx"
-path = "spatial.ground.points.D.x"
-[[design]]
-name = "L"
-path = "spatial.beams.beam.length"
-[[objectives]]
-name = "dB"
-integrand = "point_velocity_sq"
-point = "bar.B"
-[[objectives]]
-name = "spring"
-integrand = "stress_ks"
-body = "beam"
-ks_rho = 1e-4
-"""
+def rigid_spring_beam(law):
+    return toml("rigid-spring-beam-3d", {"A": [0.0, 0.0, 0.0], "D": [0.6, 0.3, 0.0]},
+                natural=[{"name": "bar", "mass": 1.6, "inertia": [1e-5, 0.0133, 0.0133],
+                          "points": {"A": [-0.15, 0.0, 0.0], "B": [0.15, 0.0, 0.0]},
+                          "initial": {"position": [0.15, 0.0, 0.0]},
+                          "initial_velocity": {"angular_velocity": [0.0, 0.0, 2.0]}, "independent": ["rx", "ry", "rz"]}],
+                beams=[beam("beam", 0.4, 2, {"shape": "square", "side": 0.01}, 3700.0, 7.0e7, [0.6, 0.3, 0.0],
+                            [-0.6, -0.8, 0.0], omega=[0.0, 0.0, -5.0], elastic="conservative")],
+                joints=[spherical("A", "ground.A", "bar.A"), spherical("D", "ground.D", "beam.root")],
+                forces=[{"type": "spring_damper", "name": "BC", "a": "bar.B", "b": "beam.tip", "law": law,
+                         "stiffness": 100.0, "damping": 2.0, "length": 0.1}],
+                simulation={"t_end": 0.05, "dt": 5e-3, "integrator": "variational"},
+                design=[("k", "spatial.forces.BC.stiffness"), ("c", "spatial.forces.BC.damping"),
+                        ("Dx", "spatial.ground.points.D.x"), ("L", "spatial.beams.beam.length")],
+                objectives=[{"name": "dB", "integrand": "point_velocity_sq", "point": "bar.B"},
+                            {"name": "spring", "integrand": "stress_ks", "body": "beam", "ks_rho": 1e-4}])
 
 
 @pytest.mark.parametrize("law", ["relative", "linear"])
@@ -236,7 +113,7 @@ def test_rigid_spring_beam_gradients(tmp_path, law):
     relative velocity, Eq. 43; "linear": on ℓ̇) from the bar's end to the beam's tip;
     variational integrator.  Bounds as above."""
     f = tmp_path / "rsb.toml"
-    f.write_text(RIGID_SPRING_BEAM.replace("LAW", law))
+    f.write_text(rigid_spring_beam(law))
     pr = Problem(load_config(str(f)))
     assert "SpatialNaturalBeamSpringDamper" in pr.sys.describe()["components"]
     adj = assert_gradients_agree(pr, adj_cs=None, fd_step=5e-6, tag=f"{law}/")

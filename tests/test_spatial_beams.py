@@ -20,72 +20,9 @@ from parmbs.sensitivity.problem import Problem
 
 from conftest import CONFIGS
 from gradient_checks import assert_gradients_agree, cli_one_line_error
+from spatial_flex_models import SOFT, beam, spherical, toml
 
 SHIPPED = str(CONFIGS / "spatial-flexible-pendulum.toml")
-#: the seed's §6.1 beam (1.2 m, square 0.05 m, ρ = 4000, E = 1e7, 5 elements) as a 3-D
-#: pendulum: a soft beam with large strains (the stress objective well above round-off)
-SOFT = """
-[model]
-name = "spatial-flexible-pendulum"
-gravity = [0.0, 0.0]
-
-[spatial]
-gravity = [0.0, 0.0, -9.81]
-
-[spatial.ground]
-points = { A = [0.0, 0.0, 0.0] }
-
-[[spatial.beams]]
-name = "beam"
-length = 1.2
-elements = 5
-section = { shape = "square", side = 0.05 }
-density = 4000.0
-E = 1.0e7
-initial = { position = [0.0, 0.0, 0.0], direction = [1.0, 0.0, 0.0] }
-initial_velocity = { angular_velocity = [0.0, 0.0, 1.0] }
-independent = ["direction"]
-
-[[spatial.joints]]
-type = "spherical"
-name = "A"
-a = "ground.A"
-b = "beam.root"
-
-[simulation]
-t_end = 1.0
-dt = 1e-3
-integrator = "variational"   # the seed's scheme (§3, α = ½)
-
-[[design]]
-name = "side"
-path = "spatial.beams.beam.section.side"
-
-[[design]]
-name = "rho"
-path = "spatial.beams.beam.density"
-
-[[design]]
-name = "E"
-path = "spatial.beams.beam.E"
-
-[[design]]
-name = "length"
-path = "spatial.beams.beam.length"
-
-[[objectives]]
-name = "tip_speed"
-integrand = "point_velocity_sq"
-point = "beam.tip"
-
-[[objectives]]
-name = "stress"
-integrand = "stress_ks"
-body = "beam"
-ks_rho = 1e-3
-"""
-
-
 @pytest.fixture
 def soft(tmp_path):
     f = tmp_path / "soft.toml"
@@ -113,67 +50,21 @@ def test_pendulum_gradients(soft, integrator, elastic):
         assert abs(g[4]) <= 1e-12 * np.max(np.abs(g)), o
 
 
-RIGID_ON_BEAM = """
-[model]
-name = "beam-and-body"
-gravity = [0.0, 0.0]
-[spatial]
-gravity = [0.0, 0.0, -9.81]
-[spatial.ground]
-points = { A = [0.0, 0.0, 0.0] }
-[[spatial.beams]]
-name = "beam"
-length = 0.8
-elements = 3
-section = { shape = "tube", outer_radius = 0.015, inner_radius = 0.01 }
-density = 2700.0
-E = 7.0e8
-initial = { position = [0.0, 0.0, 0.0], direction = [0.6, 0.0, -0.8] }
-initial_velocity = { angular_velocity = [0.0, 0.0, 2.0] }
-independent = ["direction"]
-[[spatial.bodies]]
-name = "box"
-mass = 2.0
-inertia = [0.02, 0.03, 0.04]
-points = { P = [-0.1, 0.0, 0.0] }
-initial = { position = [0.58, 0.0, -0.64] }
-independent = ["rx", "ry", "rz"]
-[[spatial.joints]]
-type = "spherical"
-name = "A"
-a = "beam.root"
-b = "ground.A"
-[[spatial.joints]]
-type = "JOINT"
-name = "tip"
-a = "beam.tip"
-b = "box.P"
-[simulation]
-t_end = 0.01
-dt = 1e-3
-integrator = "genalpha"
-[[design]]
-name = "ro"
-path = "spatial.beams.beam.section.outer_radius"
-[[design]]
-name = "ri"
-path = "spatial.beams.beam.section.inner_radius"
-[[design]]
-name = "m"
-path = "spatial.bodies.box.mass"
-[[design]]
-name = "Px"
-path = "spatial.bodies.box.points.P.x"
-[[objectives]]
-name = "box_acc"
-integrand = "vertical_acceleration_sq"
-point = "box.com"
-[[objectives]]
-name = "stress"
-terminal = "stress_ks"
-body = "beam"
-ks_rho = 1e-5
-"""
+def rigid_on_beam(joint):
+    return toml("beam-and-body", {"A": [0.0, 0.0, 0.0]},
+                beams=[beam("beam", 0.8, 3, {"shape": "tube", "outer_radius": 0.015, "inner_radius": 0.01},
+                            2700.0, 7.0e8, [0.0, 0.0, 0.0], [0.6, 0.0, -0.8], omega=[0.0, 0.0, 2.0])],
+                bodies=[{"name": "box", "mass": 2.0, "inertia": [0.02, 0.03, 0.04], "points": {"P": [-0.1, 0.0, 0.0]},
+                         "initial": {"position": [0.58, 0.0, -0.64]},
+                         "independent": ["rx", "ry", "rz"] if joint == "spherical" else ["rx"]}],
+                joints=[spherical("A", "beam.root", "ground.A"), {"type": joint, "name": "tip", "a": "beam.tip",
+                                                                   "b": "box.P"}],
+                simulation={"t_end": 0.01, "dt": 1e-3, "integrator": "genalpha"},
+                design=[("ro", "spatial.beams.beam.section.outer_radius"),
+                        ("ri", "spatial.beams.beam.section.inner_radius"), ("m", "spatial.bodies.box.mass"),
+                        ("Px", "spatial.bodies.box.points.P.x")],
+                objectives=[{"name": "box_acc", "integrand": "vertical_acceleration_sq", "point": "box.com"},
+                            {"name": "stress", "terminal": "stress_ks", "body": "beam", "ks_rho": 1e-5}])
 
 
 @pytest.mark.parametrize("joint", ["spherical", "rigid"])
@@ -182,10 +73,7 @@ def test_body_on_beam_gradients(tmp_path, joint):
     weld fixes the body's rotation about the beam only through the body's own
     independent rows at t₀, then through dynamics — the beam has no twist)."""
     f = tmp_path / "m.toml"
-    text = RIGID_ON_BEAM.replace("JOINT", joint)
-    if joint == "rigid":                     # the weld fixes the body's orientation but for the twist
-        text = text.replace('independent = ["rx", "ry", "rz"]', 'independent = ["rx"]')
-    f.write_text(text)
+    f.write_text(rigid_on_beam(joint))       # weld: it fixes the body's orientation but for the twist
     pr = Problem(load_config(str(f)))
     # FD steps are absolute below |ρ| = 1 (Problem.finite_differences): the radii (1e-2)
     # move by 5e-7 (relative 4e-5), where the measured truncation is ≤ 3e-8 (δ² from
@@ -223,31 +111,22 @@ def test_config_errors(tmp_path, sets, key):
     cli_one_line_error(["info", "p.toml", *extra], tmp_path, key)
 
 
-def test_beam_beam_spherical_gradients(tmp_path, soft):
+def test_beam_beam_spherical_gradients(tmp_path):
     """Two beams chained by a spherical joint (root of the second at the tip of the
     first, first hung from ground): the beam–beam joint in a model, variational
     integrator; same bounds and FD step as the pendulum."""
-    text = SOFT.replace("[[spatial.joints]]", """[[spatial.beams]]
-name = "arm"
-length = 0.6
-elements = 2
-section = { shape = "circle", radius = 0.03 }
-density = 4000.0
-E = 1.0e7
-initial = { position = [1.2, 0.0, 0.0], direction = [0.0, 1.0, 0.0] }
-independent = ["direction"]
-
-[[spatial.joints]]
-type = "spherical"
-name = "elbow"
-a = "beam.tip"
-b = "arm.root"
-
-[[spatial.joints]]""", 1) + """
-[[design]]
-name = "arm_r"
-path = "spatial.beams.arm.section.radius"
-"""
+    text = toml("chain", {"A": [0.0, 0.0, 0.0]},
+                beams=[beam("beam", 1.2, 5, {"shape": "square", "side": 0.05}, 4000.0, 1.0e7, [0.0, 0.0, 0.0],
+                            [1.0, 0.0, 0.0], omega=[0.0, 0.0, 1.0]),
+                       beam("arm", 0.6, 2, {"shape": "circle", "radius": 0.03}, 4000.0, 1.0e7, [1.2, 0.0, 0.0],
+                            [0.0, 1.0, 0.0])],
+                joints=[spherical("A", "ground.A", "beam.root"), spherical("elbow", "beam.tip", "arm.root")],
+                simulation={"t_end": 1.0, "dt": 1e-3, "integrator": "variational"},
+                design=[("side", "spatial.beams.beam.section.side"), ("rho", "spatial.beams.beam.density"),
+                        ("E", "spatial.beams.beam.E"), ("length", "spatial.beams.beam.length"),
+                        ("arm_r", "spatial.beams.arm.section.radius")],
+                objectives=[{"name": "tip_speed", "integrand": "point_velocity_sq", "point": "beam.tip"},
+                            {"name": "stress", "integrand": "stress_ks", "body": "beam", "ks_rho": 1e-3}])
     f = tmp_path / "chain.toml"
     f.write_text(text)
     pr = Problem(load_config(str(f), SHORT))

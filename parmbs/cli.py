@@ -580,10 +580,21 @@ def cmd_info(args):
             + (", ".join(f"{j.name} ({j.type})" for j in cfg.spatial.joints) or "none")
             + "; independent: " + ", ".join(drv.names[0] for key, drv, _ in sys_.independent
                                             if key.startswith("spatial.")))
+    sb, nb = getattr(sys_, "spatial_beams", ()), getattr(sys_, "natural", ())
+    if len(sb) or len(nb):                  # spatial ANCF beams, natural-coordinate bodies
+        out(f"{'spatial flex':<13} " + "; ".join(
+            [f"beam {b.name} ({b.nel} elements, {b.section}, {b.ncoord} coordinates)" for b in sb.beams.values()]
+            + [f"natural body {n} (12 coordinates: x, y, z, e1, e2, e3)" for n in nb.bodies])
+            + f"; {len(cfg.spatial.joints)} spatial joints: "
+            + (", ".join(f"{j.name} ({j.type})" for j in cfg.spatial.joints) or "none")
+            + "; independent: " + (", ".join(drv.names[0] for key, drv, _ in sys_.independent
+                                             if key.endswith(".independent") and key.startswith("spatial."))
+                                   or "none"))
     nrigid = 3 * d['bodies']
-    nodal = d['coordinates'] - nrigid - 7 * nsp
+    nodal = d['coordinates'] - nrigid - 7 * nsp - 12 * len(nb)
     out(f"coordinates   {d['coordinates']}  ({nrigid} rigid: x, y, angle of each centre of mass"
         + (f"; {7 * nsp} spatial: x, y, z, e0..e3 of each" if nsp else "")
+        + (f"; {12 * len(nb)} natural: x, y, z, e1, e2, e3 of each" if len(nb) else "")
         + (f"; {nodal} nodal" if nodal > 0 else "") + ")")
     out(f"constraints   {d['constraints']}  ({len(cfg.joints)} joints: "
         f"{', '.join(f'{j.name} ({j.type})' for j in cfg.joints) or 'none'})")

@@ -6,12 +6,14 @@ import pytest
 
 from parmbs.model import joints, forces, python_force  # noqa: F401  (registers the components)
 from parmbs.flexible import ancf, joints as beam_joints  # noqa: F401  (ANCF beams)
+from parmbs.flexible import ancf3d, ancf3d_joints  # noqa: F401  (spatial ANCF beams)
 from parmbs.flexible import plate, plate_joints  # noqa: F401  (plane-stress plates)
 from parmbs.flexible import continuum  # noqa: F401  (floating-frame plane-stress continua)
 from parmbs.flexible import modal_components  # noqa: F401  (modally reduced continua)
 from parmbs.flexible import ffr_beam, ffr_joints  # noqa: F401  (floating-frame beams)
 from parmbs.spatial import bodies as spatial_bodies, joints as spatial_joints, drivers  # noqa: F401  (spatial rigid)
 from parmbs.spatial import forces as spatial_forces, contact, tyre  # noqa: F401  (spatial force elements)
+from parmbs.spatial import natural  # noqa: F401  (natural-coordinate rigid bodies)
 from parmbs.model.component import REGISTRY, Constraint
 from spatial_states import STATES, VARIANTS as SPATIAL_VARIANTS
 
@@ -22,6 +24,13 @@ H = 1e-6
 #: components whose formulas depend on a constructor keyword: every variant is visited
 VARIANTS = {"BeamShape": [{"component": c} for c in range(4)],
             "BeamPose": [{"coordinate": c} for c in ("x", "y", "angle", "unit")],
+            "Beam3Shape": [{"component": c} for c in range(6)],
+            "Beam3Pose": [{"coordinate": c} for c in ("position", "slope", "unit")],
+            **{f"Spatial{a}{b}SpringDamper": [{"law": law} for law in ("linear", "relative")]
+               for a, b in (("Rigid", "Natural"), ("Rigid", "Beam"), ("Natural", "Natural"), ("Natural", "Beam"),
+                            ("Beam", "Beam"))},
+            **{n: [{"section": s} for s in ancf3d.SECTIONS] for n in ("Ancf3Inertia", "Ancf3Gravity", "Ancf3Elastic",
+                                                                     "Ancf3ElasticConservative")},
             "PlateShape": [{"component": c} for c in range(2)],
             "PlatePose": [{"coordinate": c} for c in ("x", "y", "angle", "unit")],
             "PlateInertia": [{"law": law} for law in ("seed003", "linear")],
@@ -132,13 +141,19 @@ def test_registry_is_complete():
             "SpatialUniversal", "SpatialCylindrical", "SpatialTranslational", "SpatialRigid", "RevoluteDriver",
             "OrientationRow", "SpatialSpring", "SpatialNonlinearSpringDamper", "SpatialBumpStop", "SpatialBushing",
             "SpatialPointForce", "SpatialTorque", "PlaneContact", "RoadContact", "Tyre", "PythonForce",
-            "DistanceDriver"} <= set(REGISTRY)
+            "DistanceDriver", "Ancf3Inertia", "Ancf3Gravity", "Ancf3Elastic", "Ancf3ElasticConservative",
+            "SpatialRigidBeamSpherical", "SpatialBeamBeamSpherical", "SpatialRigidBeamWeld", "Beam3Shape",
+            "Beam3Pose", "SpatialRigidNaturalSpherical", "SpatialNaturalNaturalSpherical",
+            "SpatialNaturalBeamSpherical", "SpatialNaturalBeamWeld", "NaturalInertia",
+            "SpatialRigidBeamSpringDamper", "SpatialNaturalBeamSpringDamper", "SpatialBeamBeamSpringDamper",
+            "SpatialRigidNaturalSpringDamper", "SpatialNaturalNaturalSpringDamper", "NaturalOrthonormality"} <= set(REGISTRY)
 
 
 def test_potential_energies_match_forces():
     """For conservative elements r = ∂V/∂q (at zero velocity): energy and force agree."""
     rng = np.random.default_rng(3)
     for name in ("Gravity", "Spring", "RotationalSpring", "AncfGravity", "AncfElasticConservative",
+                 "Ancf3Gravity", "Ancf3ElasticConservative", "SpatialNaturalBeamSpringDamper",
                  "PlateGravity", "PlateElastic", "FfrGravity", "FfrElastic", "ContinuumGravity",
                  "ContinuumElastic", "SpatialGravity", "ReducedGravity"):
         comp, q, v, a, p = make(REGISTRY[name], rng)

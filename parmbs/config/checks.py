@@ -109,8 +109,9 @@ class _Checker:
         for section in ("bodies", "beams", "plates", "continua", "joints", "forces", "design", "objectives"):
             self.unique(getattr(cfg, section), section)
         if not cfg.bodies and not cfg.beams and not cfg.plates and not cfg.continua and not (
-                cfg.spatial is not None and cfg.spatial.bodies):
-            raise self.fail("bodies", "needs at least one body (or beam, or plate, or [[spatial.bodies]])")
+                cfg.spatial is not None and (cfg.spatial.bodies or cfg.spatial.beams or cfg.spatial.natural_bodies)):
+            raise self.fail("bodies", "needs at least one body (or beam, or plate, or [[spatial.bodies]], "
+                            "or [[spatial.beams]])")
         for p in cfg.plates:
             if p.name in self.bodies or p.name in self.beams or p.name == "ground":
                 raise self.fail(f"plates.{p.name}.name", f"name {p.name!r} is already a body or beam")
@@ -338,7 +339,10 @@ class _Checker:
                 if kind is None:
                     continue
                 needs = f"required for {slot} {kind!r}"
-                if kind in SPATIAL_OBJECTIVE_KINDS:
+                sp = self.cfg.spatial
+                on_beam3 = o.point is not None and o.point.split(".")[0] in {
+                    b.name for b in [*(getattr(sp, "beams", None) or []), *(getattr(sp, "natural_bodies", None) or [])]}
+                if kind in SPATIAL_OBJECTIVE_KINDS or kind == "stress_ks" or on_beam3:
                     from .spatial_objective_checks import check_spatial_objective
                     check_spatial_objective(self, o, kind)
                 elif kind in POINT_KINDS:

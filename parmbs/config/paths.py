@@ -35,6 +35,9 @@ Allowed forms (NAME is an entity name, P a point name, K an integer index)::
     spatial.bodies.NAME.points.P.x|y|z, spatial.bodies.NAME.initial.position.x|y|z
     spatial.bodies.NAME.initial_velocity.velocity.x|y|z|angular_velocity.x|y|z
     spatial.joints.NAME.function.…, spatial.forces.NAME.…
+    spatial.beams.NAME.length|density|E, spatial.beams.NAME.section.side|radius|outer_radius|inner_radius,
+    spatial.beams.NAME.points.P (arclength), spatial.beams.NAME.initial.position.x|y|z
+    spatial.natural_bodies.NAME.mass|inertia.xx|…|points.P.x|y|z|initial.position.x|y|z
 
 ``with_value`` is what finite differences use: a revalidated copy with one
 number changed.
@@ -132,7 +135,12 @@ def _locate(data: dict[str, Any], path: str) -> tuple[Any, Any]:
 _INERTIA = {"xx": (0, 0), "yy": (1, 1), "zz": (2, 2), "xy": (0, 1), "xz": (0, 2), "yz": (1, 2)}
 #: fields of each [spatial] entity through which a design path may go (forces: owner spatial-forces)
 _SPATIAL_FIELDS = {"bodies": ("mass", "inertia", "points", "initial", "initial_velocity"),
+                   "beams": ("length", "density", "E", "section", "points", "initial"),
+                   "natural_bodies": ("mass", "inertia", "points", "initial"),
                    "joints": ("function",), "forces": None}
+
+
+_SPATIAL_SINGULAR = {"bodies": "body", "natural_bodies": "natural body"}
 
 
 def _spatial_root(data, path, segs):
@@ -147,7 +155,7 @@ def _spatial_root(data, path, segs):
     if len(segs) >= 4 and segs[1] in _SPATIAL_FIELDS:
         entries = {e["name"]: e for e in sp.get(segs[1]) or []}
         if segs[2] not in entries:
-            raise PathError(f"{path!r}: no spatial {segs[1][:-1] if segs[1] != 'bodies' else 'body'} named "
+            raise PathError(f"{path!r}: no spatial {_SPATIAL_SINGULAR.get(segs[1], segs[1][:-1])} named "
                             f"{segs[2]!r} (known: {', '.join(entries) or 'none'})")
         allowed = _SPATIAL_FIELDS[segs[1]]
         if allowed is not None and segs[3] not in allowed:
@@ -155,7 +163,7 @@ def _spatial_root(data, path, segs):
                             f"(allowed: {', '.join(allowed)})")
         return entries[segs[2]], segs[3:], segs[:3]
     raise PathError(f"{path!r}: must start with spatial.gravity, spatial.ground.points, spatial.bodies.NAME, "
-                    "spatial.joints.NAME or spatial.forces.NAME")
+                    "spatial.beams.NAME, spatial.natural_bodies.NAME, spatial.joints.NAME or spatial.forces.NAME")
 
 
 def field_path(cfg: "Config", path: str) -> bool:

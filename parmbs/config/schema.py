@@ -619,11 +619,12 @@ ANGLE_KINDS = ("angle", "angle_sq")
 SPATIAL_OBJECTIVE_KINDS = ("vertical_acceleration_sq", "vertical_acceleration_4", "roll_rate_sq")   # spatial bodies (spatial/objectives.py)
 TerminalKind = Literal["point_deviation_sq", "point_velocity_sq", "point_acceleration_sq",
                        "angle", "angle_sq", "spring_elongation_sq", "deflection", "deflection_sq",
-                       "vertical_acceleration_sq", "vertical_acceleration_4", "roll_rate_sq"]
+                       "vertical_acceleration_sq", "vertical_acceleration_4", "roll_rate_sq", "stress_ks"]
 IntegrandKind = Literal["point_deviation_sq", "point_velocity_sq", "point_acceleration_sq",
                         "angle", "angle_sq", "spring_elongation_sq", "reaction_sq", "python",
                         "deflection", "deflection_sq",  # deflection*: beam points only
-                        "vertical_acceleration_sq", "vertical_acceleration_4", "roll_rate_sq"]  # spatial bodies only
+                        "vertical_acceleration_sq", "vertical_acceleration_4", "roll_rate_sq",  # spatial bodies only
+                        "stress_ks"]  # stress_ks: spatial ANCF beams (flexible/spatial_beam_objectives.py)
 
 
 class Objective(_Model):
@@ -638,6 +639,7 @@ class Objective(_Model):
     reference: Vec2 | None = None
     weight: Real = 1.0
     callable: Str | None = None  # "module:function" for integrand = "python"
+    ks_rho: PosReal | None = None  # stress_ks: KS parameter ρ [1/Pa]; KS exceeds max |σ| by at most ln(2 n_el)/ρ
 
 
 # ----------------------------------------------------------------------------- the rest

@@ -16,7 +16,9 @@ def check_spatial(ck) -> None:
     ck.unique(sp.bodies, "spatial.bodies")
     ck.unique(sp.joints, "spatial.joints")
     ck.unique(sp.forces, "spatial.forces")
+    ck.unique(sp.beams, "spatial.beams")
     bodies = {b.name: b for b in sp.bodies}
+    beams = {b.name: b for b in sp.beams}
     planar = set(ck.bodies) | set(ck.beams) | set(ck.plates) | set(ck.continua)
     for b in sp.bodies:
         key = f"spatial.bodies.{b.name}"
@@ -24,17 +26,37 @@ def check_spatial(ck) -> None:
             raise ck.fail(f"{key}.name", "'ground' is reserved for the fixed frame")
         if b.name in planar:
             raise ck.fail(f"{key}.name", f"name {b.name!r} is already a planar body")
+    ck.unique(sp.natural_bodies, "spatial.natural_bodies")
+    natural = {b.name: b for b in sp.natural_bodies}
+    for section, items, taken in (("beams", sp.beams, bodies), ("natural_bodies", sp.natural_bodies,
+                                                                {**bodies, **beams})):
+        for b in items:
+            key = f"spatial.{section}.{b.name}"
+            if b.name == "ground" or b.name in planar or b.name in taken:
+                raise ck.fail(f"{key}.name", f"name {b.name!r} is already taken (ground, a planar body, a spatial "
+                              "body or beam)")
+    for b in sp.natural_bodies:
+        if b.independent is None:
+            raise ck.fail(f"spatial.natural_bodies.{b.name}.independent",
+                          "required for a natural-coordinate body (possibly empty): x, y, z, rx, ry, rz")
 
-    def body_of(ref, key):
+    def body_of(ref, key, beam_ok=False):
         body = ref.split(".")[0]
-        if body != "ground" and body not in bodies:
-            raise ck.fail(key, f"unknown spatial body {body!r} (known: {', '.join(['ground', *bodies])})")
+        if body != "ground" and body not in bodies and not (beam_ok and (body in beams or body in natural)):
+            known = ["ground", *bodies, *((*beams, *natural) if beam_ok else [])]
+            raise ck.fail(key, f"unknown spatial body {body!r} (known: {', '.join(known)})")
         return body
 
     def point(ref, key):
         body, name = ref.split(".")
-        body_of(ref, key)
-        known = list(sp.ground.points) if body == "ground" else ["com", *bodies[body].points]
+        body_of(ref, key, beam_ok=True)
+        if body in beams:
+            from ..flexible.beams import point_names
+            known = point_names(beams[body])
+        elif body in natural:
+            known = ["com", *natural[body].points]
+        else:
+            known = list(sp.ground.points) if body == "ground" else ["com", *bodies[body].points]
         if name not in known:
             raise ck.fail(key, f"unknown point {name!r} on {'ground' if body == 'ground' else 'body ' + repr(body)} "
                           f"(known: {', '.join(known) or 'none'})")

@@ -26,10 +26,19 @@ def check_spatial_forces(ck) -> None:
             raise ck.fail(key, f"unknown spatial body {name!r} (known: {', '.join(known) or 'none'})")
         return name
 
-    def point(ref, key, ground_ok=True):
+    beams = {b.name: b for b in sp.beams}
+    natural = {b.name: b for b in sp.natural_bodies}
+
+    def point(ref, key, ground_ok=True, flexible_ok=False):
         body, name = ref.split(".")
-        body_of(body, key, ground_ok)
-        known = list(sp.ground.points) if body == "ground" else ["com", *bodies[body].points]
+        if flexible_ok and body in beams:                 # spring_damper: beam points too
+            from ..flexible.beams import point_names
+            known = point_names(beams[body])
+        elif flexible_ok and body in natural:             # ... and natural-coordinate bodies
+            known = ["com", *natural[body].points]
+        else:
+            body_of(body, key, ground_ok)
+            known = list(sp.ground.points) if body == "ground" else ["com", *bodies[body].points]
         if name not in known:
             raise ck.fail(key, f"unknown point {name!r} on {where(body)} (known: {', '.join(known) or 'none'})")
         return body
@@ -46,7 +55,8 @@ def check_spatial_forces(ck) -> None:
     for f in sp.forces:
         key = f"spatial.forces.{f.name}"
         if f.type in ("spring_damper", "bump_stop", "bushing"):
-            ba, bb = point(f.a, f"{key}.a"), point(f.b, f"{key}.b")
+            flex = f.type == "spring_damper" and f.law != "iltis"
+            ba, bb = point(f.a, f"{key}.a", flexible_ok=flex), point(f.b, f"{key}.b", flexible_ok=flex)
             if ba == bb:
                 raise ck.fail(f"{key}.b", f"{f.type} has both ends on {where(ba)}")
         elif f.type in ("contact", "force"):

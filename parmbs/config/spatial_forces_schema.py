@@ -74,7 +74,7 @@ class SpatialSpringDamper(_Model):
     name: Name
     a: PointRef3
     b: PointRef3
-    law: Literal["linear", "iltis"] = "linear"
+    law: Literal["linear", "iltis", "relative"] = "linear"
     stiffness: NonNegReal | None = None
     damping: NonNegReal | None = None
     length: PosReal | None = None
@@ -84,11 +84,11 @@ class SpatialSpringDamper(_Model):
 
     @model_validator(mode="after")
     def _law_keys(self) -> "SpatialSpringDamper":
-        if self.law == "linear":
+        if self.law in ("linear", "relative"):
             if self.stiffness is None:
-                raise ValueError("'stiffness' is required for law = \"linear\"")
+                raise ValueError(f"'stiffness' is required for law = \"{self.law}\"")
             if self.length is None:
-                raise ValueError("'length' (free length) is required for law = \"linear\"")
+                raise ValueError(f"'length' (free length) is required for law = \"{self.law}\"")
             for k in ("spring", "damper", "breakpoints"):
                 if getattr(self, k) is not None:
                     raise ValueError(f"'{k}' is only used with law = \"iltis\"")

@@ -4,12 +4,19 @@
 * ``vertical_acceleration_sq`` needs ``point = "BODY.POINT"`` on a spatial body
   (not ground: its acceleration is zero);
 * ``roll_rate_sq`` needs ``body`` (a spatial body) and optionally ``axis = "BODY.AXIS"``
-  on that body (default: the body x axis).
+  on that body (default: the body x axis);
+* ``stress_ks`` needs ``body`` (a spatial beam) and ``ks_rho``; ``vertical_acceleration_*``,
+  ``point_velocity_sq`` and ``point_acceleration_sq`` take a point on a spatial beam or a
+  natural-coordinate body.
 Each failure names ``objectives.NAME.KEY`` and what is known.
 """
 from __future__ import annotations
 
 from .spatial_schema import PREDEFINED_AXES
+
+#: objective kinds at points of spatial beams (flexible/spatial_beam_objectives.py)
+BEAM3_POINT_KINDS = ("vertical_acceleration_sq", "vertical_acceleration_4", "point_velocity_sq",
+                     "point_acceleration_sq")
 
 
 def check_spatial_objective(ck, o, kind: str) -> None:
@@ -25,10 +32,34 @@ def check_spatial_objective(ck, o, kind: str) -> None:
                           f"(known spatial bodies: {', '.join(bodies) or 'none'})")
         return bodies[name]
 
-    if kind in ("vertical_acceleration_sq", "vertical_acceleration_4"):
+    beams = {b.name: b for b in sp.beams} if sp is not None else {}
+    natural = {b.name: b for b in sp.natural_bodies} if sp is not None else {}
+    if kind == "stress_ks":
+        if o.body is None:
+            raise ck.fail(f"{prefix}.body", needs)
+        if o.body not in beams:
+            raise ck.fail(f"{prefix}.body", f"{kind!r} needs a spatial beam, got {o.body!r} "
+                          f"(known spatial beams: {', '.join(beams) or 'none'})")
+        if o.ks_rho is None:
+            raise ck.fail(f"{prefix}.ks_rho", needs)
+        return
+    if o.ks_rho is not None:
+        raise ck.fail(f"{prefix}.ks_rho", f"not used by {kind!r} (only by 'stress_ks')")
+    if o.point is not None and o.point.split(".", 1)[0] in {**beams, **natural} and kind not in BEAM3_POINT_KINDS:
+        raise ck.fail(f"{prefix}.point", f"{kind!r} is not available at spatial beam or natural-body points "
+                      f"(available: {', '.join(BEAM3_POINT_KINDS)})")
+    if kind in BEAM3_POINT_KINDS:
         if o.point is None:
             raise ck.fail(f"{prefix}.point", needs)
         bname, pname = o.point.split(".", 1)
+        if bname in beams or bname in natural:
+            from ..flexible.beams import point_names
+            known = point_names(beams[bname]) if bname in beams else ["com", *natural[bname].points]
+            if pname not in known:
+                raise ck.fail(f"{prefix}.point", f"unknown point {pname!r} on {bname!r} (known: {', '.join(known)})")
+            if o.axis is not None:
+                raise ck.fail(f"{prefix}.axis", f"not used by {kind!r} (the vertical is the global z axis)")
+            return
         b = body(bname, f"{prefix}.point")
         known = ["com", *b.points]
         if pname not in known:

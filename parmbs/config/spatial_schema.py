@@ -28,7 +28,7 @@ from typing import Annotated, Any, Literal, Union
 import numpy as np
 from pydantic import AfterValidator, Field, PlainValidator, Strict, model_validator
 
-from .schema import Name, PosReal, Real, Str, TimeFunction, _Model, _no_duplicates, _no_com_point
+from .schema import Name, NonNegReal, PosInt, PosReal, Real, Str, TimeFunction, _Model, _no_duplicates, _no_com_point
 
 Vec3 = tuple[Real, Real, Real]
 Mat3 = tuple[Vec3, Vec3, Vec3]
@@ -233,10 +233,81 @@ SpatialForce = Annotated[SpatialForceUnion, Field(discriminator="type")]
 # ============================================================================ end [[spatial.forces]]
 
 
+class SquareSection(_Model):
+    """Solid square, A = s², I = s⁴/12 (about every centroidal axis)."""
+    shape: Literal["square"]   # section kind: "square" | "circle" | "tube"
+    side: PosReal            # side length s [m]
+
+
+class CircleSection(_Model):
+    """Solid circle, A = πr², I = πr⁴/4."""
+    shape: Literal["circle"]   # section kind: "square" | "circle" | "tube"
+    radius: PosReal          # radius r [m]
+
+
+class TubeSection(_Model):
+    """Circular tube, A = π(r_o² − r_i²), I = π(r_o⁴ − r_i⁴)/4."""
+    shape: Literal["tube"]     # section kind: "square" | "circle" | "tube"
+    outer_radius: PosReal    # r_o [m]
+    inner_radius: PosReal    # r_i [m], below r_o
+
+    @model_validator(mode="after")
+    def _wall(self) -> "TubeSection":
+        if self.inner_radius >= self.outer_radius:
+            raise ValueError(f"inner_radius {self.inner_radius} must be below outer_radius {self.outer_radius}")
+        return self
+
+
+BeamSection = Annotated[Union[SquareSection, CircleSection, TubeSection], Field(discriminator="shape")]
+
+
+class SpatialBeamPose(_Model):
+    """Initial root position and unit tangent (normalised when the model is built)."""
+    position: Vec3 = (0.0, 0.0, 0.0)       # root (node 0) position [m], global frame
+    direction: Axis3 = (1.0, 0.0, 0.0)     # root tangent, global frame (normalised; not a design variable)
+
+
+def _beam_point_names(v: dict) -> dict:
+    from .schema import _beam_points
+    return _beam_points(v)
+
+
+class SpatialBeam(_Model):
+    """A spatial ANCF beam (seed 000 §5.1: two-node gradient-deficient Euler–Bernoulli
+    elements, parmbs/flexible/ancf3d.py), straight and unstretched at t = 0 from
+    ``initial.position`` along ``initial.direction``.  Bending is isotropic (one EI: the
+    element has no cross-section orientation), no torsion.  Points: root, tip, nodeK and
+    ``points`` (arclength from the root).  ``independent``: rows of the initial assembly
+    besides the straight shape — x, y, z fix the root position (velocity:
+    ``initial_velocity.velocity``), direction fixes the root tangent (its rate:
+    ``angular_velocity`` × direction); the velocity field is rigid."""
+
+    name: Name
+    length: PosReal          # undeformed length L [m]
+    elements: PosInt         # number of equal two-node elements
+    section: BeamSection     # cross-section table: {shape = "square", side}, {shape = "circle", radius} or {shape = "tube", outer_radius, inner_radius}
+    density: PosReal         # mass density ρ [kg/m³]
+    elastic: Literal["seed", "conservative"] = "seed"   # "seed": EAεPe + EIKe (seed Eq. 34, errata fixed); "conservative": gradient of ½EAlε² + ½EI eᵀKe
+    E: PosReal
+    points: Annotated[dict[Name, NonNegReal], AfterValidator(_beam_point_names)] = {}   # named points: arclength from the root [m]
+    initial: SpatialBeamPose = Field(default_factory=SpatialBeamPose)
+    initial_velocity: SpatialVelocity = Field(default_factory=SpatialVelocity)
+    independent: Annotated[list[Literal["x", "y", "z", "direction"]], AfterValidator(_no_duplicates)] = []
+
+    @model_validator(mode="after")
+    def _points_on_beam(self) -> "SpatialBeam":
+        for k, s in self.points.items():
+            if s > self.length:
+                raise ValueError(f"point {k!r} at arclength {s} is beyond the beam's length {self.length}")
+        return self
+
+
 class Spatial(_Model):
     gravity: Vec3 = (0.0, 0.0, -9.81)
     ground: SpatialGround = Field(default_factory=SpatialGround)
     bodies: list[SpatialBody] = []
+    beams: list[SpatialBeam] = []    # spatial ANCF beams (seed 000 §5.1)
+    natural_bodies: list[SpatialBody] = []   # rigid bodies in natural coordinates (seed 000 §5.2; constant mass matrix): the keys of [[spatial.bodies]], `independent` required, `axes` unused
     joints: list[SpatialJoint] = []
     forces: list[SpatialForce] = []
     road: SpatialRoad | None = None      # [spatial.road]; absent: the plane z = 0

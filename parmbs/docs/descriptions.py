@@ -233,10 +233,13 @@ CLASS = {
                                 "`point_acceleration_sq` |r̈_P|², `angle` θ, `angle_sq` θ², "
                                 "`spring_elongation_sq` (l − l0)², `reaction_sq` |λ_joint|², "
                                 "`python` (`callable`), `deflection*` (beam points), "
-                                "`vertical_acceleration_*`, `roll_rate_sq` (spatial bodies)"),
+                                "`vertical_acceleration_*`, `roll_rate_sq` (spatial bodies), "
+                                "`stress_ks` KS of the axial stresses |σ_e| of a spatial beam (`body`, `ks_rho`); "
+                                "`vertical_acceleration_*`, `point_velocity_sq`, `point_acceleration_sq` "
+                                "also at spatial beam points"),
     "Objective.terminal": ("", "G(x_N) added at t_end (same kinds, except `reaction_sq` and `python`)"),
     "Objective.point": ("", "point of the point kinds, `BODY.POINT`"),
-    "Objective.body": ("", "body of the angle kinds"),
+    "Objective.body": ("", "body of the angle kinds, `roll_rate_sq`; spatial beam of `stress_ks`"),
     "Objective.force": ("", "spring of `spring_elongation_sq`"),
     "Objective.joint": ("", "joint of `reaction_sq`"),
     "Objective.reference": ("m", "r_ref of `point_deviation_sq`; absent: the point's initial position"),
@@ -296,7 +299,9 @@ CLASS = {
     "SpatialDriver.joint": ("", "revolute or cylindrical joint whose relative angle is driven"),
     "SpatialDriver.coordinate": ("", "or `BODY.x|y|z`: the COM coordinate driven"),
     "SpatialDriver.function": ("rad | m", "f(t)"),
-    "SpatialSpringDamper.law": ("", '`"linear"` or `"iltis"` (polynomial law of [Zhu 2014] eq. 5.5)'),
+    "SpatialSpringDamper.law": ("", '`"linear"`, `"iltis"` (polynomial law of [Zhu 2014] eq. 5.5) or '
+                                    '`"relative"` (damper on the whole relative velocity, [Ebrahimi 2019] '
+                                    'Eq. 43; beam and natural-body points)'),
     "SpatialSpringDamper.stiffness": ("N/m", "k"),
     "SpatialSpringDamper.damping": ("N·s/m", "c"),
     "SpatialSpringDamper.length": ("m", "free length (law linear)"),

@@ -110,18 +110,19 @@ def bend4(l):
     return _poly4(_BEND, l) / (l ** 3)[..., None, None]
 
 
-def apply4(B, e):
-    """(B ⊗ I₂) e for B (..., 4, 4) and e (..., 8)."""
-    E = e.reshape(e.shape[:-1] + (4, 2))
-    return np.einsum("...ab,...bc->...ac", B, E).reshape(np.broadcast_shapes(B.shape[:-2], e.shape[:-1]) + (8,))
+def apply4(B, e, dim=2):
+    """(B ⊗ I_dim) e for B (..., 4, 4) and e (..., 4·dim)."""
+    E = e.reshape(e.shape[:-1] + (4, dim))
+    return np.einsum("...ab,...bc->...ac", B, E).reshape(np.broadcast_shapes(B.shape[:-2], e.shape[:-1])
+                                                          + (4 * dim,))
 
 
-def kron4(B):
-    """B ⊗ I₂ as (..., 8, 8)."""
-    out = np.zeros(B.shape[:-2] + (4, 2, 4, 2), dtype=B.dtype)
-    out[..., :, 0, :, 0] = B
-    out[..., :, 1, :, 1] = B
-    return out.reshape(B.shape[:-2] + (8, 8))
+def kron4(B, dim=2):
+    """B ⊗ I_dim as (..., 4·dim, 4·dim)."""
+    out = np.zeros(B.shape[:-2] + (4, dim, 4, dim), dtype=B.dtype)
+    for c in range(dim):
+        out[..., :, c, :, c] = B
+    return out.reshape(B.shape[:-2] + (4 * dim, 4 * dim))
 
 
 def shape(xi, l):
@@ -140,15 +141,27 @@ def _elem(p):
     return p[..., 4] / p[..., 5]
 
 
-def _stretch(q, l):
+def _stretch(q, l, dim=2):
     """Δ = r_j − r_i, d = |Δ|, ε = d/l − 1 (complex-step safe: no abs)."""
-    D = q[..., 4:6] - q[..., 0:2]
+    D = q[..., 2 * dim:3 * dim] - q[..., 0:dim]
     d = np.sqrt(dot(D, D))
     return D, d, d / l - 1.0
 
 
+class _AncfElement(Force):
+    """What the ANCF element groups share: the dimension and the cross-section.
+
+    ``DIM`` = 2 (planar, this module) or 3 (spatial, ``ancf3d.py``); the local
+    coordinates are e = (r_i, r'_i, r_j, r'_j) ∈ R^{4·DIM}.  ``section(p)`` gives (A, I)
+    from the parameters (ρ, d₁, d₂, E, L, n_el): here the rectangle w × h."""
+    DIM = 2
+
+    def section(self, p):
+        return section(p)
+
+
 @register
-class AncfInertia(Force):
+class AncfInertia(_AncfElement):
     """r = M_e a with the constant consistent mass matrix [Eq. 30]."""
     nq, np_ = 8, 6
     inertial = True
@@ -156,15 +169,15 @@ class AncfInertia(Force):
     uses_a = True
 
     def mass(self, p):
-        A, _ = section(p)
+        A, _ = self.section(p)
         l = _elem(p)
-        return kron4((p[..., 0] * A * l / 420.0)[..., None, None] * mass4(l))
+        return kron4((p[..., 0] * A * l / 420.0)[..., None, None] * mass4(l), self.DIM)
 
     def r(self, t, q, v, a, p):
         return np.einsum("...ij,...j->...i", self.mass(p), a) + 0.0 * q
 
     def r_a(self, t, q, v, a, p):
-        return np.broadcast_to(self.mass(p), q.shape[:-1] + (8, 8))
+        return np.broadcast_to(self.mass(p), q.shape[:-1] + (self.nq, self.nq))
 
     def energy(self, t, q, v, p):
         """T = ½ vᵀ M v."""
@@ -172,18 +185,18 @@ class AncfInertia(Force):
 
 
 @register
-class AncfGravity(Force):
+class AncfGravity(_AncfElement):
     """r = −Q_g = −ρAl/12 (6g, l g, 6g, −l g) [Eq. 35];  p = (ρ, w, h, E, L, n_el, g_x, g_y)."""
     nq, np_ = 8, 8
     uses_q = False
 
     def _Q(self, p):
-        A, _ = section(p)
+        A, _ = self.section(p)
         l = _elem(p)
         c = p[..., 0] * A * l / 12.0
-        g = p[..., 6:8]
+        g = p[..., 6:6 + self.DIM]
         w = stack([6.0 + 0.0 * l, l, 6.0 + 0.0 * l, -l], -1)          # (..., 4)
-        return (c[..., None, None] * w[..., :, None] * g[..., None, :]).reshape(w.shape[:-1] + (8,))
+        return (c[..., None, None] * w[..., :, None] * g[..., None, :]).reshape(w.shape[:-1] + (self.nq,))
 
     def r(self, t, q, v, a, p):
         return -self._Q(p) + 0.0 * q
@@ -194,18 +207,18 @@ class AncfGravity(Force):
 
 
 @register
-class AncfElastic(Force):
+class AncfElastic(_AncfElement):
     """Seed 000 elastic force with errata E1–E3 fixed: r = EA ε P e + EI K e.
 
     The analytic tangent (``jacobians``) is the exact, non-symmetric derivative."""
     nq, np_ = 8, 6
 
     def r(self, t, q, v, a, p):
-        A, I = section(p)
-        E, l = p[..., 3], _elem(p)
-        _, _, eps = _stretch(q, l)
-        return ((E * A * eps)[..., None] * apply4(axial4(l), q)
-                + (E * I)[..., None] * apply4(bend4(l), q))
+        A, I = self.section(p)
+        E, l, d = p[..., 3], _elem(p), self.DIM
+        _, _, eps = _stretch(q, l, d)
+        return ((E * A * eps)[..., None] * apply4(axial4(l), q, d)
+                + (E * I)[..., None] * apply4(bend4(l), q, d))
 
     def energy(self, t, q, v, p):
         """U = ½EAlε² + ½EI eᵀKe (the potential of the conservative variant; this
@@ -213,16 +226,16 @@ class AncfElastic(Force):
         return AncfElasticConservative.energy(self, t, q, v, p)
 
     def jacobians(self, t, q, v, a, p):
-        A, I = section(p)
-        E, l = p[..., 3], _elem(p)
-        D, d, eps = _stretch(q, l)
+        A, I = self.section(p)
+        E, l, d = p[..., 3], _elem(p), self.DIM
+        D, dist, eps = _stretch(q, l, d)
         P = axial4(l)
-        Pq = apply4(P, q)
-        deps = np.zeros(np.broadcast_shapes(q.shape, D.shape[:-1] + (8,)), dtype=np.result_type(q, p))
-        deps[..., 0:2] = -D
-        deps[..., 4:6] = D
-        deps = deps / (l * d)[..., None]
-        J = (kron4((E * A * eps)[..., None, None] * P + (E * I)[..., None, None] * bend4(l))
+        Pq = apply4(P, q, d)
+        deps = np.zeros(np.broadcast_shapes(q.shape, D.shape[:-1] + (self.nq,)), dtype=np.result_type(q, p))
+        deps[..., 0:d] = -D
+        deps[..., 2 * d:3 * d] = D
+        deps = deps / (l * dist)[..., None]
+        J = (kron4((E * A * eps)[..., None, None] * P + (E * I)[..., None, None] * bend4(l), d)
              + (E * A)[..., None, None] * Pq[..., :, None] * deps[..., None, :])
         return J, None, None
 
@@ -231,40 +244,42 @@ class AncfElastic(Force):
 
 
 @register
-class AncfElasticConservative(Force):
+class AncfElasticConservative(_AncfElement):
     """Gradient of U = ½EAlε² + ½EI eᵀKe: r = EA ε ∂d/∂e + EI K e (symmetric tangent)."""
     nq, np_ = 8, 6
 
     def r(self, t, q, v, a, p):
-        A, I = section(p)
-        E, l = p[..., 3], _elem(p)
-        D, d, eps = _stretch(q, l)
-        f = (E * A * eps / d)[..., None] * D
+        A, I = self.section(p)
+        E, l, d = p[..., 3], _elem(p), self.DIM
+        D, dist, eps = _stretch(q, l, d)
+        f = (E * A * eps / dist)[..., None] * D
         z = 0.0 * f
-        return stack([-f, z, f, z], -2).reshape(f.shape[:-1] + (8,)) + (E * I)[..., None] * apply4(bend4(l), q)
+        return (stack([-f, z, f, z], -2).reshape(f.shape[:-1] + (self.nq,))
+                + (E * I)[..., None] * apply4(bend4(l), q, d))
 
     def energy(self, t, q, v, p):
-        A, I = section(p)
-        E, l = p[..., 3], _elem(p)
-        _, _, eps = _stretch(q, l)
-        return 0.5 * E * A * l * eps ** 2 + 0.5 * E * I * dot(q, apply4(bend4(l), q))
+        A, I = self.section(p)
+        E, l, d = p[..., 3], _elem(p), self.DIM
+        _, _, eps = _stretch(q, l, d)
+        return 0.5 * E * A * l * eps ** 2 + 0.5 * E * I * dot(q, apply4(bend4(l), q, d))
 
     def jacobians(self, t, q, v, a, p):
-        A, I = section(p)
-        E, l = p[..., 3], _elem(p)
-        D, d, eps = _stretch(q, l)
-        u = D / d[..., None]
+        A, I = self.section(p)
+        E, l, d = p[..., 3], _elem(p), self.DIM
+        D, dist, eps = _stretch(q, l, d)
+        u = D / dist[..., None]
         uu = u[..., :, None] * u[..., None, :]
-        eye = np.eye(2)
+        eye = np.eye(d)
         # ∂(EA ε Δ/d)/∂Δ = EA [uuᵀ/l + ε (I − uuᵀ)/d]
-        B = (E * A)[..., None, None] * (uu / l[..., None, None] + (eps / d)[..., None, None] * (eye - uu))
-        J = kron4((E * I)[..., None, None] * bend4(l))
+        B = (E * A)[..., None, None] * (uu / l[..., None, None] + (eps / dist)[..., None, None] * (eye - uu))
+        J = kron4((E * I)[..., None, None] * bend4(l), d)
         J = J + 0.0 * B[..., :1, :1]
-        J = np.array(np.broadcast_to(J, np.broadcast_shapes(J.shape, B.shape[:-2] + (8, 8))))
-        J[..., 0:2, 0:2] += B
-        J[..., 0:2, 4:6] -= B
-        J[..., 4:6, 0:2] -= B
-        J[..., 4:6, 4:6] += B
+        J = np.array(np.broadcast_to(J, np.broadcast_shapes(J.shape, B.shape[:-2] + (self.nq, self.nq))))
+        i, j = slice(0, d), slice(2 * d, 3 * d)
+        J[..., i, i] += B
+        J[..., i, j] -= B
+        J[..., j, i] -= B
+        J[..., j, j] += B
         return J, None, None
 
     def r_q(self, t, q, v, a, p):
@@ -289,17 +304,17 @@ def beam_point_xi(p):
     return (p[..., 0] + p[..., 1] * L) / l - p[..., 4], l
 
 
-def beam_point_matrices(p, deriv=False):
-    """S(ξ) (…, 2, 8), or S′(ξ) with ``deriv``, for beam-point parameters p."""
+def beam_point_matrices(p, deriv=False, dim=2):
+    """S(ξ) (…, dim, 4·dim), or S′(ξ) with ``deriv``, for beam-point parameters p."""
     xi, l = beam_point_xi(p)
     s = dshape(xi, l) if deriv else shape(xi, l)
     w = stack(list(s), -1)                                  # (..., 4)
-    out = np.zeros(w.shape[:-1] + (2, 4, 2), dtype=w.dtype)
-    out[..., 0, :, 0] = w
-    out[..., 1, :, 1] = w
-    return out.reshape(w.shape[:-1] + (2, 8))
+    out = np.zeros(w.shape[:-1] + (dim, 4, dim), dtype=w.dtype)
+    for c in range(dim):
+        out[..., c, :, c] = w
+    return out.reshape(w.shape[:-1] + (dim, 4 * dim))
 
 
-def beam_point(q, p, deriv=False):
-    """r (or r′ with ``deriv``) of a beam point: (…, 2)."""
-    return np.einsum("...ij,...j->...i", beam_point_matrices(p, deriv), q)
+def beam_point(q, p, deriv=False, dim=2):
+    """r (or r′ with ``deriv``) of a beam point: (…, dim)."""
+    return np.einsum("...ij,...j->...i", beam_point_matrices(p, deriv, dim), q)

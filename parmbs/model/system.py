@@ -46,6 +46,12 @@ class System:
         from ..spatial.spatial_set import SpatialBodySet  # spatial (3D) rigid bodies: after the continua
         self.spatial = SpatialBodySet(config, P, self.n)
         self.n += self.spatial.ncoord
+        from ..flexible.spatial_beams import SpatialBeamSet  # spatial ANCF beams: after the spatial bodies
+        self.spatial_beams = SpatialBeamSet(config, P, self.n)
+        self.n += self.spatial_beams.ncoord
+        from ..spatial.natural_set import NaturalBodySet  # natural-coordinate bodies: after the spatial beams
+        self.natural = NaturalBodySet(config, P, self.n)
+        self.n += self.natural.ncoord
         self.ground_slots = [self.n, self.n + 1, self.n + 2]
         g = config.model.gravity
         gx, gy = P.add("model.gravity.x", g[0]), P.add("model.gravity.y", g[1])
@@ -83,10 +89,15 @@ class System:
         self.plates.add_forces(self, gx, gy)
         self.continua.add_forces(self, gx, gy)
         self.spatial.add_forces(self)
+        if len(self.spatial_beams):
+            self.spatial_beams.add_forces(self, self.spatial.gravity)
+        if len(self.natural):
+            self.natural.add_forces(self, self.spatial.gravity)
         for j in config.joints:
             self._add_joint(j)
         for f in config.forces:
             self._add_force_element(f)
+        self.natural.add_constraints(self)        # orthonormality rows of natural-coordinate bodies
         self.spatial.add_joints(self)             # normalisation rows, spatial joints and drivers
         self.constraints, self.forces = [], []
         for key, (cls, kw, names, qidx, pidx, rows) in self._elements.items():
@@ -245,6 +256,8 @@ class System:
         self.ffr.initial_setup(self, q0)
         self.plates.initial_setup(self, q0)
         self.continua.initial_setup(self, q0)
+        self.spatial_beams.initial_setup(self, q0)
+        self.natural.initial_setup(self, q0)
         self.spatial.initial_setup(self, q0)
         for b in self.config.bodies:
             pb = self.body_p[b.name]
@@ -272,6 +285,7 @@ class System:
     def describe(self):
         return {"bodies": len(self.body_names), "beams": len(self.beams) + len(self.ffr), "plates": len(self.plates),
                 "continua": len(self.continua), "spatial bodies": len(self.spatial),
+                "spatial beams": len(self.spatial_beams), "natural bodies": len(self.natural),
                 "coordinates": self.n, "constraints": self.m,
                 "dof": self.n - self.m, "parameters": len(self.params) - 1,
                 "components": {type(g).__name__: g.ne for g in self.constraints + self.forces}}

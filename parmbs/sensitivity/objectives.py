@@ -61,7 +61,10 @@ class Term:
         zero = [0]
         self.lrows = np.zeros(0, np.int64)
         self.ldrop = False
-        if kind in SPATIAL_KINDS:                                  # vehicle objectives on spatial bodies
+        from ..flexible.spatial_beam_objectives import beam3_term, is_beam3_objective
+        if is_beam3_objective(system, kind, cfg):                  # spatial ANCF beams (stress, point acceleration)
+            self.fn, qidx, pidx = beam3_term(system, kind, cfg)
+        elif kind in SPATIAL_KINDS:                                # vehicle objectives on spatial bodies
             self.fn, qidx, pidx = spatial_term(system, kind, cfg)
         elif cfg.point is not None and system.beams.is_beam_point(cfg.point):
             from ..flexible.objectives import beam_term           # points on ANCF beams
@@ -274,7 +277,9 @@ class Objective:
         self.terminal = Term(system, cfg.terminal, cfg) if cfg.terminal else None
         self.fixed_ref = None if cfg.reference is None else np.array(cfg.reference, float)
         # r_ref(q₀) is a planar/beam point's (point_deviation_sq); spatial kinds read no reference
-        spatial = cfg.integrand in SPATIAL_KINDS or cfg.terminal in SPATIAL_KINDS
+        from ..flexible.spatial_beam_objectives import is_beam3_objective
+        spatial = ({cfg.integrand, cfg.terminal} & {*SPATIAL_KINDS, "stress_ks"}
+                   or is_beam3_objective(system, cfg.integrand or cfg.terminal, cfg))
         self.point = None if spatial else cfg.point
 
     def reference(self, system, q0, p):

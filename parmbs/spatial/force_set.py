@@ -42,12 +42,21 @@ def add_spatial_forces(bodies, system):
     def vector(base, key, value):
         return [P.add(f"{base}.{key}.{c}", value[i]) for i, c in enumerate(XYZ)]
 
+    flex = system.spatial_beams
     for f in sp.forces:
         base = f"spatial.forces.{f.name}"
-        if f.type in ("spring_damper", "bump_stop", "bushing"):
+        if f.type == "spring_damper" and any(flex.is_beam_point(r) or system.natural.is_natural_point(r)
+                                             for r in (f.a, f.b)):
+            # beam points, natural-coordinate bodies (flexible/ancf3d_joints.py, _PairSpringDamper)
+            flex.add_spring(system, bodies, f, scalars(base, f, ("stiffness", "damping", "length")))
+        elif f.type in ("spring_damper", "bump_stop", "bushing"):
             qa, pa = bodies.side(f.a)
             qb, pb = bodies.side(f.b)
             qidx, sides = qa + qb, pa + pb
+            if f.type == "spring_damper" and f.law == "relative":
+                from ..model.system import ModelError
+                raise ModelError(f"{base}.law", 'law = "relative" needs a beam point or a natural-coordinate '
+                                 'body on one side (between spatial bodies: law = "linear")')
             if f.type == "spring_damper" and f.law == "linear":
                 pidx = sides + scalars(base, f, ("stiffness", "damping", "length"))
                 system._add_force(("SpatialSpring",), SpatialSpring, {}, f.name, qidx, pidx)

@@ -51,27 +51,37 @@ def perpendiculars(u):
     return n1, np.cross(u, n1)
 
 
+def body_parameters(body, P, base):
+    """Register a rigid body's mass, inertia (xx, yy, zz, xy, xz, yz; the zero entry for
+    the products of a principal inertia), points (relative to the centre of mass; "com"
+    the zero entry), initial position and velocity under the config path ``base`` and
+    set them as attributes of ``body`` (Euler-parameter and natural-coordinate bodies)."""
+    cfg = body.cfg
+    body.mass = P.add(f"{base}.mass", cfg.mass)
+    J = cfg.inertia
+    if isinstance(J[0], (int, float)):
+        body.inertia = [P.add(f"{base}.inertia.{k}", J[i]) for i, k in enumerate(("xx", "yy", "zz"))] + [ZERO] * 3
+    else:
+        body.inertia = [P.add(f"{base}.inertia.{k}", J[i][j])
+                        for k, (i, j) in zip(("xx", "yy", "zz", "xy", "xz", "yz"),
+                                             ((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2)))]
+    body.points = {n: [P.add(f"{base}.points.{n}.{c}", x[i]) for i, c in enumerate(XYZ)]
+                   for n, x in cfg.points.items()}
+    body.points["com"] = [ZERO] * 3
+    body.position = [P.add(f"{base}.initial.position.{c}", cfg.initial.position[i]) for i, c in enumerate(XYZ)]
+    body.velocity = [P.add(f"{base}.initial_velocity.velocity.{c}", cfg.initial_velocity.velocity[i])
+                     for i, c in enumerate(XYZ)]
+
+
 class _Body:
     def __init__(self, cfg, P, offset):
         self.cfg, self.name, self.offset = cfg, cfg.name, offset
         base = f"spatial.bodies.{cfg.name}"
-        self.mass = P.add(f"{base}.mass", cfg.mass)
-        J = cfg.inertia
-        if isinstance(J[0], (int, float)):
-            self.inertia = [P.add(f"{base}.inertia.{k}", J[i]) for i, k in enumerate(("xx", "yy", "zz"))] + [ZERO] * 3
-        else:
-            self.inertia = [P.add(f"{base}.inertia.{k}", J[i][j])
-                            for k, (i, j) in zip(("xx", "yy", "zz", "xy", "xz", "yz"),
-                                                 ((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2)))]
-        self.points = {n: [P.add(f"{base}.points.{n}.{c}", x[i]) for i, c in enumerate(XYZ)]
-                       for n, x in cfg.points.items()}
-        self.points["com"] = [ZERO] * 3
+        body_parameters(self, P, base)
         self.axes = _axes(P, base, cfg.axes)
-        self.position = [P.add(f"{base}.initial.position.{c}", cfg.initial.position[i]) for i, c in enumerate(XYZ)]
         self.p0 = cfg.initial.euler_parameters()
         self.orientation = [P.add(f"{base}.initial.orientation.e{i}", self.p0[i]) for i in range(4)]
         v0 = cfg.initial_velocity
-        self.velocity = [P.add(f"{base}.initial_velocity.velocity.{c}", v0.velocity[i]) for i, c in enumerate(XYZ)]
         self.omega = [P.add(f"{base}.initial_velocity.angular_velocity.{c}", v0.angular_velocity[i])
                       for i, c in enumerate(XYZ)]
 
@@ -218,6 +228,9 @@ class SpatialBodySet:
         return vecs
 
     def _add_joint(self, system, j):
+        sb, nb = system.spatial_beams, system.natural
+        if any(s.is_beam_point(r) or nb.is_natural_point(r) for s in (sb,) for r in (j.a, j.b)):
+            return sb.add_joint(system, self, j)      # spatial ANCF beams, natural-coordinate bodies
         qa, pa = self.side(j.a)
         qb, pb = self.side(j.b)
         cls = SJ.CLASSES[j.type]

@@ -1,0 +1,101 @@
+"""Spatial ANCF beam element: the seed's two-node gradient-deficient Euler–Bernoulli
+element in 3-D (seed 000 §5.1, Eqs. 28–35, App. A).
+
+Each node carries (r, ∂r/∂x) ∈ R⁶; an element has e = (r_i, r'_i, r_j, r'_j) ∈ R¹² and
+r(x) = S(ξ) e with S = [s1 I₃, s2 I₃, s3 I₃, s4 I₃] [Eq. 29].  Every element matrix is
+the planar one's 4×4 bracket ⊗ I₃ (``ancf.py`` writes them once for both dimensions,
+with the seed's errata E1–E4 fixed there):
+
+* mass (constant)  M = ρAl/420 [...] ⊗ I₃                                     [Eq. 30]
+* gravity          Q_g = ρAl/12 (6g, l g, 6g, −l g),  g ∈ R³                  [Eq. 35]
+* elastic          ``elastic = "seed"``: EA ε P e + EI K e (Eq. 34 with E1–E3);
+                   ``"conservative"``: the gradient of ½EAlε² + ½EI eᵀKe,
+                   ε = |r_j − r_i|/l − 1, κ = |r″| (simplified strains, Eq. 33).
+
+What the element carries, and what it does not:
+
+* Bending: U_b = ½∫EI|r″|² dx [Eq. 31, 33] is *isotropic* — one EI for every bending
+  plane.  A gradient-deficient element has no cross-section orientation (no r_y, r_z,
+  no twist coordinate), so a section whose two principal second moments differ (a
+  w ≠ h rectangle) cannot be represented: only sections with I_y = I_z are offered —
+  the square (I = s⁴/12 about every centroidal axis), the solid circle and the
+  circular tube (the seed's §6.3 wishbones, r_o/r_i = 0.015/0.01 m).
+* Torsion: none (no twist coordinate; the seed's element has no torsional term).
+* Shear: none (Euler–Bernoulli).
+
+Sections (``section`` constructor keyword; parameters (ρ, d₁, d₂, E, L, n_el)):
+
+    square  d₁ = d₂ = side s      A = s²,            I = s⁴/12
+    circle  d₁ = radius r         A = π r²,          I = π r⁴/4
+    tube    d₁ = r_o, d₂ = r_i    A = π(r_o² − r_i²), I = π(r_o⁴ − r_i⁴)/4
+
+Axial stress (``axial_stress``): σ_e = E ε_e with the element's constant axial strain
+ε_e = |r_j − r_i|/l − 1 of Eq. 33 — the stress of the seed's §6.3 constraints
+(Eq. 56, "maximum axial stress of beams", Fig. 17); the bending part E c κ of the
+fibre stress is not included (κ = |r″| is not differentiable at a straight element,
+and the extreme fibre of a square depends on the bending direction).
+``ks_stress`` aggregates |σ_e| over elements (Kreisselmeier–Steinhauser).
+"""
+import numpy as np
+
+from ..model.component import register
+from . import ancf
+from .ffr_beams import ks  # noqa: F401  (the KS aggregate of |σ|, shared with the FFR beam)
+
+SECTIONS = ("square", "circle", "tube")
+
+
+def section3(kind, p):
+    """(A, I) of a 3-D beam section from p = (ρ, d₁, d₂, ...) (module docstring)."""
+    d1, d2 = p[..., 1], p[..., 2]
+    if kind == "square":
+        return d1 * d1 + 0.0 * d2, d1 ** 4 / 12.0 + 0.0 * d2       # d₂ = d₁ = s (one parameter)
+    if kind == "circle":
+        return np.pi * d1 * d1 + 0.0 * d2, 0.25 * np.pi * d1 ** 4 + 0.0 * d2
+    if kind == "tube":
+        return np.pi * (d1 * d1 - d2 * d2), 0.25 * np.pi * (d1 ** 4 - d2 ** 4)
+    raise ValueError(f"unknown section {kind!r} (known: {', '.join(SECTIONS)})")
+
+
+class _Spatial:
+    """Mixin: 3-D element with a ``section`` keyword."""
+    DIM = 3
+
+    def __init__(self, names, qidx, pidx, section="circle"):
+        if section not in SECTIONS:
+            raise ValueError(f"unknown section {section!r} (known: {', '.join(SECTIONS)})")
+        self.section_kind = section
+        super().__init__(names, qidx, pidx)
+
+    def section(self, p):
+        return section3(self.section_kind, p)
+
+
+@register
+class Ancf3Inertia(_Spatial, ancf.AncfInertia):
+    """r = M_e a, M_e = ρAl/420 [...] ⊗ I₃ [Eq. 30]; p = (ρ, d₁, d₂, E, L, n_el)."""
+    nq, np_ = 12, 6
+
+
+@register
+class Ancf3Gravity(_Spatial, ancf.AncfGravity):
+    """r = −ρAl/12 (6g, l g, 6g, −l g) [Eq. 35]; p = (ρ, d₁, d₂, E, L, n_el, g_x, g_y, g_z)."""
+    nq, np_ = 12, 9
+
+
+@register
+class Ancf3Elastic(_Spatial, ancf.AncfElastic):
+    """Seed elastic force (errata E1–E3 fixed), r = EA ε P e + EI K e, ⊗ I₃."""
+    nq, np_ = 12, 6
+
+
+@register
+class Ancf3ElasticConservative(_Spatial, ancf.AncfElasticConservative):
+    """Gradient of ½EAlε² + ½EI eᵀKe, ⊗ I₃ (symmetric tangent)."""
+    nq, np_ = 12, 6
+
+
+def axial_stress(q, p):
+    """σ_e = E (|r_j − r_i|/l − 1) (..., ) of elements q (..., 12), p = (ρ, d₁, d₂, E, L, n_el)."""
+    _, _, eps = ancf._stretch(q, p[..., 4] / p[..., 5], 3)
+    return p[..., 3] * eps

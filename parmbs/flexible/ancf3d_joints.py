@@ -1,0 +1,306 @@
+"""Joints at points of spatial ANCF beams, and the beams' initial-assembly rows.
+
+A joint side is *rigid* — a spatial Euler-parameter body or ground (7 coordinates
+(r, p) and the parameters (s', g) of ``spatial/joints.py``: s' the point relative to the
+centre of mass in the body frame, g the ground mask, p + g(1, 0, 0, 0) the pose) —,
+*natural* (a natural-coordinate body, ``spatial/natural.py``: 12 coordinates (r, e₁, e₂,
+e₃), the parameters s'; r_P = r + x̄e₁ + ȳe₂ + z̄e₃) or *beam* (the 12 coordinates of
+the element the point lies on and the 5 beam-point parameters of
+``ancf.beam_point_xi``).  Natural and beam points are linear in their coordinates
+(r = S(ξ)e, r′ = S′(ξ)e), so such a side adds nothing to γ.
+
+* spherical (3 rows), seed 000 Eq. 41:   Φ = r_a − r_b,
+      γ = Ä_a^v s'_a (rigid a; Ä^v = 2B(ṗ, ṗ), the velocity part of Ä) − 0.
+* weld, rigid or natural a – beam b (5 rows): spherical, and the beam tangent keeps its
+  initial direction in a's frame: (A_a n'_k)·r′_b = 0, k = 1, 2, with n'_1, n'_2 ⊥ the
+  initial tangent (body frame of a; parameters; natural: A_a n' = Σ n'_k e_k).  The seed's Eq. 42 fixes all three components
+  of A_aᵀr′_B, which also fixes |r′_B| — the beam's axial stretch at the node — and
+  makes the row set redundant with the element's axial stiffness; the two rows here fix
+  only the direction (the element has no twist for a third row to act on).
+      γ_k = (Ä_a^v n'_k)·r′_b + 2 (Ȧ_a n'_k)·ṙ′_b   (natural: Ä_a^v = 0).
+"""
+import numpy as np
+
+from ..model.component import Constraint, Force, register
+from ..spatial.kinematics import E0, bilinear, dot, mv, rotation, rotation_jacobian
+from .ancf import BEAM_POINT_NP, beam_point_matrices
+
+SIDE_NQ = {"rigid": 7, "natural": 12, "beam": 12}
+SIDE_NP = {"rigid": 4, "natural": 3, "beam": BEAM_POINT_NP}
+
+
+def _side(kind, q, v, p):
+    """(r, ∂r/∂q (…, 3, nq), the velocity part of r̈) of one side."""
+    if kind == "rigid":
+        e = q[..., 3:7] + p[..., 3:4] * E0
+        s = p[..., 0:3]
+        r = q[..., 0:3] + mv(rotation(e), s)
+        Je = rotation_jacobian(e, s)
+        Jr = np.concatenate([np.broadcast_to(np.eye(3), Je.shape[:-1] + (3,)), Je], -1)
+        g = None if v is None else mv(2.0 * bilinear(v[..., 3:7], v[..., 3:7]), s)
+        return r, Jr, g
+    S = beam_point_matrices(p, dim=3) if kind == "beam" else _natural_matrix(p)
+    r = np.einsum("...ij,...j->...i", S, q)
+    return r, S, None if v is None else 0.0 * r
+
+
+def _natural_matrix(s):
+    """C(s') = [I, x̄ I, ȳ I, z̄ I] (…, 3, 12) of a natural-coordinate body point
+    (spatial/natural.py, seed Eq. 37)."""
+    w = np.concatenate([np.ones(s.shape[:-1] + (1,), s.dtype), s[..., 0:3]], -1)     # (…, 4)
+    out = np.zeros(s.shape[:-1] + (3, 4, 3), s.dtype)
+    for c in range(3):
+        out[..., c, :, c] = w
+    return out.reshape(s.shape[:-1] + (3, 12))
+
+
+def _direction(kind, q, v, p, n):
+    """A body-fixed direction a = A n' of side a (rigid or natural): (a, ∂a/∂q (…, 3, nq),
+    ȧ, the velocity part of ä); None for the last two without ``v``."""
+    if kind == "rigid":
+        e = q[..., 3:7] + p[..., 3:4] * E0
+        a = mv(rotation(e), n)
+        Je = rotation_jacobian(e, n)
+        J = np.concatenate([np.zeros(Je.shape[:-1] + (3,), Je.dtype), Je], -1)
+        if v is None:
+            return a, J, None, None
+        ed = v[..., 3:7]
+        return a, J, mv(2.0 * bilinear(e, ed), n), mv(2.0 * bilinear(ed, ed), n)
+    C = _natural_matrix(n)
+    C = np.concatenate([np.zeros(C.shape[:-1] + (3,), C.dtype), C[..., 3:]], -1)     # a = Σ n_k e_k
+    a = np.einsum("...ij,...j->...i", C, q)
+    if v is None:
+        return a, C, None, None
+    ad = np.einsum("...ij,...j->...i", C, v)
+    return a, C, ad, 0.0 * ad
+
+
+def _bcast_cat(parts, axis):
+    """Concatenate along ``axis`` (negative) after broadcasting the other axes."""
+    nd = max(x.ndim for x in parts)
+    parts = [x.reshape((1,) * (nd - x.ndim) + x.shape) for x in parts]
+    ax = axis % nd
+    lead = np.broadcast_shapes(*(tuple(1 if i == ax else s for i, s in enumerate(x.shape)) for x in parts))
+    return np.concatenate([np.broadcast_to(x, tuple(x.shape[i] if i == ax else lead[i] for i in range(nd)))
+                           for x in parts], axis)
+
+
+class _BeamPair(Constraint):
+    kinds = ("rigid", "beam")
+    weld = False
+
+    def _split(self, x):
+        na = SIDE_NQ[self.kinds[0]]
+        return (None, None) if x is None else (x[..., :na], x[..., na:])
+
+    def _parts(self, q, p, v=None):
+        ka, kb = self.kinds
+        pa = SIDE_NP[ka]
+        (qa, qb), (va, vb) = self._split(q), self._split(v)
+        return _side(ka, qa, va, p[..., :pa]), _side(kb, qb, vb, p[..., pa:pa + SIDE_NP[kb]])
+
+    def _normals(self, p):
+        o = SIDE_NP[self.kinds[0]] + SIDE_NP[self.kinds[1]]
+        return p[..., o:o + 3], p[..., o + 3:o + 6]
+
+    def _tangent(self, q, p, v=None):
+        """S′_b and r′_b (and ṙ′_b) of the beam side b of a weld."""
+        pa = SIDE_NP[self.kinds[0]]
+        _, qb = self._split(q)
+        Sp = beam_point_matrices(p[..., pa:pa + BEAM_POINT_NP], deriv=True, dim=3)
+        d = np.einsum("...ij,...j->...i", Sp, qb)
+        return Sp, d, None if v is None else np.einsum("...ij,...j->...i", Sp, self._split(v)[1])
+
+    def phi(self, t, q, p):
+        A, B = self._parts(q, p)
+        rows = [A[0] - B[0]]
+        if self.weld:
+            qa, _ = self._split(q)
+            _, d, _ = self._tangent(q, p)
+            rows += [dot(_direction(self.kinds[0], qa, None, p, n)[0], d)[..., None] for n in self._normals(p)]
+        return _bcast_cat(rows, -1)
+
+    def phi_q(self, t, q, p):
+        A, B = self._parts(q, p)
+        J = _bcast_cat([A[1], -B[1]], -1)
+        if not self.weld:
+            return J
+        qa, _ = self._split(q)
+        Sp, d, _ = self._tangent(q, p)
+        rows = [J]
+        for n in self._normals(p):
+            a, Ja, _, _ = _direction(self.kinds[0], qa, None, p, n)
+            ja = np.einsum("...i,...ik->...k", d, Ja)
+            jb = np.einsum("...i,...ik->...k", a, Sp)
+            rows.append(_bcast_cat([ja, jb], -1)[..., None, :])
+        return _bcast_cat(rows, -2)
+
+    def gamma(self, t, q, v, p):
+        A, B = self._parts(q, p, v)
+        rows = [(0.0 * A[0] if A[2] is None else A[2]) - B[2]]
+        if self.weld:
+            qa, _ = self._split(q)
+            va, _ = self._split(v)
+            _, d, dd = self._tangent(q, p, v)
+            for n in self._normals(p):
+                _, _, ad, add = _direction(self.kinds[0], qa, va, p, n)
+                rows.append((dot(add, d) + 2.0 * dot(ad, dd))[..., None])
+        return _bcast_cat(rows, -1)
+
+
+def _pair(kinds, weld):
+    ka, kb = kinds
+    name = f"Spatial{ka.capitalize()}{kb.capitalize()}{'Weld' if weld else 'Spherical'}"
+    attrs = dict(kinds=kinds, weld=weld, nq=SIDE_NQ[ka] + SIDE_NQ[kb],
+                 np_=SIDE_NP[ka] + SIDE_NP[kb] + (6 if weld else 0), m=5 if weld else 3,
+                 __doc__=f"{'Weld' if weld else 'Spherical'} joint, side a {ka}, side b {kb} (module docstring).")
+    cls = type(name, (_BeamPair,), attrs)
+    cls.__module__ = __name__
+    return register(cls)
+
+
+#: (side a, side b, weld) -> class; side a "rigid" is an Euler-parameter body or ground
+PAIRS = {(ka, kb, w): _pair((ka, kb), w)
+         for ka, kb, w in (("rigid", "beam", False), ("beam", "beam", False), ("rigid", "beam", True),
+                           ("rigid", "natural", False), ("natural", "natural", False),
+                           ("natural", "beam", False), ("natural", "beam", True))}
+SpatialRigidBeamSpherical = PAIRS[("rigid", "beam", False)]
+SpatialBeamBeamSpherical = PAIRS[("beam", "beam", False)]
+SpatialRigidBeamWeld = PAIRS[("rigid", "beam", True)]
+
+
+# -- initial assembly: a straight, unstretched beam ------------------------------------------
+
+
+@register
+class Beam3Shape(Constraint):
+    """One row of "node k lies on the straight unstretched beam through node 0":
+    q = (node 0, node k) (12), p = (L, k/n_el); ``component`` c selects the row:
+    0–2: r_k − r_0 − s_k r′_0 (x, y, z) with s_k = L k/n_el;  3–5: r′_k − r′_0."""
+    nq, np_, m = 12, 2, 1
+
+    def __init__(self, names, qidx, pidx, rows, component=0):
+        self.component = component
+        super().__init__(names, qidx, pidx, rows)
+
+    def phi(self, t, q, p):
+        c = self.component
+        if c < 3:
+            val = q[..., 6 + c] - q[..., c] - p[..., 0] * p[..., 1] * q[..., 3 + c]
+        else:
+            val = q[..., 6 + c] - q[..., c] + 0.0 * p[..., 0]
+        return val[..., None]
+
+    def phi_q(self, t, q, p):
+        c = self.component
+        J = np.zeros(np.broadcast_shapes(q.shape[:-1], p.shape[:-1]) + (1, 12), dtype=np.result_type(q, p))
+        J[..., 0, 6 + c] = 1.0
+        J[..., 0, c] = -1.0
+        if c < 3:
+            J[..., 0, 3 + c] = -p[..., 0] * p[..., 1]
+        return J
+
+    def gamma(self, t, q, v, p):
+        return 0.0 * self.phi(t, q, p) + 0.0 * v[..., :1]
+
+
+@register
+class Beam3Pose(Constraint):
+    """One row fixing the root node (node 0) of a spatial beam, q = node 0 (6),
+    p = (value, n (3)): ``position``: n·r_0 − value;  ``slope``: n·r′_0 − value;
+    ``unit``: |r′_0|² − 1 (p unused)."""
+    nq, np_, m = 6, 4, 1
+
+    def __init__(self, names, qidx, pidx, rows, coordinate="position"):
+        self.coordinate = coordinate
+        super().__init__(names, qidx, pidx, rows)
+
+    def phi(self, t, q, p):
+        c = self.coordinate
+        if c == "unit":
+            val = dot(q[..., 3:6], q[..., 3:6]) - 1.0 + 0.0 * p[..., 0]
+        else:
+            o = 0 if c == "position" else 3
+            val = dot(p[..., 1:4], q[..., o:o + 3]) - p[..., 0]
+        return val[..., None]
+
+    def phi_q(self, t, q, p):
+        c = self.coordinate
+        J = np.zeros(np.broadcast_shapes(q.shape[:-1], p.shape[:-1]) + (1, 6), dtype=np.result_type(q, p))
+        if c == "unit":
+            J[..., 0, 3:6] = 2.0 * q[..., 3:6]
+        else:
+            o = 0 if c == "position" else 3
+            J[..., 0, o:o + 3] = p[..., 1:4]
+        return J
+
+    def gamma(self, t, q, v, p):
+        z = 0.0 * (q[..., 0] + p[..., 0] + v[..., 0])
+        if self.coordinate == "unit":
+            z = z + 2.0 * dot(v[..., 3:6], v[..., 3:6])
+        return z[..., None]
+
+
+# -- spring-dampers between points of any two sides ------------------------------------------
+
+
+class _PairSpringDamper(Force):
+    """Spring-damper between a point C of side a and D of side b (rigid, natural or beam),
+    ℓ = |r_C − r_D|, u = (r_C − r_D)/ℓ, the points' velocities ṙ = (∂r/∂q) q̇:
+
+    * ``law = "linear"``: tension T = k(ℓ − ℓ₀) + c ℓ̇, ℓ̇ = u·(ṙ_C − ṙ_D); force on C
+      f_C = −T u (as ``spatial/forces.SpatialSpring``);
+    * ``law = "relative"``: seed 000 Eq. 43/65 (App. C): f_C = −k(ℓ − ℓ₀) u − c (ṙ_C − ṙ_D),
+      the damper acting on the whole relative velocity.
+
+    r = −(J_Cᵀ f_C, −J_Dᵀ f_C);  p = (side a, side b, k, c, ℓ₀);  V = ½k(ℓ − ℓ₀)²."""
+    uses_v = True
+    kinds = ("rigid", "beam")
+
+    def __init__(self, names, qidx, pidx, law="linear"):
+        self.law = law
+        super().__init__(names, qidx, pidx)
+
+    def _geometry(self, q, v, p):
+        ka, kb = self.kinds
+        na, pa, pb = SIDE_NQ[ka], SIDE_NP[ka], SIDE_NP[kb]
+        A = _side(ka, q[..., :na], None, p[..., :pa])
+        B = _side(kb, q[..., na:], None, p[..., pa:pa + pb])
+        d = A[0] - B[0]
+        dv = (np.einsum("...ij,...j->...i", A[1], v[..., :na]) - np.einsum("...ij,...j->...i", B[1], v[..., na:]))
+        law = p[..., pa + pb:pa + pb + 3]
+        return A[1], B[1], d, dv, law
+
+    def r(self, t, q, v, a, p):
+        Ja, Jb, d, dv, law = self._geometry(q, v, p)
+        k, c, l0 = law[..., 0], law[..., 1], law[..., 2]
+        l = np.sqrt(dot(d, d))
+        u = d / l[..., None]
+        if self.law == "linear":
+            f = -(k * (l - l0) + c * dot(u, dv))[..., None] * u
+        else:
+            f = -(k * (l - l0))[..., None] * u - c[..., None] * dv
+        ra = -np.einsum("...ij,...i->...j", Ja, f)
+        rb = np.einsum("...ij,...i->...j", Jb, f)
+        return _bcast_cat([ra, rb], -1) + 0.0 * a[..., :1]
+
+    def energy(self, t, q, v, p):
+        """V = ½ k (ℓ − ℓ₀)²."""
+        _, _, d, _, law = self._geometry(q, 0.0 * v, p)
+        return 0.5 * law[..., 0] * (np.sqrt(dot(d, d)) - law[..., 2]) ** 2
+
+
+def _spring(kinds):
+    ka, kb = kinds
+    name = f"Spatial{ka.capitalize()}{kb.capitalize()}SpringDamper"
+    cls = type(name, (_PairSpringDamper,), dict(kinds=kinds, nq=SIDE_NQ[ka] + SIDE_NQ[kb],
+                                                 np_=SIDE_NP[ka] + SIDE_NP[kb] + 3,
+                                                 __doc__=f"Spring-damper, side a {ka}, side b {kb} "
+                                                         "(``_PairSpringDamper``)."))
+    cls.__module__ = __name__
+    return register(cls)
+
+
+#: (side a, side b) -> spring-damper class (rigid–rigid: spatial/forces.SpatialSpring)
+SPRINGS = {k: _spring(k) for k in (("rigid", "natural"), ("rigid", "beam"), ("natural", "natural"),
+                                   ("natural", "beam"), ("beam", "beam"))}

@@ -1,0 +1,68 @@
+"""Objective integrands on spatial ANCF beams and natural-coordinate bodies (used by
+``sensitivity/objectives.py``).
+
+* ``stress_ks`` (``body = "BEAM"``, ``ks_rho = ρ``): g = KS_e |σ_e|, the
+  Kreisselmeier–Steinhauser aggregate over the beam's elements of the axial stress
+  σ_e = E(|r_j − r_i|/l − 1) (``ancf3d.axial_stress``, the seed's §6.3 stress, Eq. 56):
+  max_e |σ_e| ≤ KS ≤ max_e |σ_e| + ln(2 n_el)/ρ.  As an integrand ψ = ∫ KS dt; as a
+  terminal, KS at t_end.
+* ``vertical_acceleration_sq`` / ``vertical_acceleration_4`` at a beam point P:
+  g = (e_z·r̈_P)² or ⁴ with r̈_P = S(ξ) ë (the beam's accelerations are linear in ë);
+  ``point_velocity_sq`` / ``point_acceleration_sq``: g = |ṙ_P|², |r̈_P|²; the same at
+  points of natural-coordinate bodies, r_P = C(s') q_b (spatial/natural.py).
+
+Both are complex-step safe, so ``Term.grads`` differentiates them exactly with respect
+to q, ë and the parameters (section, E, length: ∂/∂design as for every other term).
+"""
+from functools import partial
+
+import numpy as np
+
+from .ancf import beam_point_matrices
+from .ancf3d import axial_stress, ks
+
+
+def _stress_ks(t, q, v, a, lam, p, ref, elems, rho):
+    qe = q[..., elems]                                    # (..., E, 12)
+    return ks(axial_stress(qe, p[..., None, :]), rho)
+
+
+def _beam_matrix(p):
+    return beam_point_matrices(p, dim=3)
+
+
+def _vertical(t, q, v, a, lam, p, ref, power, matrix):
+    z = np.einsum("...j,...j->...", matrix(p)[..., 2, :], a)
+    return z ** power
+
+
+def _speed_sq(t, q, v, a, lam, p, ref, acc, matrix):
+    r = np.einsum("...ij,...j->...i", matrix(p), a if acc else v)
+    return np.einsum("...i,...i->...", r, r)
+
+
+def beam3_term(system, kind, cfg):
+    """(integrand, coordinate indices, parameter indices) of ``kind`` on a spatial beam."""
+    sb = system.spatial_beams
+    if kind == "stress_ks":
+        b = sb.beams[cfg.body]
+        qidx = list(range(b.offset, b.offset + b.ncoord))
+        elems = np.array([[i - b.offset for i in b.element(e)] for e in range(b.nel)])
+        return partial(_stress_ks, elems=elems, rho=cfg.ks_rho), qidx, b.material()
+    if sb.is_beam_point(cfg.point):
+        (qidx, pidx), matrix = sb.point(cfg.point), _beam_matrix
+    else:                                       # a natural-coordinate body: r_P = C(s') q_b
+        from .ancf3d_joints import _natural_matrix
+        (qidx, pidx), matrix = system.natural.point(cfg.point), _natural_matrix
+    if kind in ("point_velocity_sq", "point_acceleration_sq"):
+        return partial(_speed_sq, acc=kind == "point_acceleration_sq", matrix=matrix), qidx, pidx
+    return partial(_vertical, power=2 if kind == "vertical_acceleration_sq" else 4, matrix=matrix), qidx, pidx
+
+
+def is_beam3_objective(system, kind, cfg):
+    """True if ``cfg`` is an objective on a spatial beam."""
+    sb, nb = getattr(system, "spatial_beams", None), getattr(system, "natural", None)
+    if kind == "stress_ks":
+        return sb is not None and cfg.body in sb.beams
+    return cfg.point is not None and ((sb is not None and sb.is_beam_point(cfg.point))
+                                      or (nb is not None and nb.is_natural_point(cfg.point)))

@@ -93,16 +93,9 @@ def test_inconsistent_initial_acceleration_is_caught(monkeypatch):
         problem("ts-alpha2").forward()
 
 
-def test_adapt_refused(tmp_path):
-    from parmbs.config import ConfigError
-    cfg = tmp_path / "fivebar.toml"
-    cfg.write_text(FIVEBAR.read_text() + "\n[simulation.adapt]\nrtol = 1e-6\n")
-    with pytest.raises(ConfigError, match="simulation.adapt"):
-        load_config(cfg, SHORT + ['simulation.integrator="ts-alpha2"'])
-
-
 @pytest.mark.parametrize("extra, key", [
-    (["--set", "simulation.adapt.rtol=1e-6"], "simulation.adapt"),
+    # adaptive TSALPHA2 (tests/test_ts_alpha2_adapt.py) does not restart from a stored state
+    (["--set", "simulation.adapt.rtol=1e-6", "--set", 'checkpoint.schedule="every:5"'], "checkpoint.schedule"),
     (["--set", 'simulation.formulation="penalty"'], "simulation.integrator"),
     (["-parmbs_ts_alpha_radius", "0.5"], "simulation.rho_inf"),     # PETSc's own α would not be ours
 ])

@@ -284,9 +284,6 @@ class _Checker:
         if sim.integrator == "hht" and sim.rho_inf < 0.5:
             raise self.fail("simulation.rho_inf", f"HHT-α needs rho_inf in [0.5, 1] (α_f ≤ 1/3), got "
                             f"{sim.rho_inf:g}; use integrator = \"genalpha\" or \"wbz\" for stronger damping")
-        if sim.integrator == "ts-alpha2" and sim.adapt is not None:
-            raise self.fail("simulation.adapt", "ts-alpha2 (PETSc TSALPHA2) runs fixed steps here; remove "
-                            "[simulation.adapt] or use integrator = \"genalpha\", whose steps adapt")
         if sim.stabilization == "ggl" and not (sim.formulation == "index3" and sim.integrator in GGL_INTEGRATORS):
             raise self.fail("simulation.stabilization",
                             f"\"ggl\" stabilizes the index3 integrators {', '.join(GGL_INTEGRATORS)}, not "

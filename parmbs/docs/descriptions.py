@@ -182,7 +182,8 @@ CLASS = {
                                    "`FORMULATION_INTEGRATORS`: see the table below)"),
     "Simulation.integrator": ("", "time integrator (see the table below); `ts-alpha2`: generalized-α on PETSc "
                                   "TSALPHA2, the same discrete equations as `genalpha` (equal to round-off, "
-                                  "forward and gradient), fixed steps"),
+                                  "forward and gradient); adaptive with `simulation.adapt` (TSAdapt on "
+                                  "TSALPHA2's error estimate)"),
     "Simulation.rho_inf": ("", "spectral radius at infinite frequency ρ∞ of generalized-α (`genalpha`, "
                                "`ts-alpha2`) and of its special cases `hht` (HHT-α: α_m = 0, ρ∞ ∈ [½, 1]) "
                                "and `wbz` (WBZ-α: α_f = 0)"),

@@ -49,8 +49,21 @@ bound of tests/test_ts_alpha2.py.
 
 Derivatives: the discrete equations are ours, so ``direct`` and ``adjoint`` are
 NewmarkFamily's tangent and adjoint sweeps over the TS's stored trajectory (PETSc has
-no TSAdjoint for TSALPHA2).  Fixed steps only (simulation.adapt refused in
-config/checks.py); HDF5 checkpoints with every schedule and --restart through
+no TSAdjoint for TSALPHA2).
+
+Adaptive steps (``simulation.adapt``, or ``-parmbs_ts_adapt_type basic`` with its
+defaults; ``none`` keeps dt): TSAdapt "basic" on TSALPHA2's own local error estimate
+(TSEvaluateWLTE_Alpha2: variable-step backward differences over X_{n−1}, X_n, X_{n+1}
+and V likewise, order 2; at the first step the restart's half steps) in PETSc's
+weighted norm, the multiplier rows with atol = LAMBDA_ATOL so they count no error;
+rtol, atol, dt_min, dt_max from simulation.adapt, dt the first step; a failed Newton
+solve rejects the step.  A rejected attempt is retried with a smaller h without a new
+PreStep, so every callback reads the attempt's h = TSGetTimeStep and t_{n+1} = t_n + h
+(``_attempt``).  The accepted (t_k, h_k) become the problem's grid: the sweeps above
+differentiate the run on those steps with the step sizes frozen (as PETSc's TSAdjoint
+does for its schemes), and a frozen replay (Problem.frozen_steps: FD, verify) repeats
+the adaptive run bit for bit (tests/test_ts_alpha2_adapt.py).  Adaptive runs keep their
+trajectory in memory (checkpoint_refusal).  Fixed steps: HDF5 checkpoints with every schedule and --restart through
 parmbs's CheckpointedRun (``_run`` starts TSALPHA2 at any stored state); the TS and
 our Newton matrix on the problem's communicator (several ranks: X = (q, λ) split as
 NewmarkFamily's operator, MUMPS, the model evaluated whole on every rank and each rank
@@ -58,20 +71,25 @@ setting its rows; tests/test_ts_mpi.py), rigid and beam models (not FFR continua
 Newton matrices are structured operators).
 """
 import ctypes
+from types import SimpleNamespace
 
 import numpy as np
 
 from .._petsc import PETSc
 from .._log import stage, instrument
 from ..model.system import ModelError
-from ..petsc_options import _libpetsc, set_config_options
+from ..petsc_options import _libpetsc, adapt_type, set_config_options
 from .newmark import NewmarkFamily, StepError
+from .timeloop import Adapt, TimeGrid
 from .ts import PREFIX, TS_PREFIX
 
 #: TSAlpha_Restart's parameters (α_m, α_f, γ, β) during its backward-Euler half steps
 RESTART_PARAMS = (1.0, 1.0, 1.0, 0.5)
 #: TSAlpha_Restart's A_0 is this multiple of the constant Ẍ of its two half steps
 RESTART_FACTOR = 2.0
+#: vector atol of the multiplier rows in TSAdapt's error norm: they contribute no error
+#: (index-3 multipliers carry the h⁻² round-off amplification, not a truncation error)
+LAMBDA_ATOL = 1e300
 
 
 def _alpha2_params(ts, params=None):
@@ -197,14 +215,31 @@ class TSAlpha2Stepper:
         k = self._k0 + ts.getStepNumber()
         g = self._grid
         self._k, self._x = k, self._states[k]
-        self.h = g.h[k]
-        self._t1 = g.t[k] + g.h[k]
+        self._t1 = None
+        if g is not None:
+            self.h = g.h[k]
+            self._t1 = g.t[k] + g.h[k]
+            if self._replay:
+                ts.setTimeStep(g.h[k])          # a frozen (variable) step sequence
         self._X0 = np.r_[self._x[0], self._x[3]]
         nm = self.nm
         self._R_old = 0.0
         if nm.am or nm.af:
-            self._R_old = nm._eval(g.t[k], self._x, self._p).residual(nm.am, nm.af)
+            tk = g.t[k] if g is not None else ts.getTime()
+            self._R_old = nm._eval(tk, self._x, self._p).residual(nm.am, nm.af)
         self._cache = None
+
+    def _attempt(self, ts):
+        """Adaptive runs: the step size of this attempt (TSAdapt shrinks it after a
+        rejection and retries the step without a new PreStep; petsc4py 3.18 has no
+        PreStage) and its end time, the sum t_k + h PETSc forms (ts->ptime +=
+        ts->time_step).  Called by every callback of the step's Newton solve."""
+        if self._grid is None:
+            h = ts.getTimeStep()
+            if h != self.h or self._t1 is None:
+                self.h = h
+                self._t1 = ts.getTime() + h
+                self._cache = None
 
     def _i2function(self, ts, t, X, V, A, F):
         n = self.sys.n
@@ -213,6 +248,7 @@ class TSAlpha2Stepper:
             # backward-Euler half steps: Ẍ_q = a_0/2 (A_0 = 2c, module docstring), λ = λ_0
             self._put(F, np.r_[Aa[:n] - self._x[2] / RESTART_FACTOR, Xa[n:] - self._x[3]])
             return
+        self._attempt(ts)
         nm = self.nm
         bh2 = nm.beta * self.h * self.h
         if self.native:
@@ -230,6 +266,7 @@ class TSAlpha2Stepper:
             self._put(d, np.r_[np.full(n, shift_a), np.ones(m)])
             P.setDiagonal(d)
         else:
+            self._attempt(ts)
             nm = self.nm
             if self.native:
                 self._native_matrix(self._native_eval(t, *(self._full(u) for u in (X, V, A))))
@@ -254,6 +291,7 @@ class TSAlpha2Stepper:
         ts = self._ts
         if self._restarting(ts):
             return
+        self._attempt(ts)
         qp, _ = self.nm._predict(self._x)
         h = self.h
         self._put(X, np.r_[qp + self.nm.beta * h * h * self._x[2], self._x[3]])
@@ -297,7 +335,9 @@ class TSAlpha2Stepper:
             return R.CONVERGED_SNORM_RELATIVE
         return R.DIVERGED_MAX_IT if it >= tol.max_it else R.ITERATING
 
-    def _make_ts(self, k0, k1):
+    def _make_ts(self, k0, k1, ad=None):
+        """The TSALPHA2 of steps k0 … k1 of ``self._grid``, or (``ad``: timeloop.Adapt)
+        of an adaptive run from ``self._t0`` to ``ad``'s horizon (``_adapt``)."""
         n, m = self.sys.n, self.sys.m
         ts = PETSc.TS().create(comm=self.comm)
         ts.setOptionsPrefix(TS_PREFIX)
@@ -309,13 +349,30 @@ class TSAlpha2Stepper:
         self._J = self.nm.op.A.duplicate(copy=False)
         ts.setI2Function(self._i2function, self._F)
         ts.setI2Jacobian(self._i2jacobian, self._J)
-        ts.setTime(self._grid.t[k0])
-        ts.setTimeStep(self._grid.h[k0])
-        ts.setMaxTime(self._grid.t[k1])
-        ts.setMaxSteps(k1 - k0)
+        if ad is None:
+            ts.setTime(self._grid.t[k0])
+            ts.setTimeStep(self._grid.h[k0])
+            ts.setMaxTime(self._grid.t[k1])
+            ts.setMaxSteps(k1 - k0)
+        else:
+            # TSAdapt basic on TSALPHA2's own estimate (TSEvaluateWLTE_Alpha2: variable-step
+            # backward differences of X and V, order 2); the multiplier rows weighted zero
+            ts.setTime(self._t0)
+            ts.setTimeStep(ad.dt0)
+            ts.setMaxTime(self._t0 + ad.horizon)
+            ts.setMaxSteps(min(int(np.ceil(ad.horizon / ad.dt_min)) + 1, 2 ** 31 - 1))
+            adapt_type(ts, "basic")
+            atol = self.nm.op.A.createVecRight()
+            self._put(atol, np.r_[np.full(n, ad.atol), np.full(m, LAMBDA_ATOL)])
+            ts.setTolerances(rtol=ad.rtol, atol=atol)
+            ts.setStepLimits(ad.dt_min, ad.dt_max)
         ts.setExactFinalTime(ts.ExactFinalTime.MATCHSTEP)
         ts.setPreStep(self._prestep)
         ts.setFromOptions()
+        if ad is None:
+            adapt_type(ts, "none")              # the grid's steps whatever the options say
+        else:
+            ts.setMaxSNESFailures(-1)           # a failed Newton solve rejects the step (smaller h)
         got = _alpha2_params(ts)
         if not np.allclose(got, self.params, rtol=0.0, atol=0.0):
             raise ModelError("simulation.rho_inf", f"the TSALPHA2 parameters {got} from PETSc options "
@@ -329,9 +386,13 @@ class TSAlpha2Stepper:
         return ts
 
     # -- forward: TSALPHA2 over steps k0 … k1 from a stored state ------------------------------------
-    def _run(self, grid, p, k0, x, k1, keep, guard=None, progress=None):
+    def _run(self, grid, p, k0, x, k1, keep, guard=None, progress=None, ad=None, t0=None):
         """TSALPHA2 from x_k0 at t_k0 through step k1 on ``grid``; ``keep(k, t_k, h_{k−1},
         x_k)`` for every state k0 < k ≤ k1.  Returns the Newton iterations per step.
+        ``grid`` None: an adaptive run (``ad``: timeloop.Adapt) from x at ``t0`` (k0 = 0)
+        to the end of the horizon, its steps chosen by TSAdapt; ``k1`` is then only the
+        nominal step count of the progress report, and the accepted times and step sizes
+        are ``self.accepted`` (T, H) afterwards.
 
         A run may start from any stored state: x_{k+1} depends on x_k (ours: the
         predictor, the old residual, the Newmark update) and on TSALPHA2's X_n = (q_k,
@@ -341,12 +402,14 @@ class TSAlpha2Stepper:
         step recomputed by a checkpoint provider, gives the bits of the uninterrupted run
         (tests/test_ts_checkpoint.py)."""
         n = self.sys.n
-        self._grid, self._k0 = grid, k0
+        self._grid, self._k0, self._t0 = grid, k0, t0
+        self._replay = grid is not None and not np.all(grid.h == grid.h[0])
         self._p, self._cache = p, None
         self._states = {k0: x}
         its = []
         state = {}
-        ts = self._make_ts(k0, k1)
+        T, H = [t0], []
+        ts = self._make_ts(k0, k1, ad if grid is None else None)
 
         def monitor(ts_, i, t, u):
             if i == 0:
@@ -355,19 +418,28 @@ class TSAlpha2Stepper:
             try:
                 X = self._full(u)
                 self._x = self._states[k - 1]
-                self.h = grid.h[k - 1]
+                if grid is not None:
+                    tk, hk = grid.t[k], grid.h[k - 1]
+                else:                     # the accepted attempt's h (_prestage), t_k = t_{k−1} + h
+                    tk, hk = t, self.h
+                    if tk != T[-1] + hk:
+                        raise RuntimeError(f"step {k}: TSALPHA2 reached t = {tk!r}, not t_k + h = {T[-1] + hk!r}")
+                    T.append(tk)
+                    H.append(hk)
+                self.h = hk
                 v1, a1 = self._newmark(X[:n])
                 x1 = (X[:n], v1, a1, X[n:])
                 if not all(np.all(np.isfinite(y)) for y in x1):
-                    raise StepError(f"step {k} (t = {grid.t[k]:.6g}): non-finite state")
+                    raise StepError(f"step {k} (t = {tk:.6g}): non-finite state")
                 if guard is not None:
-                    guard.check(k, grid.t[k], x1)
+                    guard.check(k, tk, x1)
                 self._states[k] = x1
                 del self._states[k - 1]
                 its.append(ts_.getSNES().getIterationNumber())
-                keep(k, grid.t[k], grid.h[k - 1], x1)
+                keep(k, tk, hk, x1)
                 if progress:
-                    progress(k, grid.steps)
+                    progress(k if grid is not None else
+                             min(k1, int(round(k1 * (tk - t0) / ad.horizon))), k1 if grid is None else grid.steps)
             except BaseException as e:        # re-raised after ts.solve (PETSc wraps callback errors)
                 state["error"] = e
                 raise
@@ -384,31 +456,48 @@ class TSAlpha2Stepper:
             if "error" in state:
                 raise state["error"] from None
             k = k0 + len(its) + 1
-            raise StepError(f"step {k} (t = {grid.t[min(k, grid.steps)]:.6g}): the TSALPHA2 step failed "
+            raise StepError(f"step {k} (t = {self._time_of(k, ts):.6g}): the TSALPHA2 step failed "
                             f"(Newton did not converge in {self.sim.newton.max_it} iterations)") from None
         finally:
             self._cache = None
             self._states = None
         reason = ts.getConvergedReason()
+        self.rejected = ts.getStepRejections()
+        tend = ts.getTime()
         self._ts = None
-        ts.destroy()
-        if reason < 0 or len(its) != k1 - k0:
+        if grid is None:
+            done = abs(T[-1] - (t0 + ad.horizon)) <= 1e-12 * max(abs(t0 + ad.horizon), 1.0)
+            self.accepted = (np.array(T), np.array(H))
+        else:
+            done = len(its) == k1 - k0
+        if reason < 0 or not done:
             k = k0 + len(its) + 1
-            raise StepError(f"step {k} (t = {grid.t[min(k, grid.steps)]:.6g}): TSALPHA2 stopped (reason {reason}: "
-                            f"Newton did not converge)")
+            why = {-2: "too many step rejections (adaptive)"}.get(reason, "Newton did not converge")
+            t = tend if grid is None else grid.t[min(k, grid.steps)]
+            ts.destroy()
+            raise StepError(f"step {k} (t = {t:.6g}): TSALPHA2 stopped (reason {reason}: {why})")
+        ts.destroy()
         return np.array(its, np.int64)
+
+    def _time_of(self, k, ts):
+        """t_k for a message: the grid's, or the TS's current time (adaptive)."""
+        g = self._grid
+        return g.t[min(k, g.steps)] if g is not None else ts.getTime()
 
     @stage("forward")
     def forward(self, problem, p, progress=None, on_step=None):
         from ..sensitivity.problem import Trajectory
-        grid = problem.grid
-        N = grid.steps
-        x0 = self.nm.initial(grid.t[0], p)
+        ad = None if problem.frozen_grid is not None else self._adapt(problem)
+        grid = problem.frozen_grid if problem.frozen_grid is not None else (
+            None if ad is not None else problem._fixed_grid)
+        t0 = problem.t0
+        x0 = self.nm.initial(t0, p)
         guard = getattr(problem, "guard", None)
         if guard is not None:
-            guard.start(0, grid.t[0], x0, p)
+            guard.alternating = grid is problem._fixed_grid     # the (−1)^k monitor assumes equal steps
+            guard.start(0, t0, x0, p)
         if on_step:
-            on_step(0, grid.t[0], x0)
+            on_step(0, t0, x0)
         S = [x0]
 
         def keep(k, t, h, x):
@@ -416,8 +505,27 @@ class TSAlpha2Stepper:
             if on_step:
                 on_step(k, t, x)
 
-        its = self._run(grid, p, 0, x0, N, keep, guard, progress)
-        return Trajectory(np.array(grid.t), *(np.array([s[i] for s in S]) for i in range(4)), its, grid)
+        its = self._run(grid, p, 0, x0, (grid or problem._fixed_grid).steps, keep, guard, progress, ad=ad, t0=t0)
+        if grid is None:
+            # the accepted steps: the sweeps (NewmarkFamily's, step sizes frozen) and the
+            # objective's trapezoid weights run on them; FD replays them (frozen_steps)
+            grid = TimeGrid(*self.accepted)
+            problem._set_grid(grid)
+        return Trajectory(np.array(grid.t), *(np.array([s[i] for s in S]) for i in range(4)), its, grid,
+                          self.rejected if ad is not None else 0)
+
+    def _adapt(self, problem):
+        """The adaptive settings (timeloop.Adapt) of the next run, or None for fixed steps:
+        simulation.adapt, or -parmbs_ts_adapt_type basic with the [simulation.adapt]
+        defaults; -parmbs_ts_adapt_type none keeps an adaptive config's fixed dt."""
+        from ..config.schema import Adapt as AdaptKeys
+        kind = PETSc.Options().getString(PREFIX + "adapt_type", "")
+        if kind == "none" or (problem.adapt is None and not kind):
+            return None
+        if problem.adapt is not None:
+            return problem.adapt
+        sim = SimpleNamespace(adapt=AdaptKeys(), t_end=self.sim.t_end, dt=self.sim.dt)
+        return Adapt.of(sim, problem.t0)
 
     # -- one-step interface of the checkpointed runs (parmbs/checkpoint/restart.py) --------------------
     def march_fixed(self, p, x, k0, grid, keep, guard, progress):
@@ -428,13 +536,22 @@ class TSAlpha2Stepper:
     def step(self, k, t, x, p):
         """x_{k+1} from x_k by one TSALPHA2 step (a checkpoint provider's recomputation;
         the bits of the whole run, ``_run``).  The step size is ``self.h`` (set_step)."""
-        from .timeloop import TimeGrid
         h = self.h
         got = []
         its = self._run(TimeGrid(np.array([t, t + h]), np.array([h])), p, 0, x, 1,
                         lambda k_, t_, h_, x_: got.append(x_))
         self.h = h
         return got[0], int(its[0])
+
+    def checkpoint_refusal(self):
+        """Why this run cannot checkpoint (None: it can): an adaptive TSALPHA2 run's
+        steps come from TSAdapt's estimate over the previous steps (TSEvaluateWLTE_Alpha2
+        reads X_{n−1}, V_{n−1}), which a TSALPHA2 started at a stored state lacks."""
+        kind = PETSc.Options().getString(PREFIX + "adapt_type", "")
+        if kind != "none" and (self.sim.adapt is not None or kind):
+            return ("ts-alpha2 with adaptive steps (TSAdapt) cannot restart from a stored state (its error "
+                    "estimate needs the previous steps): use fixed steps or schedule 'all' without a checkpoint file")
+        return None
 
     def checkpoint_run(self, problem, store):
         """Checkpointed runs (every schedule, --restart): parmbs's own CheckpointedRun —

@@ -94,8 +94,8 @@ def test_inconsistent_initial_acceleration_is_caught(monkeypatch):
 
 
 @pytest.mark.parametrize("extra, key", [
-    # adaptive TSALPHA2 (tests/test_ts_alpha2_adapt.py) does not restart from a stored state
-    (["--set", "simulation.adapt.rtol=1e-6", "--set", 'checkpoint.schedule="every:5"'], "checkpoint.schedule"),
+    # a checkpointed run's steps follow simulation.adapt (tests/test_ts_alpha2_adapt.py)
+    (["-parmbs_ts_adapt_type", "basic", "--set", 'checkpoint.schedule="every:5"'], "checkpoint.schedule"),
     (["--set", 'simulation.formulation="penalty"'], "simulation.integrator"),
     (["-parmbs_ts_alpha_radius", "0.5"], "simulation.rho_inf"),     # PETSc's own α would not be ours
 ])

@@ -82,3 +82,78 @@ def test_adapt_type_none_keeps_the_fixed_steps():
     assert none.steps == fixed.steps == 100
     assert np.array_equal(none.q, fixed.q) and np.array_equal(none.lam, fixed.lam)
     assert basic.steps != 100 and abs(basic.t[-1] - 0.1) <= 1e-14
+
+
+# ----------------------------------------------------------------------------- HDF5 checkpoints
+# The file keeps the accepted t_k, h_k (checkpoint/store.py, as for the own adaptive
+# steppers); the forward run is one adaptive TSALPHA2 (march_adaptive), the reverse
+# sweep recomputes from stored states on the stored steps (a frozen replay: the bits of
+# the adaptive run).  A run killed in its forward part is re-run from x_0 on --restart
+# (TSAdapt's history is not in the file; the re-run's x_k0 is checked against the
+# stored one).  Contract: bitwise, as every checkpoint test.
+
+_REF = {}
+
+
+def reference():
+    if not _REF:
+        pr = problem(ADAPT)
+        tr = pr.forward()
+        _REF.update(grid=tr.grid, values=pr.objective_values(), grad=pr.adjoint())
+    return _REF
+
+
+@pytest.mark.parametrize("schedule", ["all", "every:7", "revolve:4"])
+def test_checkpointed_adaptive_alpha2_is_the_in_memory_run(schedule, tmp_path):
+    ref = reference()
+    pr = problem(ADAPT, f"checkpoint.schedule={schedule}")
+    ck = pr.use_checkpoint(tmp_path / "ck.h5")
+    tr = pr.forward()
+    values = pr.objective_values(tr)
+    grad = pr.adjoint()
+    ck.store.close()
+    N = ref["grid"].steps
+    assert tr.grid == ref["grid"] and pr.grid == ref["grid"]
+    assert ck.forward_steps == N and ck.adjoint_steps == N
+    assert (ck.recomputed > 0) == (schedule != "all")
+    with h5py_file(tmp_path / "ck.h5") as f:                # the file's grid: the accepted steps
+        assert np.array_equal(f["grid"]["t"][:], ref["grid"].t) and np.array_equal(f["grid"]["h"][:N], ref["grid"].h)
+    for k in ref["grad"]:
+        assert values[k] == ref["values"][k], k
+        assert np.array_equal(grad[k], ref["grad"][k]), (k, np.max(np.abs(grad[k] - ref["grad"][k])))
+
+
+def h5py_file(path):
+    import h5py
+    return h5py.File(path, "r")
+
+
+@pytest.mark.parametrize("schedule,kills", [
+    ("every:7", ["forward:20", "adjoint:12"]),
+    ("all", ["forward:25", "write:5", "adjoint:5"]),     # write:5: a row of the resumed forward run
+])
+def test_sigkill_then_restart_same_gradient(schedule, kills, tmp_path):
+    import json
+    import signal
+    from test_checkpoint import _cli, _partial
+    ref = reference()
+    h5 = tmp_path / "run.h5"
+    sets = [a for s in SETS + [ADAPT, f"checkpoint.schedule={schedule}"] for a in ("--set", s)]
+    for i, kill in enumerate(kills):
+        where = ["-o", h5] if i == 0 else ["--restart", h5]
+        r = _cli("gradient", FIVEBAR, *sets, *where, cwd=tmp_path, PARMBS_CHECKPOINT_INTERVAL=0,
+                 PARMBS_CHECKPOINT_KILL=kill)
+        assert r.returncode == -signal.SIGKILL, (kill, r.returncode, r.stderr)
+        assert not h5.exists() and _partial(h5).exists()
+        with h5py_file(_partial(h5)) as f:             # killed in the phase named (adjoint marker < 0: forward)
+            assert (int(f["adjoint"]["marker"][1]) >= 0) == kill.startswith("adjoint"), kill
+    js = tmp_path / "g.json"
+    r = _cli("gradient", FIVEBAR, *sets, "--restart", h5, "--json", js, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "resuming" in r.stdout
+    doc = json.loads(js.read_text())
+    assert doc["steps"] == ref["grid"].steps
+    for k in ref["grad"]:
+        assert doc["objectives"][k]["value"] == ref["values"][k], k
+        g = np.array(list(doc["objectives"][k]["gradient"].values()))
+        assert np.array_equal(g, ref["grad"][k]), (k, np.max(np.abs(g - ref["grad"][k])))

@@ -350,6 +350,9 @@ def march(stepper, p, t_end, x, k0, t0, keep, *, dt=None, adapt=None, grid=None,
         if grid is None:
             grid = TimeGrid.fixed(t0, dt, int(round((t_end - t0) / dt)))
         return _march_fixed(stepper, p, x, k0, grid, keep, guard, progress), 0
+    own = getattr(stepper, "march_adaptive", None)
+    if own is not None:          # PETSc TSALPHA2: TSAdapt chooses the steps (integrators/ts_alpha2.py)
+        return own(p, t_end, x, k0, t0, keep, adapt, guard, progress, state)
     return _march_adaptive(stepper, p, t_end, x, k0, t0, keep, adapt, guard, progress, h_prev, comm, state)
 
 

@@ -62,8 +62,11 @@ PreStep, so every callback reads the attempt's h = TSGetTimeStep and t_{n+1} = t
 (``_attempt``).  The accepted (t_k, h_k) become the problem's grid: the sweeps above
 differentiate the run on those steps with the step sizes frozen (as PETSc's TSAdjoint
 does for its schemes), and a frozen replay (Problem.frozen_steps: FD, verify) repeats
-the adaptive run bit for bit (tests/test_ts_alpha2_adapt.py).  Adaptive runs keep their
-trajectory in memory (checkpoint_refusal).  Fixed steps: HDF5 checkpoints with every schedule and --restart through
+the adaptive run bit for bit (tests/test_ts_alpha2_adapt.py).  Checkpointed adaptive
+runs (every schedule): the file keeps the accepted t_k, h_k (parmbs's CheckpointedRun);
+the forward run is one adaptive TSALPHA2 (``march_adaptive``), re-run from x_0 when
+resumed in its forward part (TSAdapt's history is not in the file), and the reverse
+sweep recomputes on the stored steps.  Fixed steps: HDF5 checkpoints with every schedule and --restart through
 parmbs's CheckpointedRun (``_run`` starts TSALPHA2 at any stored state); the TS and
 our Newton matrix on the problem's communicator (several ranks: X = (q, λ) split as
 NewmarkFamily's operator, MUMPS, the model evaluated whole on every rank and each rank
@@ -533,6 +536,55 @@ class TSAlpha2Stepper:
         (a checkpointed forward run, resumed at k0).  Returns (grid, iterations)."""
         return grid, self._run(grid, p, k0, x, grid.steps, keep, guard, progress)
 
+    def march_adaptive(self, p, t_end, x, k0, t0, keep, ad, guard, progress, state):
+        """timeloop.march's adaptive loop for this stepper (a checkpointed forward run):
+        one TSALPHA2 with TSAdapt.  Returns ((TimeGrid of steps k0 … N, Newton
+        iterations), rejected steps).
+
+        TSAdapt's estimate reads the previous steps (X_{n−1}, V_{n−1}, t_n − t_{n−1})
+        and TSALPHA2 restarts (TSAlpha_Restart, its own first-step estimate) at a TS's
+        first step, neither of which a TS started at a stored x_k0 has: it would take
+        other steps.  So a run resumed at k0 > 0 is re-run from x_0 — deterministic, the
+        same bits — its x_k0 and t_k0 checked against the stored ones (RuntimeError if a
+        bit differs), and only the steps after k0 are kept.  ``state`` (MarchState)
+        gets the next h and the rejections; there is no own controller state to keep."""
+        t_start = state.t_start if state is not None else t0
+        x_start = x if k0 == 0 else self.nm.initial(t_start, p)
+        T, H, seen = [t0], [], [k0 == 0]
+
+        def kept(k, t, h, xk):
+            if k < k0:
+                return
+            if k == k0:
+                if t != t0 or not all(np.array_equal(a, b) for a, b in zip(xk, x)):
+                    raise RuntimeError(f"step {k} (t = {t:.6g}): the adaptive TSALPHA2 run re-run from the "
+                                       "initial state differs from the stored state it resumes from")
+                seen[0] = True
+                return
+            if state is not None:
+                state.h_next, state.err_prev, state.hist = self._ts.getTimeStep(), None, []
+                state.rejected = self._ts.getStepRejections()
+            T.append(t)
+            H.append(h)
+            keep(k, t, h, xk)
+
+        stepper = self
+
+        class _After:
+            """The guard from step k0 on (the re-run steps before it were checked)."""
+
+            def check(self, k, t, xk):
+                if k > k0 and guard is not None:
+                    guard.h = stepper.h                   # this step's h (as _march_adaptive sets it)
+                    guard.check(k, t, xk)
+
+        nominal = max(1, int(round((t_end - t_start) / self.sim.dt)))
+        its = self._run(None, p, 0, x_start, nominal, kept, _After(), progress, ad=ad, t0=t_start)
+        if not seen[0]:
+            raise RuntimeError(f"the adaptive TSALPHA2 run re-run from the initial state has fewer than the "
+                               f"{k0} steps it resumes from")
+        return (TimeGrid(np.array(T), np.array(H)), its[k0:]), self.rejected
+
     def step(self, k, t, x, p):
         """x_{k+1} from x_k by one TSALPHA2 step (a checkpoint provider's recomputation;
         the bits of the whole run, ``_run``).  The step size is ``self.h`` (set_step)."""
@@ -544,13 +596,13 @@ class TSAlpha2Stepper:
         return got[0], int(its[0])
 
     def checkpoint_refusal(self):
-        """Why this run cannot checkpoint (None: it can): an adaptive TSALPHA2 run's
-        steps come from TSAdapt's estimate over the previous steps (TSEvaluateWLTE_Alpha2
-        reads X_{n−1}, V_{n−1}), which a TSALPHA2 started at a stored state lacks."""
+        """Why this run cannot checkpoint (None: it can).  Adaptive runs checkpoint
+        (``march_adaptive``) when simulation.adapt says so: a checkpointed run's step
+        sequence follows the config, so -parmbs_ts_adapt_type must not contradict it."""
         kind = PETSc.Options().getString(PREFIX + "adapt_type", "")
-        if kind != "none" and (self.sim.adapt is not None or kind):
-            return ("ts-alpha2 with adaptive steps (TSAdapt) cannot restart from a stored state (its error "
-                    "estimate needs the previous steps): use fixed steps or schedule 'all' without a checkpoint file")
+        if kind and (kind != "none") != (self.sim.adapt is not None):
+            return (f"-{PREFIX}adapt_type {kind} contradicts simulation.adapt in a checkpointed ts-alpha2 run: "
+                    "set or remove [simulation.adapt] instead")
         return None
 
     def checkpoint_run(self, problem, store):

@@ -157,3 +157,29 @@ def test_sigkill_then_restart_same_gradient(schedule, kills, tmp_path):
         assert doc["objectives"][k]["value"] == ref["values"][k], k
         g = np.array(list(doc["objectives"][k]["gradient"].values()))
         assert np.array_equal(g, ref["grad"][k]), (k, np.max(np.abs(g - ref["grad"][k])))
+
+
+def test_a_resumed_forward_that_does_not_repeat_is_refused(tmp_path, monkeypatch):
+    """A run interrupted in its forward part is re-run from x_0 on resume and its x_k0
+    compared with the stored state: an initial state off by one ulp (what a
+    non-reproducible run would give) stops the run with the step named instead of
+    continuing from another trajectory."""
+    from parmbs.checkpoint import SimulatedKill
+    monkeypatch.setenv("PARMBS_TEST_FAULTS", "1")
+    monkeypatch.setenv("PARMBS_CHECKPOINT_INTERVAL", "0")
+    monkeypatch.setenv("PARMBS_CHECKPOINT_KILL", "raise:forward:20")
+    h5 = tmp_path / "ck.h5"
+    pr = problem(ADAPT, "checkpoint.schedule=every:7")
+    ck = pr.use_checkpoint(h5)
+    with pytest.raises(SimulatedKill):
+        pr.forward()
+    ck.store.abandon()
+    monkeypatch.delenv("PARMBS_CHECKPOINT_KILL")
+    pr = problem(ADAPT, "checkpoint.schedule=every:7")
+    nm = pr.stepper.nm
+    real = nm.initial
+    monkeypatch.setattr(nm, "initial", lambda t0, p: (np.nextafter(real(t0, p)[0], np.inf),) + tuple(real(t0, p)[1:]))
+    ck = pr.use_checkpoint(h5)
+    with pytest.raises(RuntimeError, match=r"step 14 \(t = .*\): the adaptive TSALPHA2 run re-run"):
+        pr.forward()
+    ck.store.abandon()

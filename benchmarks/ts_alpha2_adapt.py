@@ -36,12 +36,14 @@ def rel(a, b):
                for k in b)
 
 
+FIVEBAR = os.path.join(os.path.dirname(__file__), "..", "configs", "fivebar.toml")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("config", nargs="?", default=os.path.join(os.path.dirname(__file__), "..", "configs",
-                                                              "fivebar.toml"))
-    ap.add_argument("--t-end", type=float, default=0.5)
+    ap.add_argument("config", nargs="?", default=FIVEBAR)
     ap.add_argument("--rtol", type=float, action="append")
+    ap.add_argument("--t-end", type=float, default=0.5)
     ap.add_argument("--ref-dt", type=float, default=1e-4)
     ap.add_argument("--schedule", default="every:10")
     ap.add_argument("--set", action="append", default=[])

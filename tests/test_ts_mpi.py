@@ -128,3 +128,42 @@ def test_distributed_ts_checkpoint_is_the_distributed_in_memory_run(tmp_path_fac
     assert tr.steps == 10 and pr.stepper.layout.dist and ck.recomputed == ck.sched.recomputations(10) + 10
     for k in g0:
         assert v[k] == v0[k] and np.array_equal(g[k], g0[k]), k
+
+
+@pytest.mark.mpi(min_size=2)
+def test_distributed_adaptive_ts_alpha2_equals_serial():
+    """Adaptive ts-alpha2 (TSAdapt on TSALPHA2's estimate; tests/test_ts_alpha2_adapt.py)
+    distributed: TSAdapt's error norm is a collective reduction, so both ranks take one
+    step sequence.  The serial and distributed runs' estimates differ by the LU
+    round-off carried in V (ε Q/h_min, as above), against a weight of at least atol:
+    relative δ = ε Q/(h_min atol) ≈ 5e-7 at most, so h_k (∝ estimate^(−1/3)) differ by
+    ≤ δ/3 h_k and t_N by ≤ N h_max δ/3, ×10 for the operations: 2.7e-7 (measured
+    1.3e-11: the grids are not bitwise equal).  The accept/reject decisions agree (a
+    flip needs an estimate within δ of the tolerance), so the step count is the same.
+    Gradient bound: the fixed-step one above with h_min and N of this run, 10 N ε Q/
+    (h_min max|v|) = 2.3e-10; the two meshes' discretizations differ by ~2 (δh/h) ×
+    the discretization error (1e-4), of lower order.  Measured: 7.3e-13 of max |∇ψ|
+    (N = 36, 2 rejected)."""
+    sets = ["simulation.t_end=0.1", "simulation.dt=1e-3", 'simulation.integrator="ts-alpha2"', "simulation.rho_inf=0.9",
+            "simulation.adapt={rtol=1e-4, atol=1e-6}"]
+    out = {}
+    for name, comm in (("world", PETSc.COMM_WORLD), ("self", PETSc.COMM_SELF)):
+        pr = Problem(load_config(str(CONFIGS / "fivebar.toml"), sets), comm=comm)
+        tr = pr.forward()
+        out[name] = pr, tr, pr.adjoint()
+    (prw, tw, gw), (prs, ts, gs) = out["world"], out["self"]
+    assert prw.stepper.dist and not prs.stepper.dist
+    assert tw.steps == ts.steps and np.diff(ts.t).max() > 2 * np.diff(ts.t).min()
+    Q, V = np.max(np.abs(ts.q)), np.max(np.abs(ts.v))
+    h = np.diff(ts.t)
+    dt_bound = 10 * ts.steps * h.max() * EPS * Q / (h.min() * 1e-6) / 3
+    print(f"adaptive ts-alpha2: {ts.steps} steps, max |Δt_k| {np.max(np.abs(tw.t - ts.t)):.1e} (bound {dt_bound:.1e})")
+    assert np.max(np.abs(tw.t - ts.t)) <= dt_bound
+    bound = 10 * ts.steps * EPS * Q / np.diff(ts.t).min() / V
+    comm = PETSc.COMM_WORLD.tompi4py()
+    for k in gs:
+        g = np.max(np.abs(gs[k]))
+        print(f"adaptive ts-alpha2 {k}: |Δ∇ψ|/max|∇ψ| {np.max(np.abs(gw[k] - gs[k])) / g:.1e} (bound {bound:.1e})")
+        assert np.max(np.abs(gw[k] - gs[k])) <= bound * g, k
+        other = comm.allgather(gw[k])
+        assert all(np.array_equal(o, other[0]) for o in other), k

@@ -176,3 +176,14 @@ def test_a_resumed_forward_that_does_not_repeat_is_refused(tmp_path, monkeypatch
     with pytest.raises(RuntimeError, match=r"step 14 \(t = .*\): the adaptive TSALPHA2 run re-run"):
         pr.forward()
     ck.store.abandon()
+
+
+def test_step_size_floor_is_an_error_naming_step_and_time():
+    """TSAdapt basic would accept a step at its minimum whatever its error; ts-alpha2
+    stops instead when a rejection takes h below dt_min (as the own controller:
+    StepSizeError, exit 1 in the CLI).  rtol 1e-10 cannot be met at dt_min = 2e-4
+    (the first step, 1e-3, is rejected down to ~1e-4)."""
+    from parmbs.integrators.timeloop import StepSizeError
+    pr = problem("simulation.adapt={rtol=1e-10, atol=1e-12, dt_min=2e-4}")
+    with pytest.raises(StepSizeError, match=r"^step 1 \(t = 0\): the step size fell below dt_min = 0\.0002 s"):
+        pr.forward()

@@ -57,7 +57,8 @@ defaults; ``none`` keeps dt): TSAdapt "basic" on TSALPHA2's own local error esti
 and V likewise, order 2; at the first step the restart's half steps) in PETSc's
 weighted norm, the multiplier rows with atol = LAMBDA_ATOL so they count no error;
 rtol, atol, dt_min, dt_max from simulation.adapt, dt the first step; a failed Newton
-solve rejects the step.  A rejected attempt is retried with a smaller h without a new
+solve rejects the step; h pushed below dt_min is an error naming step and time
+(``_floor``: PETSc's basic adapter would accept a step at its minimum whatever its error).  A rejected attempt is retried with a smaller h without a new
 PreStep, so every callback reads the attempt's h = TSGetTimeStep and t_{n+1} = t_n + h
 (``_attempt``).  The accepted (t_k, h_k) become the problem's grid: the sweeps above
 differentiate the run on those steps with the step sizes frozen (as PETSc's TSAdjoint
@@ -83,7 +84,7 @@ from .._log import stage, instrument
 from ..model.system import ModelError
 from ..petsc_options import _libpetsc, adapt_type, set_config_options
 from .newmark import NewmarkFamily, StepError
-from .timeloop import Adapt, TimeGrid
+from .timeloop import Adapt, StepSizeError, TimeGrid
 from .ts import PREFIX, TS_PREFIX
 
 #: TSAlpha_Restart's parameters (α_m, α_f, γ, β) during its backward-Euler half steps
@@ -240,9 +241,25 @@ class TSAlpha2Stepper:
         if self._grid is None:
             h = ts.getTimeStep()
             if h != self.h or self._t1 is None:
+                self._floor(ts, h)
                 self.h = h
                 self._t1 = ts.getTime() + h
                 self._cache = None
+
+    def _floor(self, ts, h):
+        """Exit 1 (StepSizeError, step and time named) when TSAdapt's rejections push h
+        below simulation.adapt.dt_min — as the own controller (timeloop.py) — instead of
+        PETSc's basic adapter accepting a step at its minimum whatever its error.  TSAdapt
+        gets half of dt_min as its floor so such an attempt is seen here; the last steps
+        MATCHSTEP shortens to land on t_end (h = rest or rest/2) are not limited."""
+        t, ad = ts.getTime(), self._ad
+        t_end = self._t0 + ad.horizon
+        if h < ad.dt_min and t + 2.0 * h < t_end - 1e-12 * max(abs(t_end), ad.horizon):
+            k = self._k + 1
+            self._fail = StepSizeError(
+                f"step {k} (t = {t:.6g}): the step size fell below dt_min = {ad.dt_min:.3g} s (TSAdapt rejected "
+                f"{ts.getStepRejections()} steps); loosen simulation.adapt.rtol/atol or lower dt_min")
+            raise self._fail
 
     def _i2function(self, ts, t, X, V, A, F):
         n = self.sys.n
@@ -368,7 +385,7 @@ class TSAlpha2Stepper:
             atol = self.nm.op.A.createVecRight()
             self._put(atol, np.r_[np.full(n, ad.atol), np.full(m, LAMBDA_ATOL)])
             ts.setTolerances(rtol=ad.rtol, atol=atol)
-            ts.setStepLimits(ad.dt_min, ad.dt_max)
+            ts.setStepLimits(0.5 * ad.dt_min, ad.dt_max)      # (below dt_min: _floor's error)
         ts.setExactFinalTime(ts.ExactFinalTime.MATCHSTEP)
         ts.setPreStep(self._prestep)
         ts.setFromOptions()
@@ -405,7 +422,7 @@ class TSAlpha2Stepper:
         step recomputed by a checkpoint provider, gives the bits of the uninterrupted run
         (tests/test_ts_checkpoint.py)."""
         n = self.sys.n
-        self._grid, self._k0, self._t0 = grid, k0, t0
+        self._grid, self._k0, self._t0, self._ad, self._fail = grid, k0, t0, ad, None
         self._replay = grid is not None and not np.all(grid.h == grid.h[0])
         self._p, self._cache = p, None
         self._states = {k0: x}
@@ -458,6 +475,8 @@ class TSAlpha2Stepper:
         except PETSc.Error:
             if "error" in state:
                 raise state["error"] from None
+            if self._fail is not None:
+                raise self._fail from None
             k = k0 + len(its) + 1
             raise StepError(f"step {k} (t = {self._time_of(k, ts):.6g}): the TSALPHA2 step failed "
                             f"(Newton did not converge in {self.sim.newton.max_it} iterations)") from None

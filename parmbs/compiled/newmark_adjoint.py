@@ -188,6 +188,34 @@ def adjoint_step(q0, v0, a0, l0, q1, v1, a1, l1, mq1, mv1, ma1, ml1, p, t, h, be
 
 
 @njit(cache=True)
+def adjoint_sweep(Q, Vl, A, L, T, H, k0, k1, mq, mv, ma, ml, grad, gref, b0, GQ, GV, GA, GL, GP, GR, p, beta,
+                  gamma, am, af, dmap, nd, Kf, Kp, Ks, Kdf, Kdp, Kds):
+    """Reverse steps k1−1, …, k0 of a stored trajectory (rows k of Q, Vl, A, L; t_k = T[k],
+    h_k = H[k]) from μ_{k1} = (mq, mv, ma, ml) in one call: each step is ``adjoint_step``,
+    then the objective partials of state k (row k − b0 of GQ … GR: sensitivity/
+    local_table.py) are added as Problem._adjoint_sweep adds them — μ_k = μ + g_x,
+    ∇ψ = (∇ψ + Δ∇ψ) + g_ρ, g_ref summed — so the numbers are the per-step sweep's, bit
+    for bit, without its Python work per step (the five-bar: ~14 µs of ~49 per step —
+    the call's argument typing and wrapper, the loop, the table look-up;
+    benchmarks/README.md).  Returns (μ_k, ∇ψ, g_ref, k): k = k0 when every step ran,
+    else k' + 1 where step k' met a singular J (μ, ∇ψ, g_ref then those of state
+    k' + 1; the caller runs step k' on the numpy path, which reports)."""
+    for k in range(k1 - 1, k0 - 1, -1):
+        r = adjoint_step(Q[k], Vl[k], A[k], L[k], Q[k + 1], Vl[k + 1], A[k + 1], L[k + 1], mq, mv, ma, ml, p, T[k],
+                         H[k], beta, gamma, am, af, dmap, nd, Kf, Kp, Ks, Kdf, Kdp, Kds)
+        if r[5] != 0:
+            return mq, mv, ma, ml, grad, gref, k + 1
+        i = k - b0
+        mq = r[0] + GQ[i]
+        mv = r[1] + GV[i]
+        ma = r[2] + GA[i]
+        ml = r[3] + GL[i]
+        grad = grad + r[4] + GP[i]
+        gref = gref + GR[i]
+    return mq, mv, ma, ml, grad, gref, k0
+
+
+@njit(cache=True)
 def tangent_step(q0, v0, a0, l0, q1, v1, a1, l1, dq, dv, da, dl, p, t, h, beta, gamma, am, af, dmap, nd, Kf,
                  Kp, Ks, Kdf, Kdp, Kds):
     """(dq, dv, da, dλ of x_{k+1} (each (·, nd)), status) from those of x_k (module

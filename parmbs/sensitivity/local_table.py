@@ -49,6 +49,12 @@ class LocalGradTable:
         i = k - b[0]
         return [g[i] for g in gx], gp[i], gr[i]
 
+    def block(self, k):
+        """(g_x blocks (B, ·, K), ∂ψ/∂ρ (B, nd, K), ∂ψ/∂ref (B, 2, K)) of the block holding
+        step k < ``last``, row i = step (k // BLOCK)·BLOCK + i (sensitivity/adjoint_batch.py)."""
+        self.get(k)
+        return self._block[2]
+
     def _compute(self, k0, k1):
         pr, tr = self.pr, self.traj
         sl = slice(k0, k1)

@@ -25,6 +25,7 @@ import numpy as np
 from .. import _log
 from ..config import resources
 from ..faults import rank_fault
+from . import adjoint_batch
 from ..model.system import System
 from ..formulations import make_stepper
 from .design import DesignSpace
@@ -398,6 +399,9 @@ class Problem:
         is called after each step (checkpointing the adjoint state)."""
         T = t if t is not None else self.grid.t
         self._observe(k1, T[k1], grad)
+        if after is None and t is not None and adjoint_batch.usable(self, state, p, mu):
+            mu, grad, gref, k1 = adjoint_batch.sweep(self, p, k1, mu, grad, gref, T)   # issue 19: blocks of steps
+            x1 = state(k1)
         for k in range(k1 - 1, -1, -1):
             x0 = state(k)
             set_step(self.stepper, self.grid.h[k])

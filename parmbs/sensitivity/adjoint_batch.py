@@ -1,0 +1,61 @@
+"""The in-memory adjoint sweep by blocks of compiled steps (issue 19: adjoint ÷ forward).
+
+With the compiled adjoint step (compiled/newmark_adjoint.py) the five-bar's sweep cost
+~49 µs per step, of which ~35 µs inside the compiled step and ~14 µs of Python around
+it: the Python → numba call (argument typing, the stepper's wrapper and log event),
+the sweep's loop and the objective-partials look-up (benchmarks/README.md, "Adjoint
+sweep by blocks").  Here the sweep hands numba one block of the objective-partials
+table (sensitivity/local_table.py, ``BLOCK`` steps) at a time and
+``newmark_adjoint.adjoint_sweep`` runs those steps in one call: the same compiled step,
+the same additions in the same order as ``Problem._adjoint_sweep`` (μ_k = μ + g_x,
+∇ψ = (∇ψ + Δ∇ψ) + g_ρ), so the gradients are the per-step sweep's bit for bit
+(tests/test_compiled_adjoint.py).  Memory: nothing per step beyond the table's block.
+
+Taken only where nothing needs the steps one by one: a compiled stepper on real
+arrays, the trajectory and the partials table in memory, no ``on_step`` observer
+(sensitivity/history.py), no checkpointing, no injected fault (parmbs/faults.py);
+``progress`` is ticked once per block.  A singular J stops the block; the per-step
+sweep then takes that step on the numpy path, which reports it.
+"""
+import numpy as np
+
+from ..faults import rank_fault
+from .local_table import BLOCK
+
+
+def usable(problem, state, p, mu):
+    """The batched sweep applies to this sweep (module docstring)."""
+    st, table = problem.stepper, getattr(problem, "_table", None)
+    return (table is not None and getattr(st, "compiled", None) is not None and len(mu) == 4
+            and getattr(state, "__self__", None) is table.traj and not table.traj.extra
+            and getattr(problem, "_on_step", None) is None and not rank_fault.active
+            and hasattr(st, "_compiled_real") and st._compiled_real(p, tuple(mu), table.traj.x(0)))
+
+
+def sweep(problem, p, k1, mu, grad, gref, T):
+    """Reverse steps from k1 down by blocks: (μ, ∇ψ, g_ref, k) with k the state reached
+    (0 when the whole sweep ran; else the per-step sweep goes on from x_k)."""
+    from ..compiled.newmark_adjoint import adjoint_sweep
+    from ..integrators.timeloop import set_step
+    st, table, tr = problem.stepper, problem._table, problem._table.traj
+    c = st.compiled
+    f = lambda y: np.ascontiguousarray(y, dtype=np.float64)
+    Q, V, A, L = (f(y) for y in (tr.q, tr.v, tr.a, tr.lam))
+    T, H = f(T), f(problem.grid.h)
+    dm, Kdf, Kdp, Kds = c._design(st.design_map, st.nd)
+    mq, mv, ma, ml = (f(y).reshape(len(y), -1) for y in mu)
+    grad, gref = f(grad), f(gref)
+    k = k1
+    while k > 0:
+        b0 = ((k - 1) // BLOCK) * BLOCK
+        gx, gp, gr = table.block(k - 1)
+        mq, mv, ma, ml, grad, gref, k_end = adjoint_sweep(
+            Q, V, A, L, T, H, b0, k, mq, mv, ma, ml, grad, gref, b0, *(f(g) for g in gx[:4]), f(gp), f(gr), f(p),
+            float(st.beta), float(st.gamma), float(st.am), float(st.af), dm, int(st.nd), c.Kf, c.Kp, c.Ks, Kdf, Kdp,
+            Kds)
+        k = k_end
+        problem._tick(problem.nsteps - k, problem.nsteps)
+        if k != b0:
+            break
+    set_step(st, problem.grid.h[k if k < k1 else k1 - 1])
+    return [mq, mv, ma, ml], grad, gref, k

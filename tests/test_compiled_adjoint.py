@@ -198,3 +198,33 @@ def test_objective_values_by_blocks_are_the_per_state_ones(monkeypatch, tmp_path
     vs = pr.objective_values()
     assert len(vs) == len(pr.objectives) and all(vs[k] != 0.0 for k in vs)
     assert vb == vs
+
+
+@pytest.mark.parametrize("model", ["fivebar", "kinds"])
+def test_adjoint_sweep_by_blocks_is_the_per_step_sweep(monkeypatch, tmp_path, model):
+    """The sweep by blocks of compiled steps (sensitivity/adjoint_batch.py) runs the same
+    compiled step and the same additions in the same order as the per-step sweep: the
+    gradients are bitwise equal, and the block path was taken (more steps than one block;
+    on ALL_KINDS every planar integrand kind, a weight and a terminal term).  An
+    ``on_step`` observer needs the steps one by one: the block path is then not taken."""
+    from parmbs.sensitivity import adjoint_batch
+    if model == "fivebar":
+        path, sets = ROOT / "configs" / "fivebar.toml", ("simulation.t_end=0.3",)
+    else:
+        path, sets = tmp_path / "kinds.toml", ("simulation.t_end=0.3", "simulation.dt=1e-3")
+        path.write_text(ALL_KINDS + OBJECTIVES)
+    pr = _problem(path, *sets)
+    pr.forward()
+    assert pr.stepper.compiled is not None and pr.nsteps > adjoint_batch.BLOCK
+    calls, sweep = [], adjoint_batch.sweep
+    monkeypatch.setattr(adjoint_batch, "sweep", lambda *a: calls.append(1) or sweep(*a))
+    gb = pr.adjoint()
+    assert calls == [1]
+    seen = []
+    go = pr.adjoint(on_step=lambda k, t, g, dx: seen.append(k))
+    assert calls == [1] and seen == list(range(pr.nsteps, -1, -1))
+    monkeypatch.setattr(adjoint_batch, "usable", lambda *a: False)
+    gs = pr.adjoint()
+    assert len(gs) == len(pr.objectives)
+    for k in gs:
+        assert np.any(gs[k]) and np.array_equal(gb[k], gs[k]) and np.array_equal(go[k], gs[k]), k

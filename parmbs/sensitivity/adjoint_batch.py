@@ -13,8 +13,9 @@ the same additions in the same order as ``Problem._adjoint_sweep`` (μ_k = μ + 
 
 Taken only where nothing needs the steps one by one: a compiled stepper on real
 arrays, the trajectory and the partials table in memory, no ``on_step`` observer
-(sensitivity/history.py), no checkpointing, no injected fault (parmbs/faults.py);
-``progress`` is ticked once per block.  A singular J stops the block; the per-step
+(sensitivity/history.py), no checkpointing, no injected fault (parmbs/faults.py), no
+PETSc logging (``-log_view`` counts the ParmbsAdjStep event once per step: parmbs/
+_log.py); ``progress`` is ticked once per block.  A singular J stops the block; the per-step
 sweep then takes that step on the numpy path, which reports it.
 """
 import numpy as np
@@ -25,8 +26,9 @@ from .local_table import BLOCK
 
 def usable(problem, state, p, mu):
     """The batched sweep applies to this sweep (module docstring)."""
+    from .._petsc import PETSc
     st, table = problem.stepper, getattr(problem, "_table", None)
-    return (table is not None and getattr(st, "compiled", None) is not None and len(mu) == 4
+    return (not PETSc.Log.isActive() and table is not None and getattr(st, "compiled", None) is not None and len(mu) == 4
             and getattr(state, "__self__", None) is table.traj and not table.traj.extra
             and getattr(problem, "_on_step", None) is None and not rank_fault.active
             and hasattr(st, "_compiled_real") and st._compiled_real(p, tuple(mu), table.traj.x(0)))

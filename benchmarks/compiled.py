@@ -31,6 +31,11 @@ load otherwise (one process per model: kernels compiled for one model are in mem
 400 steps or 1 s) on both paths for hanging chains of that many links (benchmarks/
 gradient.py's model, N = 5·links unknowns), the compiled path forced beyond
 ``compiled.MAX_UNKNOWNS`` — the measurement that sets it.
+
+``--chain 60``: instead, the gradient (forward + adjoint, 5 design variables, the
+chain's objectives; ``--chain-steps`` steps) of that chain on the numpy path, as shipped
+(``auto``), and on the compiled path forced past ``compiled.MAX_UNKNOWNS`` (issue 19's
+goal "60-link chain gradient ≥ 5× faster"); first use (compile) untimed.
 """
 import parmbs  # noqa: F401  (first: parmbs/_determinism.py pins threads and numpy's SIMD)
 
@@ -136,6 +141,41 @@ def crossover(links):
               flush=True)
 
 
+def chain_gradient(links, steps, ndesign, repeat):
+    """Gradient (forward + adjoint) of the hanging chain (module docstring, ``--chain``):
+    numpy + PETSc vs the compiled path forced past ``compiled.MAX_UNKNOWNS``."""
+    import pathlib
+    import sys
+    import tempfile
+    sys.path.insert(0, str(pathlib.Path(__file__).parent))
+    from gradient import chain_toml
+    from parmbs import compiled
+    limit = compiled.MAX_UNKNOWNS
+    f = pathlib.Path(tempfile.mkdtemp()) / "chain.toml"
+    f.write_text(chain_toml(links, steps, ndesign))
+    rows, grads = [], {}
+    for mode, name in (("off", "numpy + PETSc"), ("auto", "auto (as shipped)"), ("on", "compiled, forced")):
+        compiled.MAX_UNKNOWNS = 10 ** 9 if mode == "on" else limit
+        pr = Problem(load_config(str(f), [f"simulation.compiled={'on' if mode == 'on' else mode}"]))
+        pr.forward()
+        pr.adjoint()                                   # first use (compile or cache load) not timed
+        tf, _ = cpu_min(pr.forward, repeat)
+        ta, g = cpu_min(pr.adjoint, repeat)
+        grads[mode] = g
+        rows.append((name, "yes" if pr.stepper.compiled is not None else "no", tf, ta))
+    compiled.MAX_UNKNOWNS = limit
+    print(f"chain of {links} links, N = n + m = {pr.sys.n + pr.sys.m}, {steps} steps, {ndesign} design variables, "
+          f"{len(pr.objectives)} objective(s), CPU s, min of {repeat}")
+    print("| path | compiled step | forward s | adjoint s | gradient s | adjoint ÷ forward | gradient ÷ numpy's |")
+    print("|---|---|---|---|---|---|---|")
+    base = rows[0][2] + rows[0][3]
+    for name, c, tf, ta in rows:
+        print(f"| {name} | {c} | {tf:.3f} | {ta:.3f} | {tf + ta:.3f} | {ta / tf:.2f} | {(tf + ta) / base:.2f} |")
+    rel = lambda A, B: float(np.max(np.abs(A - B)) / np.max(np.abs(A)))
+    print("gradients forced compiled vs numpy (max rel.): "
+          + ", ".join(f"{k} {rel(grads['off'][k], grads['on'][k]):.1e}" for k in grads["off"]))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--config", default="configs/fivebar.toml")
@@ -144,11 +184,15 @@ def main():
                     help="config override (repeatable), e.g. to pin the scheme a row was measured with")
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--crossover", help="comma list of chain lengths (module docstring)")
+    ap.add_argument("--chain", type=int, help="links of the chain whose gradient is timed (module docstring)")
+    ap.add_argument("--chain-steps", type=int, default=200)
     ap.add_argument("--guard", action="store_true", help="only the forward's cost outside the step (docstring)")
     ap.add_argument("--compile", action="store_true", help="only the first-use (compile) times (docstring)")
     args = ap.parse_args()
     if args.crossover:
         return crossover([int(c) for c in args.crossover.split(",")])
+    if args.chain:
+        return chain_gradient(args.chain, args.chain_steps, 5, args.repeat)
     sets = [f"simulation.t_end={args.t_end}", "simulation.progress=false", *args.set]
     if args.guard:
         return guard_cost(args.config, sets, args.repeat)

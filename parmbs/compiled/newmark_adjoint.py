@@ -17,7 +17,22 @@ weights (α_m, α_f) (when either is nonzero: generalized-α, HHT, WBZ):
             and with old-state terms, μ_q −= K⁰ᵀν₁, μ_v −= C⁰ᵀν₁, μ_a −= M⁰ᵀν₁, μ_λ −= α_f G⁰ν₁,
             ∇ψ −= ∂R₁⁰/∂ρᵀ ν₁.
 
-Each block is one evaluation of the model kernels (newmark_step._evaluate) with the
+The adjoint step by parts (``state_blocks``, ``_adjoint_by_parts``).  Every block is
+linear in the weights: R₁ = w₁ R_I + w₂ R_F, with I the kinds weighted by w₁ (r_a:
+``Km``) and F all the others, so each state is evaluated once with unit weights —
+K_I, K_F (with the Hessian; rows n.. Φ_q), C_F, M_I and Im ∂R_I/∂ρ, Im ∂R_F/∂ρ (the
+tiled set 1 holds the I kinds alone) — and the step combines them: K = (1−α_m) K_I +
+(1−α_f) K_F, K⁰ = α_m K_I + α_f K_F, C = (1−α_f) C_F, M⁰ = α_m M_I, J = (1−α_m) M_I +
+γh (1−α_f) C_F + βh² K with the columns (1−α_f) Φ_qᵀ and rows Φ_q, ∂R₁/∂ρ likewise.
+In a sweep x_k's blocks serve step k (old state) and step k − 1 (new state):
+``adjoint_sweep`` evaluates each state once instead of twice with two weightings and
+does not evaluate J apart — the five-bar's adjoint step from ~35 to ~25 µs
+(benchmarks/README.md, "Adjoint sweep by blocks").  The numbers differ from the
+weighted evaluations by the summation order only (each entry within a few ulps:
+tests/test_compiled_adjoint.py bounds the step against the numpy path as before).
+``tangent_step`` keeps the weighted evaluations below.
+
+Each weighted block is one evaluation of the model kernels (newmark_step._evaluate) with the
 weights that isolate it — K: (c_a, c_q, c_v) = (0, 1, 0), Hessian weight w_f (the
 spatial inertial kinds have r_q ≠ 0, weighted w_i / α_m; the planar inertia's r_q is
 zero); C: (c_q, c_v) = (0, 1), no Hessian, on the kinds with r_v alone (``Kv``: spring,
@@ -134,17 +149,82 @@ def _mul(A, r0, c0, nr, nc, X):
 
 
 @njit(cache=True)
-def adjoint_step(q0, v0, a0, l0, q1, v1, a1, l1, mq1, mv1, ma1, ml1, p, t, h, beta, gamma, am, af,
-                 dmap, nd, Kf, Kp, Ks, Kdf, Kdp, Kds):
-    """(μ_q, μ_v, μ_a, μ_λ, ∇ψ increment (nd, k), status) of the step x_k → x_{k+1} at t
-    (module docstring); status 0, or 1 at a singular J (nothing else is meaningful then)."""
+def _pc(p, dmap, nd):
+    """The nd perturbed copies of p of the tiled ∂R/∂ρ evaluation (``_r_rho``)."""
+    npar = p.shape[0]
+    pc = np.empty(nd * npar, np.complex128)
+    for j in range(nd):
+        for i in range(npar):
+            pc[j * npar + i] = complex(p[i], CS_H) if dmap[i] == j else complex(p[i], 0.0)
+    return pc
+
+
+@njit(cache=True)
+def _im_at(q, v, a, lam, t, w1, w2, pc, n, bh2, nd, Kdf, Kdp, Kds, s, out):
+    """out[:, j] = Im R(p + i h Σ_{dmap[i] = j} e_i) (not yet divided by h) of the tiled
+    design element set s (stepper.CompiledNewmark.design_arrays), weights (w1, w2)."""
+    m = lam.shape[0]
+    Rc = np.zeros(nd * (n + m), np.complex128)
+    Jd = np.zeros((1, 1), np.complex128)          # not touched (want_J False)
+    _evaluate(_tile(q, nd), _tile(v, nd), _tile(a, nd), _tile(lam, nd), pc, t, nd * n, w1, w2, 0.0, 0.0, 0.0,
+              bh2, False, Rc, Jd, Kdf, Kdp, Kds, s)
+    for j in range(nd):
+        for i in range(n):
+            out[i, j] = Rc[j * n + i].imag
+        for i in range(m):
+            out[n + i, j] = Rc[nd * n + j * m + i].imag
+
+
+@njit(cache=True)
+def state_blocks(q, v, a, lam, p, pc, t, n, bh2, nd, Kf, Kp, Ks, Kdf, Kdp, Kds):
+    """The unit-weight blocks of one state (module docstring, "by parts"): (K_I, K_F, C_F,
+    M_I, Im ∂R_I/∂ρ, Im ∂R_F/∂ρ) — I the kinds weighted by 1 − α_m (r_a: ``Km``), F all
+    the others (forces and constraints, weighted by 1 − α_f); rows n.. of K_F are Φ_q,
+    of Im ∂R_F/∂ρ Im ∂Φ/∂ρ/(βh²).  K_I is zero on planar models (the planar inertia has
+    no r_q)."""
+    N = n + lam.shape[0]
+    KF = _matrix(q, v, a, lam, p, t, n, 0.0, 1.0, 1.0, 0.0, 1.0, bh2, Kf, Kp, Ks, 0, 0.0)
+    KI = np.zeros((N, N))
+    if Ks is not None:
+        KI = _matrix(q, v, a, lam, p, t, n, 1.0, 0.0, 1.0, 0.0, 0.0, bh2, Kf, Kp, Ks, 1, 0.0)
+    CF = _matrix(q, v, a, lam, p, t, n, 0.0, 1.0, 0.0, 1.0, 0.0, bh2, Kf, Kp, Ks, 2)
+    MI = _matrix(q, v, a, lam, p, t, n, 1.0, 0.0, 0.0, 0.0, 0.0, bh2, Kf, Kp, Ks, 1)
+    RI, RF = np.zeros((N, nd)), np.zeros((N, nd))
+    _im_at(q, v, a, lam, t, 1.0, 0.0, pc, n, bh2, nd, Kdf, Kdp, Kds, 1, RI)
+    _im_at(q, v, a, lam, t, 0.0, 1.0, pc, n, bh2, nd, Kdf, Kdp, Kds, 0, RF)
+    return KI, KF, CF, MI, RI, RF
+
+
+@njit(cache=True)
+def _combine(wI, wF, XI, XF, r1):
+    """wI X_I + wF X_F on rows < r1, X_F's own rows from r1 on (the unweighted Φ rows)."""
+    out = XF.copy()
+    for i in range(r1):
+        for j in range(XF.shape[1]):
+            out[i, j] = wI * XI[i, j] + wF * XF[i, j]
+    return out
+
+
+@njit(cache=True)
+def _adjoint_by_parts(q1, l1, mq1, mv1, ma1, ml1, h, beta, gamma, am, af, nd, B1, B0):
+    """The adjoint step from the unit-weight blocks B1 of x_{k+1} and B0 of x_k
+    (``state_blocks``; B0 read only when α_m or α_f is nonzero)."""
     n, m = q1.shape[0], l1.shape[0]
     N = n + m
     kc = mq1.shape[1]
     bh2, gh = beta * h * h, gamma * h
     wi, wf = 1.0 - am, 1.0 - af
-    t1 = t + h
-    J = _matrix(q1, v1, a1, l1, p, t1, n, wi, wf, bh2, gh, wf * bh2, bh2, Kf, Kp, Ks, 0)
+    KI, KF, CF, MI, RI, RF = B1
+    Kq = _combine(wi, wf, KI, KF, n)
+    J = np.zeros((N, N))                   # the Newton matrix at x_{k+1} from its parts
+    for i in range(n):
+        for j in range(n):
+            J[i, j] = wi * MI[i, j] + gh * (wf * CF[i, j]) + bh2 * Kq[i, j]
+        for j in range(n, N):
+            J[i, j] = wf * KF[i, j]
+    for i in range(n, N):
+        for j in range(n):
+            J[i, j] = KF[i, j]
     LU, piv, ok = lu_factor(J)
     mq, mv, ma = np.zeros((n, kc)), np.zeros((n, kc)), np.zeros((n, kc))
     ml = np.zeros((m, kc))
@@ -161,10 +241,8 @@ def adjoint_step(q0, v0, a0, l0, q1, v1, a1, l1, mq1, mv1, ma1, ml1, p, t, h, be
         nu[:, c] = lu_solve_T(LU, piv, b)
     nu1 = nu[:n].copy()
     nu2 = nu[n:] / bh2
-    Kq = _matrix(q1, v1, a1, l1, p, t1, n, wi, wf, 1.0, 0.0, wf, bh2, Kf, Kp, Ks, 0, 0.0)
-    Cv = _matrix(q1, v1, a1, l1, p, t1, n, 0.0, wf, 0.0, 1.0, 0.0, bh2, Kf, Kp, Ks, 2)
-    sq = _tmul(Kq, 0, 0, n, n, nu1) + _tmul(J, n, 0, m, n, nu2)
-    sv = _tmul(Cv, 0, 0, n, n, nu1)
+    sq = _tmul(Kq, 0, 0, n, n, nu1) + _tmul(KF, n, 0, m, n, nu2)
+    sv = _tmul(wf * CF, 0, 0, n, n, nu1)
     for i in range(n):
         for c in range(kc):
             dq = mq1[i, c] - sq[i, c]
@@ -172,37 +250,62 @@ def adjoint_step(q0, v0, a0, l0, q1, v1, a1, l1, mq1, mv1, ma1, ml1, p, t, h, be
             mq[i, c] = dq
             mv[i, c] = h * dq + dv
             ma[i, c] = (0.5 - beta) * h * h * dq + (1.0 - gamma) * h * dv
-    old = am != 0.0 or af != 0.0
-    Rr, R0 = _r_rho(q1, v1, a1, l1, t1, wi, wf, q0, v0, a0, l0, t, am, af, old, p, n, bh2, dmap, nd, Kdf, Kdp, Kds)
+    Rr = _combine(wi, wf, RI, RF, n) / CS_H
     grad -= _tmul(Rr, 0, 0, N, nd, nu)
-    if old:
-        K0 = _matrix(q0, v0, a0, l0, p, t, n, am, af, 1.0, 0.0, af, bh2, Kf, Kp, Ks, 0, 0.0)
-        C0 = _matrix(q0, v0, a0, l0, p, t, n, 0.0, af, 0.0, 1.0, 0.0, bh2, Kf, Kp, Ks, 2)
-        M0 = _matrix(q0, v0, a0, l0, p, t, n, am, af, 0.0, 0.0, 0.0, bh2, Kf, Kp, Ks, 1)
-        mq -= _tmul(K0, 0, 0, n, n, nu1)
-        mv -= _tmul(C0, 0, 0, n, n, nu1)
-        ma -= _tmul(M0, 0, 0, n, n, nu1)
-        ml -= af * _mul(K0, n, 0, m, n, nu1)                 # rows n.. of an x_k matrix of all kinds: G⁰
-        grad -= _tmul(R0, 0, 0, n, nd, nu1)
+    if am != 0.0 or af != 0.0:
+        KI, KF, CF, MI, RI, RF = B0
+        mq -= _tmul(_combine(am, af, KI, KF, n), 0, 0, n, n, nu1)
+        mv -= _tmul(af * CF, 0, 0, n, n, nu1)
+        ma -= _tmul(am * MI, 0, 0, n, n, nu1)
+        ml -= af * _mul(KF, n, 0, m, n, nu1)                 # rows n.. of a matrix of all kinds: G⁰
+        grad -= _tmul(_combine(am, af, RI, RF, n) / CS_H, 0, 0, n, nd, nu1)
     return mq, mv, ma, ml, grad, 0
 
 
 @njit(cache=True)
+def adjoint_step(q0, v0, a0, l0, q1, v1, a1, l1, mq1, mv1, ma1, ml1, p, t, h, beta, gamma, am, af,
+                 dmap, nd, Kf, Kp, Ks, Kdf, Kdp, Kds):
+    """(μ_q, μ_v, μ_a, μ_λ, ∇ψ increment (nd, k), status) of the step x_k → x_{k+1} at t
+    (module docstring); status 0, or 1 at a singular J (nothing else is meaningful then)."""
+    n = q1.shape[0]
+    bh2 = beta * h * h
+    old = am != 0.0 or af != 0.0
+    pc = _pc(p, dmap, nd)
+    B1 = state_blocks(q1, v1, a1, l1, p, pc, t + h, n, bh2, nd, Kf, Kp, Ks, Kdf, Kdp, Kds)
+    B0 = state_blocks(q0, v0, a0, l0, p, pc, t, n, bh2, nd, Kf, Kp, Ks, Kdf, Kdp, Kds) if old else B1
+    return _adjoint_by_parts(q1, l1, mq1, mv1, ma1, ml1, h, beta, gamma, am, af, nd, B1, B0)
+
+
+@njit(cache=True)
 def adjoint_sweep(Q, Vl, A, L, T, H, k0, k1, mq, mv, ma, ml, grad, gref, b0, GQ, GV, GA, GL, GP, GR, p, beta,
-                  gamma, am, af, dmap, nd, Kf, Kp, Ks, Kdf, Kdp, Kds):
+                  gamma, am, af, dmap, nd, timed, Kf, Kp, Ks, Kdf, Kdp, Kds):
     """Reverse steps k1−1, …, k0 of a stored trajectory (rows k of Q, Vl, A, L; t_k = T[k],
     h_k = H[k]) from μ_{k1} = (mq, mv, ma, ml) in one call: each step is ``adjoint_step``,
-    then the objective partials of state k (row k − b0 of GQ … GR: sensitivity/
-    local_table.py) are added as Problem._adjoint_sweep adds them — μ_k = μ + g_x,
-    ∇ψ = (∇ψ + Δ∇ψ) + g_ρ, g_ref summed — so the numbers are the per-step sweep's, bit
-    for bit, without its Python work per step (the five-bar: ~14 µs of ~49 per step —
-    the call's argument typing and wrapper, the loop, the table look-up;
-    benchmarks/README.md).  Returns (μ_k, ∇ψ, g_ref, k): k = k0 when every step ran,
-    else k' + 1 where step k' met a singular J (μ, ∇ψ, g_ref then those of state
-    k' + 1; the caller runs step k' on the numpy path, which reports)."""
+    with the blocks of a state evaluated once (x_k's serve step k as the old state and
+    step k − 1 as the new one: ``state_blocks`` are weight-free), then the objective
+    partials of state k (row k − b0 of GQ … GR: sensitivity/local_table.py) are added as
+    Problem._adjoint_sweep adds them — μ_k = μ + g_x, ∇ψ = (∇ψ + Δ∇ψ) + g_ρ, g_ref summed
+    — so the numbers are those of ``adjoint_step`` called step by step, bit for bit,
+    without the Python work per step (benchmarks/README.md); ``timed``: the model has time-dependent kinds.  Returns
+    (μ_k, ∇ψ, g_ref, k): k = k0 when every step ran, else k' + 1 where step k' met a
+    singular J (μ, ∇ψ, g_ref then those of state k' + 1; the caller runs step k' on the
+    numpy path, which reports)."""
+    n = Q.shape[1]
+    pc = _pc(p, dmap, nd)
+    h = H[k1 - 1]
+    B1 = state_blocks(Q[k1], Vl[k1], A[k1], L[k1], p, pc, T[k1 - 1] + h, n, beta * h * h, nd, Kf, Kp, Ks,
+                      Kdf, Kdp, Kds)
     for k in range(k1 - 1, k0 - 1, -1):
-        r = adjoint_step(Q[k], Vl[k], A[k], L[k], Q[k + 1], Vl[k + 1], A[k + 1], L[k + 1], mq, mv, ma, ml, p, T[k],
-                         H[k], beta, gamma, am, af, dmap, nd, Kf, Kp, Ks, Kdf, Kdp, Kds)
+        h = H[k]
+        # x_{k+1}'s blocks from the last step hold for this one when they were evaluated
+        # at the same βh² (rows n.. of ∂R/∂ρ) and time (t_{k+1} vs t_k + h_k: an ulp
+        # apart on a grid t₀ + k h; only the time-dependent kinds read t)
+        if k < k1 - 1 and not (H[k + 1] == h and (not timed or T[k + 1] == T[k] + h)):
+            B1 = state_blocks(Q[k + 1], Vl[k + 1], A[k + 1], L[k + 1], p, pc, T[k] + h, n, beta * h * h, nd,
+                              Kf, Kp, Ks, Kdf, Kdp, Kds)
+        B0 = state_blocks(Q[k], Vl[k], A[k], L[k], p, pc, T[k], n, beta * h * h, nd, Kf, Kp, Ks, Kdf, Kdp,
+                          Kds)
+        r = _adjoint_by_parts(Q[k + 1], L[k + 1], mq, mv, ma, ml, h, beta, gamma, am, af, nd, B1, B0)
         if r[5] != 0:
             return mq, mv, ma, ml, grad, gref, k + 1
         i = k - b0
@@ -212,6 +315,7 @@ def adjoint_sweep(Q, Vl, A, L, T, H, k0, k1, mq, mv, ma, ml, grad, gref, b0, GQ,
         ml = r[3] + GL[i]
         grad = grad + r[4] + GP[i]
         gref = gref + GR[i]
+        B1 = B0
     return mq, mv, ma, ml, grad, gref, k0
 
 

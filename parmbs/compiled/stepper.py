@@ -66,13 +66,14 @@ def _arrays(system, keep=None):
     return tuple(K)
 
 
-def _tiled_arrays(system, design_map, nd):
+def _tiled_arrays(system, design_map, nd, kinds=None):
     """``_arrays`` of the complex-step ∂R/∂ρ (compiled/newmark_adjoint._r_rho): for each
     design column j in turn, the elements that read a parameter of column j (the others'
     ∂R/∂ρ_j is identically zero), re-indexed into the j-th copy of a model tiled nd
     times — unknowns + j·n, constraint rows + j·m, parameters + j·len(p) — so that one
     evaluation of the tiled model gives every column (each copy reads its own
-    perturbed p and writes its own rows; per column the elements' order is the model's)."""
+    perturbed p and writes its own rows; per column the elements' order is the model's).
+    ``kinds``: only the groups of these kinds (default every group)."""
     n, m, npar = system.n, system.m, len(system.p)
     dm = np.asarray(design_map)
     gi = np.r_[np.arange(n), -np.ones(3, np.int64)]
@@ -82,7 +83,7 @@ def _tiled_arrays(system, design_map, nd):
     for kind, fields in LAYOUT:
         blocks = {f: [] for f in fields}
         for j in range(nd):
-            for g in (g for g in groups if type(g) is kind):
+            for g in (g for g in groups if type(g) is kind and (kinds is None or kind in kinds)):
                 sel = np.any(dm[np.asarray(g.pidx)] == j, axis=1)
                 if not np.any(sel):
                     continue
@@ -127,6 +128,9 @@ class CompiledNewmark:
                        _arrays(system, lambda g: np.full(g.ne, type(g) in WITH_RV))])
         self.Kf, self.Kp, self.Ks = self.families(Kf, Ko)
         self.family = (self.Kp is not None, self.Ks is not None)
+        #: a kind reads t (time functions): the adjoint sweep's reuse of a state's blocks checks t
+        self.timed = any(type(g) in (F.PointForce, F.Torque, J.Driver)
+                         for g in list(system.forces) + list(system.constraints))
         self._Kd = {}
 
     def families(self, flat, offs):
@@ -146,10 +150,13 @@ class CompiledNewmark:
         return self.Kf, self.Kp, self.Ks, s
 
     def design_arrays(self, design_map, nd):
-        """``_tiled_arrays`` packed (one set, split as ``families``), cached per design map."""
+        """``_tiled_arrays`` packed (split as ``families``), cached per design map: set 0
+        every group, set 1 the kinds with r_a alone (``WITH_RA``, weighted by 1 − α_m; the
+        adjoint's ∂R₁/∂ρ by parts: compiled/newmark_adjoint.py)."""
         key = (design_map.tobytes(), nd)
         if key not in self._Kd:
-            self._Kd[key] = self.families(*pack([_tiled_arrays(self.sys, design_map, nd)]))
+            self._Kd[key] = self.families(*pack([_tiled_arrays(self.sys, design_map, nd),
+                                                 _tiled_arrays(self.sys, design_map, nd, WITH_RA)]))
         return self._Kd[key]
 
     def _design(self, design_map, nd):

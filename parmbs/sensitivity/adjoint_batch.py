@@ -9,7 +9,10 @@ table (sensitivity/local_table.py, ``BLOCK`` steps) at a time and
 ``newmark_adjoint.adjoint_sweep`` runs those steps in one call: the same compiled step,
 the same additions in the same order as ``Problem._adjoint_sweep`` (μ_k = μ + g_x,
 ∇ψ = (∇ψ + Δ∇ψ) + g_ρ), so the gradients are the per-step sweep's bit for bit
-(tests/test_compiled_adjoint.py).  Memory: nothing per step beyond the table's block.
+(tests/test_compiled_adjoint.py); inside the call each state's blocks are evaluated
+once and serve both steps that read the state (compiled/newmark_adjoint.py, "by
+parts").  Memory: the table's block (BLOCK·(3n + m + nd + 2)·K floats) and one state's
+blocks (4 N² + 2 N·nd floats); nothing stored per step.
 
 Taken only where nothing needs the steps one by one: a compiled stepper on real
 arrays, the trajectory and the partials table in memory, no ``on_step`` observer
@@ -28,8 +31,8 @@ def usable(problem, state, p, mu):
     """The batched sweep applies to this sweep (module docstring)."""
     from .._petsc import PETSc
     st, table = problem.stepper, getattr(problem, "_table", None)
-    return (not PETSc.Log.isActive() and table is not None and getattr(st, "compiled", None) is not None and len(mu) == 4
-            and getattr(state, "__self__", None) is table.traj and not table.traj.extra
+    return (not PETSc.Log.isActive() and table is not None and getattr(st, "compiled", None) is not None
+            and len(mu) == 4 and getattr(state, "__self__", None) is table.traj and not table.traj.extra
             and getattr(problem, "_on_step", None) is None and not rank_fault.active
             and hasattr(st, "_compiled_real") and st._compiled_real(p, tuple(mu), table.traj.x(0)))
 
@@ -53,8 +56,8 @@ def sweep(problem, p, k1, mu, grad, gref, T):
         gx, gp, gr = table.block(k - 1)
         mq, mv, ma, ml, grad, gref, k_end = adjoint_sweep(
             Q, V, A, L, T, H, b0, k, mq, mv, ma, ml, grad, gref, b0, *(f(g) for g in gx[:4]), f(gp), f(gr), f(p),
-            float(st.beta), float(st.gamma), float(st.am), float(st.af), dm, int(st.nd), c.Kf, c.Kp, c.Ks, Kdf, Kdp,
-            Kds)
+            float(st.beta), float(st.gamma), float(st.am), float(st.af), dm, int(st.nd), c.timed, c.Kf, c.Kp, c.Ks,
+            Kdf, Kdp, Kds)
         k = k_end
         problem._tick(problem.nsteps - k, problem.nsteps)
         if k != b0:

@@ -176,23 +176,32 @@ def _im_at(q, v, a, lam, t, w1, w2, pc, n, bh2, nd, Kdf, Kdp, Kds, s, out):
 
 
 @njit(cache=True)
-def state_blocks(q, v, a, lam, p, pc, t, n, bh2, nd, Kf, Kp, Ks, Kdf, Kdp, Kds):
+def state_blocks(q, v, a, lam, p, pc, t, n, bh2, nd, MIp, Kf, Kp, Ks, Kdf, Kdp, Kds):
     """The unit-weight blocks of one state (module docstring, "by parts"): (K_I, K_F, C_F,
     M_I, Im ∂R_I/∂ρ, Im ∂R_F/∂ρ) — I the kinds weighted by 1 − α_m (r_a: ``Km``), F all
     the others (forces and constraints, weighted by 1 − α_f); rows n.. of K_F are Φ_q,
     of Im ∂R_F/∂ρ Im ∂Φ/∂ρ/(βh²).  K_I is zero on planar models (the planar inertia has
-    no r_q)."""
+    no r_q).  MIp: M_I of a planar model, which depends on p alone (planar.inertia),
+    evaluated once per call by ``_mass``; a spatial model's M_I is evaluated here."""
     N = n + lam.shape[0]
     KF = _matrix(q, v, a, lam, p, t, n, 0.0, 1.0, 1.0, 0.0, 1.0, bh2, Kf, Kp, Ks, 0, 0.0)
     KI = np.zeros((N, N))
     if Ks is not None:
         KI = _matrix(q, v, a, lam, p, t, n, 1.0, 0.0, 1.0, 0.0, 0.0, bh2, Kf, Kp, Ks, 1, 0.0)
     CF = _matrix(q, v, a, lam, p, t, n, 0.0, 1.0, 0.0, 1.0, 0.0, bh2, Kf, Kp, Ks, 2)
-    MI = _matrix(q, v, a, lam, p, t, n, 1.0, 0.0, 0.0, 0.0, 0.0, bh2, Kf, Kp, Ks, 1)
+    MI = MIp                                    # planar: r_a = diag(m, m, I) reads p alone
+    if Ks is not None:
+        MI = _matrix(q, v, a, lam, p, t, n, 1.0, 0.0, 0.0, 0.0, 0.0, bh2, Kf, Kp, Ks, 1)
     RI, RF = np.zeros((N, nd)), np.zeros((N, nd))
     _im_at(q, v, a, lam, t, 1.0, 0.0, pc, n, bh2, nd, Kdf, Kdp, Kds, 1, RI)
     _im_at(q, v, a, lam, t, 0.0, 1.0, pc, n, bh2, nd, Kdf, Kdp, Kds, 0, RF)
     return KI, KF, CF, MI, RI, RF
+
+
+@njit(cache=True)
+def _mass(q, v, a, lam, p, t, n, bh2, Kf, Kp, Ks):
+    """M_I at one state (``state_blocks``' MIp)."""
+    return _matrix(q, v, a, lam, p, t, n, 1.0, 0.0, 0.0, 0.0, 0.0, bh2, Kf, Kp, Ks, 1)
 
 
 @njit(cache=True)
@@ -271,8 +280,9 @@ def adjoint_step(q0, v0, a0, l0, q1, v1, a1, l1, mq1, mv1, ma1, ml1, p, t, h, be
     bh2 = beta * h * h
     old = am != 0.0 or af != 0.0
     pc = _pc(p, dmap, nd)
-    B1 = state_blocks(q1, v1, a1, l1, p, pc, t + h, n, bh2, nd, Kf, Kp, Ks, Kdf, Kdp, Kds)
-    B0 = state_blocks(q0, v0, a0, l0, p, pc, t, n, bh2, nd, Kf, Kp, Ks, Kdf, Kdp, Kds) if old else B1
+    MIp = _mass(q1, v1, a1, l1, p, t + h, n, bh2, Kf, Kp, Ks)
+    B1 = state_blocks(q1, v1, a1, l1, p, pc, t + h, n, bh2, nd, MIp, Kf, Kp, Ks, Kdf, Kdp, Kds)
+    B0 = state_blocks(q0, v0, a0, l0, p, pc, t, n, bh2, nd, MIp, Kf, Kp, Ks, Kdf, Kdp, Kds) if old else B1
     return _adjoint_by_parts(q1, l1, mq1, mv1, ma1, ml1, h, beta, gamma, am, af, nd, B1, B0)
 
 
@@ -293,7 +303,8 @@ def adjoint_sweep(Q, Vl, A, L, T, H, k0, k1, mq, mv, ma, ml, grad, gref, b0, GQ,
     n = Q.shape[1]
     pc = _pc(p, dmap, nd)
     h = H[k1 - 1]
-    B1 = state_blocks(Q[k1], Vl[k1], A[k1], L[k1], p, pc, T[k1 - 1] + h, n, beta * h * h, nd, Kf, Kp, Ks,
+    MIp = _mass(Q[k1], Vl[k1], A[k1], L[k1], p, T[k1 - 1] + h, n, beta * h * h, Kf, Kp, Ks)
+    B1 = state_blocks(Q[k1], Vl[k1], A[k1], L[k1], p, pc, T[k1 - 1] + h, n, beta * h * h, nd, MIp, Kf, Kp, Ks,
                       Kdf, Kdp, Kds)
     for k in range(k1 - 1, k0 - 1, -1):
         h = H[k]
@@ -302,8 +313,8 @@ def adjoint_sweep(Q, Vl, A, L, T, H, k0, k1, mq, mv, ma, ml, grad, gref, b0, GQ,
         # apart on a grid t₀ + k h; only the time-dependent kinds read t)
         if k < k1 - 1 and not (H[k + 1] == h and (not timed or T[k + 1] == T[k] + h)):
             B1 = state_blocks(Q[k + 1], Vl[k + 1], A[k + 1], L[k + 1], p, pc, T[k] + h, n, beta * h * h, nd,
-                              Kf, Kp, Ks, Kdf, Kdp, Kds)
-        B0 = state_blocks(Q[k], Vl[k], A[k], L[k], p, pc, T[k], n, beta * h * h, nd, Kf, Kp, Ks, Kdf, Kdp,
+                              MIp, Kf, Kp, Ks, Kdf, Kdp, Kds)
+        B0 = state_blocks(Q[k], Vl[k], A[k], L[k], p, pc, T[k], n, beta * h * h, nd, MIp, Kf, Kp, Ks, Kdf, Kdp,
                           Kds)
         r = _adjoint_by_parts(Q[k + 1], L[k + 1], mq, mv, ma, ml, h, beta, gamma, am, af, nd, B1, B0)
         if r[5] != 0:

@@ -32,6 +32,9 @@ load otherwise (one process per model: kernels compiled for one model are in mem
 gradient.py's model, N = 5·links unknowns), the compiled path forced beyond
 ``compiled.MAX_UNKNOWNS`` — the measurement that sets it.
 
+``--sweep``: instead, only the compiled path's ``Problem.forward`` and ``Problem.adjoint``
+(µs per step, adjoint ÷ forward; first use untimed).
+
 ``--chain 60``: instead, the gradient (forward + adjoint, 5 design variables, the
 chain's objectives; ``--chain-steps`` steps) of that chain on the numpy path, as shipped
 (``auto``), and on the compiled path forced past ``compiled.MAX_UNKNOWNS`` (issue 19's
@@ -141,6 +144,21 @@ def crossover(links):
               flush=True)
 
 
+def sweep_cost(config, sets, repeat):
+    """Only the compiled path: ``Problem.forward`` and ``Problem.adjoint`` of one Problem,
+    CPU min of ``repeat`` (module docstring, ``--sweep``)."""
+    pr = Problem(load_config(config, sets))
+    if pr.stepper.compiled is None:
+        raise SystemExit(f"{config}: the compiled path is not used for this model")
+    pr.forward()
+    pr.adjoint()                                       # first use (compile or cache load) not timed
+    tf, _ = cpu_min(pr.forward, repeat)
+    ta, _ = cpu_min(pr.adjoint, repeat)
+    N = pr.nsteps
+    print(f"{config}: {N} steps, CPU min of {repeat}: forward {tf:.3f} s ({1e6 * tf / N:.1f} µs/step), adjoint "
+          f"{ta:.3f} s ({1e6 * ta / N:.1f} µs/step), adjoint ÷ forward {ta / tf:.2f}")
+
+
 def chain_gradient(links, steps, ndesign, repeat):
     """Gradient (forward + adjoint) of the hanging chain (module docstring, ``--chain``):
     numpy + PETSc vs the compiled path forced past ``compiled.MAX_UNKNOWNS``."""
@@ -186,6 +204,7 @@ def main():
     ap.add_argument("--crossover", help="comma list of chain lengths (module docstring)")
     ap.add_argument("--chain", type=int, help="links of the chain whose gradient is timed (module docstring)")
     ap.add_argument("--chain-steps", type=int, default=200)
+    ap.add_argument("--sweep", action="store_true", help="only the compiled forward and adjoint (docstring)")
     ap.add_argument("--guard", action="store_true", help="only the forward's cost outside the step (docstring)")
     ap.add_argument("--compile", action="store_true", help="only the first-use (compile) times (docstring)")
     args = ap.parse_args()
@@ -196,6 +215,8 @@ def main():
     sets = [f"simulation.t_end={args.t_end}", "simulation.progress=false", *args.set]
     if args.guard:
         return guard_cost(args.config, sets, args.repeat)
+    if args.sweep:
+        return sweep_cost(args.config, sets, args.repeat)
     if args.compile:
         return compile_cost(args.config, ["simulation.progress=false", *args.set])
     res = {}

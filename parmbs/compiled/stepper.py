@@ -12,7 +12,7 @@ import numpy as np
 
 from ..model import forces as F, joints as J
 from ..spatial import bodies as SB, joints as SJ
-from .newmark_adjoint import adjoint_step, tangent_step
+from .newmark_adjoint import adjoint_step, adjoint_sweep, tangent_step
 from .newmark_step import newton_step
 from .planar import CONSTANT, POLYNOMIAL, HARMONIC
 
@@ -167,6 +167,27 @@ class CompiledNewmark:
             dm = np.ascontiguousarray(design_map, dtype=np.int64)
             last = self._last = (design_map, nd, (dm, *self.design_arrays(dm, nd)))
         return last[2]
+
+    def _first(self, fn, name, call):
+        """``call()``; on the process's first call of ``fn`` for this kernel family, timed
+        (compile or cache load) into ``sens_note`` as "compiled: <name> kernels ...".
+        None when it was not the first."""
+        if (fn.__name__, self.family) in _SENS_TIMED:
+            return None
+        _SENS_TIMED.add((fn.__name__, self.family))
+        t0, w0 = time.process_time(), time.perf_counter()
+        out = call()
+        cpu, wall = time.process_time() - t0, time.perf_counter() - w0
+        st = fn.stats
+        how = "loaded from numba's cache" if st.cache_hits and not st.cache_misses else "compiled"
+        self.sens_note = f"compiled: {name} kernels {how} in {cpu:.2f} s CPU ({wall:.2f} s wall)"
+        return (out,)
+
+    def adjoint_blocks(self, *args):
+        """newmark_adjoint.adjoint_sweep(*args) (sensitivity/adjoint_batch.py), its first use
+        in the process timed as the adjoint step's."""
+        first = self._first(adjoint_sweep, "adjoint step", lambda: adjoint_sweep(*args))
+        return first[0] if first is not None else adjoint_sweep(*args)
 
     def _sens(self, fn, x0, x1, d, p, t, h, beta, gamma, am, af, design_map, nd):
         f = lambda y: np.ascontiguousarray(y, dtype=np.float64)

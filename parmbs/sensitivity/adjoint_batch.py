@@ -18,8 +18,8 @@ Taken only where nothing needs the steps one by one: a compiled stepper on real
 arrays, the trajectory and the partials table in memory, no ``on_step`` observer
 (sensitivity/history.py), no checkpointing, no injected fault (parmbs/faults.py), no
 PETSc logging (``-log_view`` counts the ParmbsAdjStep event once per step: parmbs/
-_log.py); ``progress`` is ticked once per block.  A singular J stops the block; the per-step
-sweep then takes that step on the numpy path, which reports it.
+_log.py); ``progress`` is told every step once, after its block.  A singular J stops
+the block; the per-step sweep then takes that step on the numpy path, which reports it.
 """
 import numpy as np
 
@@ -40,7 +40,6 @@ def usable(problem, state, p, mu):
 def sweep(problem, p, k1, mu, grad, gref, T):
     """Reverse steps from k1 down by blocks: (μ, ∇ψ, g_ref, k) with k the state reached
     (0 when the whole sweep ran; else the per-step sweep goes on from x_k)."""
-    from ..compiled.newmark_adjoint import adjoint_sweep
     from ..integrators.timeloop import set_step
     st, table, tr = problem.stepper, problem._table, problem._table.traj
     c = st.compiled
@@ -54,12 +53,14 @@ def sweep(problem, p, k1, mu, grad, gref, T):
     while k > 0:
         b0 = ((k - 1) // BLOCK) * BLOCK
         gx, gp, gr = table.block(k - 1)
-        mq, mv, ma, ml, grad, gref, k_end = adjoint_sweep(
+        mq, mv, ma, ml, grad, gref, k_end = c.adjoint_blocks(
             Q, V, A, L, T, H, b0, k, mq, mv, ma, ml, grad, gref, b0, *(f(g) for g in gx[:4]), f(gp), f(gr), f(p),
             float(st.beta), float(st.gamma), float(st.am), float(st.af), dm, int(st.nd), c.timed, c.Kf, c.Kp, c.Ks,
             Kdf, Kdp, Kds)
+        if getattr(problem, "_progress", None) is not None:      # every step once, as the per-step sweep
+            for j in range(k - 1, k_end - 1, -1):
+                problem._tick(problem.nsteps - j, problem.nsteps)
         k = k_end
-        problem._tick(problem.nsteps - k, problem.nsteps)
         if k != b0:
             break
     set_step(st, problem.grid.h[k if k < k1 else k1 - 1])

@@ -155,6 +155,15 @@ joint = "J1"
 """
 
 
+def _blocks_problem(model, tmp_path, *sets):
+    """The five-bar, or ALL_KINDS with OBJECTIVES, over 300 steps (more than one block)."""
+    if model == "fivebar":
+        return _problem(ROOT / "configs" / "fivebar.toml", "simulation.t_end=0.3", *sets)
+    path = tmp_path / "kinds.toml"
+    path.write_text(ALL_KINDS + OBJECTIVES)
+    return _problem(path, "simulation.t_end=0.3", "simulation.dt=1e-3", *sets)
+
+
 @pytest.mark.parametrize("model", ["fivebar", "kinds"])
 def test_objective_partials_by_blocks_are_the_per_state_ones(monkeypatch, tmp_path, model):
     """The block evaluation of the objective partials runs the same complex-step
@@ -162,12 +171,7 @@ def test_objective_partials_by_blocks_are_the_per_state_ones(monkeypatch, tmp_pa
     (numpy steps both times; more steps than one block; on ALL_KINDS every planar
     integrand kind, a point reference taken from q₀, a weight and a terminal term)."""
     from parmbs.sensitivity import local_table
-    if model == "fivebar":
-        path, sets = ROOT / "configs" / "fivebar.toml", ("simulation.t_end=0.3",)
-    else:
-        path, sets = tmp_path / "kinds.toml", ("simulation.t_end=0.3", "simulation.dt=1e-3")
-        path.write_text(ALL_KINDS + OBJECTIVES)
-    pr = _problem(path, *sets, "simulation.compiled=off")
+    pr = _blocks_problem(model, tmp_path, "simulation.compiled=off")
     pr.forward()
     assert local_table.LocalGradTable.usable(pr, pr.traj) and pr.nsteps > local_table.BLOCK
     ga, gd = pr.adjoint(), pr.direct()
@@ -185,12 +189,7 @@ def test_objective_values_by_blocks_are_the_per_state_ones(monkeypatch, tmp_path
     kind on ALL_KINDS, more steps than one block, a weight and a terminal term)."""
     from parmbs.sensitivity import local_table
     from parmbs.sensitivity.problem import Problem
-    if model == "fivebar":
-        path, sets = ROOT / "configs" / "fivebar.toml", ("simulation.t_end=0.3",)
-    else:
-        path, sets = tmp_path / "kinds.toml", ("simulation.t_end=0.3", "simulation.dt=1e-3")
-        path.write_text(ALL_KINDS + OBJECTIVES)
-    pr = _problem(path, *sets)
+    pr = _blocks_problem(model, tmp_path)
     pr.forward()
     assert pr.nsteps > local_table.BLOCK and all(pr._batch_values(ob, pr.traj) for ob in pr.objectives)
     vb = pr.objective_values()
@@ -208,12 +207,7 @@ def test_adjoint_sweep_by_blocks_is_the_per_step_sweep(monkeypatch, tmp_path, mo
     on ALL_KINDS every planar integrand kind, a weight and a terminal term).  An
     ``on_step`` observer needs the steps one by one: the block path is then not taken."""
     from parmbs.sensitivity import adjoint_batch
-    if model == "fivebar":
-        path, sets = ROOT / "configs" / "fivebar.toml", ("simulation.t_end=0.3",)
-    else:
-        path, sets = tmp_path / "kinds.toml", ("simulation.t_end=0.3", "simulation.dt=1e-3")
-        path.write_text(ALL_KINDS + OBJECTIVES)
-    pr = _problem(path, *sets)
+    pr = _blocks_problem(model, tmp_path)
     pr.forward()
     assert pr.stepper.compiled is not None and pr.nsteps > adjoint_batch.BLOCK
     calls, sweep = [], adjoint_batch.sweep

@@ -72,6 +72,12 @@ def why_not(system, op=None):
     bad = unsupported(system)
     if bad:
         return f"no compiled kernel for {', '.join(bad)}"
+    return runtime_why_not(op)
+
+
+def runtime_why_not(op=None):
+    """The model-independent part of ``why_not`` (also compiled/ab_stepper.py's): the
+    operator's distribution and solver, numba's presence and cache."""
     if op is not None and op.comm.getSize() > 1:
         return "matrices distributed over several ranks"
     if op is not None and (op.ksp.getType(), op.ksp.getPC().getType()) != ("preonly", "lu"):

@@ -95,7 +95,11 @@ class ArnoldBrulsAlpha(NewmarkFamily):
         if not alpha_m < 1.0:
             raise ValueError(f"alpha_m = {alpha_m} must be below 1")
         super().__init__(system, h, alpha_m, alpha_f, beta, gamma, compiled="off", **kw)
-        self.compiled = None              # the compiled kernel implements newmark.py's form only
+        # issue 19: one compiled call per forward step (compiled/ab_step.py); the tangent
+        # and adjoint steps below stay numpy (newmark.py's compiled ones are of its form)
+        from ..compiled import ab_stepper
+        self.compiled, self.compiled_note = (None, None) if self.schur is not None else \
+            ab_stepper.make(system, compiled, self.op)
         self.c = (1.0 - alpha_f) / (1.0 - alpha_m)
         self.init = _InitialWithPseudo(self.init)
 
@@ -128,6 +132,12 @@ class ArnoldBrulsAlpha(NewmarkFamily):
     def step(self, k, t, x, p, ev_old=None):
         """x_{k+1} from x_k = (q, v, q̈, λ, a) at time t = t_k; returns (x_{k+1}, Newton iterations)."""
         q, v, qdd, lam, a = x
+        if self.compiled is not None and not any(np.iscomplexobj(y) for y in (p, *x)):
+            *x1, its, status = self.compiled.newton(x, p, t, self.h, self.beta, self.gamma, self.am, self.af,
+                                                    self.newton)
+            if status == 0:
+                return tuple(x1), its
+            # a failed compiled step is redone below, so the error names step and time as always
         B, G = self._coef()
         t1 = t + self.h
         qp, vp, s = self._predict(q, v, qdd, a)
@@ -197,4 +207,4 @@ def make_ab_stepper(system, sim, **kw):
     """The stepper for ``integrator = "genalpha"`` with ``genalpha_form = "arnold-bruls"``."""
     kw.pop("compiled", None)
     return ArnoldBrulsAlpha.genalpha(system, sim.dt, sim.rho_inf, newton=sim.newton,
-                                     petsc_options=sim.petsc_options, **kw)
+                                     petsc_options=sim.petsc_options, compiled=sim.compiled, **kw)

@@ -100,7 +100,7 @@ def ab_newton_step(q0, v0, qdd0, lam0, a0, p, t, h, beta, gamma, am, af, atol, r
         evaluate(q1, v1, qdd, lam, p, t + h, n, B, G, B, B, True, R, J, K, V, rp)
         for i in range(N):
             R[i] = -R[i]
-        LU, ok = factor(J, perm, ptr, idx)
+        LU, ok = factor(J, jp, ji, perm, ptr, idx)
         if not ok:
             return q1, v1, qdd, lam, qdd, it, 1
         dz = solve_refined(J, jp, ji, LU, perm, ptr, idx, R)

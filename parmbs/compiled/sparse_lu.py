@@ -75,15 +75,18 @@ def flops(ptr):
 
 
 @njit(cache=True)
-def factor(J, perm, ptr, idx):
-    """(LU, ok): P J Pᵀ = L U in place of a permuted copy (unit L below, U on and above
-    the diagonal), only on the symbolic pattern (ptr, idx)."""
+def factor(J, jp, ji, perm, ptr, idx):
+    """(LU, ok): P J Pᵀ = L U in place of a permuted copy of J's pattern (jp, ji: CSR; the
+    rest of J is zero) — unit L below, U on and above the diagonal — only on the symbolic
+    pattern (ptr, idx)."""
     N = J.shape[0]
-    A = np.empty((N, N))
+    pos = np.empty(N, np.int64)
+    for k in range(N):
+        pos[perm[k]] = k
+    A = np.zeros((N, N))
     for i in range(N):
-        pi = perm[i]
-        for j in range(N):
-            A[i, j] = J[pi, perm[j]]
+        for a in range(jp[i], jp[i + 1]):
+            A[pos[i], pos[ji[a]]] = J[i, ji[a]]
     for k in range(N):
         piv = A[k, k]
         if piv == 0.0 or not np.isfinite(piv):

@@ -33,7 +33,7 @@ from numba import njit
 
 from ..model.component import CS_H
 from .planar import _add, _add_block, _loc, _timefn
-from .spatial import _as, _hess, _mm, _mtm, _mtv, _mv, _rotjac
+from .spatial import _as, _hess, _mtm, _mtv, _mv, _rotjac
 
 #: point-to-point force laws (``p2p``'s law argument)
 LINEAR, ILTIS_STRUT, BUMP_STOP = 0, 1, 2
@@ -140,14 +140,19 @@ def _road(rp, x, y):
 
 
 @njit(cache=True)
-def _point_load(pe, s, F, out, k0, sign):
-    """out[k0:k0+7] += sign (F, J(p, s')ᵀF): a global force F at the body point s'."""
-    Jp = _rotjac(pe, s)
-    g = _mtv(Jp, F)
+def _point_load(Jp, F, out, k0, sign):
+    """out[k0:k0+7] += sign (F, J(p, s')ᵀF): a global force F at the body point s', with
+    Jp = J(p, s') = ∂(A(p)s')/∂p."""
     for i in range(3):
         out[k0 + i] += sign * F[i]
-    for i in range(4):
-        out[k0 + 3 + i] += sign * g[i]
+    for k in range(4):
+        out[k0 + 3 + k] += sign * (Jp[0, k] * F[0] + Jp[1, k] * F[1] + Jp[2, k] * F[2])
+
+
+@njit(cache=True)
+def _Jv(Jp, x, i):
+    """(J x)_i for a 3×4 J and a 4-vector x."""
+    return Jp[i, 0] * x[0] + Jp[i, 1] * x[1] + Jp[i, 2] * x[2] + Jp[i, 3] * x[3]
 
 
 # ----------------------------------------------------------------------------- force residuals
@@ -177,25 +182,26 @@ def _tension(law, l, ld, pv):
 
 @njit(cache=True)
 def _p2p_r(law, ql, vl, pv):
-    """forces.PointToPoint.r: (−F, −J_aᵀF, F, J_bᵀF), F = T(l, l̇) e (force_kernels.py)."""
+    """forces.PointToPoint.r: (−F, −J_aᵀF, F, J_bᵀF), F = T(l, l̇) e (force_kernels.py);
+    scalar loops (this sits inside 14 complex-step evaluations per element)."""
     pa, pb = ql[3:7].copy(), ql[10:14].copy()
     pa[0] += pv[3]
     pb[0] += pv[7]
-    sa, sb = pv[0:3].copy(), pv[4:7].copy()
-    Ja, Jb = _rotjac(pa, sa), _rotjac(pb, sb)
-    Aa, Ab = _mv(Ja, pa), _mv(Jb, pb)
-    va, vb = _mv(Ja, vl[3:7]), _mv(Jb, vl[10:14])
+    Ja, Jb = _rotjac(pa, pv[0:3]), _rotjac(pb, pv[4:7])
     d = np.empty(3, ql.dtype)
     dd = np.empty(3, ql.dtype)
     for i in range(3):
-        d[i] = (ql[7 + i] + 0.5 * Ab[i]) - (ql[i] + 0.5 * Aa[i])
-        dd[i] = vl[7 + i] + vb[i] - vl[i] - va[i]
+        d[i] = (ql[7 + i] + 0.5 * _Jv(Jb, pb, i)) - (ql[i] + 0.5 * _Jv(Ja, pa, i))
+        dd[i] = vl[7 + i] + _Jv(Jb, vl[10:14], i) - vl[i] - _Jv(Ja, vl[3:7], i)
     l = np.sqrt(_dot(d, d))
-    e = d / l
-    F = _tension(law, l, _dot(e, dd), pv) * e
+    for i in range(3):
+        d[i] = d[i] / l
+    T = _tension(law, l, _dot(d, dd), pv)
+    for i in range(3):
+        d[i] = T * d[i]
     out = np.zeros(14, ql.dtype)
-    _point_load(pa, sa, F, out, 0, -1.0)
-    _point_load(pb, sb, F, out, 7, 1.0)
+    _point_load(Ja, d, out, 0, -1.0)
+    _point_load(Jb, d, out, 7, 1.0)
     return out
 
 
@@ -204,17 +210,16 @@ def _tyre_r(ql, vl, pv, rp):
     """tyre.Tyre.r (eqs. 5.6–5.10 of its module docstring) at one wheel."""
     pe = ql[3:7].copy()
     pe[0] += pv[3]
-    sc = pv[0:3].copy()
-    up = pv[4:7].copy()
-    up = up / np.sqrt(_dot(up, up))
-    Jc = _rotjac(pe, sc)
-    Ac, u = _mv(Jc, pe), 0.5 * _mv(_rotjac(pe, up), pe)
-    vcr = _mv(Jc, vl[3:7])
+    sc = pv[0:3]
+    up = pv[4:7] / np.sqrt(_dot(pv[4:7], pv[4:7]))
+    Jc, Ju = _rotjac(pe, sc), _rotjac(pe, up)
     c = np.empty(3, ql.dtype)
     vc = np.empty(3, ql.dtype)
+    u = np.empty(3, ql.dtype)
     for i in range(3):
-        c[i] = ql[i] + 0.5 * Ac[i]
-        vc[i] = vl[i] + vcr[i]
+        c[i] = ql[i] + 0.5 * _Jv(Jc, pe, i)
+        vc[i] = vl[i] + _Jv(Jc, vl[3:7], i)
+        u[i] = 0.5 * _Jv(Ju, pe, i)
     ed = vl[3:7]
     w = np.empty(3, ql.dtype)                   # ω = 2 (e0 ė − ė0 e + e × ė)
     exd = _cross(pe[1:4], ed[1:4])
@@ -245,7 +250,7 @@ def _tyre_r(ql, vl, pv, rp):
     F = Fn * n + Ft
     T = _cross(-r * n, Ft)
     out = np.zeros(7, ql.dtype)
-    _point_load(pe, sc, F, out, 0, -1.0)
+    _point_load(Jc, F, out, 0, -1.0)
     eT = pe[1] * T[0] + pe[2] * T[1] + pe[3] * T[2]
     exT = _cross(pe[1:4], T)
     out[3] -= -2.0 * eT

@@ -19,7 +19,7 @@ solve refined once (sparse_lu.solve_refined).  A failed step (zero pivot, non-fi
 unconverged update) returns a status and the stepper redoes it on the numpy path, which
 names step and time.
 
-Tangent and adjoint steps stay on the numpy path (genalpha_ab.py): not compiled here.
+The adjoint step is compiled/ab_adjoint.py; the tangent step stays on the numpy path.
 """
 import numpy as np
 from numba import njit
@@ -40,10 +40,10 @@ def unpack_vehicle(flat, o):
 
 
 @njit(cache=True)
-def evaluate(q, v, a, lam, p, t, n, cq, cv, hw, bh2, want_J, R, J, K, V, rp):
-    """R (and J) of every group with unit weights: the rigid kinds (newmark_step._evaluate),
-    then the vehicle kinds in ab_stepper.VLAYOUT's order."""
-    _evaluate_rigid(q, v, a, lam, p, t, n, 1.0, 1.0, cq, cv, hw, bh2, want_J, R, J, K)
+def evaluate(q, v, a, lam, p, t, n, cq, cv, hw, bh2, want_J, R, J, K, V, rp, ca=1.0):
+    """R (and J) of every group with unit weights: the rigid kinds (newmark_step._evaluate,
+    c_a the weight of r_a), then the vehicle kinds in ab_stepper.VLAYOUT's order."""
+    _evaluate_rigid(q, v, a, lam, p, t, n, 1.0, 1.0, cq, cv, hw, bh2, want_J, R, J, K, ca)
     if V[0].shape[0]:
         vehicle.force(vehicle.LINEAR, q, v, p, V[0], V[1], rp, R, J, 1.0, cq, cv, want_J)
     if V[2].shape[0]:

@@ -28,15 +28,18 @@ DRIVER_FUNCTIONS = {"constant": 0, "polynomial": 1, "harmonic": 2, "sine_pulses"
 MAX_UNKNOWNS = 1000
 
 
-def _varrays(system):
-    """The stacked index arrays of ``VLAYOUT`` (stepper._arrays' conventions)."""
+def _varrays(system, keep=None):
+    """The stacked index arrays of ``VLAYOUT`` (stepper._arrays' conventions; ``keep(g)``:
+    a bool per element of group g, default every element)."""
     from .stepper import _stack
     gi = np.r_[np.arange(system.n), -np.ones(3, np.int64)]
     groups = list(system.forces) + list(system.constraints)
     meta = lambda g: np.array([[DRIVER_FUNCTIONS[g.function.kind], g.function.ncoef]] * g.ne, np.int64)
     get = {"q": lambda g: gi[g.qidx], "p": lambda g: np.asarray(g.pidx), "r": lambda g: np.asarray(g.rows),
            "m": meta}
-    return tuple(_stack([get[f](g) for g in groups if type(g) is kind]) for kind, fields in VLAYOUT for f in fields)
+    sel = (lambda g: slice(None)) if keep is None else keep
+    return tuple(_stack([get[f](g)[sel(g)] for g in groups if type(g) is kind])
+                 for kind, fields in VLAYOUT for f in fields)
 
 
 def _road(system):
@@ -98,6 +101,46 @@ class CompiledAB:
         return ab_newton_step(*(f(y) for y in x), f(p), float(t), float(h), float(beta), float(gamma),
                               float(am), float(af), float(tol.atol), float(tol.rtol), int(tol.max_it), self.Kf,
                               self.Ko, self.Vf, self.Vo, self.rp, self.perm, self.ptr, self.idx, self.jp, self.ji)
+
+    #: one line on the first compiled adjoint step of the process (the CLI prints it)
+    sens_note = None
+    _timed = False
+
+    def _design(self, design_map, nd):
+        """Per design column j the elements that read a parameter of column j (the others'
+        ∂R/∂ρ_j is identically zero), packed as nd sets (Kd, Kdo, Vd, Vdo); the last map's
+        kept by identity (the stepper's own, every step)."""
+        from .stepper import _arrays, pack
+        last = getattr(self, "_last", None)
+        if last is None or last[0] is not design_map or last[1] != nd:
+            dm = np.asarray(design_map)
+            col = lambda j: (lambda g: np.any(dm[np.asarray(g.pidx)] == j, axis=1))
+            Kd = pack([_arrays(self.sys, col(j)) for j in range(nd)])
+            Vd = pack([_varrays(self.sys, col(j)) for j in range(nd)])
+            last = self._last = (design_map, nd, (np.ascontiguousarray(dm, dtype=np.int64), *Kd, *Vd))
+        return last[2]
+
+    def adjoint(self, x1, mu1, p, t, h, beta, gamma, am, af, design_map, nd):
+        """The compiled adjoint step (ab_adjoint.ab_adjoint_step): ((μ_q, μ_v, μ_q̈, μ_λ, μ_a),
+        ∇ψ increment), or None at a zero pivot (the numpy step then runs and reports)."""
+        from .ab_adjoint import ab_adjoint_step
+        f = lambda y: np.ascontiguousarray(y, dtype=np.float64)
+        args = ([f(y) for y in x1[:4]] + [f(y).reshape(len(y), -1) for y in mu1]
+                + [f(p), float(t), float(h), float(beta), float(gamma), float(am), float(af),
+                   *self._design(design_map, nd), int(nd), self.Kf, self.Ko, self.Vf, self.Vo,
+                   self.rp, self.perm, self.ptr, self.idx, self.jp, self.ji])
+        if not CompiledAB._timed:                 # first call in the process: compile or cache load
+            CompiledAB._timed = True
+            t0, w0 = time.process_time(), time.perf_counter()
+            out = ab_adjoint_step(*args)
+            st = ab_adjoint_step.stats
+            how = "loaded from numba's cache" if st.cache_hits and not st.cache_misses else "compiled"
+            self.sens_note = (f"compiled: Arnold-Bruls adjoint step kernels {how} in "
+                              f"{time.process_time() - t0:.2f} s CPU ({time.perf_counter() - w0:.2f} s wall)")
+        else:
+            out = ab_adjoint_step(*args)
+        *mu, grad, status = out
+        return None if status else (tuple(mu), grad)
 
     def warm_up(self):
         """Compile (or load from numba's cache) and time it: the one-line note."""

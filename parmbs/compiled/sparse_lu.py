@@ -149,3 +149,49 @@ def solve_refined(J, rp, ci, A, perm, ptr, idx, b):
     for i in range(N):
         x[i] += d[i]
     return x
+
+
+@njit(cache=True)
+def solve_T(A, perm, ptr, idx, b):
+    """x with Jᵀ x = b from ``factor``'s LU: (P J Pᵀ)ᵀ = Uᵀ Lᵀ, so Uᵀ y = P b (forward,
+    column by column of U's rows), Lᵀ z = y (backward, unit diagonal), x = Pᵀ z — the
+    transposed solve of the adjoint step from the same factors."""
+    N = A.shape[0]
+    y = np.empty(N)
+    for i in range(N):
+        y[i] = b[perm[i]]
+    for k in range(N):
+        yk = y[k] / A[k, k]
+        y[k] = yk
+        if yk != 0.0:
+            for a in range(ptr[k], ptr[k + 1]):
+                j = idx[a]
+                y[j] -= A[k, j] * yk
+    for k in range(N - 1, -1, -1):
+        s = y[k]
+        for a in range(ptr[k], ptr[k + 1]):
+            i = idx[a]
+            s -= A[i, k] * y[i]
+        y[k] = s
+    x = np.empty(N)
+    for i in range(N):
+        x[perm[i]] = y[i]
+    return x
+
+
+@njit(cache=True)
+def solve_T_refined(J, rp, ci, A, perm, ptr, idx, b):
+    """``solve_T`` and one refinement step with the residual b − Jᵀx (``solve_refined``'s
+    reason; J's pattern is symmetric, so row i of Jᵀ has the columns of row i of J)."""
+    x = solve_T(A, perm, ptr, idx, b)
+    N = b.shape[0]
+    r = np.empty(N)
+    for i in range(N):
+        s = b[i]
+        for a in range(rp[i], rp[i + 1]):
+            s -= J[ci[a], i] * x[ci[a]]
+        r[i] = s
+    d = solve_T(A, perm, ptr, idx, r)
+    for i in range(N):
+        x[i] += d[i]
+    return x

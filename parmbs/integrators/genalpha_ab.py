@@ -95,8 +95,8 @@ class ArnoldBrulsAlpha(NewmarkFamily):
         if not alpha_m < 1.0:
             raise ValueError(f"alpha_m = {alpha_m} must be below 1")
         super().__init__(system, h, alpha_m, alpha_f, beta, gamma, compiled="off", **kw)
-        # issue 19: one compiled call per forward step (compiled/ab_step.py); the tangent
-        # and adjoint steps below stay numpy (newmark.py's compiled ones are of its form)
+        # issue 19: one compiled call per forward and per adjoint step (compiled/ab_step.py,
+        # ab_adjoint.py); the tangent step stays numpy
         from ..compiled import ab_stepper
         self.compiled, self.compiled_note = (None, None) if self.schur is not None else \
             ab_stepper.make(system, compiled, self.op)
@@ -185,6 +185,10 @@ class ArnoldBrulsAlpha(NewmarkFamily):
         h, b, g, nd = self.h, self.beta, self.gamma, self.nd
         am, af = self.am, self.af
         B, G = self._coef()
+        if self.compiled is not None and not any(np.iscomplexobj(y) for y in (p, *x1, *mu1)):
+            out = self.compiled.adjoint(x1, mu1, p, t, h, b, g, am, af, self.design_map, nd)   # ab_adjoint.py
+            if out is not None:
+                return out
         mq1, mv1, mqdd1, ml1, ma1 = mu1
         n = self.sys.n
         ev = self._eval(t + h, x1, p)

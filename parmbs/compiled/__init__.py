@@ -22,6 +22,10 @@ names step and time) use it.
 Numbers: not bitwise those of the numpy path (another summation order and LU; the
 bounds are in tests/test_compiled.py), bitwise the same from run to run.
 
+Generalized-α in the Arnold–Brüls form (integrators/genalpha_ab.py) has its own compiled
+forward and adjoint steps, which also take the vehicle kinds and factor sparse
+(compiled/ab_stepper.py: the same three modes, its own model test).
+
 Compile time: the kernels are compiled at the first use in a process, or loaded from
 numba's cache (``cache=True``: ``__pycache__`` beside these files, or — read-only
 install — numba's user cache directory; ``NUMBA_CACHE_DIR`` overrides).  The time is

@@ -64,8 +64,7 @@ def test_vehicle_kernels_equal_numpy_components(model):
     R0 / J0: Iltis R 43, J 2.1; buggy R 1.9, J 4.8.  The Iltis's R error sits on a chassis
     row where bump stops inside their band cancel (1.7e-9 of terms 3.8e5): the
     conditioning term below (observed ÷ the whole R bound 0.004)."""
-    from parmbs.compiled.ab_step import evaluate, unpack_vehicle
-    from parmbs.compiled.newmark_step import unpack
+    from parmbs.compiled.ab_step import evaluate
     name, sets = MODELS[model]
     pr = _problem(name, *sets)
     st, s = pr.stepper, pr.sys
@@ -79,8 +78,7 @@ def test_vehicle_kernels_equal_numpy_components(model):
     R0, J0 = _numpy_RJ(st, t, x, p, 1.0, 1.0, bh2, gh)
     N = s.n + s.m
     R, J = np.zeros(N), np.zeros((N, N))
-    evaluate(*x, p, t, s.n, bh2, gh, bh2, bh2, True, R, J, unpack(cs.Kf, cs.Ko[0]), unpack_vehicle(cs.Vf, cs.Vo[0]),
-             cs.rp)
+    evaluate(*x, p, t, s.n, bh2, gh, bh2, bh2, True, R, J, cs.Kf, cs.Kp, cs.Ks, cs.Vf, cs.Vo, 0, cs.rp)
     # the forces' own sizes: the chassis rows sum strut and bump-stop forces of ±1.6e5 N
     # to a residual ten times smaller, whose round-off is relative to the terms summed
     qe, ve, ae = (np.r_[y, np.zeros(3)] for y in x[:3])

@@ -27,26 +27,25 @@ import numpy as np
 from numba import njit
 
 from ..model.component import CS_H
-from .ab_step import evaluate, unpack_vehicle
-from .newmark_step import unpack
+from .ab_step import evaluate
 from .sparse_lu import factor, solve_T_refined
 
 
 @njit(cache=True)
-def _matrix(q, v, a, lam, p, t, n, cq, cv, hw, bh2, ca, K, V, rp):
-    """The (N, N) matrix of ab_step.evaluate at this state with these weights."""
+def _matrix(q, v, a, lam, p, t, n, cq, cv, hw, bh2, ca, Kf, Kp, Ks, Vf, Vo, rp):
+    """The (N, N) matrix of ab_step.evaluate at this state with these weights (set 0)."""
     N = n + lam.shape[0]
     R = np.zeros(N)
     J = np.zeros((N, N))
-    evaluate(q, v, a, lam, p, t, n, cq, cv, hw, bh2, True, R, J, K, V, rp, ca)
+    evaluate(q, v, a, lam, p, t, n, cq, cv, hw, bh2, True, R, J, Kf, Kp, Ks, Vf, Vo, 0, rp, ca)
     return J
 
 
 @njit(cache=True)
-def _r_rho(q, v, a, lam, p, t, n, bh2, dmap, nd, Kdf, Kdo, Vdf, Vdo, rp):
+def _r_rho(q, v, a, lam, p, t, n, bh2, dmap, nd, Kdf, Kdp, Kds, Vdf, Vdo, rp):
     """(N, nd): column j = Im R(p + i h Σ_{dmap[i] = j} e_i)/h (R = [R₁; Φ/(β'h²)]), each
-    from the elements that read a parameter of column j (set j of the packed (Kdf, Kdo),
-    (Vdf, Vdo): ab_stepper.CompiledAB._design)."""
+    from the elements that read a parameter of column j (set j of the packed (Kdf, Kdp,
+    Kds), (Vdf, Vdo): ab_stepper.CompiledAB._design)."""
     N = n + lam.shape[0]
     out = np.zeros((N, nd))
     pc = np.empty(p.shape[0], np.complex128)
@@ -55,20 +54,17 @@ def _r_rho(q, v, a, lam, p, t, n, bh2, dmap, nd, Kdf, Kdo, Vdf, Vdo, rp):
         for i in range(p.shape[0]):
             pc[i] = complex(p[i], CS_H) if dmap[i] == j else complex(p[i], 0.0)
         Rc = np.zeros(N, np.complex128)
-        evaluate(q, v, a, lam, pc, t, n, 0.0, 0.0, 0.0, bh2, False, Rc, Jd, unpack(Kdf, Kdo[j]),
-                 unpack_vehicle(Vdf, Vdo[j]), rp)
+        evaluate(q, v, a, lam, pc, t, n, 0.0, 0.0, 0.0, bh2, False, Rc, Jd, Kdf, Kdp, Kds, Vdf, Vdo, j, rp)
         for i in range(N):
             out[i, j] = Rc[i].imag / CS_H
     return out
 
 
 @njit(cache=True)
-def ab_adjoint_step(q1, v1, qdd1, l1, mq1, mv1, mqdd1, ml1, ma1, p, t, h, beta, gamma, am, af, dmap, Kdf, Kdo,
-                    Vdf, Vdo, nd, Kf, Ko, Vf, Vo, rp, perm, ptr, idx, jp, ji):
+def ab_adjoint_step(q1, v1, qdd1, l1, mq1, mv1, mqdd1, ml1, ma1, p, t, h, beta, gamma, am, af, dmap, Kdf, Kdp,
+                    Kds, Vdf, Vdo, nd, Kf, Kp, Ks, Vf, Vo, rp, perm, ptr, idx, jp, ji):
     """(μ_q, μ_v, μ_q̈, μ_λ, μ_a, ∇ψ increment (nd, k), status) of the step x_k → x_{k+1} at t
     (module docstring); status 0, or 1 at a zero pivot (nothing else is meaningful then)."""
-    K = unpack(Kf, Ko[0])
-    V = unpack_vehicle(Vf, Vo[0])
     n, m = q1.shape[0], l1.shape[0]
     N = n + m
     kc = mq1.shape[1]
@@ -79,7 +75,7 @@ def ab_adjoint_step(q1, v1, qdd1, l1, mq1, mv1, mqdd1, ml1, ma1, p, t, h, beta, 
     mq, mv, mqdd, ma = np.zeros((n, kc)), np.zeros((n, kc)), np.zeros((n, kc)), np.zeros((n, kc))
     ml = np.zeros((m, kc))
     grad = np.zeros((nd, kc))
-    J = _matrix(q1, v1, qdd1, l1, p, t1, n, B, G, B, B, 1.0, K, V, rp)
+    J = _matrix(q1, v1, qdd1, l1, p, t1, n, B, G, B, B, 1.0, Kf, Kp, Ks, Vf, Vo, rp)
     LU, ok = factor(J, jp, ji, perm, ptr, idx)
     if not ok:
         return mq, mv, mqdd, ml, ma, grad, 1
@@ -91,8 +87,8 @@ def ab_adjoint_step(q1, v1, qdd1, l1, mq1, mv1, mqdd1, ml1, ma1, p, t, h, beta, 
         for i in range(m):
             b[n + i] = ml1[i, col]
         nu[:, col] = solve_T_refined(J, jp, ji, LU, perm, ptr, idx, b)
-    Kq = _matrix(q1, v1, qdd1, l1, p, t1, n, 1.0, 0.0, 1.0, B, 0.0, K, V, rp)
-    Cv = _matrix(q1, v1, qdd1, l1, p, t1, n, 0.0, 1.0, 0.0, B, 0.0, K, V, rp)
+    Kq = _matrix(q1, v1, qdd1, l1, p, t1, n, 1.0, 0.0, 1.0, B, 0.0, Kf, Kp, Ks, Vf, Vo, rp)
+    Cv = _matrix(q1, v1, qdd1, l1, p, t1, n, 0.0, 1.0, 0.0, B, 0.0, Kf, Kp, Ks, Vf, Vo, rp)
     for col in range(kc):
         for j in range(n):
             sq = 0.0
@@ -109,7 +105,7 @@ def ab_adjoint_step(q1, v1, qdd1, l1, mq1, mv1, mqdd1, ml1, ma1, p, t, h, beta, 
             mv[j, col] = h * dq + dv
             ma[j, col] = (0.5 - beta) * h * h * dq + (1 - gamma) * h * dv - am / (1.0 - am) * s
             mqdd[j, col] = af / (1.0 - am) * s
-    Rr = _r_rho(q1, v1, qdd1, l1, p, t1, n, B, dmap, nd, Kdf, Kdo, Vdf, Vdo, rp)
+    Rr = _r_rho(q1, v1, qdd1, l1, p, t1, n, B, dmap, nd, Kdf, Kdp, Kds, Vdf, Vdo, rp)
     for j in range(nd):
         for col in range(kc):
             g = 0.0

@@ -25,13 +25,14 @@ import numpy as np
 from numba import njit
 
 from . import vehicle
-from .newmark_step import _evaluate as _evaluate_rigid, _view, unpack
+from .newmark_step import _evaluate as _evaluate_rigid, _view
 from .sparse_lu import factor, solve_refined
 
 
 @njit(cache=True)
 def unpack_vehicle(flat, o):
-    """The 18 stacked index arrays of ab_stepper.VLAYOUT (newmark_step.unpack's packing)."""
+    """The 18 stacked index arrays of ab_stepper.VLAYOUT of one set (stepper.pack's packing,
+    newmark_step._view)."""
     return (_view(flat, o, 0), _view(flat, o, 1), _view(flat, o, 2), _view(flat, o, 3),
             _view(flat, o, 4), _view(flat, o, 5), _view(flat, o, 6), _view(flat, o, 7),
             _view(flat, o, 8), _view(flat, o, 9), _view(flat, o, 10), _view(flat, o, 11),
@@ -40,10 +41,12 @@ def unpack_vehicle(flat, o):
 
 
 @njit(cache=True)
-def evaluate(q, v, a, lam, p, t, n, cq, cv, hw, bh2, want_J, R, J, K, V, rp, ca=1.0):
+def evaluate(q, v, a, lam, p, t, n, cq, cv, hw, bh2, want_J, R, J, Kf, Kp, Ks, Vf, Vo, s, rp, ca=1.0):
     """R (and J) of every group with unit weights: the rigid kinds (newmark_step._evaluate,
-    c_a the weight of r_a), then the vehicle kinds in ab_stepper.VLAYOUT's order."""
-    _evaluate_rigid(q, v, a, lam, p, t, n, 1.0, 1.0, cq, cv, hw, bh2, want_J, R, J, K, ca)
+    (Kf, Kp, Ks) as there, c_a the weight of r_a), then the vehicle kinds in
+    ab_stepper.VLAYOUT's order ((Vf, Vo): their packed arrays); s the element set."""
+    _evaluate_rigid(q, v, a, lam, p, t, n, 1.0, 1.0, cq, cv, hw, bh2, want_J, R, J, Kf, Kp, Ks, s, ca)
+    V = unpack_vehicle(Vf, Vo[s])
     if V[0].shape[0]:
         vehicle.force(vehicle.LINEAR, q, v, p, V[0], V[1], rp, R, J, 1.0, cq, cv, want_J)
     if V[2].shape[0]:
@@ -62,14 +65,13 @@ def evaluate(q, v, a, lam, p, t, n, cq, cv, hw, bh2, want_J, R, J, K, V, rp, ca=
 
 
 @njit(cache=True)
-def ab_newton_step(q0, v0, qdd0, lam0, a0, p, t, h, beta, gamma, am, af, atol, rtol, max_it, Kf, Ko, Vf, Vo, rp,
-                   perm, ptr, idx, jp, ji):
+def ab_newton_step(q0, v0, qdd0, lam0, a0, p, t, h, beta, gamma, am, af, atol, rtol, max_it, Kf, Kp, Ks, Vf, Vo,
+                   rp, perm, ptr, idx, jp, ji):
     """x_{n+1} at t + h from x_n = (q, v, q̈, λ, a) at t: returns (q, v, q̈, λ, a, iterations,
     status), status 0 converged, 1 zero pivot, 2 non-finite update, 3 not converged.
-    (Kf, Ko), (Vf, Vo): the packed index arrays of the rigid and vehicle kinds; rp the
-    road (vehicle.road_params); (perm, ptr, idx) sparse_lu's order, (jp, ji) J's pattern."""
-    K = unpack(Kf, Ko[0])
-    V = unpack_vehicle(Vf, Vo[0])
+    (Kf, Kp, Ks), (Vf, Vo): the packed index arrays of the rigid and vehicle kinds (set 0);
+    rp the road (vehicle.road_params); (perm, ptr, idx) sparse_lu's order, (jp, ji) J's
+    pattern."""
     n, m = q0.shape[0], lam0.shape[0]
     N = n + m
     c = (1.0 - af) / (1.0 - am)
@@ -97,7 +99,7 @@ def ab_newton_step(q0, v0, qdd0, lam0, a0, p, t, h, beta, gamma, am, af, atol, r
             v1[i] = vp[i] + G * qdd[i]
         R[:] = 0.0
         J[:, :] = 0.0
-        evaluate(q1, v1, qdd, lam, p, t + h, n, B, G, B, B, True, R, J, K, V, rp)
+        evaluate(q1, v1, qdd, lam, p, t + h, n, B, G, B, B, True, R, J, Kf, Kp, Ks, Vf, Vo, 0, rp)
         for i in range(N):
             R[i] = -R[i]
         LU, ok = factor(J, jp, ji, perm, ptr, idx)

@@ -87,7 +87,7 @@ class CompiledAB:
         from .sparse_lu import order
         from .stepper import _arrays, pack
         self.sys = system
-        self.Kf, self.Ko = pack([_arrays(system)])
+        self.Kf, self.Kp, self.Ks = self._families(*pack([_arrays(system)]))
         self.Vf, self.Vo = pack([_varrays(system)])
         self.rp = _road(system)[0]
         pat = op.pattern
@@ -100,22 +100,29 @@ class CompiledAB:
         f = lambda y: np.ascontiguousarray(y, dtype=np.float64)
         return ab_newton_step(*(f(y) for y in x), f(p), float(t), float(h), float(beta), float(gamma),
                               float(am), float(af), float(tol.atol), float(tol.rtol), int(tol.max_it), self.Kf,
-                              self.Ko, self.Vf, self.Vo, self.rp, self.perm, self.ptr, self.idx, self.jp, self.ji)
+                              self.Kp, self.Ks, self.Vf, self.Vo, self.rp, self.perm, self.ptr, self.idx, self.jp,
+                              self.ji)
 
     #: one line on the first compiled adjoint step of the process (the CLI prints it)
     sens_note = None
     _timed = False
 
+    def _families(self, flat, offs):
+        """stepper.CompiledNewmark.families: the planar and spatial offsets apart, None for a
+        family the model does not have (newmark_step._evaluate)."""
+        from .stepper import CompiledNewmark
+        return CompiledNewmark.families(self, flat, offs)
+
     def _design(self, design_map, nd):
         """Per design column j the elements that read a parameter of column j (the others'
-        ∂R/∂ρ_j is identically zero), packed as nd sets (Kd, Kdo, Vd, Vdo); the last map's
+        ∂R/∂ρ_j is identically zero), packed as nd sets (Kd, Kdp, Kds, Vd, Vdo); the last map's
         kept by identity (the stepper's own, every step)."""
         from .stepper import _arrays, pack
         last = getattr(self, "_last", None)
         if last is None or last[0] is not design_map or last[1] != nd:
             dm = np.asarray(design_map)
             col = lambda j: (lambda g: np.any(dm[np.asarray(g.pidx)] == j, axis=1))
-            Kd = pack([_arrays(self.sys, col(j)) for j in range(nd)])
+            Kd = self._families(*pack([_arrays(self.sys, col(j)) for j in range(nd)]))
             Vd = pack([_varrays(self.sys, col(j)) for j in range(nd)])
             last = self._last = (design_map, nd, (np.ascontiguousarray(dm, dtype=np.int64), *Kd, *Vd))
         return last[2]
@@ -127,7 +134,7 @@ class CompiledAB:
         f = lambda y: np.ascontiguousarray(y, dtype=np.float64)
         args = ([f(y) for y in x1[:4]] + [f(y).reshape(len(y), -1) for y in mu1]
                 + [f(p), float(t), float(h), float(beta), float(gamma), float(am), float(af),
-                   *self._design(design_map, nd), int(nd), self.Kf, self.Ko, self.Vf, self.Vo,
+                   *self._design(design_map, nd), int(nd), self.Kf, self.Kp, self.Ks, self.Vf, self.Vo,
                    self.rp, self.perm, self.ptr, self.idx, self.jp, self.ji])
         if not CompiledAB._timed:                 # first call in the process: compile or cache load
             CompiledAB._timed = True
@@ -161,7 +168,8 @@ class CompiledAB:
                 f"simulation.compiled = \"off\" for the numpy path")
 
 
-_REPORTED = False
+#: the kernel families (planar, spatial present) whose compile this process has timed
+_REPORTED = set()
 
 
 def make(system, mode="auto", op=None):
@@ -172,9 +180,9 @@ def make(system, mode="auto", op=None):
     if reason is not None:
         return None, (f"compiled: not used ({reason}); numpy path" if mode == "on" else None)
     cs = CompiledAB(system, op)
-    global _REPORTED
     note = None
-    if not _REPORTED:
-        _REPORTED = True
+    family = (cs.Kp is not None, cs.Ks is not None)
+    if family not in _REPORTED:          # planar and spatial models compile apart (stepper.families)
+        _REPORTED.add(family)
         note = cs.warm_up()
     return cs, note

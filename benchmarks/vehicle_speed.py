@@ -30,12 +30,12 @@ import os
 import pathlib
 import pstats
 import tempfile
-import time
 
 import numpy as np
 
 from parmbs.config import load_config
 from parmbs.sensitivity.problem import Problem
+from compiled import cpu_min        # benchmarks/compiled.py
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -55,15 +55,6 @@ MODELS = {
     "iltis-adaptive": (lambda: str(ROOT / "configs" / "iltis.toml"), []),
     "buggy": (lambda: str(ROOT / "configs" / "buggy-lane-change.toml"), []),
 }
-
-
-def cpu_min(fn, repeat):
-    best, out = np.inf, None
-    for _ in range(repeat):
-        t0 = time.process_time()
-        out = fn()
-        best = min(best, time.process_time() - t0)
-    return best, out
 
 
 def profile(pr, top):

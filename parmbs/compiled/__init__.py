@@ -98,15 +98,19 @@ def runtime_why_not(op=None):
     return None
 
 
-def make(system, mode="auto", op=None):
-    """(CompiledNewmark or None, note or None) for ``simulation.compiled = mode``."""
+def make(system, mode="auto", op=None, why=None, build=None):
+    """(CompiledNewmark or None, note or None) for ``simulation.compiled = mode``.  ``why``
+    and ``build`` (system, op): another compiled stepper's model test and constructor
+    (compiled/ab_stepper.py); its ``family`` keys the once-per-process compile note."""
     if mode == "off":
         return None, None
-    reason = why_not(system, op)
+    reason = (why or why_not)(system, op)
     if reason is not None:
         return None, (f"compiled: not used ({reason}); numpy path" if mode == "on" else None)
-    from .stepper import CompiledNewmark
-    cs = CompiledNewmark(system)
+    if build is None:
+        from .stepper import CompiledNewmark
+        build = lambda s, o: CompiledNewmark(s)
+    cs = build(system, op)
     note = None
     if cs.family not in _REPORTED:       # a planar and a spatial model compile apart (stepper.families)
         _REPORTED.add(cs.family)

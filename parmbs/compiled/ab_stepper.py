@@ -88,6 +88,8 @@ class CompiledAB:
         from .stepper import _arrays, pack
         self.sys = system
         self.Kf, self.Kp, self.Ks = self._families(*pack([_arrays(system)]))
+        #: compiled.make's key of the once-per-process compile note (its own kernels)
+        self.family = ("arnold-bruls", self.Kp is not None, self.Ks is not None)
         self.Vf, self.Vo = pack([_varrays(system)])
         self.rp = _road(system)[0]
         pat = op.pattern
@@ -168,21 +170,6 @@ class CompiledAB:
                 f"simulation.compiled = \"off\" for the numpy path")
 
 
-#: the kernel families (planar, spatial present) whose compile this process has timed
-_REPORTED = set()
-
-
 def make(system, mode="auto", op=None):
-    """(CompiledAB or None, note or None) for ``simulation.compiled = mode``."""
-    if mode == "off":
-        return None, None
-    reason = why_not(system, op)
-    if reason is not None:
-        return None, (f"compiled: not used ({reason}); numpy path" if mode == "on" else None)
-    cs = CompiledAB(system, op)
-    note = None
-    family = (cs.Kp is not None, cs.Ks is not None)
-    if family not in _REPORTED:          # planar and spatial models compile apart (stepper.families)
-        _REPORTED.add(family)
-        note = cs.warm_up()
-    return cs, note
+    """(CompiledAB or None, note or None) for ``simulation.compiled = mode`` (compiled.make)."""
+    return _c.make(system, mode, op, why_not, CompiledAB)

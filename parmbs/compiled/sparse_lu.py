@@ -129,29 +129,6 @@ def solve(A, perm, ptr, idx, b):
 
 
 @njit(cache=True)
-def solve_refined(J, rp, ci, A, perm, ptr, idx, b):
-    """``solve`` and one step of iterative refinement, x += solve(b − J x) with the
-    residual over J's pattern (rp, ci: CSR of J's nonzero pattern).  The elimination
-    order trades pivot size for fill: on the Iltis the factors grow by ~3·10⁸ over J
-    (measured), the plain solve is then accurate to ~7·10⁻⁸ relative, one refinement
-    step to ~1·10⁻¹⁴ — LAPACK's partially pivoted solve of the same matrix, whose own
-    error is ~1·10⁻¹⁴ (benchmarks/README.md).  Cost: one product over the 7·10³
-    entries and one more solve, ~10 % of a factorization."""
-    x = solve(A, perm, ptr, idx, b)
-    N = b.shape[0]
-    r = np.empty(N)
-    for i in range(N):
-        s = b[i]
-        for a in range(rp[i], rp[i + 1]):
-            s -= J[i, ci[a]] * x[ci[a]]
-        r[i] = s
-    d = solve(A, perm, ptr, idx, r)
-    for i in range(N):
-        x[i] += d[i]
-    return x
-
-
-@njit(cache=True)
 def solve_T(A, perm, ptr, idx, b):
     """x with Jᵀ x = b from ``factor``'s LU: (P J Pᵀ)ᵀ = Uᵀ Lᵀ, so Uᵀ y = P b (forward,
     column by column of U's rows), Lᵀ z = y (backward, unit diagonal), x = Pᵀ z — the
@@ -180,18 +157,37 @@ def solve_T(A, perm, ptr, idx, b):
 
 
 @njit(cache=True)
-def solve_T_refined(J, rp, ci, A, perm, ptr, idx, b):
-    """``solve_T`` and one refinement step with the residual b − Jᵀx (``solve_refined``'s
-    reason; J's pattern is symmetric, so row i of Jᵀ has the columns of row i of J)."""
-    x = solve_T(A, perm, ptr, idx, b)
+def _refine(J, rp, ci, A, perm, ptr, idx, b, transpose):
+    """``solve`` (``solve_T`` when ``transpose``) and one step of iterative refinement,
+    x += solve(b − J x) (b − Jᵀx), the residual over J's pattern (rp, ci: CSR of J's
+    nonzero pattern, symmetric: row i of Jᵀ has the columns of row i of J).  The
+    elimination order trades pivot size for fill: on the Iltis the factors grow by
+    ~3·10⁸ over J (measured), the plain solve is then accurate to ~7·10⁻⁸ relative, one
+    refinement step to ~3·10⁻¹⁵ — compiled/dense.py's partially pivoted LU of the same
+    matrix: ~1·10⁻¹⁴ (benchmarks/README.md).  Cost: one product over the 7·10³ entries
+    and one more solve, ~15 % of a factorization."""
+    x = solve_T(A, perm, ptr, idx, b) if transpose else solve(A, perm, ptr, idx, b)
     N = b.shape[0]
     r = np.empty(N)
     for i in range(N):
         s = b[i]
         for a in range(rp[i], rp[i + 1]):
-            s -= J[ci[a], i] * x[ci[a]]
+            j = ci[a]
+            s -= (J[j, i] if transpose else J[i, j]) * x[j]
         r[i] = s
-    d = solve_T(A, perm, ptr, idx, r)
+    d = solve_T(A, perm, ptr, idx, r) if transpose else solve(A, perm, ptr, idx, r)
     for i in range(N):
         x[i] += d[i]
     return x
+
+
+@njit(cache=True)
+def solve_refined(J, rp, ci, A, perm, ptr, idx, b):
+    """x with J x = b, refined once (``_refine``)."""
+    return _refine(J, rp, ci, A, perm, ptr, idx, b, False)
+
+
+@njit(cache=True)
+def solve_T_refined(J, rp, ci, A, perm, ptr, idx, b):
+    """x with Jᵀ x = b, refined once (``_refine``): the adjoint step's solve."""
+    return _refine(J, rp, ci, A, perm, ptr, idx, b, True)

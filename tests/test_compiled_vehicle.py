@@ -158,12 +158,13 @@ def test_failed_compiled_step_is_redone_on_numpy():
 @pytest.mark.parametrize("model", sorted(MODELS))
 def test_vehicle_adjoint_step_equals_numpy_for_every_parameter(model):
     """Every model parameter its own design column (every kernel's ∂R/∂p by complex step
-    in compiled code), the active state of the kernel test, random μ (2 columns),
-    h = 0.05: the compiled adjoint step (compiled/ab_adjoint.py) equals the numpy one
+    in compiled code), the active state of the kernel test, random μ (2 columns) and
+    tangents, h = 0.05: the compiled adjoint and tangent steps (compiled/ab_adjoint.py)
+    equal the numpy ones
     within e = 2 (N + 100) κ₁(J) u (tests/test_compiled_adjoint.py's estimate; the static
-    order's solves are refined once, sparse_lu.solve_T_refined).  Measured observed ÷ e:
-    Iltis 1.1e-7, buggy 2.2e-6 (κ₁(J) at h = 0.05 is large: the bound is loose, a wrong
-    block would still miss it by orders — the relative differences are ~1e-13)."""
+    order's solves are refined once, sparse_lu._refine).  Measured observed ÷ e, adjoint
+    and tangent outputs together: Iltis 1.9e-7, buggy 7.1e-6 (κ₁(J) at h = 0.05 is large:
+    the bound is loose, a wrong block would still miss it by orders)."""
     from parmbs.model.evaluation import EvalPlan
     from test_compiled_adjoint import _kappa_at, _rel
     cfg, sets = MODELS[model]
@@ -180,17 +181,19 @@ def test_vehicle_adjoint_step_equals_numpy_for_every_parameter(model):
     p = _active_parameters(s, x1)
     mu = [rng.standard_normal((s.n, 2)) for _ in range(3)] + [rng.standard_normal((s.m, 2)),
                                                               rng.standard_normal((s.n, 2))]
+    dx = [rng.standard_normal((s.n, st.nd)) for _ in range(3)] + [rng.standard_normal((s.m, st.nd)),
+                                                                  rng.standard_normal((s.n, st.nd))]
     t = 0.95
-    got = st.adjoint_step(t, None, x1, mu, p)
+    got, got_t = st.adjoint_step(t, None, x1, mu, p), st.tangent_step(t, None, x1, dx, p)
     cs, st.compiled = st.compiled, None
-    ref = st.adjoint_step(t, None, x1, mu, p)
+    ref, ref_t = st.adjoint_step(t, None, x1, mu, p), st.tangent_step(t, None, x1, dx, p)
     st.compiled = cs
     view = _ab_view(pr).stepper
     view.h = 0.05
     kappa, N = _kappa_at(view, t + st.h, x1[:4], p)
     e = 2 * (N + 100) * kappa * U
     worst = 0.0
-    for g, r in list(zip(got[0], ref[0])) + [(got[1], ref[1])]:
+    for g, r in list(zip(got[0], ref[0])) + [(got[1], ref[1])] + list(zip(got_t, ref_t)):
         if np.any(r):
             worst = max(worst, _rel(g, r))
         else:                                    # μ_λ: exactly zero on both

@@ -1,4 +1,5 @@
-"""One compiled call per adjoint step of generalized-α in the Arnold–Brüls form (issue 19).
+"""One compiled call per adjoint step, and per tangent step (``ab_tangent_step``: the
+same blocks), of generalized-α in the Arnold–Brüls form (issue 19).
 
 The same equations as ``ArnoldBrulsAlpha.adjoint_step`` (integrators/genalpha_ab.py):
 with J the Newton matrix at x_{k+1} (compiled/ab_step.evaluate, factored by
@@ -28,7 +29,7 @@ from numba import njit
 
 from ..model.component import CS_H
 from .ab_step import evaluate
-from .sparse_lu import factor, solve_T_refined
+from .sparse_lu import factor, solve_refined, solve_T_refined
 
 
 @njit(cache=True)
@@ -113,3 +114,46 @@ def ab_adjoint_step(q1, v1, qdd1, l1, mq1, mv1, mqdd1, ml1, ma1, p, t, h, beta, 
                 g += Rr[i, j] * nu[i, col]
             grad[j, col] = -g
     return mq, mv, mqdd, ml, ma, grad, 0
+
+
+@njit(cache=True)
+def ab_tangent_step(q1, v1, qdd1, l1, dq, dv, dqdd, dl, da, p, t, h, beta, gamma, am, af, dmap, Kdf, Kdp, Kds, Vdf,
+                    Vdo, nd, Kf, Kp, Ks, Vf, Vo, rp, perm, ptr, idx, jp, ji):
+    """(dq, dv, dq̈, dλ, da of x_{k+1} (each (·, nd)), status) from those of x_k: the tangent
+    step of ``ArnoldBrulsAlpha.tangent_step`` with the adjoint step's blocks,
+        J dz = −([K dq̂ + C dv̂; G dq̂/(β'h²)] + ∂[R₁; R₂]/∂ρ),
+    (dq̂, dv̂, ds) the predictor applied to the columns, x_{k+1}'s blocks from dz and
+    da_{k+1} = c dq̈_{k+1} + ds; status 1 at a zero pivot."""
+    n, m = q1.shape[0], l1.shape[0]
+    N = n + m
+    c = (1.0 - af) / (1.0 - am)
+    B = c * beta * h * h
+    G = c * gamma * h
+    t1 = t + h
+    ds = (af * dqdd - am * da) / (1.0 - am)
+    dqp = dq + h * dv + (0.5 - beta) * h * h * da + beta * h * h * ds
+    dvp = dv + (1 - gamma) * h * da + gamma * h * ds
+    J = _matrix(q1, v1, qdd1, l1, p, t1, n, B, G, B, B, 1.0, Kf, Kp, Ks, Vf, Vo, rp)
+    LU, ok = factor(J, jp, ji, perm, ptr, idx)
+    if not ok:
+        return dqp, dvp, dqdd, dl, da, 1
+    Kq = _matrix(q1, v1, qdd1, l1, p, t1, n, 1.0, 0.0, 1.0, B, 0.0, Kf, Kp, Ks, Vf, Vo, rp)
+    Cv = _matrix(q1, v1, qdd1, l1, p, t1, n, 0.0, 1.0, 0.0, B, 0.0, Kf, Kp, Ks, Vf, Vo, rp)
+    r = _r_rho(q1, v1, qdd1, l1, p, t1, n, B, dmap, nd, Kdf, Kdp, Kds, Vdf, Vdo, rp)
+    kc = dq.shape[1]
+    dz = np.empty((N, kc))
+    for col in range(kc):
+        b = np.empty(N)
+        for i in range(n):
+            s = 0.0
+            for j in range(n):
+                s += Kq[i, j] * dqp[j, col] + Cv[i, j] * dvp[j, col]
+            b[i] = -(s + r[i, col])
+        for i in range(m):
+            s = 0.0
+            for j in range(n):
+                s += J[n + i, j] * dqp[j, col]
+            b[n + i] = -(s / B + r[n + i, col])
+        dz[:, col] = solve_refined(J, jp, ji, LU, perm, ptr, idx, b)
+    dqdd1 = dz[:n].copy()
+    return dqp + B * dqdd1, dvp + G * dqdd1, dqdd1, dz[n:].copy(), c * dqdd1 + ds, 0

@@ -19,7 +19,7 @@ solve refined once (sparse_lu.solve_refined).  A failed step (zero pivot, non-fi
 unconverged update) returns a status and the stepper redoes it on the numpy path, which
 names step and time.
 
-The adjoint step is compiled/ab_adjoint.py; the tangent step stays on the numpy path.
+The adjoint and tangent steps are compiled/ab_adjoint.py.
 """
 import numpy as np
 from numba import njit

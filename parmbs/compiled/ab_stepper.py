@@ -107,7 +107,8 @@ class CompiledAB:
 
     #: one line on the first compiled adjoint step of the process (the CLI prints it)
     sens_note = None
-    _timed = False
+    #: the sensitivity steps whose first call this process has timed
+    _timed = set()
 
     def _families(self, flat, offs):
         """stepper.CompiledNewmark.families: the planar and spatial offsets apart, None for a
@@ -129,27 +130,38 @@ class CompiledAB:
             last = self._last = (design_map, nd, (np.ascontiguousarray(dm, dtype=np.int64), *Kd, *Vd))
         return last[2]
 
+    def _sens(self, fn, x1, d, p, t, h, beta, gamma, am, af, design_map, nd):
+        """One call of ``fn`` (ab_adjoint.ab_adjoint_step / ab_tangent_step); its first call
+        in the process (compile or cache load) is timed into ``sens_note``."""
+        f = lambda y: np.ascontiguousarray(y, dtype=np.float64)
+        args = ([f(y) for y in x1[:4]] + [f(y).reshape(len(y), -1) for y in d]
+                + [f(p), float(t), float(h), float(beta), float(gamma), float(am), float(af),
+                   *self._design(design_map, nd), int(nd), self.Kf, self.Kp, self.Ks, self.Vf, self.Vo,
+                   self.rp, self.perm, self.ptr, self.idx, self.jp, self.ji])
+        if fn.__name__ in CompiledAB._timed:
+            return fn(*args)
+        CompiledAB._timed.add(fn.__name__)
+        t0, w0 = time.process_time(), time.perf_counter()
+        out = fn(*args)
+        st = fn.stats
+        how = "loaded from numba's cache" if st.cache_hits and not st.cache_misses else "compiled"
+        self.sens_note = (f"compiled: Arnold-Bruls {fn.__name__.split('_')[1]} step kernels {how} in "
+                          f"{time.process_time() - t0:.2f} s CPU ({time.perf_counter() - w0:.2f} s wall)")
+        return out
+
     def adjoint(self, x1, mu1, p, t, h, beta, gamma, am, af, design_map, nd):
         """The compiled adjoint step (ab_adjoint.ab_adjoint_step): ((μ_q, μ_v, μ_q̈, μ_λ, μ_a),
         ∇ψ increment), or None at a zero pivot (the numpy step then runs and reports)."""
         from .ab_adjoint import ab_adjoint_step
-        f = lambda y: np.ascontiguousarray(y, dtype=np.float64)
-        args = ([f(y) for y in x1[:4]] + [f(y).reshape(len(y), -1) for y in mu1]
-                + [f(p), float(t), float(h), float(beta), float(gamma), float(am), float(af),
-                   *self._design(design_map, nd), int(nd), self.Kf, self.Kp, self.Ks, self.Vf, self.Vo,
-                   self.rp, self.perm, self.ptr, self.idx, self.jp, self.ji])
-        if not CompiledAB._timed:                 # first call in the process: compile or cache load
-            CompiledAB._timed = True
-            t0, w0 = time.process_time(), time.perf_counter()
-            out = ab_adjoint_step(*args)
-            st = ab_adjoint_step.stats
-            how = "loaded from numba's cache" if st.cache_hits and not st.cache_misses else "compiled"
-            self.sens_note = (f"compiled: Arnold-Bruls adjoint step kernels {how} in "
-                              f"{time.process_time() - t0:.2f} s CPU ({time.perf_counter() - w0:.2f} s wall)")
-        else:
-            out = ab_adjoint_step(*args)
-        *mu, grad, status = out
+        *mu, grad, status = self._sens(ab_adjoint_step, x1, mu1, p, t, h, beta, gamma, am, af, design_map, nd)
         return None if status else (tuple(mu), grad)
+
+    def tangent(self, x1, dx0, p, t, h, beta, gamma, am, af, design_map, nd):
+        """The compiled tangent step (ab_adjoint.ab_tangent_step): (dq, dv, dq̈, dλ, da) of
+        x_{k+1}, or None at a zero pivot."""
+        from .ab_adjoint import ab_tangent_step
+        *dx, status = self._sens(ab_tangent_step, x1, dx0, p, t, h, beta, gamma, am, af, design_map, nd)
+        return None if status else tuple(dx)
 
     def warm_up(self):
         """Compile (or load from numba's cache) and time it: the one-line note."""

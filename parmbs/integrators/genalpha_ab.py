@@ -95,8 +95,8 @@ class ArnoldBrulsAlpha(NewmarkFamily):
         if not alpha_m < 1.0:
             raise ValueError(f"alpha_m = {alpha_m} must be below 1")
         super().__init__(system, h, alpha_m, alpha_f, beta, gamma, compiled="off", **kw)
-        # issue 19: one compiled call per forward and per adjoint step (compiled/ab_step.py,
-        # ab_adjoint.py); the tangent step stays numpy
+        # issue 19: one compiled call per forward, tangent and adjoint step
+        # (compiled/ab_step.py, ab_adjoint.py)
         from ..compiled import ab_stepper
         self.compiled, self.compiled_note = (None, None) if self.schur is not None else \
             ab_stepper.make(system, compiled, self.op)
@@ -165,6 +165,11 @@ class ArnoldBrulsAlpha(NewmarkFamily):
     def tangent_step(self, t, x0, x1, dx0, p):
         """dx_{k+1}/dρ from dx_k/dρ (each five (·, nd) blocks)."""
         nd = self.nd
+        if self.compiled is not None and not any(np.iscomplexobj(y) for y in (p, *x1, *dx0)):
+            out = self.compiled.tangent(x1, dx0, p, t, self.h, self.beta, self.gamma, self.am, self.af,
+                                        self.design_map, nd)                  # ab_adjoint.py
+            if out is not None:
+                return out
         B, G = self._coef()
         dq, dv, dqdd, dl, da = dx0
         dqp, dvp, ds = self._predict(dq, dv, dqdd, da)

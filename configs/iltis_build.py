@@ -323,13 +323,25 @@ COMMENTS = {
 }
 
 
+def road_block():
+    """The [spatial.road] text of the speed-bump run (other manoeuvres' builders replace it)."""
+    return ("# speed-bump road: smooth 10 cm step down at x = 6 m (docs/iltis.md §7)\n"
+            f'[spatial.road]\ntype = "function"\nshape = "step"\nx0 = {_f(STEP["x0"])}\n'
+            f'height = {_f(STEP["height"])}\nlength = {_f(STEP["length"])}\n')
+
+
+def replace_road(path, text):
+    """Rewrite the file ``path`` written by ``write`` with ``text`` for its road block."""
+    old = Path(path).read_text()
+    assert old.count(road_block()) == 1, "write()'s road block not found"
+    Path(path).write_text(old.replace(road_block(), text))
+
+
 def write(path, t_end=3.0, dt=5e-4):
     bodies, joints, forces = model()
     out = [HEADER.format(speed=SPEED)]
     out.append('[model]\nname = "iltis"\n\n[spatial]\ngravity = [0.0, 0.0, -9.81]\n')
-    out.append("# speed-bump road: smooth 10 cm step down at x = 6 m (docs/iltis.md §7)\n"
-               f'[spatial.road]\ntype = "function"\nshape = "step"\nx0 = {_f(STEP["x0"])}\n'
-               f'height = {_f(STEP["height"])}\nlength = {_f(STEP["length"])}\n')
+    out.append(road_block())
     omega = SPEED / P_LF["W"][2]
     for name, B in bodies.items():
         out.append(f"# {COMMENTS[name.split('_')[0]]}\n[[spatial.bodies]]\nname = \"{name}\"\n"

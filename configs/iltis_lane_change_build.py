@@ -29,6 +29,7 @@ sampled every 0.05 s (`type = "table"`) is C², like the path.
 """
 import sys
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 
@@ -163,22 +164,11 @@ max_it = 15
 
 def write(path, t_end=T_END, dt=5e-3):
     """The lane-change TOML: iltis_build.write with the road, steering and run swapped."""
-    saved = ib.STEER_DRIVER, ib.SPEED, ib.HEADER, ib.SIM, ib.joint_entry
-    plain = saved[4]
-    ib.STEER_DRIVER, ib.SPEED, ib.HEADER, ib.SIM = True, SPEED, HEADER.replace("{speed}", f"{SPEED:.3f}"), SIM
-    ib.joint_entry = lambda j: driver_entry(j) if j["type"] == "driver" else plain(j)
-    try:
+    plain = ib.joint_entry
+    with mock.patch.multiple(ib, STEER_DRIVER=True, SPEED=SPEED, HEADER=HEADER.replace("{speed}", f"{SPEED:.3f}"),
+                             SIM=SIM, joint_entry=lambda j: driver_entry(j) if j["type"] == "driver" else plain(j)):
         ib.write(path, t_end=round(t_end, 4), dt=dt)
-    finally:
-        ib.STEER_DRIVER, ib.SPEED, ib.HEADER, ib.SIM, ib.joint_entry = saved
-    text = Path(path).read_text()
-    S = ib.STEP
-    step = ("# speed-bump road: smooth 10 cm step down at x = 6 m (docs/iltis.md §7)\n"
-            f'[spatial.road]\ntype = "function"\nshape = "step"\nx0 = {ib._f(S["x0"])}\n'
-            f'height = {ib._f(S["height"])}\nlength = {ib._f(S["length"])}\n')
-    assert text.count(step) == 1, "iltis_build.write's road block changed"
-    text = text.replace(step, '# flat road (§5.2.5)\n[spatial.road]\ntype = "function"\nshape = "flat"\n')
-    Path(path).write_text(text)
+    ib.replace_road(path, '# flat road (§5.2.5)\n[spatial.road]\ntype = "function"\nshape = "flat"\n')
 
 
 if __name__ == "__main__":

@@ -50,6 +50,9 @@ HORIZON = {
                    "simulation.adapt.atol=1.0", "simulation.adapt.dt_max=5e-3"],  # 4 steps
     # the lane change starts at t = 1.08 s; before it the roll rate is round-off: a short
     # rack ramp from t = 0 instead of the file's table, 4 steps
+    # the posts move from t = 0 (the spline towards the first noise sample): 10 steps
+    "iltis-four-post-red.toml": ["simulation.t_end=0.01"],
+    "iltis-four-post-white.toml": ["simulation.t_end=0.01", "simulation.dt=1e-3"],
     "iltis-lane-change.toml": ["simulation.t_end=0.02", "spatial.joints.steer.function.times=[0.0,0.01,0.02,0.03]",
                                "spatial.joints.steer.function.values=[0.0,-0.001,-0.002,-0.002]"],
     "parallelogram.toml": ["simulation.t_end=0.02"],

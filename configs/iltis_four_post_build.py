@@ -13,7 +13,7 @@ removed and each wheel centre's height is driven, z_W(t) = z_W0 + w(t) (a
 **Reconstruction of the signals** (the thesis gives Fig. 5.7, not its numbers):
 
 * white: "white noise for 2 s", four independent posts — seeded Gaussian samples every
-  SAMPLE_DT (parmbs's `noise` samples, `model/timefunctions.noise_samples`; the thesis
+  SAMPLE_DT["white"] (parmbs's `noise` samples, `model/timefunctions.noise_samples`; the thesis
   says "uniformly-distributed", the distribution of the samples is not a property the
   objective resolves), interpolated by the C² clamped spline of a `table` function;
 * red: "correlated red noise for more than 8 s", left and right independent, the rear
@@ -40,14 +40,16 @@ import numpy as np  # noqa: E402
 import iltis_build as ib  # noqa: E402
 
 WHEELBASE = 0.97 + 1.047           # table 5.3
-SAMPLE_DT = 0.02                   # s between noise samples (bandwidth ~25 Hz)
+SAMPLE_DT = {"white": 0.02, "red": 0.05}   # s between noise samples: white ~25 Hz; red: the
+# low-pass still leaves √(1 − a²) ≈ 0.7 rms between samples 0.02 s apart, and the
+# spline's curvature with it — 0.05 s keeps 1 ms steps dt-converged (0.02 s: 2.2e-3)
 WHITE = dict(duration=2.0, seeds={"fl": 11, "fr": 12, "rl": 13, "rr": 14}, rms=None)
 V_RED = 10.0                       # m/s: the rig's emulated speed for ΔT = L/v (eq. 5.16)
 CORNER = 2.0                       # Hz: red noise low-pass corner
 RED = dict(duration=8.0, seeds={"l": 21, "r": 22}, rms=None)
 # rms [m] calibrated so the nominal Ψ = ∫ z̈⁴ equals the thesis' initial value (module
 # docstring): measured by `python configs/iltis_four_post_build.py --calibrate`
-RMS = {"white": 3.28e-3, "red": 2.70e-3}
+RMS = {"white": 3.28e-3, "red": 5.11e-3}
 
 
 def post_signals(kind):
@@ -56,12 +58,12 @@ def post_signals(kind):
     if kind == "white":
         out = {}
         for c, seed in WHITE["seeds"].items():
-            out[c] = noise_samples(seed, SAMPLE_DT, WHITE["duration"], RMS["white"], "white")
+            out[c] = noise_samples(seed, SAMPLE_DT["white"], WHITE["duration"], RMS["white"], "white")
         return out
     delay = WHEELBASE / V_RED
     out = {}
     for side, seed in RED["seeds"].items():
-        t, w = noise_samples(seed, SAMPLE_DT, RED["duration"], RMS["red"], "red", CORNER)
+        t, w = noise_samples(seed, SAMPLE_DT["red"], RED["duration"], RMS["red"], "red", CORNER)
         out["f" + side] = (t, w)
         out["r" + side] = (np.concatenate([[0.0], t + delay]), np.concatenate([[0.0], w]))
     return out

@@ -1218,6 +1218,25 @@ def cmd_export(args):
     return 0
 
 
+def cmd_reduce(args):
+    """The reduced body of every continuum with ``continua.NAME.reduction``, at the
+    config's densities, to HDF5 (parmbs/flexible/modal_io.py): its body data and the
+    basis its design derivatives are computed from — for ``reduction.load`` in later
+    runs.  Written on rank 0 under a working name and renamed."""
+    from .flexible.modal_io import write_bodies
+    from .io.outputs import replace_on_root
+    cfg = _load(args)
+    _check_outputs(args, outputs=[("-o", args.output, "the reduced-body file")])
+    sys_ = _system(cfg, args)
+    reds = sys_.continua.reductions()
+    if not reds:
+        raise InputError(args.config, "continua", "no continuum has a reduction (continua.NAME.reduction)")
+    names = _on_root(lambda: replace_on_root(args.output, lambda tmp: write_bodies(tmp, reds, sys_.p)),
+                     args.output, "-o")
+    out(f"wrote {args.output} (reduced bodies: {', '.join(names)})")
+    return 0
+
+
 # ----------------------------------------------------------------------------- parser / main
 
 
@@ -1277,6 +1296,12 @@ def build_parser():
     sp.add_argument("--restart", metavar="FILE.h5")
     sets(sp)
 
+    sp = add("reduce", "write the modally reduced bodies (continua.NAME.reduction) to HDF5 for "
+             "continua.NAME.reduction.load: body data and the basis of their design derivatives")
+    sp.add_argument("config", metavar="CONFIG")
+    sp.add_argument("-o", "--output", metavar="OUT.h5", required=True)
+    sets(sp)
+
     sp = add("plot", "PNG plot of a trajectory HDF5 file")
     sp.add_argument("file", metavar="FILE.h5")
     sp.add_argument("-o", "--output", metavar="OUT.png", help="default: FILE.png")
@@ -1310,7 +1335,7 @@ def _verbosity_flags(parser, default):
 
 COMMANDS = {"info": cmd_info, "simulate": cmd_simulate, "gradient": cmd_gradient,
             "verify": cmd_verify, "optimize": cmd_optimize, "plot": cmd_plot, "animate": cmd_animate,
-            "export": cmd_export}
+            "export": cmd_export, "reduce": cmd_reduce}
 
 
 def main(argv=None) -> int:

@@ -302,10 +302,15 @@ class ModalReduction(_Model):
     """``continua.NAME.reduction``: replace the body's nodal elastic coordinates by
     ``modes`` modal coordinates — the lowest eigenmodes of the body clamped at its hub
     (parmbs/flexible/modal.py), with exact design sensitivities through the eigenproblem;
-    ``attachment``: add the static responses to unit forces at the body's joint nodes."""
+    ``attachment``: add the static responses to unit forces at the body's joint nodes;
+    ``load``: an HDF5 file written by ``parmbs reduce`` (parmbs/flexible/modal_io.py, path
+    relative to the config file) — the body's basis and densities are the file's, so
+    it is not reduced again (its mesh, material, modes and attachment must be the
+    file's; ``density`` must not be given)."""
 
     modes: PosInt
     attachment: Bool = False
+    load: Str | None = None
 
 
 class Continuum(_MeshBody):

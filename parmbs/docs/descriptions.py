@@ -117,6 +117,9 @@ CLASS = {
     "ModalReduction.attachment": ("", "add two static (attachment) modes per joint node — the response "
                                       "to unit forces there, M-orthogonal to the eigenmodes; strongly "
                                       "recommended when joint forces load the body"),
+    "ModalReduction.load": ("", "HDF5 file of `parmbs reduce` (relative to the config): the body's "
+                                "densities and basis are the file's, no eigensolve at them; mesh, "
+                                "material, modes and attachment must match it, `density` must be omitted"),
     # joints
     "Revolute.a": ("", "point on the first body (`BODY.POINT` or `ground.POINT`)"),
     "Revolute.b": ("", "point on the second body; a and b coincide"),

@@ -43,9 +43,9 @@ def node_of(cfg, name):
 
 
 class _Continuum:
-    def __init__(self, cfg, P, offset, joint_points=()):
+    def __init__(self, cfg, P, offset, joint_points=(), source=""):
         from ..model.system import ModelError
-        self.cfg, self.name = cfg, cfg.name
+        self.cfg, self.name, self.source = cfg, cfg.name, source
         self.nx, self.ny = cfg.nx, cfg.ny
         self.nel = cfg.nx * cfg.ny
         self.nnode = (cfg.nx + 1) * (cfg.ny + 1)
@@ -60,7 +60,18 @@ class _Continuum:
             self.p[f"initial.{k}"] = P.add(f"{base}.initial.{k}", getattr(cfg.initial, k))
             self.p[f"initial_velocity.{k}"] = P.add(f"{base}.initial_velocity.{k}",
                                                     getattr(cfg.initial_velocity, k))
-        dens = np.broadcast_to(np.asarray(cfg.density, float), (self.nel,))
+        red = getattr(cfg, "reduction", None)
+        sid = None
+        if red is not None and red.load is not None:         # a stored reduced body (modal_io.py)
+            from .modal_io import read_body
+            if "density" in cfg.model_fields_set:
+                raise ModelError(f"{base}.density", "is taken from reduction.load (the densities the stored "
+                                                    "body was reduced at); remove it")
+            sid = read_body(self.load_path(red.load), cfg.name, f"{base}.reduction.load")
+            if sid["density"].shape != (self.nel,):
+                raise ModelError(f"{base}.nx", f"{self.nx} × {self.ny} elements; the reduced body in {red.load} "
+                                               f"has {sid['density'].shape[0]}")
+        dens = np.broadcast_to(np.asarray(cfg.density if sid is None else sid["density"], float), (self.nel,))
         self.density = np.array([P.add(f"{base}.density[{e}]", dens[e]) for e in range(self.nel)], np.int64)
         self.ci = np.array([const(P, i / self.nx) for i in range(self.nx + 1)], np.int64)
         self.cj = np.array([const(P, j / self.ny) for j in range(self.ny + 1)], np.int64)
@@ -74,7 +85,6 @@ class _Continuum:
         self.clamped = clamped
         self.nfree = int((~clamped).sum())
         # modal reduction (modal.py): K modal coordinates replace the 2·nfree nodal ones
-        red = getattr(cfg, "reduction", None)
         attach = []
         if red is not None and red.attachment:                 # joint nodes get static modes
             for name in joint_points:
@@ -82,12 +92,21 @@ class _Continuum:
                 if ij not in (None, "origin"):
                     attach.append(ij[1] * (cfg.nx + 1) + ij[0])
         self.reduction = Reduction(self, red.modes, attach) if red is not None else None
+        if sid is not None:
+            from .modal_io import check_body
+            check_body(sid, self, red.modes, self.reduction.attach, red.load, np.array(P.values))
+            self.reduction.seed(sid)
         self.nelastic = 2 * self.nfree if red is None else self.reduction.nb
         self.ncoord = 3 + self.nelastic
         # node k -> first coordinate of its (u_x, u_y), or −1 if clamped
         slot = -np.ones(self.nnode, np.int64)
         slot[~clamped] = offset + 3 + 2 * np.arange(self.nfree)
         self.slot = slot
+
+    def load_path(self, path):
+        """A file path of the config, relative to the config file's directory."""
+        import os
+        return os.path.join(os.path.dirname(os.path.abspath(self.source)) if self.source else os.getcwd(), path)
 
     def reference_positions(self):
         """X of every node in frame coordinates: (ny+1, nx+1, 2)."""
@@ -162,7 +181,7 @@ class ContinuumSet:
         for c in getattr(config, "continua", None) or []:
             pts = [ref.split(".", 1)[1] for j in getattr(config, "joints", None) or []
                    for ref in (getattr(j, "a", None), getattr(j, "b", None)) if ref and ref.split(".")[0] == c.name]
-            self.continua[c.name] = _Continuum(c, P, offset, pts)
+            self.continua[c.name] = _Continuum(c, P, offset, pts, getattr(config, "source", ""))
             offset += self.continua[c.name].ncoord
         self.ncoord = sum(c.ncoord for c in self.continua.values())
 

@@ -61,6 +61,7 @@ from .modal_components import inertia_layout
 
 DENSE_MAX = 1500          # free dofs up to which the dense eigensolver is used
 GAP_MIN = 1e-6            # refused relative eigenvalue gap (module docstring)
+_PARAMS = ("E", "nu", "thickness", "rho0", "penalization", "Lx", "Ly", "X0", "Y0")
 _J = np.array([[0.0, -1.0], [1.0, 0.0]])
 
 
@@ -96,6 +97,7 @@ class Reduction:
                                                                     "Lx", "Ly", "X0", "Y0")}}
         self.points = []                                           # node numbers k with Φ_k data
         self._cache = None
+        self._seed = None                                          # a stored body (modal_io.py, ``seed``)
 
     # -- material and matrices ------------------------------------------------------------------
     def _geometry(self, p):
@@ -148,7 +150,41 @@ class Reduction:
         Ku = unit_stiffness(np.float64(g["nu"]), np.float64(g["thickness"]), np.float64(hx), np.float64(hy))
         Kf, Mf = self._assemble(me, ke, Ku)
         K = self.K
+        seed = self._seed
+        seeded = seed is not None and seed["density"].tobytes() == x.tobytes() and all(
+            seed["parameters"][i] == g[k] for i, k in enumerate(_PARAMS))
+        if seeded:           # the body loaded from a file at exactly these numbers (modal_io.py)
+            lam, Phi, lam_next, Kfac = seed["lambda"], seed["Phi"], float(seed["lambda_next"]), None
+        else:
+            lam, Phi, lam_next, Kfac = self._eigenpairs(Kf, Mf)
+        st = dict(key=key, x=x, g=g, Xg=Xg, me=me, ke=ke, dme=dme, dke=dke, Ku=Ku, Kf=Kf, Mf=Mf,
+                  lam=lam, Phi=Phi, lam_next=lam_next, lu={})
+        st["V"] = st["Phi"]
+        if Kfac is not None:
+            st["Kfac"] = Kfac
+        if len(self.adofs):
+            # Ψ = K_ff⁻¹ E (E: unit loads at the joint nodes' dofs), scaled by constants
+            # s_j = 1/√(ψ_jᵀMψ_j) fixed at the first (nominal) design: design-independent
+            if seeded:
+                Psi = seed["Psi"]
+            else:
+                E = np.zeros((self.nf, len(self.adofs)))
+                E[self.adofs, np.arange(len(self.adofs))] = 1.0
+                Psi = np.ascontiguousarray(_kfac(st).solve(E))
+            st["Psi"] = Psi
+            Pr = _residual(st["Phi"], Mf, Psi)
+            if self._ascale is None:
+                self._ascale = 1.0 / np.sqrt(np.einsum("ij,ij->j", Pr, Mf @ Pr))
+            st["V"] = np.hstack([st["Phi"], Pr * self._ascale])
+        self._cache = st
+        return st
+
+    def _eigenpairs(self, Kf, Mf):
+        """(λ_1..λ_K+1, Φ M-normalized and sign-fixed, λ_K+1, the K_ff LU or None); refuses
+        coinciding eigenvalues (module docstring)."""
+        K = self.K
         nk = min(K + 1, self.nf)                 # λ_{K+1} for the gap check (all modes: none)
+        Kfac = None
         if self.nf <= DENSE_MAX:
             lam, Phi = sla.eigh(Kf.toarray(), Mf.toarray(), subset_by_index=[0, nk - 1])
         else:
@@ -168,26 +204,17 @@ class Reduction:
                              f"eigenvalues {i + 1} and {i + 2} of the clamped body coincide (relative gap "
                              f"{gap[i]:.1e} < {GAP_MIN:g}): the modal basis is not differentiable there — "
                              "choose K so that λ_K and λ_K+1 are distinct (repeated modes are refused)")
-        st = dict(key=key, x=x, g=g, Xg=Xg, me=me, ke=ke, dme=dme, dke=dke, Ku=Ku, Kf=Kf, Mf=Mf,
-                  lam=lam[:K], Phi=Phi[:, :K], lam_next=lam[K] if nk > K else np.inf, lu={})
-        st["V"] = st["Phi"]
-        if self.nf > DENSE_MAX:
-            st["Kfac"] = Kfac
+        # C-ordered, as a loaded basis is (modal_io.py): the same bytes in the same layout
+        return (np.ascontiguousarray(lam[:K]), np.ascontiguousarray(Phi[:, :K]), (lam[K] if nk > K else np.inf),
+                Kfac)
+
+    def seed(self, sid):
+        """Use the basis of a stored body (modal_io.py) at its densities and material,
+        and its attachment scale everywhere (a constant of its nominal design)."""
+        self._seed = sid
         if len(self.adofs):
-            # Ψ = K_ff⁻¹ E (E: unit loads at the joint nodes' dofs), scaled by constants
-            # s_j = 1/√(ψ_jᵀMψ_j) fixed at the first (nominal) design: design-independent
-            if "Kfac" not in st:
-                st["Kfac"] = spla.splu(Kf.tocsc())
-            E = np.zeros((self.nf, len(self.adofs)))
-            E[self.adofs, np.arange(len(self.adofs))] = 1.0
-            Psi = st["Kfac"].solve(E)
-            st["Psi"] = Psi
-            Pr = _residual(st["Phi"], Mf, Psi)
-            if self._ascale is None:
-                self._ascale = 1.0 / np.sqrt(np.einsum("ij,ij->j", Pr, Mf @ Pr))
-            st["V"] = np.hstack([st["Phi"], Pr * self._ascale])
-        self._cache = st
-        return st
+            self._ascale = np.asarray(sid["attachment_scale"], float)
+        self._cache = None
 
     def _mode_solve(self, st, i, r):
         """w of the bordered system B_i [w; μ] = [r; 0] (module docstring):
@@ -281,7 +308,7 @@ class Reduction:
         h = 1e-30
         if len(self.adofs):                                     # δΨ = −K⁻¹ δK Ψ, then δ(residual)
             dK, dM = self._assemble(dme, dke, st["Ku"])
-            dPsi = -st["Kfac"].solve(dK @ st["Psi"])
+            dPsi = -_kfac(st).solve(dK @ st["Psi"])
             Prc = _residual(st["Phi"] + 1j * h * dPhi, st["Mf"] + 1j * h * dM, st["Psi"] + 1j * h * dPsi)
             dV = np.hstack([dPhi, Prc.imag / h * self._ascale])
         Dc = self._data(st, st["me"] + 1j * h * dme, st["ke"] + 1j * h * dke, st["V"] + 1j * h * dV)
@@ -359,7 +386,7 @@ class Reduction:
             z1 = np.zeros((1, Psi.shape[1]))
             Pe = np.vstack([Psi, z1])[self.edof]                                        # (nel, 8, na)
             meb += np.einsum("ij,eki,kl,elj->e", Cb, Ve[:, :, :self.K], _CM, Pe)
-            Z = np.vstack([st["Kfac"].solve(Pb), z1])[self.edof]
+            Z = np.vstack([_kfac(st).solve(Pb), z1])[self.edof]
             keb -= np.einsum("ekj,kl,elj->e", Z, st["Ku"], Pe)
         # eigen-adjoint: one bordered solve per mode
         Phe = Ve
@@ -388,9 +415,7 @@ def _deflated_solve(st, R, modes):
     (measured at 10⁵ elements, K = 10: 5 to 24 iterations).  The columns iterate in
     lockstep (one multi-RHS solve per iteration) and stop one by one at a relative
     preconditioned residual ``PCG_RTOL``; a true residual above 1e-9 is an error."""
-    if "Kfac" not in st:
-        st["Kfac"] = spla.splu(st["Kf"].tocsc())
-    Phi, lam, Mf, Kf, fac = st["Phi"], st["lam"], st["Mf"], st["Kf"], st["Kfac"]
+    Phi, lam, Mf, Kf, fac = st["Phi"], st["lam"], st["Mf"], st["Kf"], _kfac(st)
     if "MPhi" not in st:
         st["MPhi"] = Mf @ Phi
     MPhi = st["MPhi"]
@@ -435,6 +460,13 @@ def _deflated_solve(st, R, modes):
         raise RuntimeError(f"modal reduction: the deflated CG solve of mode {modes[c] + 1} did not converge "
                            f"(relative residual {true[c] / ref[c]:.1e})")
     return W
+
+
+def _kfac(st):
+    """The sparse LU of K_ff, made on first use (a loaded body's forward run needs none)."""
+    if "Kfac" not in st:
+        st["Kfac"] = spla.splu(st["Kf"].tocsc())
+    return st["Kfac"]
 
 
 def _residual(Phi, M, Psi):

@@ -13,6 +13,18 @@ dt = 1.25e-3 (1600 = the full 2 s horizon).  Per K in ``--modes``: the reduction
 factorization + solve per mode) — each timed — and ψ, ∇ψ against the full-order run
 (``--no-full`` skips it).  Each K runs twice: eigenmodes only, and with the two
 attachment modes of the pin node (``reduction.attachment = true``).  ``--cpu`` times with process CPU time (shared machine).
+
+``--iteration`` (issue 21's goal: forward + adjoint + reduction and its sensitivities +
+MMA update, at 10⁵ densities over the full horizon, on 2 ranks) times one whole design
+iteration as ``parmbs optimize`` runs it, with the config's [optimize] section (density
+filter, V ≤ 0.5): filter, reduction, forward, adjoint, chain, filter transpose,
+constraint and one MMA update, CPU *and* wall per phase, the max over ranks:
+
+    mpirun -n 2 .venv/bin/python benchmarks/modal_reduction.py --nx 500 --ny 200 --modes 10 \
+        --steps 1600 --iteration
+
+Under mpirun the reduced model (tens of unknowns) runs replicated on every rank, as the
+CLI does (parallel.replicate_small); the MMA update is distributed over the ranks.
 """
 import argparse
 import copy
@@ -21,9 +33,9 @@ import sys
 import time
 import tomllib
 
-import numpy as np
-
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+import parmbs  # noqa: E402,F401  (before numpy: its SIMD pinning, parmbs/_determinism.py)
+import numpy as np  # noqa: E402
 from parmbs.config.loader import validate          # noqa: E402
 from parmbs.sensitivity.problem import Problem      # noqa: E402
 
@@ -31,7 +43,7 @@ CONFIG = os.path.join(os.path.dirname(__file__), "..", "configs", "topopt-crank.
 clock = time.perf_counter
 
 
-def crank(nx, ny, steps, modes=None, attachment=False):
+def crank(nx, ny, steps, modes=None, attachment=False, keep_optimize=None):
     with open(CONFIG, "rb") as f:
         data = tomllib.load(f)
     c = data["continua"][0]
@@ -41,6 +53,8 @@ def crank(nx, ny, steps, modes=None, attachment=False):
         c["reduction"] = {"modes": modes, "attachment": attachment}
     data["simulation"]["t_end"] = steps * data["simulation"]["dt"]
     data.pop("optimize")
+    if keep_optimize is not None:
+        data["optimize"] = keep_optimize
     return validate(copy.deepcopy(data), CONFIG)
 
 
@@ -68,6 +82,62 @@ def run(cfg, reduced):
     return pr, psi, g, t
 
 
+def iteration(a):
+    """One design iteration of ``parmbs optimize`` (optimize/driver.py ``_run_mma``), timed."""
+    from mpi4py import MPI
+    from parmbs import parallel
+    from parmbs._petsc import PETSc
+    from parmbs.optimize.constraints import Constraints
+    from parmbs.optimize.density_filter import DensityFilter
+    from parmbs.optimize.mma import MMA, vec_from
+    world = MPI.COMM_WORLD
+    with open(CONFIG, "rb") as f:
+        opt_data = tomllib.load(f)
+    cfg = crank(a.nx, a.ny, a.steps, a.modes[0], True, keep_optimize=opt_data["optimize"])
+    wall, cpu = {}, {}
+
+    def timed(name, fn):
+        w, c = time.perf_counter(), time.process_time()
+        r = fn()
+        wall[name], cpu[name] = time.perf_counter() - w, time.process_time() - c
+        return r
+    pr0 = Problem(cfg, comm=PETSc.COMM_SELF)
+    comm, _ = parallel.replicate_small(pr0.sys.n + pr0.sys.m, cfg.parallel.distribute)
+    pr = pr0 if comm is PETSc.COMM_SELF or world.size == 1 else Problem(cfg, comm=comm)
+    opt = cfg.optimize
+    cons = Constraints(cfg, pr.design)
+    filt = DensityFilter(cfg, pr.design, opt.filter_radius)
+    rho = pr.design.values(pr.sys.p)
+    x0 = vec_from(PETSc.COMM_WORLD, rho)
+    lo, hi = x0.getOwnershipRange()
+    mma = MMA(x0, vec_from(PETSc.COMM_WORLD, pr.design.lower), vec_from(PETSc.COMM_WORLD, pr.design.upper),
+              len(cons), move=opt.move)
+    red = pr.sys.continua.reductions()[0]
+    world.barrier()
+    phys = timed("filter", lambda: filt.apply(rho) if filt else rho)
+    red._cache = None                                              # time the reduction itself:
+    p = timed("reduction", lambda: pr.design.apply(pr.sys.p, phys))   # apply re-solves the basis
+    timed("forward", lambda: pr.forward(p))
+    vals = pr.objective_values()
+    cols = timed("adjoint", lambda: pr._adjoint_columns(p))
+    g = timed("chain", lambda: pr.design.chain(cols, p)["compliance"])
+    fc, dfc = cons.evaluate(phys, vals, {"compliance": g})
+    gobj = g
+    if filt:
+        dfc, gobj = timed("filter^T", lambda: (filt.transpose(dfc), filt.transpose(g)))
+    timed("MMA update", lambda: mma.update(gobj[lo:hi] / abs(vals["compliance"]), fc, dfc[:, lo:hi]))
+    wmax = {k: world.allreduce(v, MPI.MAX) for k, v in wall.items()}
+    cmax = {k: world.allreduce(v, MPI.MAX) for k, v in cpu.items()}
+    if world.rank == 0:
+        print(f"{world.size} rank(s), mesh {a.nx}x{a.ny} = {a.nx * a.ny} densities, {a.steps} steps, K = "
+              f"{a.modes[0]} + 2 attachment; model on {'every rank (replicated)' if pr is pr0 else 'all ranks'}; "
+              f"ψ = {vals['compliance']:.6e}; max over ranks:")
+        for k in wall:
+            print(f"  {k:<11} CPU {cmax[k]:7.2f} s   wall {wmax[k]:7.2f} s")
+        print(f"  {'iteration':<11} CPU {sum(cmax.values()):7.2f} s   wall {sum(wmax.values()):7.2f} s "
+              f"(sums of the per-phase maxima)", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--nx", type=int, default=100)
@@ -77,7 +147,11 @@ def main():
     ap.add_argument("--no-full", action="store_true")
     ap.add_argument("--cpu", action="store_true")
     ap.add_argument("--attachment-only", action="store_true", help="skip the eigenmodes-only runs")
+    ap.add_argument("--iteration", action="store_true", help="one whole MMA design iteration, CPU and wall "
+                    "(K = the first --modes, with attachment modes)")
     a = ap.parse_args()
+    if a.iteration:
+        return iteration(a)
     global clock
     clock = time.process_time if a.cpu else time.perf_counter
     print(f"clock: {'CPU time of this process' if a.cpu else 'wall'}; mesh {a.nx}x{a.ny} = {a.nx * a.ny} "

@@ -27,13 +27,57 @@ forward and adjoint steps, which also take the vehicle kinds and factor sparse
 (compiled/ab_stepper.py: the same three modes, its own model test).
 
 Compile time: the kernels are compiled at the first use in a process, or loaded from
-numba's cache (``cache=True``: ``__pycache__`` beside these files, or — read-only
-install — numba's user cache directory; ``NUMBA_CACHE_DIR`` overrides).  The time is
+numba's cache (``cache=True``), in one directory per content of these sources
+(``_source_keyed_cache``: ``__pycache__/parmbs-<hash>`` beside these files, or under
+``NUMBA_CACHE_DIR`` or ~/.cache/parmbs).  The time is
 measured and reported once per process and kernel family (planar, spatial) in ``note``
 (the CLI prints it); a planar model compiles no spatial kernel and vice versa.
 """
+import hashlib
+import os
+import sys
+from pathlib import Path
+
 from ..model import forces as F, joints as J
 from ..spatial import bodies as SB, joints as SJ
+
+
+def cache_leaf(src):
+    """``parmbs-`` + the first 16 hex digits of the sha256 of the ``*.py`` files in ``src``."""
+    h = hashlib.sha256()
+    for f in sorted(Path(src).glob("*.py")):
+        h.update(f.name.encode() + b"\0" + f.read_bytes())
+    return "parmbs-" + h.hexdigest()[:16]
+
+
+def _source_keyed_cache():
+    """Give numba's cache one directory per content of this package's sources.
+
+    numba checks a cached kernel against its own file's timestamp only: after an edit to
+    a file it calls (compiled/vehicle.py under ab_step.py), or an upgrade that leaves the
+    old ``__pycache__`` behind, it silently loads the old machine code (measured: a kernel
+    2.7× slower until the cache was deleted).  The directory ``parmbs-<sha256 of
+    compiled/*.py>`` under the base — ``NUMBA_CACHE_DIR`` if set, else this package's
+    ``__pycache__`` if writable, else ``$XDG_CACHE_HOME/parmbs`` (~/.cache/parmbs) — makes
+    any source change a cold cache.  Set before the kernel modules are imported (they
+    decorate with ``cache=True``); a process that already imported numba gets
+    ``numba.config.CACHE_DIR`` instead of the environment variable."""
+    here = Path(__file__).resolve().parent
+    leaf = cache_leaf(here)
+    base = os.environ.get("NUMBA_CACHE_DIR")
+    if base and Path(base).name == leaf:         # set by this function in a parent process
+        return
+    if not base:
+        pyc = here / "__pycache__"
+        base = str(pyc) if os.access(pyc if pyc.exists() else here, os.W_OK) else \
+            os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "parmbs")
+    path = os.path.join(base, leaf)
+    os.environ["NUMBA_CACHE_DIR"] = path
+    if "numba" in sys.modules:
+        sys.modules["numba"].config.CACHE_DIR = path
+
+
+_source_keyed_cache()
 
 #: component kinds with a kernel (compiled/planar.py, compiled/spatial.py), in the order
 #: of the stacked arrays (stepper.LAYOUT); the time-dependent ones for these time

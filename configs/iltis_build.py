@@ -363,9 +363,33 @@ def write(path, t_end=3.0, dt=5e-4):
     out.append("\n# ---- forces: leaf spring (5.3), bump stop (5.4), nonlinear strut (5.5), tyre (5.6-5.10)\n")
     for f in forces:
         out.append("[[spatial.forces]]\n" + force_entry(f))
-    out.append(SIM.format(t_end=t_end, dt=dt))
+    out.append(SIM.format(t_end=t_end, dt=dt, design=design_toml(*DESIGN).rstrip("\n") + "\n"))
     Path(path).write_text("".join(out))
 
+
+#: the six design variables of §5.2.3 (one value per axle: "1" rear, "2" front):
+#: name, force, parameter
+DESIGN_VARS = (("k_L1", "leaf_r", "stiffness"), ("k_L2", "leaf_f", "stiffness"),
+               ("c1", "strut_r", "damping"), ("c2", "strut_f", "damping"),
+               ("k1", "strut_r", "stiffness"), ("k2", "strut_f", "stiffness"))
+#: eq. 5.14a: k_L, c ≥ 0, 2.83e7 ≤ k ≤ 2.85e7 (as written into the TOML)
+BOUNDS_514A = {"k_L1": ("0.0", None), "k_L2": ("0.0", None), "c1": ("0.0", None), "c2": ("0.0", None),
+               "k1": ("2.83e7", "2.85e7"), "k2": ("2.83e7", "2.85e7")}
+
+#: what write() puts in SIM's {design} slot (the manoeuvre builders patch it)
+DESIGN = (BOUNDS_514A, "eq. 5.14a bounds")
+
+
+def design_toml(bounds, title):
+    """The [[design]] entries of DESIGN_VARS with ``bounds`` {name: (lower, upper or None)},
+    the bounds as TOML number strings."""
+    out = [f'# ---- design variables ({title}): "1" rear, "2" front; one value per axle\n']
+    for name, force, key in DESIGN_VARS:
+        lo, hi = bounds[name]
+        out.append(f'[[design]]\nname = "{name}"\npath = "spatial.forces.{force}l.{key}"\n'
+                   f'drives = [{{ path = "spatial.forces.{force}r.{key}", expression = "{name}" }}]\n'
+                   f"lower = {lo}\n" + (f"upper = {hi}\n" if hi is not None else "") + "\n")
+    return "".join(out)
 
 SIM = """
 [simulation]
@@ -386,45 +410,7 @@ adapt = {{ rtol = 1e-5, atol = 1e-6 }}      # dt above is the first step
 # damping is −ln ρ∞ / dt.
 progress = false
 
-# ---- design variables (eq. 5.14a bounds): "1" rear, "2" front; one value per axle
-[[design]]
-name = "k_L1"
-path = "spatial.forces.leaf_rl.stiffness"
-drives = [{{ path = "spatial.forces.leaf_rr.stiffness", expression = "k_L1" }}]
-lower = 0.0
-
-[[design]]
-name = "k_L2"
-path = "spatial.forces.leaf_fl.stiffness"
-drives = [{{ path = "spatial.forces.leaf_fr.stiffness", expression = "k_L2" }}]
-lower = 0.0
-
-[[design]]
-name = "c1"
-path = "spatial.forces.strut_rl.damping"
-drives = [{{ path = "spatial.forces.strut_rr.damping", expression = "c1" }}]
-lower = 0.0
-
-[[design]]
-name = "c2"
-path = "spatial.forces.strut_fl.damping"
-drives = [{{ path = "spatial.forces.strut_fr.damping", expression = "c2" }}]
-lower = 0.0
-
-[[design]]
-name = "k1"
-path = "spatial.forces.strut_rl.stiffness"
-drives = [{{ path = "spatial.forces.strut_rr.stiffness", expression = "k1" }}]
-lower = 2.83e7
-upper = 2.85e7
-
-[[design]]
-name = "k2"
-path = "spatial.forces.strut_fl.stiffness"
-drives = [{{ path = "spatial.forces.strut_fr.stiffness", expression = "k2" }}]
-lower = 2.83e7
-upper = 2.85e7
-
+{design}
 # ---- objectives: psi = ∫ z̈² of the chassis CG (issue 10); psi4 = ∫ z̈⁴, the thesis'
 # ride objective (seed 004 eq. 5.13, "same cost function" for the speed bumps)
 [[objectives]]

@@ -112,45 +112,7 @@ genalpha_form = "arnold-bruls"              # second order for Euler-parameter b
 # dt-convergence row: benchmarks/README.md
 progress = false
 
-# ---- design variables (eq. 5.14a bounds): "1" rear, "2" front; one value per axle
-[[design]]
-name = "k_L1"
-path = "spatial.forces.leaf_rl.stiffness"
-drives = [{{ path = "spatial.forces.leaf_rr.stiffness", expression = "k_L1" }}]
-lower = 0.0
-
-[[design]]
-name = "k_L2"
-path = "spatial.forces.leaf_fl.stiffness"
-drives = [{{ path = "spatial.forces.leaf_fr.stiffness", expression = "k_L2" }}]
-lower = 0.0
-
-[[design]]
-name = "c1"
-path = "spatial.forces.strut_rl.damping"
-drives = [{{ path = "spatial.forces.strut_rr.damping", expression = "c1" }}]
-lower = 0.0
-
-[[design]]
-name = "c2"
-path = "spatial.forces.strut_fl.damping"
-drives = [{{ path = "spatial.forces.strut_fr.damping", expression = "c2" }}]
-lower = 0.0
-
-[[design]]
-name = "k1"
-path = "spatial.forces.strut_rl.stiffness"
-drives = [{{ path = "spatial.forces.strut_rr.stiffness", expression = "k1" }}]
-lower = 2.83e7
-upper = 2.85e7
-
-[[design]]
-name = "k2"
-path = "spatial.forces.strut_fl.stiffness"
-drives = [{{ path = "spatial.forces.strut_fr.stiffness", expression = "k2" }}]
-lower = 2.83e7
-upper = 2.85e7
-
+{design}
 # ---- objectives: psi4 = ∫ z̈⁴ of the chassis CG (eq. 5.13); psi = ∫ z̈²
 [[objectives]]
 name = "psi4"

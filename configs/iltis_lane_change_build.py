@@ -88,6 +88,10 @@ HEADER = """\
 # starts in the nominal configuration at {speed} m/s, wheels rolling.
 """
 
+#: eq. 5.20a
+BOUNDS_520A = {"k_L1": ("0.0", "2.0e5"), "k_L2": ("0.0", "2.0e5"), "c1": ("0.0", "1.0e5"), "c2": ("0.0", "1.0e5"),
+          "k1": ("0.0", "2.9e7"), "k2": ("0.0", "2.9e7")}
+
 SIM = """
 [simulation]
 t_end = {t_end}
@@ -102,49 +106,7 @@ genalpha_form = "arnold-bruls"              # second order for Euler-parameter b
 # second order (dt-convergence row: benchmarks/README.md, "Iltis double lane change")
 progress = false
 
-# ---- design variables: "1" rear, "2" front, one value per axle; bounds eq. 5.20a
-[[design]]
-name = "k_L1"
-path = "spatial.forces.leaf_rl.stiffness"
-drives = [{{ path = "spatial.forces.leaf_rr.stiffness", expression = "k_L1" }}]
-lower = 0.0
-upper = 2.0e5
-
-[[design]]
-name = "k_L2"
-path = "spatial.forces.leaf_fl.stiffness"
-drives = [{{ path = "spatial.forces.leaf_fr.stiffness", expression = "k_L2" }}]
-lower = 0.0
-upper = 2.0e5
-
-[[design]]
-name = "c1"
-path = "spatial.forces.strut_rl.damping"
-drives = [{{ path = "spatial.forces.strut_rr.damping", expression = "c1" }}]
-lower = 0.0
-upper = 1.0e5
-
-[[design]]
-name = "c2"
-path = "spatial.forces.strut_fl.damping"
-drives = [{{ path = "spatial.forces.strut_fr.damping", expression = "c2" }}]
-lower = 0.0
-upper = 1.0e5
-
-[[design]]
-name = "k1"
-path = "spatial.forces.strut_rl.stiffness"
-drives = [{{ path = "spatial.forces.strut_rr.stiffness", expression = "k1" }}]
-lower = 0.0
-upper = 2.9e7
-
-[[design]]
-name = "k2"
-path = "spatial.forces.strut_fl.stiffness"
-drives = [{{ path = "spatial.forces.strut_fr.stiffness", expression = "k2" }}]
-lower = 0.0
-upper = 2.9e7
-
+{design}
 # ---- objective (eq. 5.19): Ψ = ∫ roll rate² dt of the chassis (body x axis)
 [[objectives]]
 name = "psi"
@@ -165,7 +127,7 @@ max_it = 15
 def write(path, t_end=T_END, dt=5e-3):
     """The lane-change TOML: iltis_build.write with the road, steering and run swapped."""
     plain = ib.joint_entry
-    with mock.patch.multiple(ib, STEER_DRIVER=True, SPEED=SPEED, HEADER=HEADER.replace("{speed}", f"{SPEED:.3f}"),
+    with mock.patch.multiple(ib, STEER_DRIVER=True, SPEED=SPEED, DESIGN=(BOUNDS_520A, "eq. 5.20a bounds"), HEADER=HEADER.replace("{speed}", f"{SPEED:.3f}"),
                              SIM=SIM, joint_entry=lambda j: driver_entry(j) if j["type"] == "driver" else plain(j)):
         ib.write(path, t_end=round(t_end, 4), dt=dt)
     ib.replace_road(path, '# flat road (§5.2.5)\n[spatial.road]\ntype = "function"\nshape = "flat"\n')

@@ -92,3 +92,15 @@ def test_rk4_cannot_adapt(tmp_path):
                         'simulation.integrator="ts-rk"', "--set", "simulation.t_end=0.01", "--set", ADAPT,
                         "--output", tmp_path / "o.h5", "-parmbs_ts_rk_type", "4"], tmp_path,
                        "simulation.adapt", "embedded")
+
+
+def test_step_size_floor_is_an_error_naming_step_and_time():
+    """TSAdapt basic accepts a step at its minimum whatever its error (without the check,
+    this run exited 0 with steps of dt_min and ψ1 0.6 % off the rtol 1e-6 run); an adaptive
+    ts-rk run stops instead when an accepted step is below dt_min (as the own controller
+    and ts-alpha2: StepSizeError, exit 1 in the CLI).  rtol 1e-14 cannot be met at
+    dt_min = 4e-3 (the first step of 5e-3 is rejected to 2e-3)."""
+    from parmbs.integrators.timeloop import StepSizeError
+    pr = problem("simulation.dt=5e-3", "simulation.adapt={rtol=1e-14, atol=1e-14, dt_min=4e-3}")
+    with pytest.raises(StepSizeError, match=r"^step 1 \(t = 0\.002\): the step size fell below dt_min = 0\.004 s"):
+        pr.forward()

@@ -47,6 +47,7 @@ from ..sensitivity.objectives import quadrature_weights
 from ..model.assembly import SparseOperator
 from ..model.system import ModelError
 from .newmark import StepError, saddle_point_pattern
+from .timeloop import StepSizeError
 from .initial import InitialState
 from .ts_layout import TSLayout
 
@@ -384,7 +385,10 @@ class TSStepper(ARKIMEXSteps):
         ad = self._adapt_settings(problem)
         adapt_type(ts, "basic" if self.adapt is not None and grid is None else "none")
         ts.setTolerances(rtol=ad.rtol, atol=ad.atol)
-        ts.setStepLimits(ad.dt_min, ad.dt_max)
+        # TSAdapt basic accepts a step at its minimum whatever its error: its floor is half
+        # of dt_min so that such a step is seen (below dt_min) and refused by the monitor
+        # of _run (StepSizeError naming step and time, as the own controller, timeloop.py)
+        ts.setStepLimits(0.5 * ad.dt_min, ad.dt_max)
         snes = ts.getSNES()
         nt = sim.newton
         # converged on the update, ‖δX‖ ≤ newton.rtol ‖X‖ (stol; as the own steppers'
@@ -491,11 +495,20 @@ class TSStepper(ARKIMEXSteps):
         # instability guard (integrators/guard.py): its (-1)^k test is one of fixed steps;
         # an error-controlled run has its own control and is checked for non-finite values
         guard = getattr(problem, "guard", None) if not self.adaptive and guarded else None
+        dt_min = self._adapt_settings(problem).dt_min if self.adaptive else None
 
         def monitor(ts_, i, t, u):
             if start is not None and i == 0:
                 return                          # the stored state itself
             k = k0 + i
+            if dt_min is not None and i > 0 and t - state["t"] < dt_min and t1 - t > 2 * dt_min:
+                # an accepted step below dt_min away from the end (where MATCHSTEP shortens
+                # the last one or two steps to land on t1): TSAdapt was at its floor
+                state["guard"] = StepSizeError(
+                    f"step {k} (t = {t:.6g}): the step size fell below dt_min = {dt_min:.3g} s (TSAdapt "
+                    f"rejected {ts_.getStepRejections()} steps); loosen simulation.adapt.rtol/atol or lower dt_min")
+                raise state["guard"]
+            state["t"] = t
             y = self.layout.get(u)
             x = self._x(t, y, p, state["a"])
             a, lam = x[2], x[3]

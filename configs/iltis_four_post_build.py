@@ -72,9 +72,8 @@ def post_signals(kind):
 def driver_entry(j):
     t, w = j["signal"]
     z0 = j["z0"]
-    fmt = lambda a: "[" + ", ".join(ib._f(v) for v in a) + "]"  # noqa: E731
     return (f'type = "driver"\nname = "{j["name"]}"\ncoordinate = "{j["body"]}.z"\n'
-            f'function = {{ type = "table", times = {fmt(t)}, values = {fmt(z0 + np.asarray(w))} }}\n')
+            f'function = {{ type = "table", times = {ib._v(t)}, values = {ib._v(z0 + np.asarray(w))} }}\n')
 
 
 _VEHICLE = ib.model                # the vehicle, kept before write() patches ib.model

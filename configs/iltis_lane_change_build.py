@@ -70,10 +70,9 @@ def rack_table():
 
 def driver_entry(j):
     t, s = rack_table()
-    fmt = lambda a: "[" + ", ".join(ib._f(v) for v in a) + "]"  # noqa: E731
     return (f'type = "driver"\nname = "{j["name"]}"\njoint = "rack_slide"\nmotion = "translation"\n'
             f'# open-loop rack travel s(t) of the ISO 3888-1 double lane change (builder docstring)\n'
-            f'function = {{ type = "table", times = {fmt(t)}, values = {fmt(s)} }}\n')
+            f'function = {{ type = "table", times = {ib._v(t)}, values = {ib._v(s)} }}\n')
 
 
 HEADER = """\

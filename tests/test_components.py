@@ -135,7 +135,7 @@ def test_registry_is_complete():
             "PlateRigidWeld", "PlatePlateWeld",
             "ContinuumInertia", "ContinuumGravity", "ContinuumElastic", "ContinuumRevolute", "ContinuumClamp",
             "ReducedInertia", "ReducedGravity", "ReducedElastic", "ReducedRevolute",
-            "FfrInertia", "FfrGravity", "FfrElastic", "FfrRevolute", "FfrWeld", "FfrPointForce",
+            "FfrInertia", "FfrGravity", "FfrElastic", "FfrDamping", "FfrRevolute", "FfrWeld", "FfrPointForce",
             "SpatialInertia", "SpatialGyroscopic", "EulerRegularization", "SpatialGravity", "Normalization",
             "SpatialSpherical", "SpatialRevolute",
             "SpatialUniversal", "SpatialCylindrical", "SpatialTranslational", "SpatialRigid", "RevoluteDriver",

@@ -276,7 +276,8 @@ class _Checker:
                             "coordinates = \"independent\", or use the trapezoidal rule")
         if sim.index1.baumgarte is not None and (sim.formulation != "index1" or sim.integrator.startswith("ts-")):
             raise self.fail("simulation.index1.baumgarte", "Baumgarte stabilisation is implemented for the "
-                            "index1 formulation with the trapezoidal rule (formulations/index1.py); not for "
+                            "index1 formulation's own steppers (trapezoidal, genalpha, hht, wbz, newmark: "
+                            "formulations/index1.py, index1_genalpha.py); not for "
                             f"{sim.formulation!r} / {sim.integrator!r}")
         if sim.formulation == "kinematic" and sim.adapt is not None:
             raise self.fail("simulation.adapt", "a kinematic analysis has no integration error to control (each "
@@ -296,6 +297,10 @@ class _Checker:
                             "\"arnold-bruls\" is not available with stabilization = \"ggl\" (the GGL stepper "
                             "uses the Chung–Hulbert form): set genalpha_form = \"chung-hulbert\" or "
                             "stabilization = \"none\"")
+        if sim.genalpha_form == "arnold-bruls" and sim.integrator == "genalpha" and sim.formulation == "index1":
+            raise self.fail("simulation.genalpha_form",
+                            "\"arnold-bruls\" is an index3 form; the index1 generalized-α is seed 001's "
+                            "(formulations/index1_genalpha.py): set genalpha_form = \"chung-hulbert\"")
         for name in sim.maggi.independent:       # Maggi's B (seed 004 eq. 2.26): "BODY.x|y|angle"
             body, _, comp = name.partition(".")
             if body in self.beams or body in self.plates:

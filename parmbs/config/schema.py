@@ -240,6 +240,9 @@ class Beam(_Model):
     density: PosReal
     E: PosReal
     elastic: Literal["seed", "conservative"] = "seed"
+    # "ffr" only: stiffness-proportional (Rayleigh) damping β_K in s, elastic force
+    # K_e (q_f + β_K q̇_f), mode i damped with ζ_i = β_K ω_i / 2 (ffr_beam.FfrDamping); 0: none
+    stiffness_damping: NonNegReal = 0.0
     points: Annotated[dict[Name, NonNegReal], AfterValidator(_beam_points)] = {}
     initial: Pose = Field(default_factory=Pose)
     independent: Annotated[list[Literal["x", "y", "angle"]], AfterValidator(_no_duplicates)] = []
@@ -253,6 +256,8 @@ class Beam(_Model):
         for k, s in self.points.items():
             if s > self.length:
                 raise ValueError(f"point {k!r} at arclength {s} is beyond the beam's length {self.length}")
+        if self.stiffness_damping and self.type != "ffr":
+            raise ValueError("stiffness_damping is implemented for type = \"ffr\" beams only")
         return self
 
 
@@ -497,7 +502,9 @@ PENALTY_INTEGRATORS = ("ts-beuler", "ts-cn", "ts-theta", "ts-rk", "ts-arkimex")
 FORMULATION_INTEGRATORS = {
     "index3": INDEX3_INTEGRATORS,
     "penalty": PENALTY_INTEGRATORS,
-    "index1": ("trapezoidal",) + PENALTY_INTEGRATORS,     # ts-*: the index-1 ODE on PETSc TS (index1_ode.py)
+    # genalpha/hht/wbz/newmark: seed 001's index-1 generalized-α (formulations/index1_genalpha.py);
+    # ts-*: the index-1 ODE on PETSc TS (index1_ode.py)
+    "index1": ("trapezoidal", "genalpha", "hht", "wbz", "newmark") + PENALTY_INTEGRATORS,
     "maggi": ("trapezoidal",) + PENALTY_INTEGRATORS,      # ts-*: Maggi's ODE in z on PETSc TS (maggi_ode.py)
     "matrix-r": ("trapezoidal",) + PENALTY_INTEGRATORS,   # ts-*: coordinates = "independent" only (matrix_r_ode.py)
     "kinematic": ("trapezoidal",),     # every DOF driven: no integration (formulations/kinematic.py)
@@ -514,7 +521,7 @@ class Baumgarte(_Model):
 
 class Index1(_Model):
     """Options of the index-1 formulation (seed 004 §2.3, §3.1.2)."""
-    # Baumgarte stabilisation of the own trapezoidal index-1 stepper (formulations/index1.py); absent: none
+    # Baumgarte stabilisation of the own index-1 steppers (formulations/index1.py, index1_genalpha.py); absent: none
     baumgarte: Baumgarte | None = None
 
 

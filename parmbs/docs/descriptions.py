@@ -93,6 +93,9 @@ CLASS = {
     "Beam.E": ("Pa", "Young's modulus"),
     "Beam.elastic": ("", 'ANCF elastic forces: `"seed"` (the form of [Ebrahimi 2019]) or '
                          '`"conservative"` (gradient of a strain energy)'),
+    "Beam.stiffness_damping": ("s", "`type = \"ffr\"` only: stiffness-proportional (Rayleigh) damping β_K, "
+                                    "elastic force K_e (q_f + β_K q̇_f), damping ratio β_K ω/2 in a mode of "
+                                    "angular frequency ω (parmbs/flexible/ffr_beam.py `FfrDamping`); 0: none"),
     "Beam.points": ("m", "named points by arclength from the root"),
     "Beam.initial": ("", "pose of the root frame (x along the beam)"),
     # plates and continua
@@ -178,7 +181,8 @@ CLASS = {
     "Simulation.t_end": ("s", "end time (the run starts at t = 0)"),
     "Simulation.dt": ("s", "time step"),
     "Index1.baumgarte": ("", "`{ alpha, beta }` (1/s): Baumgarte stabilisation Φ̈ + 2αΦ̇ + β²Φ = 0 of the own "
-                             "trapezoidal index-1 stepper; absent: none (parmbs/formulations/index1.py)"),
+                             "index-1 steppers (`trapezoidal`; `genalpha`, `hht`, `wbz`, `newmark`: [Wehrle 2024]'s "
+                             "α-weighting, parmbs/formulations/index1_genalpha.py); absent: none"),
     "Simulation.formulation": ("", "equations of motion: index-3 DAE, penalty, index-1, Maggi, "
                                    "semi-recursive Matrix-R, or `kinematic` (every DOF driven: each time "
                                    "solved from the constraints, no integration) (each accepts the integrators listed in "

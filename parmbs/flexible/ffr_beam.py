@@ -384,6 +384,46 @@ class FfrElastic(_SectionLinear):
         return 0.5 * np.einsum("...i,...ij,...j->...", e, stiffness(p), e)
 
 
+
+@register
+class FfrDamping(_SectionLinear):
+    """r = β_K k_ff ė = β_K K_e q̇_f: stiffness-proportional (Rayleigh) structural damping
+    of the elastic coordinates, the d q̇ term of seed 001 Eq. 33 with d = β_K k
+    (``beams.B.stiffness_damping`` = β_K in s; the paper's example has d = 0).  Mode i of
+    the beam then has the damping ratio ζ_i = β_K ω_i / 2 (Clough & Penzien, Dynamics of
+    Structures, §12-5), so the high elastic modes that a time step cannot resolve decay
+    physically instead of only by the integrator's ρ∞.  Element parameters: those of
+    FfrElastic, then β_K (column 7).  Section coefficients (β_K EA, β_K EI): r is linear
+    in them, so ∂r/∂p is exact for ρ, w, h, E and β_K alike."""
+    nq, np_ = 9, ELEM_NP + 1
+    SECTION_COLS = (0, 1, 2, 3, ELEM_NP)
+    uses_q, uses_v = False, True
+
+    def coefs(self, p):
+        A, I = section(p)
+        bk = p[..., ELEM_NP]
+        return stack([bk * p[..., 3] * A, bk * p[..., 3] * I], -1)
+
+    def parts(self, t, q, v, a, p):
+        z = 0.0 * v[..., 0:3]
+        return tuple(concat([z, np.einsum("...ij,...j->...i", K, v[..., 3:9])], -1) for K in stiffness_parts(p))
+
+    def r_v(self, t, q, v, a, p):
+        c = self.coefs(p)
+        Ka, Kb = stiffness_parts(p)
+        K = c[..., 0, None, None] * Ka + c[..., 1, None, None] * Kb
+        lead = np.broadcast_shapes(v.shape[:-1], K.shape[:-2])
+        J = np.zeros(lead + (9, 9), dtype=np.result_type(v, p))
+        J[..., 3:, 3:] = K
+        return J
+
+    def r_q(self, t, q, v, a, p):
+        return np.zeros(np.broadcast_shapes(q.shape[:-1], p.shape[:-1]) + (9, 9), dtype=np.result_type(q, p))
+
+    def jacobians(self, t, q, v, a, p):
+        return None, self.r_v(t, q, v, a, p), None
+
+
 def fibre_stress(q, p):
     """Upper/lower fibre stresses σ = E(u′ ∓ (h/2) v″) at ξ = 0 and 1 of each element:
     (…, 4) ordered (upper ξ=0, lower ξ=0, upper ξ=1, lower ξ=1).  q: (…, 9) element

@@ -10,6 +10,7 @@ elastic coordinates are ground's zero slots (seed 001 §3.2 lists all three elas
 coordinates of the crank's node A, which this choice keeps).
 
 Parameters (config paths): ``beams.B.length|width|height|side|density|E``,
+``beams.B.stiffness_damping`` (only when > 0: its FfrDamping groups),
 ``beams.B.initial.x|y|angle``, ``beams.B.initial_velocity.x|y|angle`` (frame pose and
 rigid velocity).  Constants (n_el, k/n_el, element indices) are entries of p.
 
@@ -23,7 +24,7 @@ frame *is* the body's coordinate set, so ``model.joints.Driver`` with c̄ = 0 se
 import numpy as np
 
 from ..model.parameters import ZERO
-from .ffr_beam import FfrInertia, FfrGravity, FfrElastic, fibre_stress
+from .ffr_beam import FfrInertia, FfrGravity, FfrElastic, FfrDamping, fibre_stress
 from .ffr_joints import FfrRevolute, FfrWeld, FfrPointForce
 
 NODE_DOF = 3
@@ -64,6 +65,8 @@ class _FfrBeam:
             self.p["width"] = self.p["height"] = P.add(f"{base}.side", cfg.side)
         else:
             self.p.update({k: P.add(f"{base}.{k}", getattr(cfg, k)) for k in ("width", "height")})
+        if cfg.stiffness_damping:
+            self.p["stiffness_damping"] = P.add(f"{base}.stiffness_damping", cfg.stiffness_damping)
         self.p["nel"] = const(P, self.nel)
         self.kconst = [const(P, k) for k in range(self.nel + 1)]
         self.fconst = [const(P, k / self.nel) for k in range(self.nel + 1)]
@@ -134,6 +137,8 @@ class FfrBeamSet:
                 system._add_force(("FfrInertia",), FfrInertia, {}, name, qidx, mat)
                 system._add_force(("FfrGravity",), FfrGravity, {}, name, qidx, mat + [gx, gy])
                 system._add_force(("FfrElastic",), FfrElastic, {}, name, qidx, mat)
+                if "stiffness_damping" in b.p:       # Rayleigh β_K > 0 (FfrDamping)
+                    system._add_force(("FfrDamping",), FfrDamping, {}, name, qidx, mat + [b.p["stiffness_damping"]])
 
     # -- joints, drivers, loads --------------------------------------------------------------
     def side(self, system, ref, key):

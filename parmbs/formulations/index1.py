@@ -218,8 +218,10 @@ class Index1Trapezoidal:
 
 
 def make_index1_stepper(system, sim, design_map=None, ndesign=0, comm=None):
-    """The index-1 stepper for ``simulation.formulation = "index1"`` (trapezoidal rule)."""
+    """The index-1 stepper for ``simulation.formulation = "index1"``: the trapezoidal rule
+    here, generalized-α (seed 001's own scheme), HHT, WBZ and Newmark in index1_genalpha.py."""
     if sim.integrator != "trapezoidal":
-        raise ValueError(f"no index1 stepper {sim.integrator!r}")
+        from .index1_genalpha import make_index1_newmark_stepper
+        return make_index1_newmark_stepper(system, sim, design_map=design_map, ndesign=ndesign, comm=comm)
     return Index1Trapezoidal(system, sim.dt, newton=sim.newton, petsc_options=sim.petsc_options,
                              design_map=design_map, ndesign=ndesign, comm=comm, baumgarte=sim.index1.baumgarte)

@@ -22,9 +22,12 @@ rule (q_{n+1} = q_n + h/2 (v_n + v_{n+1}), v likewise).  ρ∞ gives (seed 001 e
 This is *not* seed 001's multibody scheme (§2.3, eqs. 33–40): the paper solves the
 index-1 system (J_Φ q̈ = F_c with Baumgarte terms) and weights J_Φᵀλ and J_Φ q̈ with α_m;
 here the constraints stay at index 3 (Φ(q_{n+1}) = 0, h²-scaled), the reaction Φ_qᵀλ is
-weighted with α_f like every other non-inertial force, and α_m weights only r_I = M a.
-Both forms share the first-order accuracy the paper notes for a configuration-dependent
-mass matrix (benchmarks/README.md, dt-convergence section).
+weighted with α_f like every other non-inertial force, and α_m weights only the inertial
+groups r_I.  The paper's scheme is ``formulation = "index1"`` with integrator
+``genalpha`` (formulations/index1_genalpha.py).  Both forms share the first-order
+accuracy the paper notes for a configuration-dependent mass matrix (benchmarks/README.md,
+dt-convergence section); the index-1 one is first order also for constant M
+(tests/test_index1_genalpha.py).
 
 Tangent step: differentiate R(z_{n+1}; x_n, ρ) = 0:  J dz = −(R_x dx_n + R_ρ).
 Adjoint step (μ = ∂ψ/∂x, the total sensitivity of the objective to a state):

@@ -171,8 +171,9 @@ class StateEval:
 
     # -- vectors -------------------------------------------------------------------
     @event("ParmbsResidual")
-    def residual(self, wi=1.0, wf=1.0):
-        """wi Σ_inertial r + wf (Σ_other r + Φ_qᵀλ) on the n coordinates.
+    def residual(self, wi=1.0, wf=1.0, wl=None):
+        """wi Σ_inertial r + wf (Σ_other r + Φ_qᵀλ) on the n coordinates; ``wl`` (default
+        wf) weights Φ_qᵀλ instead (seed 001's index-1 generalized-α puts it at α_m).
 
         One scatter per group, summed group by group: a single concatenated bincount
         was measured no faster on small models and changes the summation order, which
@@ -184,7 +185,8 @@ class StateEval:
         if st is not None:
             st.residual(self.q, self.v, self.a, wi, wf, out)
         for g, q, v, a, lam, p in self.C:
-            out += scatter_add(self.n + 3, g.qidx, wf * np.einsum("emk,em->ek", self.phi_q_local(g, q, p), lam))
+            out += scatter_add(self.n + 3, g.qidx, (wf if wl is None else wl)
+                               * np.einsum("emk,em->ek", self.phi_q_local(g, q, p), lam))
         return out[:self.n]
 
     def phi_q_local(self, g, q, p):
@@ -265,11 +267,13 @@ class StateEval:
                 parts.append((r, r, (wi if g.inertial else wf) * J))
         return parts
 
-    def K(self, wi=1.0, wf=1.0, with_hessian=True):
-        """∂R/∂q of the weighted residual (forces + wf·Φ_qᵀλ) as a LocalOperator (n × n)."""
+    def K(self, wi=1.0, wf=1.0, with_hessian=True, wl=None):
+        """∂R/∂q of the weighted residual (forces + wl·Φ_qᵀλ, wl = wf by default) as a
+        LocalOperator (n × n)."""
         parts = self._jac_parts(0, wi, wf)
         if with_hessian:
-            parts += [(self._rows(g), self._rows(g), wf * H) for (g, *_), H in zip(self.C, self.hess_blocks())]
+            wl = wf if wl is None else wl
+            parts += [(self._rows(g), self._rows(g), wl * H) for (g, *_), H in zip(self.C, self.hess_blocks())]
         return LocalOperator(self.n, self.n, parts, self._structured_jac(1.0, 0.0, 0.0, wi, wf))
 
     def Cv(self, wi=1.0, wf=1.0):
@@ -325,8 +329,9 @@ class StateEval:
     def _pop(self, nrows, ndesign, items):
         return LocalOperator(nrows, ndesign, [it for it in items if it is not None])
 
-    def R_p(self, ndesign, wi=1.0, wf=1.0, own=False):
-        """∂R/∂ρ of the weighted dynamic residual (n × ndesign).  ``own``: the continuum
+    def R_p(self, ndesign, wi=1.0, wf=1.0, own=False, wl=None):
+        """∂R/∂ρ of the weighted dynamic residual (n × ndesign; Φ_qᵀλ weighted by ``wl``,
+        default wf, as in ``residual``).  ``own``: the continuum
         groups' elements of this rank only (``plan.split``, flexible/continuum_split.py):
         ``R_p.T @ λ`` is then complete in this rank's own columns only — for the adjoint
         sweep's accumulator, which ``ElementSplit.combine`` makes whole once per sweep."""
@@ -355,7 +360,8 @@ class StateEval:
         for g, q, v, a, lam, p in self.C:
             cols, dcols = self._pcols(g)
             if len(cols):
-                items.append((self._rows(g), dcols, wf * g.phi_qT_lam_p(self.t, q, p, lam, cols)))
+                items.append((self._rows(g), dcols, (wf if wl is None else wl)
+                              * g.phi_qT_lam_p(self.t, q, p, lam, cols)))
         return self._pop(self.n, ndesign, items)
 
     def _con_p(self, ndesign, fn):

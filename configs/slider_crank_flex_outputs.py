@@ -7,7 +7,9 @@ the objective is ∫₀^T g dt (trapezoidal, part of the discrete scheme).
 * xA_f, yA_f, thA_f: elastic coordinates (u, v, φ) of the crank's node A (its tip) in
   the crank frame — the paper's x̄_C,f, ȳ_C,f, θ̄_C,f;
 * ks_stress: KS aggregate (ρ_KS = 2 1/MPa) of |σ| at the upper and lower fibres of
-  both ends of every crank and rod element (``parmbs.flexible.ffr_beams.ks_stress``).
+  both ends of every crank and rod element (``parmbs.flexible.ffr_beams.ks_stress``);
+* ks_crank_upper, ks_crank_lower, ks_rod_upper, ks_rod_lower: the same aggregate over
+  one beam's one fibre (the paper plots crank and rod, upper and lower fibre apart).
 """
 import numpy as np
 
@@ -48,3 +50,16 @@ def thA_f(t, q, v, a, lam, p, model):
 
 def ks_stress(t, q, v, a, lam, p, model):
     return _ks(model, q, p, RHO_KS)
+
+
+def _ks_part(beam, fibre):
+    def g(t, q, v, a, lam, p, model):
+        return _ks(model, q, p, RHO_KS, names=[beam], fibre=fibre)
+    g.__name__ = f"ks_{beam}_{fibre}"
+    return g
+
+
+ks_crank_upper = _ks_part("crank", "upper")
+ks_crank_lower = _ks_part("crank", "lower")
+ks_rod_upper = _ks_part("rod", "upper")
+ks_rod_lower = _ks_part("rod", "lower")

@@ -243,9 +243,15 @@ def ks(sigma, rho_ks):
     return shift[..., 0] + np.log(np.sum(np.exp(rho_ks * (s - shift)), -1)) / rho_ks
 
 
-def ks_stress(system, q, p, rho_ks, names=None):
+#: the columns of ``fibre_stress`` (upper ξ=0, lower ξ=0, upper ξ=1, lower ξ=1) per fibre
+FIBRES = {None: [0, 1, 2, 3], "upper": [0, 2], "lower": [1, 3]}
+
+
+def ks_stress(system, q, p, rho_ks, names=None, fibre=None):
     """(KS of the fibre stresses, {"q": ∂/∂q (n,), "p": ∂/∂p}) at state q — the
-    ``integrand = "python"`` form (sensitivity/objectives.UserTerm).
+    ``integrand = "python"`` form (sensitivity/objectives.UserTerm).  ``names``: the
+    beams (all by default); ``fibre``: "upper" (+h/2) or "lower" (−h/2) only (both by
+    default) — seed 001's Figs. 14–15 plot crank and rod, upper and lower fibre apart.
 
     ∂KS/∂x = Σ_i (π_i⁺ − π_i⁻) ∂σ_i/∂x with π^± = exp(ρ(±σ_i − KS)) the KS weights of
     +σ_i and −σ_i; ∂σ/∂(element q, p) are complex-step derivatives per element (σ is
@@ -254,13 +260,15 @@ def ks_stress(system, q, p, rho_ks, names=None):
     from ..model.component import cs_jacobian
     qi, pi = system.ffr.stress_layout(system, names)
     qe, pe = system.extend(q)[qi], p[pi]
-    sig = fibre_stress(qe, pe)                                  # (E, 4)
+    cols = FIBRES[fibre]
+    stress = lambda x, y: fibre_stress(x, y)[..., cols]
+    sig = stress(qe, pe)                                        # (E, 4 or 2)
     value = ks(sig.reshape(-1), rho_ks)
     if np.iscomplexobj(sig):
         return value, {}
     wts = np.exp(rho_ks * (sig - value)) - np.exp(rho_ks * (-sig - value))
-    gq = np.einsum("ek,ekj->ej", wts, cs_jacobian(fibre_stress, [qe, pe], 0))
-    gp = np.einsum("ek,ekj->ej", wts, cs_jacobian(fibre_stress, [qe, pe], 1))
+    gq = np.einsum("ek,ekj->ej", wts, cs_jacobian(stress, [qe, pe], 0))
+    gp = np.einsum("ek,ekj->ej", wts, cs_jacobian(stress, [qe, pe], 1))
     dq = np.zeros(system.n + 3)
     np.add.at(dq, qi.reshape(-1), gq.reshape(-1))
     dp = np.zeros(len(p))

@@ -11,7 +11,7 @@ import numpy as np
 from parmbs.config.loader import validate
 from parmbs.sensitivity.problem import Problem
 
-E_ST, RHO, W, H, L = 210000.0, 7.85e-9, 20.0, 30.0, 120.0        # mm, t, s, N, MPa
+from test_ffr_beam import E_ST, RHO, H, L, cantilever_toml
 # first cantilever mode: ω₁ = 1.875² √(EI/(ρA L⁴)) ≈ 1.09e4 rad/s, T₁ ≈ 5.7e-4 s
 OMEGA1 = 1.875104 ** 2 * np.sqrt(E_ST * H ** 2 / (12 * RHO)) / L ** 2
 DT = 2 * np.pi / OMEGA1 / 100        # 100 steps per period
@@ -19,38 +19,9 @@ T_END = 12 * 2 * np.pi / OMEGA1
 
 
 def tip_history(beta_k):
-    txt = f"""
-[model]
-name = "damped-cantilever"
-gravity = [0.0, 0.0]
-[ground]
-points = {{ O = [0.0, 0.0] }}
-[[beams]]
-name = "B"
-type = "ffr"
-length = {L}
-elements = 4
-width = {W}
-height = {H}
-density = {RHO}
-E = {E_ST}
-stiffness_damping = {beta_k}
-[[joints]]
-type = "weld"
-name = "clamp"
-a = "ground.O"
-b = "B.root"
-[[forces]]
-type = "force"
-name = "P"
-point = "B.tip"
-value = [0.0, -1000.0]
-[simulation]
-t_end = {T_END}
-dt = {DT}
-integrator = "trapezoidal"
-progress = false
-"""
+    txt = cantilever_toml(4, 0.0, (0.0, -1000.0), beam=f"stiffness_damping = {beta_k}",
+                          extra=f"[simulation]\nt_end = {T_END}\ndt = {DT}\nintegrator = \"trapezoidal\"\n"
+                                "progress = false\n")
     pr = Problem(validate(tomllib.loads(txt), "<test>"))
     tr = pr.forward()
     return tr.t, tr.q[:, pr.sys.ffr.coord("B", 4, "v")]

@@ -132,8 +132,7 @@ class Index1NewmarkFamily(NewmarkParameterSets, Index1Trapezoidal):
         """dx_{k+1}/dρ from dx_k/dρ (each four (·, nd) blocks)."""
         h, b, g, nd = self.h, self.beta, self.gamma, self.nd
         dq, dv, da, dl = dx0
-        dqp = dq + h * dv + (0.5 - b) * h * h * da
-        dvp = dv + (1 - g) * h * da
+        dqp, dvp = self._predict(dx0)            # the predictor is linear: same map on dx
         ev = self._eval(t + h, x1, p)
         self._set_matrix(ev)
         I = np.eye(nd)

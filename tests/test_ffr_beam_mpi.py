@@ -17,7 +17,7 @@ def test_slider_crank_flex_parallel_equals_serial():
     from parmbs._petsc import PETSc
     from parmbs.config import load_config
     from parmbs.sensitivity.problem import Problem
-    cfg = load_config(str(CONFIGS / "slider-crank-flex.toml"), ["simulation.t_end=0.0003", "simulation.progress=false"])
+    cfg = load_config(str(CONFIGS / "slider-crank-flex.toml"), ["simulation.t_end=0.0003", "simulation.dt=1e-4", "simulation.progress=false"])
     par, ser = Problem(cfg, comm=PETSc.COMM_WORLD), Problem(cfg, comm=PETSc.COMM_SELF)
     tp, ts = par.forward(), ser.forward()
     assert np.max(np.abs(tp.q - ts.q)) <= 1e-10 * np.max(np.abs(ts.q))

@@ -14,7 +14,7 @@ from conftest import CONFIGS
 RUNS = {"fivebar": ["simulation.t_end=0.1", "simulation.dt=1e-2"],
         "flexible-pendulum": ["simulation.t_end=0.02"],
         "plate-pendulum": ["simulation.t_end=0.01"],
-        "slider-crank-flex": ["simulation.t_end=0.001"]}
+        "slider-crank-flex": ["simulation.t_end=0.001", "simulation.dt=1e-4"]}
 
 
 @pytest.mark.parametrize("name", list(RUNS))

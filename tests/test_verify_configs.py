@@ -61,7 +61,7 @@ HORIZON = {
     "plate-pendulum.toml": ["simulation.t_end=0.004", "plates.P.nx=4", "plates.P.ny=2", "plates.P.points.tip=[4,0]"],
     "rigid-spring-beam-opt.toml": ["simulation.t_end=0.005"],
     "rigid-spring-beam.toml": ["simulation.t_end=0.005"],
-    "slider-crank-flex.toml": ["simulation.t_end=0.0003"],          # 3 steps
+    "slider-crank-flex.toml": ["simulation.t_end=0.0003", "simulation.dt=1e-4"],   # 3 steps
     "slider-crank-kinematic.toml": ["simulation.t_end=0.05"],       # 10 steps (each solved on its own)
     "spatial-ball.toml": ["simulation.t_end=0.02"],                 # 8 steps
     "spatial-double-pendulum.toml": ["simulation.t_end=0.02", "simulation.dt=1e-3"],

@@ -75,3 +75,13 @@ def test_weighting_is_not_index3_but_converges_to_it():
         print(f"{k}: gap index1/index3 genalpha {g1[k]:.2e} (dt 1e-2) {g2[k]:.2e} (dt 5e-3)")
         assert g1[k] > 1e-8, k                    # not the same scheme
         assert 1.6 < g1[k] / g2[k] < 2.6, k
+
+
+def test_arnold_bruls_form_is_refused_for_index1():
+    """The Arnold–Brüls form is an index-3 stepper; with index1 the file names the key."""
+    from conftest import CONFIGS
+    from parmbs.config import ConfigError, load_config
+    with pytest.raises(ConfigError) as e:
+        load_config(str(CONFIGS / "fivebar.toml"), ['simulation.formulation="index1"', "simulation.integrator=genalpha",
+                                                    'simulation.genalpha_form="arnold-bruls"'])
+    assert e.value.key == "simulation.genalpha_form"

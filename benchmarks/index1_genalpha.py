@@ -1,7 +1,7 @@
 """The flexible slider-crank under [Wehrle 2024]'s own scheme (index-1 generalized-α with
 Baumgarte terms, formulations/index1_genalpha.py) beside parmbs's index-3 generalized-α.
 
-    .venv/bin/python benchmarks/seed001_scheme.py [--set k=v ...]
+    .venv/bin/python benchmarks/index1_genalpha.py [--set k=v ...]
 
 Both at the paper's setting (Δt = 1e-4 s, ϱ∞ = 0.55, 0.025 s, undamped beams) unless
 ``--set`` says otherwise.  Printed per scheme: the six outputs ψ, the norm of their

@@ -146,7 +146,9 @@ def test_registry_is_complete():
             "Beam3Pose", "SpatialRigidNaturalSpherical", "SpatialNaturalNaturalSpherical",
             "SpatialNaturalBeamSpherical", "SpatialNaturalBeamWeld", "NaturalInertia",
             "SpatialRigidBeamSpringDamper", "SpatialNaturalBeamSpringDamper", "SpatialBeamBeamSpringDamper",
-            "SpatialRigidNaturalSpringDamper", "SpatialNaturalNaturalSpringDamper", "NaturalOrthonormality"} <= set(REGISTRY)
+            "SpatialRigidNaturalSpringDamper", "SpatialNaturalNaturalSpringDamper", "NaturalOrthonormality",
+            "SpatialBeamBeamWeld", "SpatialRigidNaturalDistance", "SpatialRigidBeamDistance",
+            "SpatialNaturalNaturalDistance", "SpatialNaturalBeamDistance", "SpatialBeamBeamDistance"} <= set(REGISTRY)
 
 
 def test_potential_energies_match_forces():

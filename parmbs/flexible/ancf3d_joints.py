@@ -169,6 +169,123 @@ SpatialBeamBeamSpherical = PAIRS[("beam", "beam", False)]
 SpatialRigidBeamWeld = PAIRS[("rigid", "beam", True)]
 
 
+
+def _unit_rates(a, ad):
+    """(â, â̇, â̈ᵛ) of the unit vector â = a/|a| along a path with ȧ = ad and ä = 0:
+    â̇ = (ȧ − â(â·ȧ))/|a|,  â̈ᵛ = −(2 â̇ (â·ȧ) + â (â̇·ȧ))/|a|  (complex-step safe)."""
+    n = np.sqrt(dot(a, a))[..., None]
+    u = a / n
+    if ad is None:
+        return u, n, None, None
+    s = dot(u, ad)[..., None]
+    ud = (ad - u * s) / n
+    return u, n, ud, -(2.0 * ud * s + u * dot(ud, ad)[..., None]) / n
+
+
+@register
+class SpatialBeamBeamWeld(Constraint):
+    """Weld of two gradient-deficient beams at points A (beam a) and B (beam b), e.g. the
+    apex of a welded wishbone (two tubes, seed 000 §6.3):
+
+        Φ = (r_A − r_B,  â·b̂ − cos θ₀)        (4 rows),  â = r′_A/|r′_A|, b̂ = r′_B/|r′_B|,
+
+    the points coincide and the angle between the two tangents keeps its initial value
+    θ₀.  A gradient-deficient element has no cross-section frame (no twist), so the
+    included angle is all a weld of two such beams can hold; the seed's Eq. 42
+    (R^T r′ fixed in a rigid body's frame) has no beam–beam form.  Rows:
+        Φ_q = ([S_A, −S_B]; [(P_a b̂/|r′_A|)ᵀS′_A, (P_b â/|r′_B|)ᵀS′_B]),  P_u = I − ûûᵀ,
+        γ = (0; â̈ᵛ·b̂ + 2 â̇·b̂̇ + â·b̂̈ᵛ)   (``_unit_rates``).
+    p = (beam point A (5), beam point B (5), cos θ₀).  At a straight, unstretched initial
+    configuration the angle row follows from the two beams' lengths when they close a
+    triangle (a wishbone: both roots on the chassis), so ``spatial_beams`` drops beam b's
+    |r′₀| = 1 assembly row for it (the angle row then sets beam b's chord length)."""
+    nq, np_, m = 24, 2 * BEAM_POINT_NP + 1, 4
+
+    def _geom(self, q, p, v=None):
+        out = []
+        for k in range(2):
+            pk, qk = p[..., k * BEAM_POINT_NP:(k + 1) * BEAM_POINT_NP], q[..., 12 * k:12 * k + 12]
+            S = beam_point_matrices(pk, dim=3)
+            Sp = beam_point_matrices(pk, deriv=True, dim=3)
+            d = np.einsum("...ij,...j->...i", Sp, qk)
+            dd = None if v is None else np.einsum("...ij,...j->...i", Sp, v[..., 12 * k:12 * k + 12])
+            out.append((S, Sp, np.einsum("...ij,...j->...i", S, qk), d, dd))
+        return out
+
+    def phi(self, t, q, p):
+        (_, _, ra, da, _), (_, _, rb, db, _) = self._geom(q, p)
+        ua, ub = _unit_rates(da, None)[0], _unit_rates(db, None)[0]
+        return _bcast_cat([ra - rb, (dot(ua, ub) - p[..., 2 * BEAM_POINT_NP])[..., None]], -1)
+
+    def phi_q(self, t, q, p):
+        (Sa, Spa, _, da, _), (Sb, Spb, _, db, _) = self._geom(q, p)
+        ua, na, _, _ = _unit_rates(da, None)
+        ub, nb, _, _ = _unit_rates(db, None)
+        ga = (ub - ua * dot(ua, ub)[..., None]) / na            # ∂(â·b̂)/∂r′_A
+        gb = (ua - ub * dot(ua, ub)[..., None]) / nb
+        row = _bcast_cat([np.einsum("...i,...ik->...k", ga, Spa), np.einsum("...i,...ik->...k", gb, Spb)], -1)
+        return _bcast_cat([_bcast_cat([Sa, -Sb], -1), row[..., None, :]], -2)
+
+    def gamma(self, t, q, v, p):
+        (_, _, ra, da, dda), (_, _, rb, db, ddb) = self._geom(q, p, v)
+        ua, _, uda, udda = _unit_rates(da, dda)
+        ub, _, udb, uddb = _unit_rates(db, ddb)
+        g = dot(udda, ub) + 2.0 * dot(uda, udb) + dot(ua, uddb) + 0.0 * p[..., 0]
+        return _bcast_cat([0.0 * (ra - rb), g[..., None]], -1)
+
+
+class _PairDistance(Constraint):
+    """Distance row between a point C of side a and D of side b (rigid, natural or beam;
+    a rigid link with ball ends, e.g. a tie rod):
+
+        Φ = ½(|d|² − ℓ₀²),  d = r_C − r_D;   Φ_q = dᵀ[J_C, −J_D];
+        γ = d·(r̈_C^v − r̈_D^v) + |ḋ|²,  ḋ = J_C q̇_a − J_D q̇_b,
+
+    r̈^v the velocity part of a rigid side's point acceleration (0 for natural and beam
+    points, which are linear in q).  p = (side a, side b, ℓ₀)."""
+    kinds = ("natural", "natural")
+
+    def _geometry(self, q, p, v=None):
+        ka, kb = self.kinds
+        na, pa, pb = SIDE_NQ[ka], SIDE_NP[ka], SIDE_NP[kb]
+        A = _side(ka, q[..., :na], None if v is None else v[..., :na], p[..., :pa])
+        B = _side(kb, q[..., na:], None if v is None else v[..., na:], p[..., pa:pa + pb])
+        return A, B, p[..., pa + pb]
+
+    def phi(self, t, q, p):
+        A, B, l0 = self._geometry(q, p)
+        d = A[0] - B[0]
+        return (0.5 * (dot(d, d) - l0 * l0))[..., None]
+
+    def phi_q(self, t, q, p):
+        A, B, _ = self._geometry(q, p)
+        d = A[0] - B[0]
+        return _bcast_cat([np.einsum("...i,...ik->...k", d, A[1]), -np.einsum("...i,...ik->...k", d, B[1])],
+                          -1)[..., None, :]
+
+    def gamma(self, t, q, v, p):
+        A, B, _ = self._geometry(q, p, v)
+        ka = SIDE_NQ[self.kinds[0]]
+        d = A[0] - B[0]
+        dd = np.einsum("...ij,...j->...i", A[1], v[..., :ka]) - np.einsum("...ij,...j->...i", B[1], v[..., ka:])
+        return (dot(d, A[2] - B[2]) + dot(dd, dd))[..., None]
+
+
+def _distance(kinds):
+    ka, kb = kinds
+    name = f"Spatial{ka.capitalize()}{kb.capitalize()}Distance"
+    cls = type(name, (_PairDistance,), dict(kinds=kinds, nq=SIDE_NQ[ka] + SIDE_NQ[kb],
+                                              np_=SIDE_NP[ka] + SIDE_NP[kb] + 1, m=1,
+                                              __doc__=f"Distance row, side a {ka}, side b {kb} "
+                                                      "(``_PairDistance``)."))
+    cls.__module__ = __name__
+    return register(cls)
+
+
+#: (side a, side b) -> distance-row class
+DISTANCES = {k: _distance(k) for k in (("rigid", "natural"), ("rigid", "beam"), ("natural", "natural"),
+                                       ("natural", "beam"), ("beam", "beam"))}
+
 # -- initial assembly: a straight, unstretched beam ------------------------------------------
 
 

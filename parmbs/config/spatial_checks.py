@@ -86,9 +86,9 @@ def check_spatial(ck) -> None:
                                   f"{j.motion} driver needs (known: {', '.join(known) or 'none'})")
             else:
                 body = j.coordinate.split(".")[0]
-                if body not in bodies:
+                if body not in bodies and body not in natural:
                     raise ck.fail(f"{key}.coordinate", f"unknown spatial body {body!r} "
-                                  f"(known: {', '.join(bodies) or 'none'})")
+                                  f"(known: {', '.join([*bodies, *natural]) or 'none'})")
             continue
         ba, bb = point(j.a, f"{key}.a"), point(j.b, f"{key}.b")
         if ba == bb:

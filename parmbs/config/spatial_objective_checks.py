@@ -6,7 +6,8 @@
 * ``roll_rate_sq`` needs ``body`` (a spatial body) and optionally ``axis = "BODY.AXIS"``
   on that body (default: the body x axis);
 * ``stress_ks`` needs ``body`` (a spatial beam) and ``ks_rho``; ``vertical_acceleration_*``,
-  ``point_velocity_sq`` and ``point_acceleration_sq`` take a point on a spatial beam or a
+  ``point_velocity_sq``, ``point_acceleration_sq`` and ``point_deviation_sq`` (from the
+  point's configured initial position) take a point on a spatial beam or a
   natural-coordinate body.
 Each failure names ``objectives.NAME.KEY`` and what is known.
 """
@@ -16,7 +17,7 @@ from .spatial_schema import PREDEFINED_AXES
 
 #: objective kinds at points of spatial beams (flexible/spatial_beam_objectives.py)
 BEAM3_POINT_KINDS = ("vertical_acceleration_sq", "vertical_acceleration_4", "point_velocity_sq",
-                     "point_acceleration_sq")
+                     "point_acceleration_sq", "point_deviation_sq")
 
 
 def check_spatial_objective(ck, o, kind: str) -> None:
@@ -59,6 +60,9 @@ def check_spatial_objective(ck, o, kind: str) -> None:
                 raise ck.fail(f"{prefix}.point", f"unknown point {pname!r} on {bname!r} (known: {', '.join(known)})")
             if o.axis is not None:
                 raise ck.fail(f"{prefix}.axis", f"not used by {kind!r} (the vertical is the global z axis)")
+            if o.reference is not None:
+                raise ck.fail(f"{prefix}.reference", f"not used by {kind!r} at a spatial beam or natural-body "
+                              "point (the reference is the point's configured initial position)")
             return
         b = body(bname, f"{prefix}.point")
         known = ["com", *b.points]

@@ -190,8 +190,17 @@ class SpatialUniversal(_TwoPoint):
 
 
 class SpatialRigid(_TwoPoint):
-    """Spherical + relative orientation locked at its initial value (6 rows)."""
+    """Spherical + relative orientation locked at its initial value (6 rows; to a spatial
+    beam point: 5 rows, the tangent's direction; between two beam points: 4 rows, the
+    angle between the two tangents — flexible/ancf3d_joints.py)."""
     type: Literal["rigid"]
+
+
+class SpatialDistance(_TwoPoint):
+    """The distance between points a and b keeps its initial value (1 row): a rigid link
+    with ball ends, e.g. a tie rod.  At least one side must be a natural-coordinate body
+    or a spatial beam point (flexible/ancf3d_joints.py ``_PairDistance``)."""
+    type: Literal["distance"]
 
 
 class SpatialDriver(_Model):
@@ -199,7 +208,7 @@ class SpatialDriver(_Model):
     rotation angle about its axis, measured from the initial configuration, equals
     f(t) (steering); with ``motion = "translation"`` (a translational or cylindrical
     joint): the relative displacement along its axis; or ``coordinate = "BODY.x|y|z"``:
-    that COM coordinate equals f(t)."""
+    that COM coordinate (of a spatial or natural-coordinate body) equals f(t)."""
     type: Literal["driver"]
     name: Name
     joint: Name | None = None
@@ -222,7 +231,8 @@ class SpatialDriver(_Model):
 
 
 SpatialJoint = Annotated[Union[SpatialSpherical, SpatialRevolute, SpatialCylindrical, SpatialTranslational,
-                               SpatialUniversal, SpatialRigid, SpatialDriver], Field(discriminator="type")]
+                               SpatialUniversal, SpatialRigid, SpatialDistance, SpatialDriver],
+                        Field(discriminator="type")]
 
 
 # ============================================================================ [[spatial.forces]]

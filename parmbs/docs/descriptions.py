@@ -243,8 +243,9 @@ CLASS = {
                                 "`python` (`callable`), `deflection*` (beam points), "
                                 "`vertical_acceleration_*`, `roll_rate_sq` (spatial bodies), "
                                 "`stress_ks` KS of the axial stresses |σ_e| of a spatial beam (`body`, `ks_rho`); "
-                                "`vertical_acceleration_*`, `point_velocity_sq`, `point_acceleration_sq` "
-                                "also at spatial beam points"),
+                                "`vertical_acceleration_*`, `point_velocity_sq`, `point_acceleration_sq`, "
+                                "`point_deviation_sq` also at spatial beam and natural-body points (there "
+                                "r_ref = the point's configured initial position, no `reference`)"),
     "Objective.terminal": ("", "G(x_N) added at t_end (same kinds, except `reaction_sq` and `python`)"),
     "Objective.point": ("", "point of the point kinds, `BODY.POINT`"),
     "Objective.body": ("", "body of the angle kinds, `roll_rate_sq`; spatial beam of `stress_ks`"),

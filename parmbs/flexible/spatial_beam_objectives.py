@@ -6,6 +6,9 @@
   σ_e = E(|r_j − r_i|/l − 1) (``ancf3d.axial_stress``, the seed's §6.3 stress, Eq. 56):
   max_e |σ_e| ≤ KS ≤ max_e |σ_e| + ln(2 n_el)/ρ.  As an integrand ψ = ∫ KS dt; as a
   terminal, KS at t_end.
+* ``point_deviation_sq`` at a beam or natural-body point P: g = |r_P − r_P⁰|², r_P⁰ the
+  point's position in the configured initial pose (a constant: design variables that
+  move the point do not move r_P⁰) — the seed's |d_CM|² of §6.3 (Eq. 56).
 * ``vertical_acceleration_sq`` / ``vertical_acceleration_4`` at a beam point P:
   g = (e_z·r̈_P)² or ⁴ with r̈_P = S(ξ) ë (the beam's accelerations are linear in ë);
   ``point_velocity_sq`` / ``point_acceleration_sq``: g = |ṙ_P|², |r̈_P|²; the same at
@@ -41,6 +44,11 @@ def _speed_sq(t, q, v, a, lam, p, ref, acc, matrix):
     return np.einsum("...i,...i->...", r, r)
 
 
+def _deviation_sq(t, q, v, a, lam, p, ref, matrix, r0):
+    r = np.einsum("...ij,...j->...i", matrix(p), q) - r0
+    return np.einsum("...i,...i->...", r, r)
+
+
 def beam3_term(system, kind, cfg):
     """(integrand, coordinate indices, parameter indices) of ``kind`` on a spatial beam."""
     sb = system.spatial_beams
@@ -54,6 +62,10 @@ def beam3_term(system, kind, cfg):
     else:                                       # a natural-coordinate body: r_P = C(s') q_b
         from .ancf3d_joints import _natural_matrix
         (qidx, pidx), matrix = system.natural.point(cfg.point), _natural_matrix
+    if kind == "point_deviation_sq":             # |r_P − r_P(t₀ configured)|², the seed's |d_CM|² (§6.3)
+        kind_ = "beam" if sb.is_beam_point(cfg.point) else "natural"
+        r0 = sb.initial_point(system, system.spatial, kind_, cfg.point)
+        return partial(_deviation_sq, matrix=matrix, r0=np.asarray(r0, float)), qidx, pidx
     if kind in ("point_velocity_sq", "point_acceleration_sq"):
         return partial(_speed_sq, acc=kind == "point_acceleration_sq", matrix=matrix), qidx, pidx
     return partial(_vertical, power=2 if kind == "vertical_acceleration_sq" else 4, matrix=matrix), qidx, pidx

@@ -12,7 +12,8 @@ outer_radius|inner_radius``, ``spatial.beams.B.points.P`` (arclength),
 normals n₁, n₂ ⊥ it and the initial tangent rate ω × d are constant entries.
 
 Initial configuration (as the planar beams, ``beams.py``): straight and unstretched —
-rows "node k = root + s_k·tangent, slope_k = slope_0" (6 n_el) and |r′_0| = 1 (1) —
+rows "node k = root + s_k·tangent, slope_k = slope_0" (6 n_el) and |r′_0| = 1 (1; not
+for side b of a beam–beam weld, whose angle row sets that beam's chord instead) —
 plus the ``independent`` rows: x, y, z (root position; velocity from
 ``initial_velocity.velocity``) and direction (n₁·r′_0 = n₂·r′_0 = 0; rates
 (ω × d)·n_k).  All other rows have zero velocity right-hand side, so the initial
@@ -23,7 +24,7 @@ import numpy as np
 from ..model.parameters import ZERO
 from ..spatial.spatial_set import perpendiculars
 from . import ancf3d
-from .ancf3d_joints import PAIRS, SPRINGS, Beam3Pose, Beam3Shape
+from .ancf3d_joints import DISTANCES, PAIRS, SPRINGS, Beam3Pose, Beam3Shape, SpatialBeamBeamWeld
 from .beams import _Beam, const
 
 NODE_DOF = 6
@@ -82,6 +83,7 @@ class SpatialBeamSet:
             self.beams[b.name] = _Beam3(b, P, offset)
             offset += self.beams[b.name].ncoord
         self.ncoord = sum(b.ncoord for b in self.beams.values())
+        self.free_stretch = set()       # beams whose |r′₀| = 1 row a beam–beam weld replaces
 
     def __len__(self):
         return len(self.beams)
@@ -126,6 +128,31 @@ class SpatialBeamSet:
                 out.append(("rigid", *spatial.side(ref), ref))
         return sorted(out, key=lambda s: rank[s[0]])
 
+    def initial_point(self, system, spatial, kind, ref):
+        """The global position of a joint point at the configured initial poses (straight
+        beams, natural bodies at their initial pose, spatial bodies, ground)."""
+        body, name = ref.split(".", 1)
+        vals = self.P.values
+        if kind == "beam":
+            b = self.beams[body]
+            s = (0.0 if name == "root" else b.cfg.length if name == "tip" else b.cfg.points[name]
+                 if name in b.cfg.points else b.cfg.length * int(name[4:]) / b.nel)
+            return np.asarray(b.cfg.initial.position, float) + s * b.direction
+        if kind == "natural":
+            nb = system.natural.bodies[body]
+            return np.asarray(nb.cfg.initial.position, float) + nb.A0 @ np.array([vals[i] for i in nb.points[name]])
+        return self._rigid_point(spatial, ref)
+
+    @staticmethod
+    def _rigid_point(spatial, ref):
+        body = ref.split(".", 1)[0]
+        s = np.array([spatial.P.values[i] for i in spatial.point_pidx(ref)])
+        r0 = np.zeros(3) if body == "ground" else np.asarray(spatial.bodies[body].cfg.initial.position, float)
+        return r0 + spatial._A0(body) @ s
+
+    def _tangent0(self, ref):
+        return self.beams[ref.split(".", 1)[0]].direction
+
     def add_joint(self, system, spatial, j):
         """A ``[[spatial.joints]]`` entry with a beam point or a natural-coordinate body on at
         least one side: spherical between any two of ground / Euler body ("rigid"), natural
@@ -135,6 +162,24 @@ class SpatialBeamSet:
         key = f"spatial.joints.{j.name}"
         (ka, qa, pa, ra), (kb, qb, pb, rb) = self.sides(system, spatial, (j.a, j.b))
         weld = j.type == "rigid"
+        if j.type == "distance":
+            cls = DISTANCES.get((ka, kb))
+            if cls is None:
+                raise ModelError(f"{key}.type", f"a distance joint between a {ka} side and a {kb} side is not "
+                                 "available (one side must be a natural-coordinate body or a beam point)")
+            l0 = np.linalg.norm(self.initial_point(system, spatial, ka, ra)
+                                - self.initial_point(system, spatial, kb, rb))
+            system._group((cls.__name__,), cls, {}, j.name, qa + qb, pa + pb + [const(self.P, l0)], 1)
+            return
+        if weld and ka == kb == "beam":
+            cos0 = float(self._tangent0(ra) @ self._tangent0(rb))
+            if abs(cos0) > 1.0 - 1e-6:
+                raise ModelError(f"{key}.b", "a weld of two beams needs tangents that are not parallel at t₀ "
+                                 f"(cos = {cos0:.9g}: the angle row is singular)")
+            self.free_stretch.add(rb.split(".", 1)[0])
+            cls = SpatialBeamBeamWeld
+            system._group((cls.__name__,), cls, {}, j.name, qa + qb, pa + pb + [const(self.P, cos0)], cls.m)
+            return
         cls = PAIRS.get((ka, kb, weld)) if j.type in ("spherical", "rigid") else None
         if cls is None:
             raise ModelError(f"{key}.type", f"a {j.type} joint between a {ka} side and a {kb} side is not "
@@ -171,7 +216,8 @@ class SpatialBeamSet:
                     g = Beam3Shape([f"{b.name}.shape{k}[{comp}]"], [n0 + b.node(k)],
                                    [[b.p["length"], const(P, k / b.nel)]], [[0]], component=comp)
                     system.independent.append((key, g, ZERO))
-            rows = [("unit", "unit", [ZERO] * 4, ZERO)]
+            # a beam–beam weld's angle row sets this beam's chord length instead (ancf3d_joints)
+            rows = [] if b.name in self.free_stretch else [("unit", "unit", [ZERO] * 4, ZERO)]
             for i, x in enumerate(XYZ):
                 if x in c.independent:
                     rows.append((x, "position", [b.position[i]] + b.axes[i], b.velocity[i]))

@@ -231,6 +231,10 @@ class SpatialBodySet:
         sb, nb = system.spatial_beams, system.natural
         if any(s.is_beam_point(r) or nb.is_natural_point(r) for s in (sb,) for r in (j.a, j.b)):
             return sb.add_joint(system, self, j)      # spatial ANCF beams, natural-coordinate bodies
+        if j.type not in SJ.CLASSES:
+            from ..model.system import ModelError
+            raise ModelError(f"spatial.joints.{j.name}.type", f"a {j.type} joint needs a natural-coordinate body "
+                             "or a spatial beam point on one side")
         qa, pa = self.side(j.a)
         qb, pb = self.side(j.b)
         cls = SJ.CLASSES[j.type]
@@ -242,7 +246,8 @@ class SpatialBodySet:
         if j.coordinate is not None:
             from ..model import joints as J
             body, c = j.coordinate.split(".")
-            k = self.bodies[body].offset + XYZ.index(c)
+            nat = system.natural.bodies
+            k = (nat[body] if body in nat else self.bodies[body]).offset + XYZ.index(c)
             gs = system.ground_slots
             system._group(("SpatialCoordinateDriver", fn.kind, fn.ncoef), J.Driver,
                           {"coordinate": "x", "function": fn}, j.name, [k, gs[0], gs[1]], [ZERO, ZERO] + fp, 1)

@@ -206,9 +206,26 @@ def text():
     w("# entries): PETSc reports a failed factorization (KSP reason -11); 100 % is enough.")
     w('petsc_options = { ksp_type = "preonly", pc_type = "lu", mat_mumps_icntl_14 = 100 }')
     w("")
-    for name, path in (("k1", "spatial.forces.absorber1.stiffness"), ("c1", "spatial.forces.absorber1.damping"),
-                       ("k2", "spatial.forces.absorber2.stiffness"), ("c2", "spatial.forces.absorber2.damping")):
-        w(f'[[design]]\nname = "{name}"\npath = "{path}"\n')
+    w("# Design variables: Table 1's 12 non-chassis-point ones with its bounds.  Z17..Z20 (the")
+    w("# absorbers' chassis-end heights, global Z) are the chassis points A1..A4's z, which is")
+    w("# relative to the chassis CM (Z − 0.365); each drives its absorber's free length")
+    w("# (= its initial length, Z − the wheel-centre Z).  The 48 chassis-point coordinates")
+    w("# X1..Z16 are not shipped: moving a point must move its tube's length and the weld angle")
+    w("# with it, which the beams and welds do not take as parameters yet.")
+    for m in g:
+        i = m["i"]
+        zc, zw = CHASSIS_CM[2], m["wheel"][2]
+        w(f'[[design]]\nname = "Z{16 + i}"\npath = "spatial.natural_bodies.chassis.points.A{i}.z"')
+        w(f'drives = [{{ path = "spatial.forces.absorber{i}.length", expression = "Z{16 + i} + {f(zc - zw)}" }}]')
+        w(f"lower = {f(0.15 - zc)}\nupper = {f(0.6 - zc)}\n")
+    for m in g:
+        i = m["i"]
+        w(f'[[design]]\nname = "k{i}"\npath = "spatial.forces.absorber{i}.stiffness"\nlower = 100.0\n'
+          f"upper = 30000.0\n")
+    for m in g:
+        i = m["i"]
+        w(f'[[design]]\nname = "c{i}"\npath = "spatial.forces.absorber{i}.damping"\nlower = 20.0\n'
+          f"upper = 1000.0\n")
     w("[[objectives]]")
     w('name = "cm_displacement"')
     w('integrand = "point_deviation_sq"')

@@ -714,6 +714,8 @@ class Optimize(_Model):
     xtol: NonNegReal = 1e-6   # MMA stops when max |Δρ_j|/(upper_j − lower_j) <= xtol ...
     ctol: NonNegReal = 1e-6   # ... and the largest relative constraint violation <= ctol
     filter_radius: PosReal | None = None   # density filter radius [m] on plate/continuum density fields
+    gradient: Literal["adjoint", "fd"] = "adjoint"
+    fd_step: PosReal = 0.01   # relative step of gradient = "fd" (the seed's 1 %)
 
 
 class Parallel(_Model):

@@ -246,6 +246,10 @@ CLASS = {
                                 "`vertical_acceleration_*`, `point_velocity_sq`, `point_acceleration_sq`, "
                                 "`point_deviation_sq` also at spatial beam and natural-body points (there "
                                 "r_ref = the point's configured initial position, no `reference`)"),
+    "Optimize.gradient": ("", "`adjoint`: one adjoint sweep per evaluation; `fd`: forward differences, one "
+                          "extra forward run per design variable, step h_j = fd_step·|ρ_j| (fd_step·(upper − "
+                          "lower) at ρ_j = 0; backward at the upper bound) — the FD-driven optimisation "
+                          "[Ebrahimi 2019] §6.2–6.3 compare with; not with `filter_radius`"),
     "Objective.terminal": ("", "G(x_N) added at t_end (same kinds, except `reaction_sq` and `python`)"),
     "Objective.point": ("", "point of the point kinds, `BODY.POINT`"),
     "Objective.body": ("", "body of the angle kinds, `roll_rate_sq`; spatial beam of `stress_ks`"),

@@ -1,7 +1,8 @@
 """Build configs/double-wishbone.toml: the double-wishbone suspension of
 [Ebrahimi 2019] §6.3 (Tables 1–3, Figs. 12–14; digest ../shared/research/seed000-*.md §5).
 
-    python configs/double_wishbone_build.py          # writes configs/double-wishbone.toml
+    python configs/double_wishbone_build.py   # writes configs/double-wishbone.toml and
+                                              # configs/double-wishbone-opt.toml (§6.3's 60 variables)
 
 What the paper gives (used as printed): four modules, each two wishbones of two welded
 hollow-tube ANCF beams (E = 200 GPa, ρ = 7800 kg/m³, r_o/r_i = 0.015/0.01 m) joined to
@@ -63,9 +64,17 @@ C = [50.0, 500.0, 500.0, 50.0]
 # Table 3 wheel CMs, Table 2 excitation (amplitude m, ω rad/s), per module 1..4
 MODULES = [("fr", (-1.110, 0.680, 0.075), 0.050, 2 * math.pi), ("rr", (0.370, 0.560, 0.125), 0.075, 4 * math.pi),
            ("rl", (0.370, -0.560, 0.125), 0.075, 4 * math.pi), ("fl", (-1.110, -0.680, 0.075), 0.050, 2 * math.pi)]
-# Table 1 bounds (design entries)
+# Table 1 bounds of the 16 chassis points (lower, upper), global frame
 POINT_BOUNDS = [((-1.350, 0.100, 0.100), (-1.100, 0.350, 0.300)), ((-1.100, 0.100, 0.100), (-0.800, 0.350, 0.300)),
-                ((-1.350, 0.100, -0.100), (-1.100, 0.350, 0.100)), ((-1.100, 0.100, -0.100), (-0.800, 0.350, 0.100))]
+                ((-1.350, 0.100, -0.100), (-1.100, 0.350, 0.100)), ((-1.100, 0.100, -0.100), (-0.800, 0.350, 0.100)),
+                ((0.100, 0.100, 0.100), (0.350, 0.300, 0.300)), ((0.400, 0.100, 0.100), (0.650, 0.300, 0.300)),
+                ((0.100, 0.100, -0.100), (0.350, 0.300, 0.100)), ((0.400, 0.100, -0.100), (0.650, 0.300, 0.100)),
+                ((0.100, -0.300, 0.100), (0.350, -0.100, 0.300)), ((0.400, -0.300, 0.100), (0.650, -0.100, 0.300)),
+                ((0.100, -0.300, -0.100), (0.350, -0.100, 0.100)), ((0.400, -0.300, -0.100), (0.650, -0.100, 0.100)),
+                ((-1.350, -0.350, 0.100), (-1.100, -0.100, 0.300)), ((-1.100, -0.350, 0.100), (-0.800, -0.100, 0.300)),
+                ((-1.350, -0.350, -0.100), (-1.100, -0.100, 0.100)), ((-1.100, -0.350, -0.100), (-0.800, -0.100, 0.100))]
+STRESS_LIMIT = 400e6          # Pa, Eq. 56
+KS_RHO = 1e-7                 # 1/Pa: KS over a tube's element exceeds max |σ| by ≤ ln 2/ρ = 6.9 MPa
 
 
 def f(x):
@@ -99,7 +108,13 @@ def rel(p, o):
     return tuple(a - b for a, b in zip(p, o))
 
 
-def text():
+def angle(a, p1, p2):
+    u = rel(p1, a)
+    v = rel(p2, a)
+    return math.acos(sum(x * y for x, y in zip(u, v)) / math.sqrt(sum(x * x for x in u) * sum(y * y for y in v)))
+
+
+def text(opt=False):
     g = geometry()
     L = []
     w = L.append
@@ -177,7 +192,9 @@ def text():
             j = 4 * (i - 1) + k + 1
             w(f'[[spatial.joints]]\ntype = "spherical"\nname = "c{j}"\na = "chassis.P{j}"\nb = "b{j}.root"\n')
         for k, (ja, jb) in enumerate(((4 * i - 3, 4 * i - 2), (4 * i - 1, 4 * i))):
-            w(f'[[spatial.joints]]\ntype = "rigid"\nname = "weld{ja}_{jb}"\na = "b{ja}.tip"\nb = "b{jb}.tip"\n')
+            th = angle(m["apex"][k], POINTS[ja - 1], POINTS[jb - 1])
+            w(f'[[spatial.joints]]\ntype = "rigid"\nname = "weld{ja}_{jb}"\na = "b{ja}.tip"\nb = "b{jb}.tip"\n'
+              f"angle = {f(th)}\n")
             w(f'[[spatial.joints]]\ntype = "spherical"\nname = "ball{ja}"\na = "{wh}.{"UD"[k]}"\nb = "b{ja}.tip"\n')
         w(f'[[spatial.joints]]\ntype = "distance"\nname = "tie{i}"\na = "chassis.T{i}"\nb = "{wh}.T"\n')
         z0 = m["wheel"][2]
@@ -197,6 +214,8 @@ def text():
         w(f"damping = {f(C[i - 1])}")
         w(f"length = {f(top[2] - bottom[2])}")
         w("")
+    if opt:
+        optimization(w, g)
     w("[simulation]")
     w("t_end = 3.0")
     w("dt = 1e-3")
@@ -218,6 +237,8 @@ def text():
         w(f'[[design]]\nname = "Z{16 + i}"\npath = "spatial.natural_bodies.chassis.points.A{i}.z"')
         w(f'drives = [{{ path = "spatial.forces.absorber{i}.length", expression = "Z{16 + i} + {f(zc - zw)}" }}]')
         w(f"lower = {f(0.15 - zc)}\nupper = {f(0.6 - zc)}\n")
+    if opt:
+        point_design(w, g)
     for m in g:
         i = m["i"]
         w(f'[[design]]\nname = "k{i}"\npath = "spatial.forces.absorber{i}.stiffness"\nlower = 100.0\n'
@@ -230,16 +251,73 @@ def text():
     w('name = "cm_displacement"')
     w('integrand = "point_deviation_sq"')
     w('point = "chassis.com"')
+    if opt:
+        for j in range(1, 17):
+            w(f'\n[[objectives]]\nname = "stress{j}"\nintegrand = "stress_ks"\nbody = "b{j}"\nks_rho = {KS_RHO!r}')
     return "\n".join(L) + "\n"
 
 
-def write(path):
+def point_design(w, g):
+    """The 48 chassis-point coordinates (Table 1, body frame = global − CM at t₀); each X
+    drives its tube's length and root, the first tube of a wishbone also the weld angle."""
+    cm = CHASSIS_CM
+    for m in g:
+        for k in range(4):
+            j = 4 * (m["i"] - 1) + k + 1
+            lo, hi = POINT_BOUNDS[j - 1]
+            for c, x in enumerate("XYZ"):
+                w(f'[[design]]\nname = "{x}{j}"\npath = "spatial.natural_bodies.chassis.points.P{j}.{x.lower()}"')
+                if x == "X":
+                    d = [f'{{ path = "spatial.beams.b{j}.length", expression = "L{j}" }}']
+                    d += [f'{{ path = "spatial.beams.b{j}.initial.position.{y.lower()}", '
+                          f'expression = "{y}{j} + {f(cm[e])}" }}' for e, y in enumerate("XYZ")]
+                    if k % 2 == 0:
+                        d.append(f'{{ path = "spatial.joints.weld{j}_{j + 1}.angle", expression = "TH{j}" }}')
+                    w("drives = [\n  " + ",\n  ".join(d) + "]")
+                w(f"lower = {f(lo[c] - cm[c])}\nupper = {f(hi[c] - cm[c])}\n")
+
+
+def optimization(w, g):
+    """[parameters] (tube lengths, weld angles as expressions of the chassis points), the
+    stress constraints of Eq. 56 and [optimize]."""
+    cm = CHASSIS_CM
+    w("[parameters]                 # tube j from chassis point j to its wishbone's apex (fixed on the wheel)")
+    for m in g:
+        for k in range(4):
+            j = 4 * (m["i"] - 1) + k + 1
+            a = m["apex"][k // 2]
+            dx, dy, dz = (f"({f(a[e] - cm[e])} - {y}{j})" for e, y in enumerate("XYZ"))
+            w(f'L{j} = "hypot(hypot({dx}, {dy}), {dz})"')
+        for k in (0, 2):
+            j = 4 * (m["i"] - 1) + k + 1
+            a = m["apex"][k // 2]
+            dot_ = " + ".join(f"({f(a[e] - cm[e])} - {y}{j})*({f(a[e] - cm[e])} - {y}{j + 1})"
+                              for e, y in enumerate("XYZ"))
+            w(f'TH{j} = "acos(({dot_}) / (L{j}*L{j + 1}))"')
+    w("")
+    w("[optimize]")
+    w('method = "mma"')
+    w('objective = "cm_displacement"')
+    w("max_it = 60                   # the paper's limit")
+    w("move = 0.05")
+    w("# Eq. 56: −400 ≤ σ_j ≤ 400 MPa.  Here on the time mean of each tube's KS of |σ_e|")
+    w("# (∫KS dt ≤ 400 MPa · 3 s): the paper does not say how it aggregates σ over time, and a")
+    w("# time-max aggregate is not available; this is weaker than a max over time.  And Eq. 56's")
+    w("# l_j ≥ 0.001 m on the tube lengths (explicit in the chassis points: [parameters] L1..L16).")
+    for j in range(1, 17):
+        w(f'[[optimize.constraints]]\nobjective = "stress{j}"\nupper = {f(STRESS_LIMIT * 3.0)}\n')
+    for j in range(1, 17):
+        w(f'[[optimize.constraints]]\nkind = "parameter"\nparameter = "L{j}"\nlower = 0.001\n')
+
+
+def write(path, opt=False):
     tmp = Path(str(path) + ".tmp")
-    tmp.write_text(text(), encoding="utf-8")
+    tmp.write_text(text(opt), encoding="utf-8")
     tmp.replace(path)
 
 
 if __name__ == "__main__":
-    out = Path(sys.argv[1]) if len(sys.argv) > 1 else HERE / "double-wishbone.toml"
-    write(out)
-    print(f"wrote {out}")
+    for opt, name in ((False, "double-wishbone.toml"), (True, "double-wishbone-opt.toml")):
+        out = HERE / name
+        write(out, opt)
+        print(f"wrote {out}")

@@ -45,8 +45,34 @@ def _builder():
     return mod
 
 
-def test_shipped_file_is_the_builder():
-    assert _builder().text() == SHIPPED.read_text(encoding="utf-8")
+@pytest.mark.parametrize("opt,name", [(False, "double-wishbone.toml"), (True, "double-wishbone-opt.toml")])
+def test_shipped_files_are_the_builder(opt, name):
+    assert _builder().text(opt) == (CONFIGS / name).read_text(encoding="utf-8")
+
+
+def test_optimization_file_has_the_papers_60_variables_and_constraints():
+    """Table 1: 48 chassis-point coordinates, 4 absorber heights, k1..k4, c1..c4 with the
+    paper's bounds (body frame: global − CM); Eq. 56: 16 stress and 16 length constraints;
+    each tube's length and each weld's angle follow the chassis points (links)."""
+    b = _builder()
+    cfg = load_config(str(CONFIGS / "double-wishbone-opt.toml"))
+    d = {x.name: x for x in cfg.design}
+    assert len(d) == 60
+    cm = b.CHASSIS_CM
+    for j, (lo, hi) in enumerate(b.POINT_BOUNDS, 1):
+        for c, x in enumerate("XYZ"):
+            assert d[f"{x}{j}"].lower == pytest.approx(lo[c] - cm[c], abs=1e-12)
+            assert d[f"{x}{j}"].upper == pytest.approx(hi[c] - cm[c], abs=1e-12)
+    assert [d[f"k{i}"].upper for i in range(1, 5)] == [30000.0] * 4
+    assert len(cfg.optimize.constraints) == 32
+    # the tube lengths and weld angles in the file are the [parameters] at the nominal design
+    from parmbs.model.system import System
+    sys_ = System(cfg)
+    for j in range(1, 17):
+        P = np.array(b.POINTS[j - 1])
+        m = b.geometry()[(j - 1) // 4]
+        a = np.array(m["apex"][((j - 1) % 4) // 2])
+        assert sys_.p[sys_.params.index[f"spatial.beams.b{j}.length"]] == pytest.approx(np.linalg.norm(a - P), rel=1e-12)
 
 
 def test_wheels_follow_the_road_and_the_chassis_starts_at_rest():

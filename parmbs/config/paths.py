@@ -34,7 +34,7 @@ Allowed forms (NAME is an entity name, P a point name, K an integer index)::
                                     entries change together)
     spatial.bodies.NAME.points.P.x|y|z, spatial.bodies.NAME.initial.position.x|y|z
     spatial.bodies.NAME.initial_velocity.velocity.x|y|z|angular_velocity.x|y|z
-    spatial.joints.NAME.function.…, spatial.forces.NAME.…
+    spatial.joints.NAME.function.…, spatial.joints.NAME.angle (beam–beam weld), spatial.forces.NAME.…
     spatial.beams.NAME.length|density|E, spatial.beams.NAME.section.side|radius|outer_radius|inner_radius,
     spatial.beams.NAME.points.P (arclength), spatial.beams.NAME.initial.position.x|y|z
     spatial.natural_bodies.NAME.mass|inertia.xx|…|points.P.x|y|z|initial.position.x|y|z
@@ -137,7 +137,7 @@ _INERTIA = {"xx": (0, 0), "yy": (1, 1), "zz": (2, 2), "xy": (0, 1), "xz": (0, 2)
 _SPATIAL_FIELDS = {"bodies": ("mass", "inertia", "points", "initial", "initial_velocity"),
                    "beams": ("length", "density", "E", "section", "points", "initial"),
                    "natural_bodies": ("mass", "inertia", "points", "initial"),
-                   "joints": ("function",), "forces": None}
+                   "joints": ("function", "angle"), "forces": None}
 
 
 _SPATIAL_SINGULAR = {"bodies": "body", "natural_bodies": "natural body"}

@@ -194,6 +194,7 @@ class SpatialRigid(_TwoPoint):
     beam point: 5 rows, the tangent's direction; between two beam points: 4 rows, the
     angle between the two tangents — flexible/ancf3d_joints.py)."""
     type: Literal["rigid"]
+    angle: Real | None = None   # beam–beam weld only: the held angle between the two tangents [rad]; absent: the beams' initial directions
 
 
 class SpatialDistance(_TwoPoint):

@@ -195,7 +195,8 @@ class SpatialBeamBeamWeld(Constraint):
     (R^T r′ fixed in a rigid body's frame) has no beam–beam form.  Rows:
         Φ_q = ([S_A, −S_B]; [(P_a b̂/|r′_A|)ᵀS′_A, (P_b â/|r′_B|)ᵀS′_B]),  P_u = I − ûûᵀ,
         γ = (0; â̈ᵛ·b̂ + 2 â̇·b̂̇ + â·b̂̈ᵛ)   (``_unit_rates``).
-    p = (beam point A (5), beam point B (5), cos θ₀).  At a straight, unstretched initial
+    p = (beam point A (5), beam point B (5), θ₀) — θ₀ the config's ``angle`` (a design
+    path: a link can make it follow moved beam ends).  At a straight, unstretched initial
     configuration the angle row follows from the two beams' lengths when they close a
     triangle (a wishbone: both roots on the chassis), so ``spatial_beams`` drops beam b's
     |r′₀| = 1 assembly row for it (the angle row then sets beam b's chord length)."""
@@ -215,7 +216,7 @@ class SpatialBeamBeamWeld(Constraint):
     def phi(self, t, q, p):
         (_, _, ra, da, _), (_, _, rb, db, _) = self._geom(q, p)
         ua, ub = _unit_rates(da, None)[0], _unit_rates(db, None)[0]
-        return _bcast_cat([ra - rb, (dot(ua, ub) - p[..., 2 * BEAM_POINT_NP])[..., None]], -1)
+        return _bcast_cat([ra - rb, (dot(ua, ub) - np.cos(p[..., 2 * BEAM_POINT_NP]))[..., None]], -1)
 
     def phi_q(self, t, q, p):
         (Sa, Spa, _, da, _), (Sb, Spb, _, db, _) = self._geom(q, p)

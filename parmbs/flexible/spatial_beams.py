@@ -172,14 +172,19 @@ class SpatialBeamSet:
             system._group((cls.__name__,), cls, {}, j.name, qa + qb, pa + pb + [const(self.P, l0)], 1)
             return
         if weld and ka == kb == "beam":
-            cos0 = float(self._tangent0(ra) @ self._tangent0(rb))
-            if abs(cos0) > 1.0 - 1e-6:
-                raise ModelError(f"{key}.b", "a weld of two beams needs tangents that are not parallel at t₀ "
-                                 f"(cos = {cos0:.9g}: the angle row is singular)")
+            angle = j.angle
+            if angle is None:
+                angle = float(np.arccos(np.clip(self._tangent0(ra) @ self._tangent0(rb), -1.0, 1.0)))
+            if abs(np.cos(angle)) > 1.0 - 1e-6:
+                raise ModelError(f"{key}.angle", "a weld of two beams needs tangents that are not parallel "
+                                 f"(angle {angle:.9g} rad: the angle row is singular)")
             self.free_stretch.add(rb.split(".", 1)[0])
             cls = SpatialBeamBeamWeld
-            system._group((cls.__name__,), cls, {}, j.name, qa + qb, pa + pb + [const(self.P, cos0)], cls.m)
+            system._group((cls.__name__,), cls, {}, j.name, qa + qb, pa + pb + [self.P.add(f"{key}.angle", angle)],
+                          cls.m)
             return
+        if getattr(j, "angle", None) is not None:
+            raise ModelError(f"{key}.angle", "only a weld of two beam points holds an angle")
         cls = PAIRS.get((ka, kb, weld)) if j.type in ("spherical", "rigid") else None
         if cls is None:
             raise ModelError(f"{key}.type", f"a {j.type} joint between a {ka} side and a {kb} side is not "

@@ -231,6 +231,9 @@ class SpatialBodySet:
         sb, nb = system.spatial_beams, system.natural
         if any(s.is_beam_point(r) or nb.is_natural_point(r) for s in (sb,) for r in (j.a, j.b)):
             return sb.add_joint(system, self, j)      # spatial ANCF beams, natural-coordinate bodies
+        if getattr(j, "angle", None) is not None:
+            from ..model.system import ModelError
+            raise ModelError(f"spatial.joints.{j.name}.angle", "only a weld of two beam points holds an angle")
         if j.type not in SJ.CLASSES:
             from ..model.system import ModelError
             raise ModelError(f"spatial.joints.{j.name}.type", f"a {j.type} joint needs a natural-coordinate body "

@@ -272,20 +272,23 @@ class _PairDistance(Constraint):
         return (dot(d, A[2] - B[2]) + dot(dd, dd))[..., None]
 
 
-def _distance(kinds):
+#: the side pairs of the point-pair elements (rigid–rigid: spatial/joints.py, forces.py)
+POINT_PAIRS = (("rigid", "natural"), ("rigid", "beam"), ("natural", "natural"), ("natural", "beam"), ("beam", "beam"))
+
+
+def _point_pair_class(base, suffix, nextra, what, kinds, **attrs):
+    """Register ``Spatial<A><B><suffix>``, ``base`` on sides ``kinds`` with ``nextra``
+    parameters after the two sides' (a distance row, a spring-damper)."""
     ka, kb = kinds
-    name = f"Spatial{ka.capitalize()}{kb.capitalize()}Distance"
-    cls = type(name, (_PairDistance,), dict(kinds=kinds, nq=SIDE_NQ[ka] + SIDE_NQ[kb],
-                                              np_=SIDE_NP[ka] + SIDE_NP[kb] + 1, m=1,
-                                              __doc__=f"Distance row, side a {ka}, side b {kb} "
-                                                      "(``_PairDistance``)."))
+    cls = type(f"Spatial{ka.capitalize()}{kb.capitalize()}{suffix}", (base,),
+               dict(kinds=kinds, nq=SIDE_NQ[ka] + SIDE_NQ[kb], np_=SIDE_NP[ka] + SIDE_NP[kb] + nextra,
+                    __doc__=f"{what}, side a {ka}, side b {kb} (``{base.__name__}``).", **attrs))
     cls.__module__ = __name__
     return register(cls)
 
 
 #: (side a, side b) -> distance-row class
-DISTANCES = {k: _distance(k) for k in (("rigid", "natural"), ("rigid", "beam"), ("natural", "natural"),
-                                       ("natural", "beam"), ("beam", "beam"))}
+DISTANCES = {k: _point_pair_class(_PairDistance, "Distance", 1, "Distance row", k, m=1) for k in POINT_PAIRS}
 
 # -- initial assembly: a straight, unstretched beam ------------------------------------------
 
@@ -408,17 +411,5 @@ class _PairSpringDamper(Force):
         return 0.5 * law[..., 0] * (np.sqrt(dot(d, d)) - law[..., 2]) ** 2
 
 
-def _spring(kinds):
-    ka, kb = kinds
-    name = f"Spatial{ka.capitalize()}{kb.capitalize()}SpringDamper"
-    cls = type(name, (_PairSpringDamper,), dict(kinds=kinds, nq=SIDE_NQ[ka] + SIDE_NQ[kb],
-                                                 np_=SIDE_NP[ka] + SIDE_NP[kb] + 3,
-                                                 __doc__=f"Spring-damper, side a {ka}, side b {kb} "
-                                                         "(``_PairSpringDamper``)."))
-    cls.__module__ = __name__
-    return register(cls)
-
-
 #: (side a, side b) -> spring-damper class (rigid–rigid: spatial/forces.SpatialSpring)
-SPRINGS = {k: _spring(k) for k in (("rigid", "natural"), ("rigid", "beam"), ("natural", "natural"),
-                                   ("natural", "beam"), ("beam", "beam"))}
+SPRINGS = {k: _point_pair_class(_PairSpringDamper, "SpringDamper", 3, "Spring-damper", k) for k in POINT_PAIRS}

@@ -1,0 +1,45 @@
+"""CPU cost of one optimizer evaluation of configs/double-wishbone-opt.toml (value and
+gradient of ψ = ∫|d_CM|² dt and of the 16 tubes' stress KS, what MMA needs per
+iteration): the adjoint (one forward run + one adjoint sweep with 17 columns) against
+``optimize.gradient = "fd"`` (the forward run + one forward run per design variable, 1 %
+steps), [Ebrahimi 2019] §6.3's "≈ 40× faster" comparison.
+
+    PYTHONPATH=$PWD python benchmarks/double_wishbone_cost.py 0.1     # horizon [s]
+
+Both costs are linear in the number of steps, so their ratio does not depend on the
+horizon; a short one keeps the 61 forward runs of the FD evaluation affordable.  Also
+prints the 1 % forward difference's distance from the adjoint gradient."""
+import pathlib
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+import parmbs  # noqa: E402,F401  (before numpy: one SIMD choice, DESIGN.md)
+import numpy as np  # noqa: E402
+from parmbs.config import load_config  # noqa: E402
+from parmbs.optimize import Optimization  # noqa: E402
+
+CONFIG = pathlib.Path(__file__).resolve().parents[1] / "configs" / "double-wishbone-opt.toml"
+
+
+def main(t_end):
+    tmp = pathlib.Path(tempfile.mkdtemp())
+    res = {}
+    for mode in ("adjoint", "fd"):
+        cfg = load_config(str(CONFIG), [f"simulation.t_end={t_end}", "simulation.progress=false",
+                                        f"optimize.gradient={mode}"])
+        opt = Optimization(cfg, tmp / f"{mode}.h5", out=lambda *a: None)
+        c0, w0 = time.process_time(), time.perf_counter()
+        vals, grads = opt.evaluate_all(opt.rho0)
+        res[mode] = (time.process_time() - c0, time.perf_counter() - w0, grads)
+        print(f"{mode}: CPU {res[mode][0]:.1f} s, wall {res[mode][1]:.1f} s, psi {vals['cm_displacement']:.6e}",
+              flush=True)
+    print(f"ratio fd / adjoint: CPU {res['fd'][0] / res['adjoint'][0]:.1f}, wall {res['fd'][1] / res['adjoint'][1]:.1f}")
+    for k in ("cm_displacement", "stress6"):
+        ga, gf = res["adjoint"][2][k], res["fd"][2][k]
+        print(f"{k}: max|fd(1 %) − adjoint| / max|adjoint| = {np.max(np.abs(gf - ga)) / np.max(np.abs(ga)):.2e}")
+
+
+if __name__ == "__main__":
+    main(float(sys.argv[1]) if len(sys.argv) > 1 else 0.1)

@@ -105,6 +105,8 @@ def shifted(op, nrows, row_offset, ncols=None):
 
 class Index1Trapezoidal:
     name = "index1-trapezoidal"
+    #: its Newton loop takes the per-component test of adaptive runs (integrators/newton_tol.py)
+    noise_aware_newton = True
 
     def __init__(self, system, h, newton=None, petsc_options=None, design_map=None, ndesign=0, comm=None,
                  baumgarte=None):

@@ -98,6 +98,8 @@ class GGLNewmarkFamily(NewmarkParameterSets):
     (GGL) equations; see the module docstring for the scheme and its derivatives."""
 
     name = "ggl-newmark-family"
+    #: its Newton loop takes the per-component test of adaptive runs (integrators/newton_tol.py)
+    noise_aware_newton = True
 
     def __init__(self, system, h, alpha_m=0.0, alpha_f=0.0, beta=0.25, gamma=0.5,
                  newton=None, petsc_options=None, design_map=None, ndesign=0, comm=None):
@@ -235,7 +237,7 @@ class GGLNewmarkFamily(NewmarkParameterSets):
         a, lam = x[2].copy(), x[3].copy()
         d, eta = np.zeros_like(a), np.zeros(m, dtype=lam.dtype)
         tol = self.newton
-        dq = np.inf
+        dq = prev = np.inf
         for it in range(1, tol.max_it + 1):
             q1 = qp + bh2 * (a + d)
             ev = self._eval(t1, (q1, vp + gh * a, a, lam), p)
@@ -252,9 +254,13 @@ class GGLNewmarkFamily(NewmarkParameterSets):
             eta += dz[2 * n + m:]
             if not np.all(np.isfinite(dz)):
                 break
-            dq = bh2 * max(np.max(np.abs(dz[:n] + dz[n:2 * n])), np.max(np.abs(dz[:n])))
-            if dq <= tol.atol + tol.rtol * np.max(np.abs(q1)):
+            dqi = bh2 * np.maximum(np.abs(dz[:n] + dz[n:2 * n]), np.abs(dz[:n]))
+            dq = np.max(dqi)
+            done = getattr(tol, "done", None)     # adaptive runs: newton_tol.AdaptiveNewton
+            if (done(dqi, q1, vp + gh * a, prev) if done is not None
+                    else dq <= tol.atol + tol.rtol * np.max(np.abs(q1))):
                 return (qp + bh2 * (a + d), vp + gh * a, a, lam), it
+            prev = dq
         raise _singular(ev, k + 1, t1) or StepError(f"step {k + 1} (t = {t1:.6g}): Newton did not converge in "
                                                     f"{tol.max_it} iterations (last position update {dq:.2e})")
 

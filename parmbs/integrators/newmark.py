@@ -98,6 +98,12 @@ def newton_acceleration_form(k, t1, qp, vp, a0, lam0, bh2, gh, tol, op, set_matr
         dq = bh2 * np.max(np.abs(dz[:n]))
         if not np.all(np.isfinite(dz)):
             break
+        done = getattr(tol, "done", None)         # adaptive runs: newton_tol.AdaptiveNewton
+        if done is not None:
+            if done(bh2 * np.abs(dz[:n]), q1, vp + gh * a, prev):
+                return (qp + bh2 * a, vp + gh * a, a, lam), it
+            prev = dq
+            continue
         lim = tol.atol + tol.rtol * np.max(np.abs(q1))
         theta = dq / prev if estimate and 0.0 < prev < np.inf else np.inf
         if dq <= lim or (theta <= THETA_TRUST and theta / (1.0 - theta) * dq <= lim):
@@ -153,6 +159,8 @@ class NewmarkParameterSets:
 
 class NewmarkFamily(NewmarkParameterSets):
     name = "newmark-family"
+    #: its Newton loop takes the per-component test of adaptive runs (integrators/newton_tol.py)
+    noise_aware_newton = True
 
     def __init__(self, system, h, alpha_m=0.0, alpha_f=0.0, beta=0.25, gamma=0.5,
                  newton=None, petsc_options=None, design_map=None, ndesign=0, comm=None, compiled="off"):

@@ -44,17 +44,36 @@ Nørsett & Wanner I, §II.4, "error per unit step").  Measured on the five-bar
 per-step criterion it was ~60 × rtol at rtol 1e-6 (global error ∝ tol^(2/3)).  As the
 scaled error goes with h² (not h³), the controller's exponents are those of order 2.
 
-Noise floor: Newton stops when the position update is below δq = atol_N + rtol_N |q|
-(``simulation.newton``); in the acceleration-form schemes v = v̂ + γh a and a = (q −
-q̂)/(βh²), so v carries up to δv = γ δq/(βh) of that termination error — h⁻¹
-amplification, which grows as the controller shrinks h (the velocity level of an
-index-3 DAE is an index-2 variable; Hairer & Wanner II, §VII.3 scale such components'
-error by h for the same reason).  The divided difference turns noise δ into ≈ 8C δ;
-the weights therefore include 2 δ, so the controller never chases its own round-off:
-``sc = atol + rtol max(|y_k|, |y_k+1|) + 2 δ``.  Where that floor decides the step
-the run reports it (``LocalError.floor_hits``): tolerances below it are not reachable
-with that Newton tolerance and formulation (a stabilized/index-1 formulation has no
-h⁻¹ factor).
+Noise floor (parmbs/integrators/newton_tol.py): in the acceleration-form schemes
+v = v̂ + γh a and q = q̂ + βh² a, so a Newton iterate δq off in position is δv = (γ/β) δq/h
+off in velocity (h⁻¹ amplification: the velocity level of an index-3 DAE is an index-2
+variable).  The divided difference turns noise δ into ≈ 8C δ; the weights therefore
+include 2 δ, so the controller never chases its own noise:
+``sc_i = atol + rtol max(|y_k,i|, |y_k+1,i|) (· share) + 2 δ_i``.  δ_i is *measured*: the
+last Newton update of component i, at least 4ε|q|_max (round-off), and Newton's stopping
+test is tied to the weights (2 δ_i ≤ κ sc_i, κ = 0.1: Hairer & Wanner II §IV.8 eq. 8.10;
+CVODE's nonlinear convergence coefficient 0.1), so noise never decides a step unless
+round-off stops Newton first.  ``floor_hits`` counts accepted steps where 2 δ_i exceeded
+the tolerance part of some weight, ``floor_decided`` those where such components carried
+more than half of ‖e‖² (the CLI reports the former).  Steppers whose Newton loop has no
+per-component test (variational, Maggi, matrix-r) keep ``simulation.newton`` and δ = its
+tolerance.
+
+Velocities per step, positions per unit step: the velocity part's share of the
+tolerance is 1, not h/T (``V_PER_STEP``).  With the per-unit-step share the velocity
+weight (atol + rtol|v|) h/T falls below the round-off floor 2(γ/β)·4ε|q|/h of every
+index-3 stepper wherever h² < 8(γ/β)ε|q| T/atol — on the Iltis (|q|_max ≈ 1.1, T = 3 s,
+atol 1e-6) for every h below 1.1e-4 s, i.e. for most of its steps, whatever Newton does
+(63 855 of 65 121 steps floor-decided with Newton to round-off, branch ``conv18``), and
+for t_end = 0.04 s the controller chased that floor below dt_min.  Per step, the same
+floor is reached only at h ≈ 8(γ/β)ε|q|/atol (4e-9 s there).  This is the index-2
+scaling of RADAU5 (Hairer & Wanner's code for Solving ODEs II: "in estimating the error
+the index 2 variables are multiplied by h, the index 3 variables by h²", its IWORK(5–7)),
+with time in units of the horizon T: e_v·(h/T) ≤ tol_v·(h/T) per unit step is e_v ≤ tol_v
+per step.  Positions — the index-1 level, the configuration every output depends on —
+keep the per-unit-step control, whose global error is ≈ tol; the velocities' local
+errors enter the positions multiplied by h, so their per-step
+control adds at most ≈ T·tol_v to the positions' global error.
 
 Controller: PI (Gustafsson 1991; Hairer & Wanner, Solving ODEs II, §IV.2 eq. 2.43c)
 h_new = h · safety · ‖e_n‖^(−0.7/2) · ‖e_{n−1}‖^(0.4/2) (‖e‖ the scaled error), safety 0.9, the factor
@@ -76,6 +95,7 @@ import numpy as np
 
 from ..faults import rank_fault
 from .newmark import StepError
+from .newton_tol import NOISE_GAIN, AdaptiveNewton
 
 SAFETY = 0.9
 FAC_MIN, FAC_MAX = 0.2, 5.0
@@ -84,6 +104,8 @@ GROW_MIN = 1.3
 K_I, K_P = 0.7 / 2.0, 0.4 / 2.0          # PI exponents: the scaled error ‖e‖ T/h goes with h²
 K_REJECT = 1.0 / 2.0
 NEWTON_FAIL_FACTOR = 0.25
+#: velocities' share of the tolerance is 1 (per step), positions' h/T (module docstring)
+V_PER_STEP = True
 
 
 class StepSizeError(StepError):
@@ -96,10 +118,11 @@ class TimeGrid:
     h_k is stored, not recomputed as t_{k+1} − t_k: a fixed-step run keeps h_k =
     dt exactly (as before this module existed), and a replay uses the same bits."""
 
-    def __init__(self, t, h, floor_hits=0):
+    def __init__(self, t, h, floor_hits=0, floor_decided=0):
         self.t = np.asarray(t, dtype=float)
         self.h = np.asarray(h, dtype=float)
-        self.floor_hits = floor_hits      # adaptive: steps the Newton noise floor decided (LocalError)
+        self.floor_hits = floor_hits      # adaptive: steps where the noise floor set some weight (LocalError)
+        self.floor_decided = floor_decided  # ... and carried most of the error norm (not kept across a restart)
         if len(self.t) != len(self.h) + 1:
             raise ValueError("a time grid has one more time than steps")
 
@@ -157,13 +180,17 @@ class LocalError:
     """Weighted RMS norm of the estimated local error C h³ y''' of a step (module
     docstring), from the accepted states kept here (the last three)."""
 
-    def __init__(self, adapt, C=1.0 / 12.0, newton_tol=(1e-12, 1e-12), v_gain=2.0):
+    def __init__(self, adapt, C=1.0 / 12.0, newton_tol=(1e-12, 1e-12), v_gain=2.0, noise=None):
         self.rtol, self.atol, self.C = adapt.rtol, adapt.atol, C
         self.horizon = adapt.horizon
         self.ntol = newton_tol               # (atol_N, rtol_N) of Newton on q
         self.v_gain = v_gain                 # γ/β: δv = (γ/β) δq / h
-        self.floor_hits = 0                  # accepted steps where the noise floor was the larger weight
-        self._floor = False
+        # δq of the step just taken, per component or scalar (newton_tol.AdaptiveNewton.noise);
+        # None: Newton's scalar tolerance (steppers without the coupled test)
+        self.noise = noise
+        self.floor_hits = 0                  # accepted steps where the floor was the larger weight of some component
+        self.floor_decided = 0               # ... and those components carried more than half of the norm
+        self._floor = (False, False)
         self.hist = []                       # (t, q, v) of the last accepted states
         self.v0a0 = None                     # (v_0, a_0) at t_0: confluent data
 
@@ -173,9 +200,9 @@ class LocalError:
         self.v0a0 = (np.asarray(x[1]), np.asarray(x[2])) if initial else None
 
     def accept(self, t, x):
-        if self._floor:
-            self.floor_hits += 1
-            self._floor = False
+        self.floor_hits += self._floor[0]
+        self.floor_decided += self._floor[1]
+        self._floor = (False, False)
         self.hist.append((t, np.asarray(x[0]), np.asarray(x[1])))
         del self.hist[:-4]
 
@@ -189,21 +216,28 @@ class LocalError:
         if d3q is None:
             return None
         parts = [(d3q, 1), (d3v, 2)] if d3v is not None else [(d3q, 1)]
-        acc, cnt = 0.0, 0
-        dq = self.ntol[0] + self.ntol[1] * float(np.max(np.abs(q1)))     # Newton's δq
+        acc, acc_floor, cnt = 0.0, 0.0, 0
+        if self.noise is not None:                             # measured (newton_tol.py)
+            dq = np.real(self.noise(q1))
+        else:                                                  # Newton's scalar tolerance
+            dq = self.ntol[0] + self.ntol[1] * float(np.max(np.abs(q1)))
         floor_hit = False
+        share = h / self.horizon
+        share_v = 1.0 if V_PER_STEP else share
         for d3, j in parts:
             y0 = self.hist[-1][j]
             y1 = q1 if j == 1 else v1
             e = self.C * h ** 3 * 6.0 * d3                     # C h³ y''', y''' ≈ 3! y[4 nodes]
             # per unit step: the step's share h/T of the tolerance (module docstring)
-            tol = (self.atol + self.rtol * np.maximum(np.abs(y0), np.abs(y1))) * (h / self.horizon)
-            noise = 2.0 * (dq if j == 1 else self.v_gain * dq / h)
-            floor_hit |= bool(np.any(noise > tol))
+            tol = (self.atol + self.rtol * np.maximum(np.abs(y0), np.abs(y1))) * (share if j == 1 else share_v)
+            noise = np.real(NOISE_GAIN * (dq if j == 1 else self.v_gain * dq / h))
+            over = noise > tol
+            floor_hit |= bool(np.any(over))
             r = np.real(e) / (tol + noise)
             acc += float(r @ r)
+            acc_floor += float(np.sum(np.where(over, r * r, 0.0)))
             cnt += r.size
-        self._floor = floor_hit
+        self._floor = (floor_hit, floor_hit and acc_floor > 0.5 * acc)
         return math.sqrt(acc / cnt) if cnt else 0.0
 
     def _third(self, t1, y1, j):
@@ -282,9 +316,10 @@ class Controller:
         return max(h, self.ad.dt_min) if floor else h
 
 
-def _newton_data(stepper):
+def newton_data(stepper):
     """(atol_N, rtol_N) of the stepper's Newton and its γ/β (module docstring)."""
     nt = getattr(stepper, "newton", None)
+    nt = getattr(nt, "file", nt)          # newton_tol.AdaptiveNewton: the file's settings
     tol = (nt.atol, nt.rtol) if nt is not None and hasattr(nt, "atol") else (1e-12, 1e-12)
     return tol, getattr(stepper, "gamma", 0.5) / getattr(stepper, "beta", 0.25)
 
@@ -360,6 +395,9 @@ def set_step(stepper, h):
     """The step size of the stepper's next step/tangent/adjoint call (steppers read
     ``self.h`` at every call)."""
     stepper.h = h
+    nt = getattr(stepper, "newton", None)
+    if isinstance(nt, AdaptiveNewton):
+        nt.set_h(h)
 
 
 def _march_fixed(stepper, p, x, k0, grid, keep, guard, progress):
@@ -385,8 +423,10 @@ def _march_fixed(stepper, p, x, k0, grid, keep, guard, progress):
 
 
 def _march_adaptive(stepper, p, t_end, x, k0, t0, keep, ad, guard, progress, h_prev, comm, state):
-    ntol, v_gain = _newton_data(stepper)
-    est = LocalError(ad, error_constant(stepper), ntol, v_gain)
+    ntol, v_gain = newton_data(stepper)
+    nt = getattr(stepper, "newton", None)
+    est = LocalError(ad, error_constant(stepper), ntol, v_gain,
+                     noise=nt.noise if isinstance(nt, AdaptiveNewton) else None)
     ctl = Controller(ad)
     rejected = 0
     if state is not None and state.hist is not None:      # resumed: the stored loop state
@@ -449,4 +489,4 @@ def _march_adaptive(stepper, p, t_end, x, k0, t0, keep, ad, guard, progress, h_p
         keep(k, t, hk, x)
         if progress:
             progress(max(1, min(999, int(1000 * (t - t_start) / span))) if t < t_end else 1000, 1000)
-    return (TimeGrid(np.array(T), np.array(H), est.floor_hits), np.array(its, np.int64)), rejected
+    return (TimeGrid(np.array(T), np.array(H), est.floor_hits, est.floor_decided), np.array(its, np.int64)), rejected

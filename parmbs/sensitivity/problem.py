@@ -30,7 +30,8 @@ from ..model.system import System
 from ..formulations import make_stepper
 from .design import DesignSpace
 from .objectives import Objective
-from ..integrators.timeloop import Adapt, TimeGrid, march, set_step
+from ..integrators.newton_tol import AdaptiveNewton
+from ..integrators.timeloop import Adapt, TimeGrid, march, newton_data, set_step
 
 
 def state_blocks(stepper, n, m):
@@ -98,6 +99,11 @@ class Problem:
         # (simulation.adapt; integrators/timeloop.py), or a frozen replay of an earlier
         # run's accepted steps (finite differences, complex step, verify)
         self.adapt = Adapt.of(sim, self.t0)
+        if self.adapt is not None and getattr(self.stepper, "noise_aware_newton", False):
+            # Newton's stopping test tied to the error tolerance, its noise measured
+            # (integrators/newton_tol.py); frozen replays (FD, complex step, verify) use it too
+            self.stepper.newton = AdaptiveNewton(sim.newton, self.adapt.rtol, self.adapt.atol, self.adapt.horizon,
+                                                 newton_data(self.stepper)[1])
         self.frozen_grid = None
         self._fixed_grid = TimeGrid.fixed(self.t0, self.h, self.nsteps)
         self._set_grid(self._fixed_grid)

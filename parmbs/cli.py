@@ -541,8 +541,8 @@ def _report_steps(traj, sim):
     info(f"adaptive steps (rtol {sim.adapt.rtol:g}, atol {sim.adapt.atol:g}): {g.steps} accepted, "
          + (f"{rej} rejected, " if rej is not None else "")
          + f"h in [{g.h.min():.3g}, {g.h.max():.3g}] s"
-         + (f"; on {floor} steps the Newton noise floor, not the tolerance, set the error weight "
-            "(tighten simulation.newton or use stabilization = \"ggl\")" if floor else ""))
+         + (f"; on {floor} steps the noise of Newton's last update (round-off or simulation.newton), "
+            "not the tolerance, set an error weight (a looser atol or stabilization = \"ggl\")" if floor else ""))
 
 
 def _writer(path, cfg, pr):

@@ -456,8 +456,10 @@ class Newton(_Model):
 
 class Adapt(_Model):
     """``simulation.adapt``: error-controlled variable steps (integrators/timeloop.py).
-    The local error of each step, measured in positions and velocities, is kept below
-    ``atol + rtol |x|`` (weighted RMS norm, as PETSc's TSAdapt); ``dt`` is the first
+    The local error of each step, measured in positions (per unit step: each step gets
+    its share h/T) and velocities (per step), is kept below ``atol + rtol |x|`` (weighted
+    RMS norm, as PETSc's TSAdapt); Newton stops at a tenth of those weights (never looser
+    than ``simulation.newton``); ``dt`` is the first
     step, ``dt_min`` ≤ h ≤ ``dt_max`` (defaults: dt_max = t_end / 10, dt_min = 1e-10 t_end).
     Absent: fixed steps of ``dt``."""
 

@@ -1,4 +1,4 @@
-"""Work–precision of fixed and adaptive steps on the five-bar (issue 18), with the
+"""Work–precision of fixed and adaptive steps (issue 18): the five-bar with the
 CasADi/CVODES peer as the continuous reference, in one run.
 
 For each parmbs configuration: ψ (3 objectives) and ∇ψ (adjoint, 3 × 5) over the
@@ -6,8 +6,14 @@ config's whole horizon (5 s), the relative error of each against the peer at a t
 tolerance (max over objectives; gradient: max over entries of |Δ| / max|∇ψ_o|), and
 the CPU time of forward + adjoint (time.process_time, this process only).  Rows:
 
-  fixed     trapezoidal + GGL, generalized-α (ρ∞ 0.9) at several dt
-  adaptive  the same two steppers with simulation.adapt at several rtol (atol = rtol)
+  fixed     each stepper of --steppers at several dt (a file's own ``adapt`` removed)
+  adaptive  the same steppers with simulation.adapt at several rtol (atol = rtol × --atol-ratio)
+
+Steppers: ``trap+ggl`` (trapezoidal + GGL), ``genalpha`` (Chung–Hulbert ρ∞ 0.9), ``ab``
+(generalized-α in the Arnold–Brüls form, ρ∞ from the file), ``file`` (the file's own).
+Other models (--config): no peer; the reference is --ref-stepper at --ref-dt and 2 --ref-dt,
+Richardson-extrapolated (second order), and the difference of the two is printed as its
+error bound.  --set applies to every run (e.g. a shortened horizon).
 
 The peer runs in its own interpreter (casadi is not a parmbs dependency): give it with
 --peer-python (a venv with casadi, e.g. `python -m venv /tmp/peer && /tmp/peer/bin/pip
@@ -35,7 +41,9 @@ from parmbs.sensitivity.problem import Problem
 HERE = os.path.dirname(os.path.abspath(__file__))
 CONFIG = os.path.join(HERE, "..", "configs", "fivebar.toml")
 STEPPERS = {"trap+ggl": ['simulation.integrator="trapezoidal"', 'simulation.stabilization="ggl"'],
-            "genalpha": ['simulation.integrator="genalpha"', 'simulation.stabilization="none"']}
+            "genalpha": ['simulation.integrator="genalpha"', 'simulation.stabilization="none"'],
+            "ab": ['simulation.integrator="genalpha"', 'simulation.genalpha_form="arnold-bruls"'],
+            "file": []}
 
 
 def peer(python, tol):
@@ -47,8 +55,11 @@ def peer(python, tol):
             return json.load(f)
 
 
-def run(overrides, config=CONFIG):
-    pr = Problem(load_config(config, overrides))
+def run(overrides, config=CONFIG, fixed=False):
+    cfg = load_config(config, overrides)
+    if fixed:
+        cfg.simulation.adapt = None           # a file with error-controlled steps: its fixed-step rows
+    pr = Problem(cfg)
     c0 = time.process_time()
     tr = pr.forward()
     c1 = time.process_time()
@@ -58,7 +69,8 @@ def run(overrides, config=CONFIG):
     names = list(pr.design.names)
     obj = list(psi)
     return dict(psi=np.array([psi[o] for o in obj]), grad=np.array([g[o] for o in obj]), names=names,
-                steps=tr.steps, rejected=getattr(tr, "rejected", 0), t_fwd=c1 - c0, t_grad=c2 - c0)
+                steps=tr.steps, rejected=getattr(tr, "rejected", 0), t_fwd=c1 - c0, t_grad=c2 - c0,
+                floor=getattr(tr.grid, "floor_hits", 0) if tr.grid is not None else 0)
 
 
 def errors(r, ref):
@@ -77,6 +89,9 @@ def main():
     ap.add_argument("--ref-dt", type=float, default=5e-5)
     ap.add_argument("--dts", default="4e-3,2e-3,1e-3,5e-4")
     ap.add_argument("--rtols", default="1e-5,1e-6,1e-7,1e-8")
+    ap.add_argument("--steppers", default="trap+ggl,genalpha", help=f"comma-separated, of {sorted(STEPPERS)}")
+    ap.add_argument("--ref-stepper", default="trap+ggl")
+    ap.add_argument("--atol-ratio", type=float, default=1.0, help="atol = rtol × this")
     ap.add_argument("--plot", help="work-precision PNG")
     a = ap.parse_args()
 
@@ -92,36 +107,43 @@ def main():
         t_peer = pk["t_rev"]
     else:
         h = a.ref_dt
-        r1, r2 = (run(a.set + STEPPERS["trap+ggl"] + [f"simulation.dt={d}"], a.config) for d in (2 * h, h))
+        r1, r2 = (run(a.set + STEPPERS[a.ref_stepper] + [f"simulation.dt={d}"], a.config, fixed=True)
+                  for d in (2 * h, h))
         ref = {k: (4 * r2[k] - r1[k]) / 3 for k in ("psi", "grad")}
-        print(f"reference: trapezoidal+GGL, Richardson of dt {2 * h:g} and {h:g}; difference of the two "
-              f"(an error bound): {errors(r1, r2)}")
+        print(f"reference: {a.ref_stepper}, Richardson of dt {2 * h:g} and {h:g}; difference of the two "
+              f"(an error bound): psi {errors(r1, r2)[0]:.1e}, grad {errors(r1, r2)[1]:.1e}; "
+              f"Richardson vs dt {h:g}: psi {errors(r2, ref)[0]:.1e}, grad {errors(r2, ref)[1]:.1e}; "
+              f"CPU {r1['t_grad']:.1f} + {r2['t_grad']:.1f} s", flush=True)
         t_peer = None
 
     rows = []
-    for name, ov in STEPPERS.items():
-        for dt in (float(x) for x in a.dts.split(",")):
-            rows.append((f"{name} fixed dt={dt:g}", name, "fixed", run(a.set + ov + [f"simulation.dt={dt}"], a.config)))
-        for rt in (float(x) for x in a.rtols.split(",")):
-            if name == "genalpha" and rt < 1e-7:
-                continue                     # first-order acceleration error: see README
-            rows.append((f"{name} adapt rtol={rt:g}", name, "adapt",
-                         run(a.set + ov + [f"simulation.adapt.rtol={rt}", f"simulation.adapt.atol={rt}"], a.config)))
+    steppers = {n: STEPPERS[n] for n in a.steppers.split(",")}
+    print(f"\n{'run':<28} {'steps':>6} {'rej':>4} {'floor':>5} {'fwd s':>7} {'fwd+adj s':>10} {'err psi':>9} "
+          f"{'err grad':>9}" + (f" {'CPU / peer':>11}" if t_peer else ""), flush=True)
 
-    print(f"\n{'run':<28} {'steps':>6} {'rej':>4} {'fwd s':>7} {'fwd+adj s':>10} {'err psi':>9} {'err grad':>9}"
-          + (f" {'CPU / peer':>11}" if t_peer else ""))
-    for label, _, _, r in rows:
+    def row(label, name, mode, r):
         ep, eg = errors(r, ref)
         r["err"] = (ep, eg)
-        print(f"{label:<28} {r['steps']:>6} {r['rejected']:>4} {r['t_fwd']:>7.2f} {r['t_grad']:>10.2f} {ep:>9.1e} "
-              f"{eg:>9.1e}" + (f" {r['t_grad'] / t_peer:>11.1f}" if t_peer else ""))
+        rows.append((label, name, mode, r))
+        print(f"{label:<28} {r['steps']:>6} {r['rejected']:>4} {r['floor']:>5} {r['t_fwd']:>7.2f} {r['t_grad']:>10.2f} "
+              f"{ep:>9.1e} {eg:>9.1e}" + (f" {r['t_grad'] / t_peer:>11.1f}" if t_peer else ""), flush=True)
+
+    for name, ov in steppers.items():
+        for dt in (float(x) for x in a.dts.split(",") if x):
+            row(f"{name} fixed dt={dt:g}", name, "fixed", run(a.set + ov + [f"simulation.dt={dt}"], a.config, fixed=True))
+        for rt in (float(x) for x in a.rtols.split(",") if x):
+            if name == "genalpha" and rt < 1e-7:
+                continue                     # first-order acceleration error: see README
+            row(f"{name} adapt rtol={rt:g}", name, "adapt",
+                run(a.set + ov + [f"simulation.adapt.rtol={rt}", f"simulation.adapt.atol={rt * a.atol_ratio}"],
+                    a.config))
     if a.plot:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
         fig, axs = plt.subplots(1, 2, figsize=(11, 4.2))
         for ax, i, what in ((axs[0], 0, "ψ"), (axs[1], 1, "∇ψ")):
-            for name in STEPPERS:
+            for name in steppers:
                 for mode, mk in (("fixed", "o-"), ("adapt", "s--")):
                     pts = sorted((r["t_grad"], r["err"][i]) for _, n, m, r in rows if n == name and m == mode)
                     if pts:

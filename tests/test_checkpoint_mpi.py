@@ -75,8 +75,8 @@ def test_restart_after_interrupt_equals_uninterrupted(shared_tmp, kill, monkeypa
 
 # adaptive steps (tests/test_checkpoint_adaptive.py): the accept/reject verdict is agreed
 # by an allreduce; the file is grown (capacity t_end/dt = 4) on rank 0 and renamed
-ADAPT_SETS = ["--set", "simulation.t_end=0.2", "--set", "simulation.adapt.rtol=3e-4",
-              "--set", "simulation.adapt.atol=3e-4", "--set", "simulation.dt=0.05",
+ADAPT_SETS = ["--set", "simulation.t_end=0.2", "--set", "simulation.adapt.rtol=1.3e-5",
+              "--set", "simulation.adapt.atol=1.3e-5", "--set", "simulation.dt=0.05",
               "--set", "parallel.distribute=always"]
 
 

@@ -20,9 +20,9 @@ Here both halves are tied to the error tolerance, as in stiff integrators:
   the local error test's weights — below 0.1 × the error test's constant, ``CORTES =
   0.1``, ``CVodeSetNonlinConvCoef``; Hindmarsh et al., ACM TOMS 31:363, 2005).  For
   each position component i the last update |Δq_i| must satisfy
-  2 |Δq_i| ≤ κ w_q,i and 2 (γ/β) |Δq_i| / h ≤ κ w_v,i, with the weights
-  w = (atol + rtol |y_i|) h/T of LocalError (per unit step) — plus 4ε|q|_max, below
-  which no update can go.  Newton is never stopped looser than ``simulation.newton``
+  2 |Δq_i| ≤ κ w_q,i and 2 (γ/β) |Δq_i| / h ≤ κ w_v,i, with LocalError's weights
+  w_q = (atol + rtol |q_i|) h/T (per unit step) and w_v = atol + rtol |v_i| (per step:
+  timeloop.V_PER_STEP) — plus 4ε|q|_max, below which no update can go.  Newton is never stopped looser than ``simulation.newton``
   (the adjoint assumes the iterate exact; that accuracy stays what the file asks).
 * **Where round-off stops the updates first**, the iteration ends once an update no
   longer contracts (> ½ the previous) and is within ``simulation.newton`` (as branch

@@ -48,8 +48,8 @@ import numpy as np
 KAPPA = 0.1
 #: relative round-off below which no Newton update can be asked to go (4ε)
 ROUNDOFF = 4.0 * np.finfo(float).eps
-#: the noise enters the error weights with this factor (timeloop.LocalError: the divided
-#: difference of noise δ is ≤ 8Cδ, C ≤ 1/12·…; the weight tol + 2δ keeps that ≤ ⅓)
+#: the noise enters the error weights with this factor (timeloop.LocalError: the estimate
+#: turns noise δ into ≤ 8Cδ = ⅔δ for C = 1/12; the weight tol + 2δ keeps its ratio ≤ ⅓)
 NOISE_GAIN = 2.0
 
 

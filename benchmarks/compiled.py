@@ -27,18 +27,21 @@ construction: the step's warm-up), adjoint and direct sweep in this process, on 
 5-step run — the numba compile when ``NUMBA_CACHE_DIR`` is an empty directory, the cache
 load otherwise (one process per model: kernels compiled for one model are in memory).
 
-``--crossover 4,10,20,40,60``: instead, the CPU time of one step (stepper.step, up to
-400 steps or 1 s) on both paths for hanging chains of that many links (benchmarks/
-gradient.py's model, N = 5·links unknowns), the compiled path forced beyond
-``compiled.MAX_UNKNOWNS`` — the measurement that sets it.
+``--crossover 4,10,20,40,60``: instead, the CPU time per step of ``Problem.forward`` and
+``Problem.adjoint`` (runs of ≥ 0.2 s or 400 steps) on the numpy path and the compiled
+path with the dense and with the sparse LU (compiled/newton_lu.py) for hanging chains
+of that many links (benchmarks/gradient.py's model, N = 5·links unknowns), the compiled
+path forced beyond ``compiled.MAX_UNKNOWNS`` — the measurement that sets
+``compiled.SPARSE_FROM`` and ``MAX_UNKNOWNS``.
 
 ``--sweep``: instead, only the compiled path's ``Problem.forward`` and ``Problem.adjoint``
 (µs per step, adjoint ÷ forward; first use untimed).
 
 ``--chain 60``: instead, the gradient (forward + adjoint, 5 design variables, the
 chain's objectives; ``--chain-steps`` steps) of that chain on the numpy path, as shipped
-(``auto``), and on the compiled path forced past ``compiled.MAX_UNKNOWNS`` (issue 19's
-goal "60-link chain gradient ≥ 5× faster"); first use (compile) untimed.
+(``auto``: the sparse LU of compiled/newton_lu.py), and on the compiled path with the
+dense LU forced (issue 19's goal "60-link chain gradient ≥ 5× faster"); first use
+(compile) untimed; the agreement of each compiled run with the numpy one.
 """
 import parmbs  # noqa: F401  (first: parmbs/_determinism.py pins threads and numpy's SIMD)
 
@@ -117,31 +120,48 @@ def compile_cost(config, sets):
           f"({a[1]:.1f}), tangent {d[0]:.1f} ({d[1]:.1f}), total {f[0] + a[0] + d[0]:.1f} CPU s")
 
 
-def crossover(links):
-    """Step time numpy vs compiled on chains of ``links`` links (module docstring)."""
+def crossover(links, repeat):
+    """Step and adjoint-step time numpy vs compiled dense vs compiled sparse on chains of
+    ``links`` links (module docstring)."""
     import pathlib
     import sys
     import tempfile
     sys.path.insert(0, str(pathlib.Path(__file__).parent))
     from gradient import chain_toml
     from parmbs import compiled
+    limit, sparse_from = compiled.MAX_UNKNOWNS, compiled.SPARSE_FROM
     compiled.MAX_UNKNOWNS = 10 ** 9
-    print("| links | N = n + m | numpy µs/step | compiled µs/step | ratio |\n|---|---|---|---|---|")
+    print(f"CPU µs per step (forward: Problem.forward; adjoint: Problem.adjoint, 2 objectives, 1 design "
+          f"variable), min of {repeat}")
+    print("| links | N = n + m | numpy fwd | dense fwd | sparse fwd | numpy adj | dense adj | sparse adj "
+          "| sparse ÷ dense fwd, adj |\n|---|---|---|---|---|---|---|---|---|")
     for L in links:
         f = pathlib.Path(tempfile.mkdtemp()) / "chain.toml"
-        f.write_text(chain_toml(L, 50, 0))
-        per = []
-        for mode in ("off", "on"):
-            pr = Problem(load_config(str(f), [f"simulation.compiled={mode}"]))
-            x = pr.stepper.initial(0.0, pr.sys.p)
-            x, _ = pr.stepper.step(0, 0.0, x, pr.sys.p)
-            t0, k = time.process_time(), 1
-            while time.process_time() - t0 < 1.0 and k < 400:
-                x, _ = pr.stepper.step(k, k * pr.h, x, pr.sys.p)
-                k += 1
-            per.append((time.process_time() - t0) / (k - 1))
-        print(f"| {L} | {pr.sys.n + pr.sys.m} | {1e6 * per[0]:.0f} | {1e6 * per[1]:.0f} | {per[0] / per[1]:.1f} |",
+        f.write_text(chain_toml(L, 50, 1))
+        per = {}
+        for mode, sf in (("numpy", None), ("dense", 10 ** 9), ("sparse", 0)):
+            compiled.SPARSE_FROM = sparse_from if sf is None else sf
+            pr = Problem(load_config(str(f), [f"simulation.compiled={'off' if sf is None else 'on'}"]))
+            assert (pr.stepper.compiled is None) == (sf is None)
+            assert sf is None or (pr.stepper.compiled.S is None) == (mode == "dense")
+            pr.forward()
+            pr.adjoint()
+            k = 50
+            while True:                                # enough steps for ~0.2 s a run
+                pr = Problem(load_config(str(f), [f"simulation.compiled={'off' if sf is None else 'on'}",
+                                                  f"simulation.t_end={k * 1e-3!r}"]))
+                tf, _ = cpu_min(pr.forward, 1)
+                if tf > 0.2 or k >= 400:
+                    break
+                k *= 2
+            tf, _ = cpu_min(pr.forward, repeat)
+            ta, _ = cpu_min(pr.adjoint, repeat)
+            per[mode] = (1e6 * tf / k, 1e6 * ta / k)
+        print(f"| {L} | {pr.sys.n + pr.sys.m} | " + " | ".join(f"{per[m][0]:.0f}" for m in per) + " | "
+              + " | ".join(f"{per[m][1]:.0f}" for m in per)
+              + f" | {per['sparse'][0] / per['dense'][0]:.2f}, {per['sparse'][1] / per['dense'][1]:.2f} |",
               flush=True)
+    compiled.MAX_UNKNOWNS, compiled.SPARSE_FROM = limit, sparse_from
 
 
 def sweep_cost(config, sets, repeat):
@@ -161,37 +181,46 @@ def sweep_cost(config, sets, repeat):
 
 def chain_gradient(links, steps, ndesign, repeat):
     """Gradient (forward + adjoint) of the hanging chain (module docstring, ``--chain``):
-    numpy + PETSc vs the compiled path forced past ``compiled.MAX_UNKNOWNS``."""
+    numpy + PETSc, as shipped (``auto``), and the compiled path with the dense LU forced
+    (past ``compiled.SPARSE_FROM`` and ``MAX_UNKNOWNS``)."""
     import pathlib
     import sys
     import tempfile
     sys.path.insert(0, str(pathlib.Path(__file__).parent))
     from gradient import chain_toml
     from parmbs import compiled
-    limit = compiled.MAX_UNKNOWNS
+    limit, sparse_from = compiled.MAX_UNKNOWNS, compiled.SPARSE_FROM
     f = pathlib.Path(tempfile.mkdtemp()) / "chain.toml"
     f.write_text(chain_toml(links, steps, ndesign))
-    rows, grads = [], {}
-    for mode, name in (("off", "numpy + PETSc"), ("auto", "auto (as shipped)"), ("on", "compiled, forced")):
-        compiled.MAX_UNKNOWNS = 10 ** 9 if mode == "on" else limit
-        pr = Problem(load_config(str(f), [f"simulation.compiled={'on' if mode == 'on' else mode}"]))
+    rows, runs = [], {}
+    for mode, name in (("off", "numpy + PETSc"), ("auto", "as shipped (`auto`)"),
+                       ("dense", "compiled, dense LU forced")):
+        compiled.MAX_UNKNOWNS, compiled.SPARSE_FROM = (10 ** 9, 10 ** 9) if mode == "dense" else (limit, sparse_from)
+        pr = Problem(load_config(str(f), [f"simulation.compiled={'on' if mode == 'dense' else mode}"]))
+        c = pr.stepper.compiled
         pr.forward()
         pr.adjoint()                                   # first use (compile or cache load) not timed
-        tf, _ = cpu_min(pr.forward, repeat)
+        tf, tr = cpu_min(pr.forward, repeat)
         ta, g = cpu_min(pr.adjoint, repeat)
-        grads[mode] = g
-        rows.append((name, "yes" if pr.stepper.compiled is not None else "no", tf, ta))
-    compiled.MAX_UNKNOWNS = limit
+        runs[mode] = (tr, g)
+        how = "no" if c is None else "dense LU" if c.S is None else "sparse LU"
+        rows.append((name, how, tf, ta))
+    compiled.MAX_UNKNOWNS, compiled.SPARSE_FROM = limit, sparse_from
     print(f"chain of {links} links, N = n + m = {pr.sys.n + pr.sys.m}, {steps} steps, {ndesign} design variables, "
           f"{len(pr.objectives)} objective(s), CPU s, min of {repeat}")
-    print("| path | compiled step | forward s | adjoint s | gradient s | adjoint ÷ forward | gradient ÷ numpy's |")
+    print("| path | compiled step | forward s | adjoint s | gradient s | adjoint ÷ forward | forward, adjoint, "
+          "gradient: numpy's ÷ this |")
     print("|---|---|---|---|---|---|---|")
-    base = rows[0][2] + rows[0][3]
+    b = rows[0]
     for name, c, tf, ta in rows:
-        print(f"| {name} | {c} | {tf:.3f} | {ta:.3f} | {tf + ta:.3f} | {ta / tf:.2f} | {(tf + ta) / base:.2f} |")
+        print(f"| {name} | {c} | {tf:.3f} | {ta:.3f} | {tf + ta:.3f} | {ta / tf:.2f} | {b[2] / tf:.2f}, "
+              f"{b[3] / ta:.2f}, {(b[2] + b[3]) / (tf + ta):.2f} |")
     rel = lambda A, B: float(np.max(np.abs(A - B)) / np.max(np.abs(A)))
-    print("gradients forced compiled vs numpy (max rel.): "
-          + ", ".join(f"{k} {rel(grads['off'][k], grads['on'][k]):.1e}" for k in grads["off"]))
+    for mode in ("auto", "dense"):
+        (t0, g0), (t1, g1) = runs["off"], runs[mode]
+        print(f"{mode} vs numpy (max rel. difference): "
+              + ", ".join(f"{k} {rel(getattr(t0, k), getattr(t1, k)):.1e}" for k in ("q", "v", "a", "lam"))
+              + "; gradients " + ", ".join(f"{k} {rel(g0[k], g1[k]):.1e}" for k in g0))
 
 
 def main():
@@ -209,7 +238,7 @@ def main():
     ap.add_argument("--compile", action="store_true", help="only the first-use (compile) times (docstring)")
     args = ap.parse_args()
     if args.crossover:
-        return crossover([int(c) for c in args.crossover.split(",")])
+        return crossover([int(c) for c in args.crossover.split(",")], args.repeat)
     if args.chain:
         return chain_gradient(args.chain, args.chain_steps, 5, args.repeat)
     sets = [f"simulation.t_end={args.t_end}", "simulation.progress=false", *args.set]

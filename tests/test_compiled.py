@@ -222,15 +222,16 @@ def test_kernels_equal_numpy_components(tmp_path, model):
     assert np.count_nonzero(J0) > 2 * N and np.count_nonzero(R0) > N // 2     # not a trivial comparison
 
 
-def _bounds(pr, traj, N):
-    """The per-quantity bounds of the module docstring for N steps of ``pr``'s scheme."""
+def _bounds(pr, traj, N, rounds=1):
+    """The per-quantity bounds of the module docstring for N steps of ``pr``'s scheme;
+    ``rounds``: roundings of size u ‖q‖∞ per step (δq ≤ rounds · N u ‖q‖∞)."""
     st, s = pr.stepper, pr.sys
     bh2, gh = st.beta * st.h ** 2, st.gamma * st.h
     ev = st._eval(0.0, traj.x(0), s.p)
     G = ev.G().dense()
     Gp = np.linalg.pinv(G)
     norm = lambda A: np.max(np.sum(np.abs(A), axis=1))          # ‖·‖∞
-    dq = N * U * np.max(np.abs(traj.q))
+    dq = rounds * N * U * np.max(np.abs(traj.q))
     terms = 2 * (np.max(np.abs(traj.q)) + max(np.max(np.abs(s.p[g.pidx])) for g in s.constraints))
     da = (norm(Gp) * norm(G) * dq + norm(Gp) * 8 * U * terms) / bh2
     kappa = (1 - st.am) / (1 - st.af) * norm(np.linalg.pinv(G.T) @ ev.Ma().dense())

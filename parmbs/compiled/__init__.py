@@ -15,7 +15,8 @@
 
 The same models take one compiled call per tangent and per adjoint step
 (compiled/newmark_adjoint.py: the step's blocks, ∂R/∂ρ by complex step in compiled
-code, the dense LU and its transposed solve).  The numpy path stays the reference: the
+code, J's LU and its transposed solve).  J is factored dense below ``SPARSE_FROM``
+unknowns, sparse in a static order from there on (compiled/newton_lu.py).  The numpy path stays the reference: the
 complex-step verification (complex states and parameters always run numpy), the
 initial state and its adjoint, and every failed compiled step (redone on numpy, which
 names step and time) use it.
@@ -89,10 +90,16 @@ KINDS = (F.Inertia, F.Gravity, F.Spring, F.RotationalSpring, F.PointForce, F.Tor
          SJ.SpatialSpherical, SJ.SpatialRevolute)
 TIME_FUNCTIONS = ("constant", "polynomial", "harmonic")
 
-#: above this many unknowns n + m the dense LU (O(N³)) loses to PETSc's sparse one; measured
-#: on a pendulum chain (benchmarks/compiled.py --crossover): step ×4.8 faster at N = 100,
-#: ×2.1 at 200, ×0.8 at 300
-MAX_UNKNOWNS = 200
+#: from this many unknowns n + m on the Newton matrix is factored sparse
+#: (compiled/newton_lu.py), below dense: measured on hanging chains
+#: (benchmarks/compiled.py --crossover), CPU per step sparse ÷ dense forward, adjoint:
+#: N = 40 1.55, 0.96; N = 60 1.03, 0.71; N = 100 0.43, 0.43; N = 300 0.06, 0.09
+SPARSE_FROM = 60
+#: above this many unknowns the compiled step is not used: the step keeps J and the
+#: adjoint's blocks as dense (N, N) arrays next to the sparse factors (zeroed and
+#: copied: N² memory passes); the compiled sparse step per numpy step on the chains,
+#: forward, adjoint: N = 500 ×6.4, ×3.7; N = 1000 ×4.1, ×1.4
+MAX_UNKNOWNS = 1000
 
 #: the kernel families (planar, spatial present) whose compile this process has timed
 _REPORTED = set()
@@ -116,7 +123,7 @@ def why_not(system, op=None):
     step replaces (a user's iterative or other solver choice is kept)."""
     N = system.n + system.m
     if N > MAX_UNKNOWNS:
-        return f"{N} unknowns > {MAX_UNKNOWNS} (dense LU)"
+        return f"{N} unknowns > {MAX_UNKNOWNS}"
     bad = unsupported(system)
     if bad:
         return f"no compiled kernel for {', '.join(bad)}"
@@ -153,7 +160,7 @@ def make(system, mode="auto", op=None, why=None, build=None):
         return None, (f"compiled: not used ({reason}); numpy path" if mode == "on" else None)
     if build is None:
         from .stepper import CompiledNewmark
-        build = lambda s, o: CompiledNewmark(s)
+        build = CompiledNewmark
     cs = build(system, op)
     note = None
     if cs.family not in _REPORTED:       # a planar and a spatial model compile apart (stepper.families)

@@ -3,7 +3,7 @@
 The same equations as ``NewmarkFamily.tangent_step`` / ``adjoint_step``
 (integrators/newmark.py) for models whose every group has a kernel (compiled/planar.py,
 compiled/spatial.py).
-With J the Newton matrix at x_{k+1} (factored here by compiled/dense.py), the blocks of
+With J the Newton matrix at x_{k+1} (factored here by compiled/newton_lu.py), the blocks of
 the weighted residual as dense matrices — K = ∂R₁/∂q (forces and w_f ∂(Φ_qᵀλ)/∂q),
 C = ∂R₁/∂v, M = ∂R₁/∂a, G = Φ_q — and the old-state blocks K⁰, C⁰, M⁰, G⁰ at x_k with the
 weights (α_m, α_f) (when either is nonzero: generalized-α, HHT, WBZ):
@@ -61,7 +61,7 @@ import numpy as np
 from numba import njit
 
 from ..model.component import CS_H
-from .dense import lu_factor, lu_solve, lu_solve_T
+from . import newton_lu
 from .newmark_step import _evaluate
 
 
@@ -121,13 +121,36 @@ def _r_rho(q1, v1, a1, l1, t1, w1, w2, q0, v0, a0, l0, t0, w01, w02, old, p, n, 
 
 
 @njit(cache=True)
-def _tmul(A, r0, c0, nr, nc, X):
-    """A[r0:r0+nr, c0:c0+nc]ᵀ X for X (nr, k)."""
+def _span(S, i, ncol):
+    """Positions lo..hi of row i's entries: with S None every column < ncol (position =
+    column), else the entries of J's CSR pattern (S[3], S[4]: compiled/newton_lu.py) —
+    every block of the step (K, C, M, Φ_q) lies on J's pattern, so a product or sum
+    over the pattern reads every nonzero, in the dense loop's column order."""
+    if S is None:
+        return 0, ncol
+    return S[3][i], S[3][i + 1]
+
+
+@njit(cache=True)
+def _col(S, a):
+    """The column of position a (``_span``)."""
+    if S is None:
+        return a
+    return S[4][a]
+
+
+@njit(cache=True)
+def _tmul(A, r0, c0, nr, nc, X, w=1.0, S=None):
+    """(w A[r0:r0+nr, c0:c0+nc])ᵀ X for X (nr, k), over J's pattern when S (``_span``)."""
     k = X.shape[1]
     out = np.zeros((nc, k))
     for i in range(nr):
-        for j in range(nc):
-            aij = A[r0 + i, c0 + j]
+        lo, hi = _span(S, r0 + i, c0 + nc)
+        for a in range(lo, hi):
+            j = _col(S, a) - c0
+            if j < 0 or j >= nc:
+                continue
+            aij = w * A[r0 + i, c0 + j]
             if aij != 0.0:
                 for c in range(k):
                     out[j, c] += aij * X[i, c]
@@ -135,12 +158,16 @@ def _tmul(A, r0, c0, nr, nc, X):
 
 
 @njit(cache=True)
-def _mul(A, r0, c0, nr, nc, X):
-    """A[r0:r0+nr, c0:c0+nc] X for X (nc, k)."""
+def _mul(A, r0, c0, nr, nc, X, S=None):
+    """A[r0:r0+nr, c0:c0+nc] X for X (nc, k), over J's pattern when S (``_span``)."""
     k = X.shape[1]
     out = np.zeros((nr, k))
     for i in range(nr):
-        for j in range(nc):
+        lo, hi = _span(S, r0 + i, c0 + nc)
+        for a in range(lo, hi):
+            j = _col(S, a) - c0
+            if j < 0 or j >= nc:
+                continue
             aij = A[r0 + i, c0 + j]
             if aij != 0.0:
                 for c in range(k):
@@ -205,36 +232,45 @@ def _mass(q, v, a, lam, p, t, n, bh2, Kf, Kp, Ks):
 
 
 @njit(cache=True)
-def _combine(wI, wF, XI, XF, r1):
-    """wI X_I + wF X_F on rows < r1, X_F's own rows from r1 on (the unweighted Φ rows)."""
-    out = XF.copy()
-    for i in range(r1):
-        for j in range(XF.shape[1]):
-            out[i, j] = wI * XI[i, j] + wF * XF[i, j]
+def _combine(wI, wF, XI, XF, r1, S=None):
+    """wI X_I + wF X_F on rows < r1, X_F's own rows from r1 on (the unweighted Φ rows);
+    with S on J's pattern only (the rest is zero in X_I and X_F: ``_span``)."""
+    if S is None:
+        out = XF.copy()
+    else:
+        out = np.zeros_like(XF)
+    for i in range(XF.shape[0]):
+        if S is None and i >= r1:
+            break
+        lo, hi = _span(S, i, XF.shape[1])
+        for a in range(lo, hi):
+            j = _col(S, a)
+            out[i, j] = wI * XI[i, j] + wF * XF[i, j] if i < r1 else XF[i, j]
     return out
 
 
 @njit(cache=True)
-def _adjoint_by_parts(q1, l1, mq1, mv1, ma1, ml1, h, beta, gamma, am, af, nd, B1, B0):
+def _adjoint_by_parts(q1, l1, mq1, mv1, ma1, ml1, h, beta, gamma, am, af, nd, B1, B0, S):
     """The adjoint step from the unit-weight blocks B1 of x_{k+1} and B0 of x_k
-    (``state_blocks``; B0 read only when α_m or α_f is nonzero)."""
+    (``state_blocks``; B0 read only when α_m or α_f is nonzero); S: J's factorization
+    (compiled/newton_lu.py)."""
     n, m = q1.shape[0], l1.shape[0]
     N = n + m
     kc = mq1.shape[1]
     bh2, gh = beta * h * h, gamma * h
     wi, wf = 1.0 - am, 1.0 - af
     KI, KF, CF, MI, RI, RF = B1
-    Kq = _combine(wi, wf, KI, KF, n)
+    Kq = _combine(wi, wf, KI, KF, n, S)
     J = np.zeros((N, N))                   # the Newton matrix at x_{k+1} from its parts
-    for i in range(n):
-        for j in range(n):
-            J[i, j] = wi * MI[i, j] + gh * (wf * CF[i, j]) + bh2 * Kq[i, j]
-        for j in range(n, N):
-            J[i, j] = wf * KF[i, j]
-    for i in range(n, N):
-        for j in range(n):
-            J[i, j] = KF[i, j]
-    LU, piv, ok = lu_factor(J)
+    for i in range(N):
+        lo, hi = _span(S, i, N)
+        for a in range(lo, hi):
+            j = _col(S, a)
+            if i < n:
+                J[i, j] = wi * MI[i, j] + gh * (wf * CF[i, j]) + bh2 * Kq[i, j] if j < n else wf * KF[i, j]
+            elif j < n:
+                J[i, j] = KF[i, j]
+    LU, piv, ok = newton_lu.factor(J, S)
     mq, mv, ma = np.zeros((n, kc)), np.zeros((n, kc)), np.zeros((n, kc))
     ml = np.zeros((m, kc))
     grad = np.zeros((nd, kc))
@@ -247,11 +283,11 @@ def _adjoint_by_parts(q1, l1, mq1, mv1, ma1, ml1, h, beta, gamma, am, af, nd, B1
             b[i] = bh2 * mq1[i, c] + gh * mv1[i, c] + ma1[i, c]
         for i in range(m):
             b[n + i] = ml1[i, c]
-        nu[:, c] = lu_solve_T(LU, piv, b)
+        nu[:, c] = newton_lu.solve(J, LU, piv, S, b, True)
     nu1 = nu[:n].copy()
     nu2 = nu[n:] / bh2
-    sq = _tmul(Kq, 0, 0, n, n, nu1) + _tmul(KF, n, 0, m, n, nu2)
-    sv = _tmul(wf * CF, 0, 0, n, n, nu1)
+    sq = _tmul(Kq, 0, 0, n, n, nu1, 1.0, S) + _tmul(KF, n, 0, m, n, nu2, 1.0, S)
+    sv = _tmul(CF, 0, 0, n, n, nu1, wf, S)
     for i in range(n):
         for c in range(kc):
             dq = mq1[i, c] - sq[i, c]
@@ -263,17 +299,17 @@ def _adjoint_by_parts(q1, l1, mq1, mv1, ma1, ml1, h, beta, gamma, am, af, nd, B1
     grad -= _tmul(Rr, 0, 0, N, nd, nu)
     if am != 0.0 or af != 0.0:
         KI, KF, CF, MI, RI, RF = B0
-        mq -= _tmul(_combine(am, af, KI, KF, n), 0, 0, n, n, nu1)
-        mv -= _tmul(af * CF, 0, 0, n, n, nu1)
-        ma -= _tmul(am * MI, 0, 0, n, n, nu1)
-        ml -= af * _mul(KF, n, 0, m, n, nu1)                 # rows n.. of a matrix of all kinds: G⁰
+        mq -= _tmul(_combine(am, af, KI, KF, n, S), 0, 0, n, n, nu1, 1.0, S)
+        mv -= _tmul(CF, 0, 0, n, n, nu1, af, S)
+        ma -= _tmul(MI, 0, 0, n, n, nu1, am, S)
+        ml -= af * _mul(KF, n, 0, m, n, nu1, S)              # rows n.. of a matrix of all kinds: G⁰
         grad -= _tmul(_combine(am, af, RI, RF, n) / CS_H, 0, 0, n, nd, nu1)
     return mq, mv, ma, ml, grad, 0
 
 
 @njit(cache=True)
 def adjoint_step(q0, v0, a0, l0, q1, v1, a1, l1, mq1, mv1, ma1, ml1, p, t, h, beta, gamma, am, af,
-                 dmap, nd, Kf, Kp, Ks, Kdf, Kdp, Kds):
+                 dmap, nd, Kf, Kp, Ks, Kdf, Kdp, Kds, S):
     """(μ_q, μ_v, μ_a, μ_λ, ∇ψ increment (nd, k), status) of the step x_k → x_{k+1} at t
     (module docstring); status 0, or 1 at a singular J (nothing else is meaningful then)."""
     n = q1.shape[0]
@@ -283,12 +319,12 @@ def adjoint_step(q0, v0, a0, l0, q1, v1, a1, l1, mq1, mv1, ma1, ml1, p, t, h, be
     MIp = _mass(q1, v1, a1, l1, p, t + h, n, bh2, Kf, Kp, Ks)
     B1 = state_blocks(q1, v1, a1, l1, p, pc, t + h, n, bh2, nd, MIp, Kf, Kp, Ks, Kdf, Kdp, Kds)
     B0 = state_blocks(q0, v0, a0, l0, p, pc, t, n, bh2, nd, MIp, Kf, Kp, Ks, Kdf, Kdp, Kds) if old else B1
-    return _adjoint_by_parts(q1, l1, mq1, mv1, ma1, ml1, h, beta, gamma, am, af, nd, B1, B0)
+    return _adjoint_by_parts(q1, l1, mq1, mv1, ma1, ml1, h, beta, gamma, am, af, nd, B1, B0, S)
 
 
 @njit(cache=True)
 def adjoint_sweep(Q, Vl, A, L, T, H, k0, k1, mq, mv, ma, ml, grad, gref, b0, GQ, GV, GA, GL, GP, GR, p, beta,
-                  gamma, am, af, dmap, nd, timed, Kf, Kp, Ks, Kdf, Kdp, Kds):
+                  gamma, am, af, dmap, nd, timed, Kf, Kp, Ks, Kdf, Kdp, Kds, S):
     """Reverse steps k1−1, …, k0 of a stored trajectory (rows k of Q, Vl, A, L; t_k = T[k],
     h_k = H[k]) from μ_{k1} = (mq, mv, ma, ml) in one call: each step is ``adjoint_step``,
     with the blocks of a state evaluated once (x_k's serve step k as the old state and
@@ -316,7 +352,7 @@ def adjoint_sweep(Q, Vl, A, L, T, H, k0, k1, mq, mv, ma, ml, grad, gref, b0, GQ,
                               MIp, Kf, Kp, Ks, Kdf, Kdp, Kds)
         B0 = state_blocks(Q[k], Vl[k], A[k], L[k], p, pc, T[k], n, beta * h * h, nd, MIp, Kf, Kp, Ks, Kdf, Kdp,
                           Kds)
-        r = _adjoint_by_parts(Q[k + 1], L[k + 1], mq, mv, ma, ml, h, beta, gamma, am, af, nd, B1, B0)
+        r = _adjoint_by_parts(Q[k + 1], L[k + 1], mq, mv, ma, ml, h, beta, gamma, am, af, nd, B1, B0, S)
         if r[5] != 0:
             return mq, mv, ma, ml, grad, gref, k + 1
         i = k - b0
@@ -332,7 +368,7 @@ def adjoint_sweep(Q, Vl, A, L, T, H, k0, k1, mq, mv, ma, ml, grad, gref, b0, GQ,
 
 @njit(cache=True)
 def tangent_step(q0, v0, a0, l0, q1, v1, a1, l1, dq, dv, da, dl, p, t, h, beta, gamma, am, af, dmap, nd, Kf,
-                 Kp, Ks, Kdf, Kdp, Kds):
+                 Kp, Ks, Kdf, Kdp, Kds, S):
     """(dq, dv, da, dλ of x_{k+1} (each (·, nd)), status) from those of x_k (module
     docstring); status 0, or 1 at a singular J."""
     n, m = q1.shape[0], l1.shape[0]
@@ -344,7 +380,7 @@ def tangent_step(q0, v0, a0, l0, q1, v1, a1, l1, dq, dv, da, dl, p, t, h, beta, 
     dqp = dq + h * dv + (0.5 - beta) * h * h * da
     dvp = dv + (1.0 - gamma) * h * da
     J = _matrix(q1, v1, a1, l1, p, t1, n, wi, wf, bh2, gh, wf * bh2, bh2, Kf, Kp, Ks, 0)
-    LU, piv, ok = lu_factor(J)
+    LU, piv, ok = newton_lu.factor(J, S)
     if not ok:
         return dqp, dvp, da, dl, 1
     Kq = _matrix(q1, v1, a1, l1, p, t1, n, wi, wf, 1.0, 0.0, wf, bh2, Kf, Kp, Ks, 0, 0.0)
@@ -352,16 +388,16 @@ def tangent_step(q0, v0, a0, l0, q1, v1, a1, l1, dq, dv, da, dl, p, t, h, beta, 
     old = am != 0.0 or af != 0.0
     Rr, R0 = _r_rho(q1, v1, a1, l1, t1, wi, wf, q0, v0, a0, l0, t, am, af, old, p, n, bh2, dmap, nd, Kdf, Kdp, Kds)
     r = Rr[:, :kc].copy()
-    r[:n] += _mul(Kq, 0, 0, n, n, dqp) + _mul(Cv, 0, 0, n, n, dvp)
-    r[n:] += _mul(J, n, 0, m, n, dqp) / bh2
+    r[:n] += _mul(Kq, 0, 0, n, n, dqp, S) + _mul(Cv, 0, 0, n, n, dvp, S)
+    r[n:] += _mul(J, n, 0, m, n, dqp, S) / bh2
     if old:
         K0 = _matrix(q0, v0, a0, l0, p, t, n, am, af, 1.0, 0.0, af, bh2, Kf, Kp, Ks, 0, 0.0)
         C0 = _matrix(q0, v0, a0, l0, p, t, n, 0.0, af, 0.0, 1.0, 0.0, bh2, Kf, Kp, Ks, 2)
         M0 = _matrix(q0, v0, a0, l0, p, t, n, am, af, 0.0, 0.0, 0.0, bh2, Kf, Kp, Ks, 1)
-        r[:n] += (_mul(K0, 0, 0, n, n, dq) + _mul(C0, 0, 0, n, n, dv) + _mul(M0, 0, 0, n, n, da)
-                  + af * _tmul(K0, n, 0, m, n, dl) + R0[:n, :kc])
+        r[:n] += (_mul(K0, 0, 0, n, n, dq, S) + _mul(C0, 0, 0, n, n, dv, S) + _mul(M0, 0, 0, n, n, da, S)
+                  + af * _tmul(K0, n, 0, m, n, dl, 1.0, S) + R0[:n, :kc])
     dz = np.empty((N, kc))
     for c in range(kc):
-        dz[:, c] = lu_solve(LU, piv, -r[:, c])
+        dz[:, c] = newton_lu.solve(J, LU, piv, S, -r[:, c], False)
     da1 = dz[:n].copy()
     return dqp + bh2 * da1, dvp + gh * da1, da1, dz[n:].copy(), 0

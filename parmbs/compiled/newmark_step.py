@@ -12,7 +12,8 @@ only), then Newton on z = (a, λ) with q = q̂ + βh² a, v = v̂ + γh a,
     R = [(1−α_m) r_I + (1−α_f)(r_F + Φ_qᵀλ) + R_old,  Φ/(βh²)],
     J = [[Σ w (r_a + γh r_v + βh² r_q) + (1−α_f) βh² ∂(Φ_qᵀλ)/∂q,  (1−α_f) Φ_qᵀ], [Φ_q, 0]],
 
-J factored by compiled/dense.py, and the same convergence test: the position update
+J factored by compiled/newton_lu.py (dense LU, or sparse above a size), and the same
+convergence test: the position update
 βh² ‖Δa‖∞ ≤ atol + rtol ‖q‖∞ (q of the iterate the update was computed at).
 
 Why one call per step: the numpy path spends ~90 % of a small model's step in numpy's
@@ -25,7 +26,7 @@ import numpy as np
 from numba import njit
 
 from . import planar, spatial
-from .dense import lu_factor, lu_solve
+from . import newton_lu
 
 
 @njit(cache=True)
@@ -127,10 +128,11 @@ def _evaluate(q, v, a, lam, p, t, n, wi, wf, cq, cv, hw, bh2, want_J, R, J, Kf, 
 
 
 @njit(cache=True)
-def newton_step(q0, v0, a0, lam0, p, t, h, beta, gamma, am, af, atol, rtol, max_it, Kf, Kp, Ks):
+def newton_step(q0, v0, a0, lam0, p, t, h, beta, gamma, am, af, atol, rtol, max_it, Kf, Kp, Ks, S):
     """x_{n+1} at t + h from x_n = (q0, v0, a0, λ0) at t: returns (q, v, a, λ, iterations, status),
     status 0 converged, 1 singular matrix, 2 non-finite update, 3 not converged.
-    (Kf, Kp, Ks): the model's index arrays packed (stepper.pack; set 0; _evaluate)."""
+    (Kf, Kp, Ks): the model's index arrays packed (stepper.pack; set 0; _evaluate); S:
+    the factorization's choice (compiled/newton_lu.py: None dense, else the sparse order)."""
     n, m = q0.shape[0], lam0.shape[0]
     N = n + m
     c2 = (0.5 - beta) * h * h
@@ -162,7 +164,7 @@ def newton_step(q0, v0, a0, lam0, p, t, h, beta, gamma, am, af, atol, rtol, max_
                 q1[i] = qp[i] + bh2 * a[i]
                 v1[i] = vp[i] + gh * a[i]
             R[:] = 0.0
-            J[:, :] = 0.0
+            newton_lu.clear(J, S)
             xq, xv, xa, xl, Rt, tx = q1, v1, a, lam, R, t + h
             w1, w2, cq, cv, cw, want_J = wi, wf, bh2, gh, hw, True
         _evaluate(xq, xv, xa, xl, p, tx, n, w1, w2, cq, cv, cw, bh2, want_J, Rt, J, Kf, Kp, Ks, 0)
@@ -172,10 +174,10 @@ def newton_step(q0, v0, a0, lam0, p, t, h, beta, gamma, am, af, atol, rtol, max_
             R[i] = -(R[i] + R_old[i])
         for i in range(n, N):
             R[i] = -R[i]
-        LU, piv, ok = lu_factor(J)
+        LU, piv, ok = newton_lu.factor(J, S)
         if not ok:
             return q1, v1, a, lam, it, 1
-        dz = lu_solve(LU, piv, R)
+        dz = newton_lu.solve(J, LU, piv, S, R, False)
         dq = 0.0
         for i in range(n):
             a[i] += dz[i]

@@ -282,6 +282,32 @@ def normalization(q, lam, p, qidx, pidx, rows, n, R, J, wf, bh2, hw, want_J):
 # ----------------------------------------------------------------------------- joints
 
 @njit(cache=True)
+def _scatter_rows(idx, rw, phi, Gq, lr, H, n, R, J, wf, bh2, hw, want_J):
+    """Add one two-body element's Φ (rows rw, /βh²), Φ_qᵀλ (weight w_f), Φ_q and w_f Φ_qᵀ
+    (columns n + rw) and its Hessian H (weight hw) into R and J — the tail of every
+    spatial joint kernel here and in compiled/vehicle.py; local q of 14 (r_a, p_a, r_b, p_b)."""
+    me = phi.shape[0]
+    for k in range(14):
+        s = 0.0 * phi[0]
+        for r in range(me):
+            s += Gq[r, k] * lr[r]
+        _add(R, idx[k], wf * s)
+    for r in range(me):
+        row = rw[r]
+        if row < 0:
+            continue
+        R[n + row] += phi[r] / bh2
+        if want_J:
+            for k in range(14):
+                i = idx[k]
+                if i >= 0:
+                    J[n + row, i] += Gq[r, k]
+                    J[i, n + row] += wf * Gq[r, k]
+    if want_J:
+        _add_block(J, idx, H, hw)
+
+
+@njit(cache=True)
 def joint(q, lam, p, qidx, pidx, rows, ndot, n, R, J, wf, bh2, hw, want_J):
     """joints.SpatialSpherical (ndot = 0) and SpatialRevolute (ndot = 2): the spherical
     rows Φ = P_a − P_b, then dot-1 rows Φ = (A_a u'_k)ᵀ(A_b w') with (u'_k, w') the
@@ -354,21 +380,4 @@ def joint(q, lam, p, qidx, pidx, rows, ndot, n, R, J, wf, bh2, hw, want_J):
                             H[10 + j, 10 + k] += l * Kab[j, k]
                             H[3 + j, 10 + k] += l * Jab[j, k]
                             H[10 + k, 3 + j] += l * Jab[j, k]
-        for k in range(14):
-            s = 0.0 * phi[0]
-            for r in range(me):
-                s += Gq[r, k] * lr[r]
-            _add(R, idx[k], wf * s)
-        for r in range(me):
-            row = rw[r]
-            if row < 0:
-                continue
-            R[n + row] += phi[r] / bh2
-            if want_J:
-                for k in range(14):
-                    i = idx[k]
-                    if i >= 0:
-                        J[n + row, i] += Gq[r, k]
-                        J[i, n + row] += wf * Gq[r, k]
-        if want_J:
-            _add_block(J, idx, H, hw)
+        _scatter_rows(idx, rw, phi, Gq, lr, H, n, R, J, wf, bh2, hw, want_J)

@@ -119,8 +119,14 @@ class CompiledNewmark:
     #: one line on the first compiled tangent/adjoint step of the process (the CLI prints it)
     sens_note = None
 
-    def __init__(self, system):
+    def __init__(self, system, op=None):
+        from .. import compiled
+        from .newton_lu import sparse_order
         self.sys = system
+        N = system.n + system.m
+        #: J's factorization (compiled/newton_lu.py): None dense, else the sparse order of
+        #: op's pattern (from ``compiled.SPARSE_FROM`` unknowns on; without op: dense)
+        self.S = sparse_order(N, system.n, op) if op is not None and N >= compiled.SPARSE_FROM else None
         self.K = _arrays(system)
         # set 0 every element; 1 the kinds with r_a: M = ∂R₁/∂a; 2 the kinds with r_v:
         # C = ∂R₁/∂v (compiled/newmark_adjoint.py)
@@ -204,7 +210,7 @@ class CompiledNewmark:
                               f"({wall:.2f} s wall)")
             return out
         return fn(*(f(y) for y in x0), *(f(y) for y in x1), *blk, f(p), float(t), float(h), float(beta),
-                  float(gamma), float(am), float(af), dm, int(nd), self.Kf, self.Kp, self.Ks, Kdf, Kdp, Kds)
+                  float(gamma), float(am), float(af), dm, int(nd), self.Kf, self.Kp, self.Ks, Kdf, Kdp, Kds, self.S)
 
     def adjoint(self, x0, x1, mu1, p, t, h, beta, gamma, am, af, design_map, nd):
         """The compiled adjoint step (newmark_adjoint.adjoint_step): ((μ_q, μ_v, μ_a, μ_λ),
@@ -223,7 +229,7 @@ class CompiledNewmark:
         q, v, a, lam = (np.ascontiguousarray(y, dtype=np.float64) for y in x)
         return newton_step(q, v, a, lam, np.ascontiguousarray(p, dtype=np.float64), float(t), float(h), float(beta),
                            float(gamma), float(am), float(af), float(tol.atol), float(tol.rtol), int(tol.max_it),
-                           self.Kf, self.Kp, self.Ks)
+                           self.Kf, self.Kp, self.Ks, self.S)
 
     def warm_up(self):
         """Compile (or load from numba's cache) and time it: the one-line note."""

@@ -33,7 +33,7 @@ from numba import njit
 
 from ..model.component import CS_H
 from .planar import _add, _add_block, _loc, _timefn
-from .spatial import _as, _hess, _mtm, _mtv, _mv, _rotjac
+from .spatial import _as, _hess, _mtm, _mtv, _mv, _rotjac, _scatter_rows
 
 #: point-to-point force laws (``p2p``'s law argument)
 LINEAR, ILTIS_STRUT, BUMP_STOP = 0, 1, 2
@@ -306,30 +306,6 @@ def force(kind, q, v, p, qidx, pidx, rp, R, J, w, cq, cv, want_J):
 
 
 # ----------------------------------------------------------------------------- constraints
-
-@njit(cache=True)
-def _scatter_rows(idx, rw, phi, Gq, lr, H, n, R, J, wf, bh2, hw, want_J):
-    """Add one element's Φ, Φ_q, Φ_qᵀλ and Hessian H into R and J (module docstring)."""
-    me = phi.shape[0]
-    for k in range(14):
-        s = 0.0 * phi[0]
-        for r in range(me):
-            s += Gq[r, k] * lr[r]
-        _add(R, idx[k], wf * s)
-    for r in range(me):
-        row = rw[r]
-        if row < 0:
-            continue
-        R[n + row] += phi[r] / bh2
-        if want_J:
-            for k in range(14):
-                i = idx[k]
-                if i >= 0:
-                    J[n + row, i] += Gq[r, k]
-                    J[i, n + row] += wf * Gq[r, k]
-    if want_J:
-        _add_block(J, idx, H, hw)
-
 
 @njit(cache=True)
 def _sides(q, p, idx, pe):

@@ -56,7 +56,7 @@ def sweep(problem, p, k1, mu, grad, gref, T):
         mq, mv, ma, ml, grad, gref, k_end = c.adjoint_blocks(
             Q, V, A, L, T, H, b0, k, mq, mv, ma, ml, grad, gref, b0, *(f(g) for g in gx[:4]), f(gp), f(gr), f(p),
             float(st.beta), float(st.gamma), float(st.am), float(st.af), dm, int(st.nd), c.timed, c.Kf, c.Kp, c.Ks,
-            Kdf, Kdp, Kds)
+            Kdf, Kdp, Kds, c.S)
         if getattr(problem, "_progress", None) is not None:      # every step once, as the per-step sweep
             for j in range(k - 1, k_end - 1, -1):
                 problem._tick(problem.nsteps - j, problem.nsteps)

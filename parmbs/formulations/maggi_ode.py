@@ -99,7 +99,23 @@ class MaggiODE:
 
     # -- y of (q, v) and its transpose ---------------------------------------------------------
     def y_of(self, q, v, p):
+        """y of a consistent (q, v); q becomes the manifold Newton's first guess, so a run
+        from (q_0, v_0) does not depend on what the model evaluated before (bitwise
+        restarts: integrators/ts_checkpoint.py)."""
+        self._q = np.array(q, dtype=float)
         return np.concatenate([q[self.ind], v[self.ind]])
+
+    # the manifold Newton's first guess (the last solution q): part of a checkpointed
+    # state, since the converged q's last bits depend on it (integrators/ts_checkpoint.py)
+    @property
+    def guess_size(self):
+        return self.nq
+
+    def get_guess(self):
+        return np.array(self._q, dtype=float)
+
+    def set_guess(self, g):
+        self._q = np.array(g, dtype=float)
 
     def y_tangent(self, q, v, p, dq, dv):
         return np.concatenate([dq[self.ind], dv[self.ind]])

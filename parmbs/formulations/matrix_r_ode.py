@@ -95,6 +95,18 @@ class MatrixRODE:
         self._z = z
         return np.r_[z[self.ind], zd[self.ind]]
 
+    # the manifold Newton's first guess (the last solution z): part of a checkpointed
+    # state, since the converged z's last bits depend on it (integrators/ts_checkpoint.py)
+    @property
+    def guess_size(self):
+        return self.nz
+
+    def get_guess(self):
+        return np.array(self._z, dtype=float)
+
+    def set_guess(self, g):
+        self._z = np.array(g, dtype=float)
+
     def _left(self, q, v, p):
         b = self.base
         z, zd = self._zzd(q, v, p)

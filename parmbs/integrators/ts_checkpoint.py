@@ -46,13 +46,40 @@ SEGMENT = 32
 class _StateAt:
     """State k as a trajectory (what TSStepper._ygrads and Problem._local_grads read)."""
 
-    def __init__(self, T, k, x, steps):
-        self.t, self.steps, self._x = T, steps, x
-        self.y = {k: np.r_[x[0], x[1]]}
+    def __init__(self, T, k, x, steps, stepper):
+        self.t, self.steps, self._x = T, steps, tuple(x[:4])
+        self.y = {k: stepper.ystate(x)}
         self.a = {k: x[2]}
 
     def x(self, k):
         return self._x
+
+
+class _Pair:
+    """Steps k and k + 1 as a trajectory (what the own adjoint steps read: t, y)."""
+
+    def __init__(self, T, k, xk, xk1, stepper):
+        self.t = T
+        self.y = {k: stepper.ystate(xk), k + 1: stepper.ystate(xk1)}
+
+
+def _guess(stepper, x):
+    """A reduced ODE's stored manifold guess of x (None otherwise)."""
+    return x[5] if stepper.reduced else None
+
+
+def _pack(stepper, ly, n, m):
+    """λ_y (rows of y, one column per objective) as an adjoint record's (μ_q, μ_v, μ_a, μ_λ):
+    y's halves in μ_q and μ_v (a reduced y = (z, ż) is shorter than (q, v): zero-padded)."""
+    d, nobj = stepper.mod.n, ly.shape[1]
+    mq, mv = np.zeros((n, nobj)), np.zeros((n, nobj))
+    mq[:d], mv[:d] = ly[:d], ly[d:]
+    return [mq, mv, np.zeros((n, nobj)), np.zeros((m, nobj))] + [np.zeros((w, nobj)) for _, w in stepper.extra_state]
+
+
+def _unpack(stepper, mu):
+    d = stepper.mod.n
+    return np.r_[np.asarray(mu[0])[:d], np.asarray(mu[1])[:d]]
 
 
 class _RowProvider(_Provider):
@@ -67,10 +94,11 @@ class _RowProvider(_Provider):
 class TSCheckpointedRun(CheckpointedRun):
     def __init__(self, problem, store):
         st = problem.stepper
-        st._problem = problem                 # (march_fixed, step: the TS needs the run's problem)
-        # the TS's own times t_{k+1} = t_k + h (ts.py fixed_times), weights h/2, h, …, h/2
-        T = st.fixed_times(problem)
-        problem._set_grid(TimeGrid(T, np.full(problem.nsteps, float(st.h))))
+        st._problem = problem                 # (march_*, step: the TS needs the run's problem)
+        if problem.adapt is None:
+            # the TS's own times t_{k+1} = t_k + h (ts.py fixed_times), weights h/2, h, …, h/2
+            T = st.fixed_times(problem)
+            problem._set_grid(TimeGrid(T, np.full(problem.nsteps, float(st.dt))))
         super().__init__(problem, store)
 
     def _segment_base(self, j):
@@ -91,11 +119,11 @@ class TSCheckpointedRun(CheckpointedRun):
         pr, st = self.pr, self.pr.stepper
         n, m = pr.sys.n, pr.sys.m
         st._kcache = None
-        view = _StateAt(self.T, N, x, N)
+        st.reseed(_guess(st, x))
+        view = _StateAt(self.T, N, x, N, st)
         parts = [st._ygrads(pr, ob, N, view, p, ref) for ob, ref in zip(pr.objectives, refs)]
         gy = np.stack([pt[0] for pt in parts], -1)
-        nobj = len(parts)
-        mu = [gy[:n], gy[n:], np.zeros((n, nobj)), np.zeros((m, nobj))]
+        mu = _pack(st, gy, n, m)
         return mu, np.stack([pt[1] for pt in parts], -1), np.stack([pt[2] for pt in parts], -1)
 
     def adjoint(self, p):
@@ -112,12 +140,15 @@ class TSCheckpointedRun(CheckpointedRun):
         refs = [ob.reference(pr.sys, x0[0], p) for ob in pr.objectives]
         provider = {"all": _RowProvider, "every": _EveryProvider, "revolve": _RevolveProvider}[self.sched.kind](
             self, p, k, x0)
+        if stp.uses_own_adjoint(pr):
+            return self._own_adjoint(p, k, x1, mu, grad, gref, values, provider, x0, refs)
         n, m, nd = pr.sys.n, pr.sys.m, stp.mod.nd
         nobj = len(pr.objectives)
         lams, mus, grefs = stp.cost_vectors(nobj)
         L = stp.layout
+        ly0 = _unpack(stp, mu)
         for i in range(nobj):
-            L.set(lams[i], np.r_[mu[0][:, i], mu[1][:, i]])
+            L.set(lams[i], ly0[:, i])
             L.set(mus[i], np.array(grad[:, i]) if nd else np.zeros(1))
             grefs.append(np.array(gref[:, i]))
         stp._kcache = None
@@ -125,16 +156,15 @@ class TSCheckpointedRun(CheckpointedRun):
 
         def after(j, xj):
             """λ_j += ∂ψ_j/∂y_j …, then the adjoint record after reverse step j."""
-            stp.add_local(pr, j, _StateAt(self.T, j, xj, N), p, refs, lams, mus, grefs)
+            stp.add_local(pr, j, _StateAt(self.T, j, xj, N, stp), p, refs, lams, mus, grefs)
             self.adjoint_steps += 1
             pr._tick(N - j, N)
             st.kill("adjoint")
             ly = np.stack([L.get(v) for v in lams], -1)
             g = np.stack([L.get(v)[:nd] for v in mus], -1)
-            st.save_adjoint(j, xj, [ly[:n], ly[n:], np.zeros((n, nobj)), np.zeros((m, nobj))], g,
-                            np.stack(grefs, -1), values, force=(j == 0))
+            st.save_adjoint(j, xj, _pack(stp, ly, n, m), g, np.stack(grefs, -1), values, force=(j == 0))
 
-        y1 = np.r_[x1[0], x1[1]]
+        y1 = stp.ystate(x1)
         j = k
         while j > 0:
             # all / every:K: one TS over the stored interval [base, j] and TSAdjoint back
@@ -143,8 +173,36 @@ class TSCheckpointedRun(CheckpointedRun):
             xb = provider.state(base)
             self.recomputed += j - base
             stp.ts_adjoint_segment(pr, base, xb, j, self.T, y1, lams, mus, p, after)
-            y1 = np.r_[xb[0], xb[1]]
+            y1 = stp.ystate(xb)
             j = base
         self.recomputed += provider.recomputed
         self.held.clear()
         return stp.adjoint_finish(pr, x0[0], p, lams, mus, grefs)
+
+    def _own_adjoint(self, p, k, x1, mu, grad, gref, values, provider, x0, refs):
+        """∇ψ by our own adjoint steps (ts-arkimex; ts-rk on a tableau PETSc's RK adjoint
+        gets wrong, ts.py ``uses_own_adjoint``): the steps of TSStepper.own_adjoint with
+        x_j from the schedule's provider (recomputed by one-step TS runs, ``step``), in the
+        same order and arithmetic as the in-memory sweep, the adjoint record after each."""
+        pr, st, stp = self.pr, self.store, self.pr.stepper
+        n, m, N = pr.sys.n, pr.sys.m, self.N
+        step = stp.own_step()
+        lam, grad, gref = _unpack(stp, mu), np.array(grad), np.array(gref)
+        xs1 = x1
+        for j in range(k - 1, -1, -1):
+            xj = provider.state(j)
+            stp.reseed(_guess(stp, xs1))
+            lam, dg = step(j, _Pair(self.T, j, xj, xs1, stp), lam, p)
+            stp.reseed(_guess(stp, xj))
+            view = _StateAt(self.T, j, xj, N, stp)
+            parts = [stp._ygrads(pr, ob, j, view, p, ref) for ob, ref in zip(pr.objectives, refs)]
+            gy, gp, gr = (np.stack([pt[i] for pt in parts], -1) for i in range(3))
+            lam, grad, gref = lam + gy, grad + dg + gp, gref + gr
+            self.adjoint_steps += 1
+            pr._tick(N - j, N)
+            st.kill("adjoint")
+            st.save_adjoint(j, xj, _pack(stp, lam, n, m), grad, gref, values, force=(j == 0))
+            xs1 = xj
+        self.recomputed += provider.recomputed
+        self.held.clear()
+        return stp.own_finish(pr, x0[0], p, lam, grad, gref)

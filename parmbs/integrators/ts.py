@@ -34,9 +34,9 @@ TSAdjoint to round-off, which for the penalty matrix M + αΦ_qᵀΦ_q grows ∝
 (≈1e-12 at α = 1e5, ≈1e-10 at 1e7 on the double pendulum).
 
 The TS lives on the problem's communicator (ts_layout.py: distributed Vecs and
-Jacobians on several ranks); fixed-step runs checkpoint to HDF5 with every schedule
-and restart bit for bit (ts_checkpoint.py; ``fixed_times``: the times a TS started at
-a stored state reaches).
+Jacobians on several ranks); runs checkpoint to HDF5 with every schedule, fixed or
+adaptive steps, and restart bit for bit (ts_checkpoint.py; ``fixed_times``: the times
+a TS started at a stored state reaches; ``march_adaptive``: the exact accepted steps).
 """
 import numpy as np
 

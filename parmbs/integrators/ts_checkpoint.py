@@ -1,5 +1,6 @@
-"""HDF5 checkpoints and restart for the TSAdjoint-driven PETSc TS runs (integrators/ts.py:
-``ts-beuler``, ``ts-theta``, ``ts-cn``, ``ts-rk`` on the penalty and index-1 formulations).
+"""HDF5 checkpoints and restart for the PETSc TS runs of integrators/ts.py (``ts-beuler``,
+``ts-theta``, ``ts-cn``, ``ts-rk``, ``ts-arkimex`` on the penalty, index-1, Maggi and
+matrix-r independent formulations; fixed or adaptive steps).
 
 The store, the schedules (``all``, ``every:K``, ``revolve:C``) and their providers are
 parmbs's own (parmbs/checkpoint): the forward run writes every state the schedule keeps
@@ -29,8 +30,28 @@ the stages of that step and the cost gradients (λ, μ), which the adjoint recor
 sweep came from (RuntimeError if a bit differs), so a gradient is never returned from
 a trajectory that did not repeat.
 
-Adaptive TS runs (TSAdapt) are refused (``TSStepper.checkpoint_refusal``): TSAdapt's
-error estimate reads the previous steps, which a TS started at a stored state lacks.
+Our own adjoint steps (``ts-arkimex``, which PETSc 3.18 cannot adjoin, and ts-rk on a
+tableau PETSc's RK adjoint gets wrong — 5dp, the adaptive default): the reverse sweep
+of TSStepper.own_adjoint with x_j from the schedule's provider (recomputed by one-step
+TS runs, ``TSStepper.step``), the schedule's recomputations only.
+
+Reduced ODEs (Maggi, matrix-r independent): y is not recovered bit for bit from
+x = (q, v, a, λ), and the manifold Newton's result depends in its last bits on its first
+guess (the last solution), so both are trailing blocks of the stored state
+(``TSStepper.extra_state``); a re-run starts from them, and every adjoint step and
+objective term starts from its state's stored guess (``TSStepper.reseed``), in memory
+as here.  ts-rk with an FSAL tableau on a reduced ODE is refused: its first stage is the
+previous step's last, which a re-run evaluates afresh from another guess.
+
+Adaptive runs (``simulation.adapt``, TSAdapt basic): the forward run is one TS with
+TSAdapt (``TSStepper.march_adaptive``) and keeps each accepted step's exact size (the
+attempt's h the callbacks saw, not t_{k+1} − t_k, which differs in the last bits); the
+file holds t_k and h_k (parmbs's adaptive store), and the reverse sweep's re-runs take
+those steps without TSAdapt (``hs``: bitwise the forward run's).  TSAdapt's estimate
+reads the scheme's previous steps (TSTHETA: y_{k−1}), which a TS started at a stored
+state lacks, so a forward run killed part-way is re-run from x_0 and checked bitwise at
+the state it resumes from.  -parmbs_ts_adapt_type contradicting simulation.adapt is
+refused (``TSStepper.checkpoint_refusal``).
 """
 from __future__ import annotations
 

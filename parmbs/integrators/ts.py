@@ -714,30 +714,17 @@ class TSStepper(ARKIMEXSteps):
         same bits — its x_k0 and t_k0 checked against the stored ones (RuntimeError if a
         bit differs), and only the steps after k0 are kept (as ts_alpha2.py)."""
         import math
-        T, H, seen = [t0], [], [k0 == 0]
+        from .ts_checkpoint import Rerun
 
-        def kept(k, t, h, xk):
-            if k <= k0:
-                if k == k0 and k0 > 0:
-                    if t != t0 or not all(np.array_equal(a, b) for a, b in zip(xk, x)):
-                        raise RuntimeError(f"step {k} (t = {t:.6g}): the adaptive TS run re-run from the initial "
-                                           "state differs from the stored state it resumes from")
-                    seen[0] = True
-                return
+        def note(k):
             if state is not None:
                 state.h_next, state.err_prev, state.hist = math.nan, None, []
                 state.rejected = self._live.getStepRejections()
-            T.append(t)
-            H.append(h)
-            keep(k, t, h, xk)
-
+        kept = Rerun("TS", k0, t0, x, keep, note)
         _, ts = self._run(self._problem, p, progress=progress, keep=kept)
         rejected = ts.getStepRejections()
         ts.destroy()
-        if not seen[0]:
-            raise RuntimeError(f"the adaptive TS run re-run from the initial state has fewer than the {k0} steps "
-                               "it resumes from")
-        return (TimeGrid(np.array(T), np.array(H)), self._last_its[k0:]), rejected
+        return (kept.done(), self._last_its[k0:]), rejected
 
     def step(self, k, t, x, p):
         """x_{k+1} from x_k: one TS step from the stored state (a checkpoint provider's

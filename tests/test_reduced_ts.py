@@ -76,13 +76,5 @@ def test_matrix_r_ts_needs_independent_coordinates(tmp_path):
                        "simulation.integrator", "independent")
 
 
-def test_reduced_ts_fsal_checkpoint_refused(tmp_path):
-    """The reduced ODEs checkpoint (tests/test_ts_checkpoint.py), ts-rk with RK4 only: an
-    FSAL tableau's first stage is the previous step's last, which a re-run from a stored
-    state evaluates afresh, its manifold Newton from another guess (ts.py
-    checkpoint_refusal)."""
-    from gradient_checks import cli_one_line_error
-    cli_one_line_error(["gradient", FIVEBAR, "--set", 'simulation.formulation="maggi"', "--set",
-                        'simulation.integrator="ts-rk"', "--set", "simulation.t_end=0.01", "--set",
-                        'checkpoint.schedule="every:5"', "-parmbs_ts_rk_type", "3bs"], tmp_path,
-                       "checkpoint.schedule", "'3bs'")
+# checkpointed reduced TS runs (y and the manifold guess stored; an FSAL RK tableau too):
+# tests/test_ts_checkpoint.py

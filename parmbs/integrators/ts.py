@@ -487,6 +487,15 @@ class TSStepper(ARKIMEXSteps):
                 raise ModelError("simulation.adapt", f"ts-rk type {ts.getRKType()!r} has no embedded error "
                                  "estimate for adaptive steps: use -parmbs_ts_rk_type 5dp (the default of "
                                  "adaptive ts-rk runs), 3bs, 5f, ...")
+            if len(b) > 1 and np.array_equal(A[-1], b):
+                # an FSAL tableau (5dp, 3bs): PETSc reuses the last stage's G as the next
+                # step's first, evaluated at the stage vector y_k + h Σ A_sj K_j (equal to
+                # y_{k+1} up to round-off) and, on a reduced ODE, from another manifold guess;
+                # a TS started at a stored state evaluates G(y_k) afresh, so checkpointed runs
+                # would differ from the uninterrupted one (Maggi, 3bs: 2.8e-17 at step 35 with
+                # the reuse).  TSRestartStep after every step turns the reuse off (TSStep_RK:
+                # FSAL off when steprestart): one more evaluation per step, the same bits
+                ts.setPostStep(lambda ts_: ts_.restartStep())
         if self.kind == "ts-arkimex":
             from .ts_arkimex import check_type
             check_type(ts)
@@ -574,6 +583,10 @@ class TSStepper(ARKIMEXSteps):
             x = self._x(t, y, p, state["a"])
             if self.reduced:                    # y and the manifold guess: extra_state
                 x = tuple(x) + (y, self.mod.get_guess())
+                # the next step starts as a re-run from this stored state does (reseed): no
+                # cached evaluation (an FSAL tableau's last stage is at y_{k+1} up to round-off,
+                # its evaluation made from another guess; measured 2.8e-17 off with 3bs)
+                self._cache = None
             a, lam = x[2], x[3]
             state["a"] = a
             if guard is not None:
@@ -668,17 +681,14 @@ class TSStepper(ARKIMEXSteps):
         if kind and (kind != "none") != (self.sim.adapt is not None):
             return (f"-{PREFIX}adapt_type {kind} contradicts simulation.adapt in a checkpointed {self.kind} run "
                     "(TSAdapt): set or remove [simulation.adapt] instead")
-        if self.kind == "ts-rk" and self.reduced:
-            rk = PETSc.Options().getString(PREFIX + "rk_type", "5dp" if (self.sim.adapt is not None or kind
-                                                                          not in ("", "none")) else "4")
-            if rk != "4":
-                # an FSAL tableau (5dp, 3bs, ...) reuses the last stage of step k as the first
-                # of step k + 1; a TS started at a stored state evaluates it afresh, and on a
-                # reduced ODE that evaluation's manifold Newton starts from another guess:
-                # measured, the five-bar Maggi 5dp gradient moved 1.5e-16 after recomputation
-                return (f"ts-rk type {rk!r} on the {self.sim.formulation} formulation does not repeat bit for bit "
-                        "from a stored state (its first stage is the previous step's last); checkpoint with "
-                        "fixed steps and RK4, or ts-theta/ts-cn/ts-beuler, or run without a checkpoint file")
+        if self.sim.adapt is not None and self.kind in ("ts-rk", "ts-arkimex") and kind != "none":
+            # PETSc rolls a rejected RK/ARKIMEX attempt back by y − h Σ b_j K_j (TSRollBack_RK,
+            # _ARKIMEX), not to y bit for bit, and the accepted attempt starts there: a step
+            # recomputed from the stored y_k differs in the last bits (five-bar, adaptive 5dp,
+            # 0.5 s: 5 of 29 steps by ≤ 2.2e-16).  TSTHETA restores y by a copy
+            return (f"adaptive {self.kind} does not repeat a step bit for bit from a stored state (PETSc rolls a "
+                    "rejected attempt back by subtraction): checkpoint it with fixed steps, or use "
+                    "ts-theta/ts-cn/ts-beuler, or run without a checkpoint file")
         return None
 
     def checkpoint_run(self, problem, store):

@@ -40,10 +40,11 @@ x = (q, v, a, λ), and the manifold Newton's result depends in its last bits on 
 guess (the last solution), so both are trailing blocks of the stored state
 (``TSStepper.extra_state``); a re-run starts from them, and every adjoint step and
 objective term starts from its state's stored guess (``TSStepper.reseed``), in memory
-as here.  ts-rk with an FSAL tableau on a reduced ODE is refused: its first stage is the
-previous step's last, which a re-run evaluates afresh from another guess.
+as here (an FSAL RK tableau's first stage is evaluated afresh every step: ts.py).
 
-Adaptive runs (``simulation.adapt``, TSAdapt basic): the forward run is one TS with
+Adaptive runs (``simulation.adapt``, TSAdapt basic; ts-theta, ts-cn, ts-beuler — adaptive
+ts-rk and ts-arkimex are refused: PETSc rolls a rejected attempt back by subtraction,
+not to y_k bit for bit): the forward run is one TS with
 TSAdapt (``TSStepper.march_adaptive``) and keeps each accepted step's exact size (the
 attempt's h the callbacks saw, not t_{k+1} − t_k, which differs in the last bits); the
 file holds t_k and h_k (parmbs's adaptive store), and the reverse sweep's re-runs take

@@ -20,12 +20,19 @@ trapezoidal weights.  With it our index-1 direct value reproduces the thesis' ro
 to all printed digits and index-3 its row 1 to 5e-5 (the thesis' 0.2 % gap to row 11
 is that O(h) quadrature error).
 
-Usage: python benchmarks/fivebar_table51.py [--dts 1e-2,1e-3] [--right-rule]
+``--penalty-study``: instead of the table, what moves the penalty rows with RK: the
+penalty factor α (RK4, h = 1e-2, direct) and adaptive Dormand–Prince 5(4) (ts-rk with
+simulation.adapt, rtol = atol; our adjoint over the accepted steps), each adaptive run
+beside a real central difference at δ = 1e-7 whose two runs choose their own steps
+(not frozen: what an FD around an error-controlled integrator sees; thesis row 10).
+
+Usage: python benchmarks/fivebar_table51.py [--dts 1e-2,1e-3] [--right-rule] [--penalty-study]
 """
 import argparse
 import pathlib
 import time
 
+import parmbs  # noqa: F401  (before numpy: parmbs/_determinism.py)
 import numpy as np
 
 from parmbs.config import load_config
@@ -58,9 +65,11 @@ AVM_ROWS = [(f"8: Adjoint Maggi's ({v})", "maggi", "trapezoidal", "adjoint", v)
             for v in ("first-order-explicit", "first-order-implicit", "second-order")]
 
 
-def gradient(formulation, integrator, method, dt, right_rule=False, avm="discrete"):
+def gradient(formulation, integrator, method, dt, right_rule=False, avm="discrete", extra=(), fd=None):
+    """(dψ1/dL01, dψ1/dL02), seconds; ``extra``: more config settings; ``fd``: also the
+    real central difference at step ``fd`` with unfrozen steps (then a third value)."""
     cfg = load_config(str(CFG), [f"simulation.dt={dt}", f'simulation.formulation="{formulation}"',
-                                 f'simulation.integrator="{integrator}"']
+                                 f'simulation.integrator="{integrator}"', *extra]
                       + ([f'simulation.maggi.adjoint="{avm}"'] if formulation == "maggi" else []))
     pr = Problem(cfg)
     pr.objectives = [o for o in pr.objectives if o.name == "psi1"]
@@ -73,14 +82,44 @@ def gradient(formulation, integrator, method, dt, right_rule=False, avm="discret
         g = pr.direct() if formulation == "penalty" else (pr.forward(), pr.direct())[1]
     names = pr.design.names
     g = g["psi1"]
-    return np.array([g[names.index("Ls1")], g[names.index("Ls2")]]), time.perf_counter() - t0
+    out = np.array([g[names.index("Ls1")], g[names.index("Ls2")]]), time.perf_counter() - t0
+    if fd is None:
+        return out
+    steps, cd = pr.traj.steps, []
+    for name in ("Ls1", "Ls2"):
+        j, vals = names.index(name), []
+        for sgn in (1, -1):
+            rho = pr.design.values(pr.sys.p)
+            rho[j] += sgn * fd
+            pr.forward(pr.design.apply(pr.sys.p, rho))       # its own (adaptive) steps
+            vals.append(pr.objective_values()["psi1"])
+        cd.append((vals[0] - vals[1]) / (2 * fd))
+    return out + (np.array(cd), steps)
+
+
+def penalty_study():
+    print("five-bar penalty, psi1 over 5 s: dpsi1/dL01, dpsi1/dL02 (thesis row 3: -4.2305 3.2154, "
+          "row 7: -4.2293 3.2137, row 11: -4.2288 3.2116)")
+    for a in ("1e5", "1e6", "1e7"):
+        g, t = gradient("penalty", "ts-rk", "direct", 1e-2, extra=[f"simulation.penalty.alpha={a}"])
+        print(f"RK4 h=1e-2 alpha={a:<5} direct   {g[0]:>10.6f} {g[1]:>10.6f}  gap to row 11 "
+              f"{abs(g[0] - REF[0]) / abs(REF[0]):.1e} {abs(g[1] - REF[1]) / abs(REF[1]):.1e}  {t:.0f}s", flush=True)
+    for r in ("1e-3", "1e-4", "1e-5", "1e-6"):
+        g, t, cd, n = gradient("penalty", "ts-rk", "adjoint", 1e-2, extra=[f"simulation.adapt={{rtol={r}, atol={r}}}"],
+                               fd=1e-7)
+        print(f"5dp rtol=atol={r:<5} adjoint {g[0]:>10.6f} {g[1]:>10.6f}  gap to row 11 "
+              f"{abs(g[0] - REF[0]) / abs(REF[0]):.1e} {abs(g[1] - REF[1]) / abs(REF[1]):.1e}  {n} steps; "
+              f"unfrozen real FD 1e-7: {cd[0]:.4f} {cd[1]:.4f}", flush=True)
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dts", default="1e-2,1e-3")
     ap.add_argument("--right-rule", action="store_true")
+    ap.add_argument("--penalty-study", action="store_true")
     args = ap.parse_args()
+    if args.penalty_study:
+        return penalty_study()
     dts = [float(x) for x in args.dts.split(",")]
     print("five-bar, psi1 over 5 s: dpsi1/dL01, dpsi1/dL02 (seed 004 Table 5.1; row 11 = seed 002 Table 1)")
     print(f"{'row':<44} {'thesis h=1e-2':>22} " + " ".join(f"{'parmbs h=' + format(dt, 'g'):>22} {'gap to row 11':>16}"

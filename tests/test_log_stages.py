@@ -94,6 +94,22 @@ def test_ts_adjoint_is_petsc_s_tsadjoint_inside_the_adjoint_stage():
     assert events(out, "parmbs forward")["TSStep"] == 2 * STEPS
 
 
+@pytest.mark.parametrize("mpi", [0, 2])
+def test_checkpoint_io_is_a_stage(mpi, tmp_path):
+    """The HDF5 checkpoint store's reads and writes (rank 0's, checkpoint/store.py) are
+    the "parmbs checkpoint I/O" stage (before, the stage was registered but never entered:
+    -log_view did not list it); a TS run with every:3 (its reverse sweep reads the
+    stored states, writes adjoint records).  On 2 ranks only rank 0 enters it."""
+    if mpi and shutil.which("mpirun") is None:
+        pytest.skip("no mpirun")
+    out = cli("gradient", FIVEBAR, *SHORT, "--set", 'simulation.formulation="index1"', "--set",
+              'simulation.integrator="ts-theta"', "--set", 'checkpoint.schedule="every:3"', "-o",
+              str(tmp_path / "g.h5"), mpi=mpi)
+    st = stages(out)
+    assert {"parmbs forward", "parmbs adjoint", "parmbs checkpoint I/O"} <= set(st), st
+    assert st["parmbs checkpoint I/O"] > 0, st
+
+
 @pytest.mark.skipif(shutil.which("mpirun") is None, reason="no mpirun")
 def test_two_ranks_agree_on_the_stages():
     out = cli("gradient", FIVEBAR, *SHORT, "--set", 'parallel.distribute="always"', mpi=2)

@@ -76,9 +76,5 @@ def test_matrix_r_ts_needs_independent_coordinates(tmp_path):
                        "simulation.integrator", "independent")
 
 
-def test_reduced_ts_checkpoint_file_refused(tmp_path):
-    """The reduced ODEs keep their trajectory in memory (ts.py checkpoint_refusal)."""
-    from gradient_checks import cli_one_line_error
-    cli_one_line_error(["gradient", FIVEBAR, "--set", 'simulation.formulation="maggi"', "--set",
-                        'simulation.integrator="ts-rk"', "--set", "simulation.t_end=0.01", "--set",
-                        'checkpoint.schedule="every:5"'], tmp_path, "checkpoint.schedule", "in memory")
+# checkpointed reduced TS runs (y and the manifold guess stored; an FSAL RK tableau too):
+# tests/test_ts_checkpoint.py

@@ -56,7 +56,5 @@ def test_other_arkimex_type_is_refused(tmp_path, opt, word):
                         "--output", tmp_path / "o.h5", opt, "3"], tmp_path, "simulation.integrator", word)
 
 
-def test_arkimex_checkpoint_file_refused(tmp_path):
-    cli_one_line_error(["gradient", FIVEBAR, "--set", 'simulation.formulation="index1"', "--set",
-                        'simulation.integrator="ts-arkimex"', "--set", "simulation.t_end=0.01", "--set",
-                        'checkpoint.schedule="every:5"'], tmp_path, "checkpoint.schedule", "in memory")
+# checkpointed ts-arkimex runs (our adjoint steps on the schedule's states, SIGKILL +
+# --restart): tests/test_ts_checkpoint.py

@@ -167,3 +167,43 @@ def test_distributed_adaptive_ts_alpha2_equals_serial():
         assert np.max(np.abs(gw[k] - gs[k])) <= bound * g, k
         other = comm.allgather(gw[k])
         assert all(np.array_equal(o, other[0]) for o in other), k
+
+
+@pytest.mark.mpi(min_size=2)
+@pytest.mark.parametrize("formulation,integrator,extra,schedule", [
+    ("maggi", "ts-rk", [], "every:4"),
+    ("index1", "ts-theta", ["simulation.adapt={rtol=1e-5, atol=1e-7}"], "revolve:3"),
+])
+def test_distributed_ts_checkpoint_reduced_and_adaptive(formulation, integrator, extra, schedule, tmp_path_factory):
+    """A reduced ODE (Maggi: y and the manifold guess stored) and an adaptive TSAdjoint run
+    (exact step sizes stored), distributed and checkpointed: the distributed in-memory
+    run's gradient bit for bit.  The distributed in-memory run against serial: the
+    fixed-step bound of the module docstring (10 N ε), and for the adaptive run the same
+    step count with the estimate's round-off: the states differ by 10 N ε |y|, TSAdapt's
+    weighted norm (weights ≥ atol) by δ = 10 N ε max|y| / atol, the step sizes by ≤ δ/2
+    relative (h ∝ norm^(−1/(p+1)), p ≥ 1), so t_N by ≤ N h_max δ/2 and the gradient by
+    ≤ 10 N ε + δ (the mesh's share: δ times the discretization error, < 1)."""
+    _, tw, v0, g0 = _run(PETSc.COMM_WORLD, formulation, integrator, extra)
+    _, ts, vs, gs = _run(PETSc.COMM_SELF, formulation, integrator, extra)
+    n = ts.steps
+    assert tw.steps == n and (n == N) == (not extra)
+    y = np.max(np.abs(np.hstack([ts.q, ts.v])))
+    delta = 10 * n * EPS * y / 1e-7 if extra else 0.0
+    h = np.diff(ts.t)
+    assert np.max(np.abs(tw.t - ts.t)) <= n * h.max() * delta / 2
+    bound = 10 * n * EPS + delta
+    for k in gs:
+        gap = np.max(np.abs(g0[k] - gs[k])) / np.max(np.abs(gs[k]))
+        print(f"{formulation}/{integrator} {k}: {n} steps, |Δ∇ψ|/max|∇ψ| {gap:.1e} (bound {bound:.1e})")
+        assert gap <= bound, k
+    comm = PETSc.COMM_WORLD.tompi4py()
+    path = comm.bcast(str(tmp_path_factory.mktemp("ck") / "ck.h5") if comm.rank == 0 else None)
+    pr = _problem(PETSc.COMM_WORLD, formulation, integrator, [*extra, f"checkpoint.schedule={schedule}"])
+    ck = pr.use_checkpoint(path)
+    tr = pr.forward()
+    v = pr.objective_values(tr)
+    g = pr.adjoint()
+    ck.store.close()
+    assert tr.steps == n and pr.stepper.layout.dist and ck.recomputed >= n
+    for k in g0:
+        assert v[k] == v0[k] and np.array_equal(g[k], g0[k]), k

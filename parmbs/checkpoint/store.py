@@ -75,6 +75,7 @@ import zlib
 import numpy as np
 
 from ..io.hdf5 import HDF5Error, _comm, _short, _write_header, coordinate_names, put_names
+from .._log import checkpoint_io, stage
 
 FORMAT = 1          # adaptive files add datasets (above) and are marked by /checkpoint adaptive = 1
 #: seconds between flushes of buffered ``all`` rows and adjoint copies (0: every step)
@@ -213,7 +214,8 @@ class CheckpointStore:
             try:
                 if pending_first and self._pending is not None:   # a failed buffered row write
                     raise self._pending
-                res = fn()
+                with stage("checkpoint I/O"):        # -log_view's "parmbs checkpoint I/O" (_log.py)
+                    res = fn()
             except SimulatedKill:
                 err = "kill"
             except HDF5Error as e:
@@ -390,6 +392,7 @@ class CheckpointStore:
                 self.f.flush()
         self._root(fn, "/trajectory")
 
+    @checkpoint_io
     def flush_rows(self):
         """Rank 0: write the buffered rows, flush, then advance valid_steps and flush again."""
         if not self.root or not self._rows:

@@ -76,7 +76,21 @@ def short_names(names, k=4):
     return ", ".join(names[:k]) + (f" (+{len(names) - k} more)" if len(names) > k else "")
 
 
-class MaggiODE:
+class ManifoldGuess:
+    """The manifold Newton's first guess of a reduced ODE — its last solution, the
+    attribute named ``_GUESS``, ``guess_size`` long: part of a checkpointed state, since
+    the converged point's last bits depend on it (integrators/ts_checkpoint.py)."""
+
+    _GUESS = "_q"
+
+    def get_guess(self):
+        return np.array(getattr(self, self._GUESS), dtype=float)
+
+    def set_guess(self, g):
+        setattr(self, self._GUESS, np.array(g, dtype=float))
+
+
+class MaggiODE(ManifoldGuess):
     """G(t, y; ρ) of Maggi's ODE in y = (z, ż) and its derivatives (dense)."""
 
     explicit = True           # F = ẏ − G(t, y): ts-rk can run G directly
@@ -99,7 +113,13 @@ class MaggiODE:
 
     # -- y of (q, v) and its transpose ---------------------------------------------------------
     def y_of(self, q, v, p):
+        """y of a consistent (q, v); q becomes the manifold Newton's first guess, so a run
+        from (q_0, v_0) does not depend on what the model evaluated before (bitwise
+        restarts: integrators/ts_checkpoint.py)."""
+        self._q = np.array(q, dtype=float)
         return np.concatenate([q[self.ind], v[self.ind]])
+
+    guess_size = property(lambda self: self.nq)     # (ManifoldGuess: the last solution q)
 
     def y_tangent(self, q, v, p, dq, dv):
         return np.concatenate([dq[self.ind], dv[self.ind]])

@@ -47,12 +47,12 @@ from scipy.linalg import cho_factor, cho_solve, lu_factor, lu_solve
 from ..integrators.newmark import StepError
 from ..model.evaluation import StateEval
 from .index1_ode import Index1ODE, second_order_jacobians
-from .maggi_ode import ReducedODEEval, newton_to_roundoff, short_names
+from .maggi_ode import ManifoldGuess, ReducedODEEval, newton_to_roundoff, short_names
 from .matrix_r import dense
 from .matrix_r_independent import MatrixRIndependent
 
 
-class MatrixRODE:
+class MatrixRODE(ManifoldGuess):
     """G(t, y; ρ) of the Matrix-R ODE in y = (z^i, ż^i) and its derivatives (dense)."""
 
     explicit = True           # F = ẏ − G(t, y): ts-rk can run G directly
@@ -94,6 +94,9 @@ class MatrixRODE:
         z, zd = self._zzd(q, v, p)
         self._z = z
         return np.r_[z[self.ind], zd[self.ind]]
+
+    _GUESS = "_z"                                   # (ManifoldGuess: the last solution z)
+    guess_size = property(lambda self: self.nz)
 
     def _left(self, q, v, p):
         b = self.base

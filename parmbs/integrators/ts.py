@@ -34,9 +34,9 @@ TSAdjoint to round-off, which for the penalty matrix M + αΦ_qᵀΦ_q grows ∝
 (≈1e-12 at α = 1e5, ≈1e-10 at 1e7 on the double pendulum).
 
 The TS lives on the problem's communicator (ts_layout.py: distributed Vecs and
-Jacobians on several ranks); fixed-step runs checkpoint to HDF5 with every schedule
-and restart bit for bit (ts_checkpoint.py; ``fixed_times``: the times a TS started at
-a stored state reaches).
+Jacobians on several ranks); runs checkpoint to HDF5 with every schedule, fixed or
+adaptive steps, and restart bit for bit (ts_checkpoint.py; ``fixed_times``: the times
+a TS started at a stored state reaches; ``march_adaptive``: the exact accepted steps).
 """
 import numpy as np
 
@@ -47,7 +47,7 @@ from ..sensitivity.objectives import quadrature_weights
 from ..model.assembly import SparseOperator
 from ..model.system import ModelError
 from .newmark import StepError, saddle_point_pattern
-from .timeloop import StepSizeError
+from .timeloop import StepSizeError, TimeGrid
 from .initial import InitialState
 from .ts_layout import TSLayout
 
@@ -137,7 +137,8 @@ from .ts_arkimex import ARKIMEXSteps
 class TSStepper(ARKIMEXSteps):
     def __init__(self, model, sim, comm=None):
         self.mod, self.sim = model, sim
-        self.h = sim.dt
+        self.h = sim.dt            # the next step() call's step size (timeloop.set_step)
+        self.dt = sim.dt           # the nominal step: fixed runs' h, adaptive runs' first h
         self.kind = sim.integrator
         # the TS on the problem's communicator (ts_layout.py): distributed on several
         # ranks, the serial code's objects on one (or replicated: COMM_SELF)
@@ -153,6 +154,7 @@ class TSStepper(ARKIMEXSteps):
         #: (TSAdjoint, direct), so FD checks perturb along the same mesh (freeze())
         self.grid = None
         self._qv0 = None
+        self._h_try = sim.dt
         # ts-cn: the θ = ½ stage form (implicit midpoint).  PETSc's TSCN is the endpoint
         # variant, which assumes a constant mass matrix; with S(q) = M + αΦ_qᵀΦ_q it mixes
         # S(q_{k+1}) with the O(α) constraint forces at q_k and diverges within ~30 steps.
@@ -203,6 +205,7 @@ class TSStepper(ARKIMEXSteps):
         return c[1]
 
     def _ifunction(self, ts, t, y, yd, f):
+        self._h_try = ts.getTimeStep()          # (adaptive runs: the step size of this attempt)
         L = self.layout
         pe = self._eval(t, L.get(y), L.get(yd))
         L.set(f, pe.F())
@@ -246,6 +249,7 @@ class TSStepper(ARKIMEXSteps):
 
     # explicit models (F = ẏ − G(t, y)): G, G_y, G_ρ for ts-rk
     def _rhsfunction(self, ts, t, y, f):
+        self._h_try = ts.getTimeStep()          # (adaptive runs: the step size of this attempt)
         pe = self._eval(t, self.layout.get(y), np.zeros(self.mod.N))
         self.layout.set(f, pe.G())
 
@@ -292,6 +296,34 @@ class TSStepper(ARKIMEXSteps):
         n = self.mod.n
         return ly[:n], ly[n:], 0.0
 
+    # -- the stored state of a reduced ODE --------------------------------------------------------
+    @property
+    def reduced(self):
+        return bool(getattr(self.mod, "reduced", False))
+
+    @property
+    def extra_state(self):
+        """Trailing state blocks (sensitivity/problem.state_blocks) a checkpoint stores:
+        a reduced ODE's y itself and its manifold Newton's first guess (the last solution).
+        y is not recovered bit for bit from x = (q, v, a, λ), and the converged manifold
+        point's last bits depend on the guess, so both are part of the state a TS
+        restarts from (integrators/ts_checkpoint.py)."""
+        if not self.reduced:
+            return ()
+        return (("y", self.mod.N), ("guess", self.mod.guess_size))
+
+    def ystate(self, x):
+        """The TS state y of a stored x (with ``extra_state``'s blocks for a reduced ODE)."""
+        return np.array(x[4]) if self.reduced else np.r_[x[0], x[1]]
+
+    def reseed(self, g):
+        """A reduced ODE's manifold guess set to ``g`` and the evaluation cache emptied:
+        every adjoint step and objective term starts from the stored guess of its state,
+        in memory as in a checkpointed sweep, so both give the same bits."""
+        if self.reduced and g is not None:
+            self.mod.set_guess(g)
+            self._cache = None
+
     # -- consistent acceleration a = v̇ at a stored state ---------------------------------
     def _accel(self, t, y, p, a0):
         if hasattr(self.mod, "accel"):                 # a model that has a(y) directly
@@ -324,18 +356,27 @@ class TSStepper(ARKIMEXSteps):
         a TS started at a stored t_k with y_k repeats the run's steps bit for bit — what
         the checkpointed runs rely on (integrators/ts_checkpoint.py).  t_N differs from
         t_0 + N h by the round-off of N additions (≤ N ε t_N)."""
-        T = np.empty(problem.nsteps + 1)
-        t, h = float(problem.t0), float(self.h)
-        for k in range(problem.nsteps + 1):
+        N = self._nsteps(problem)
+        T = np.empty(N + 1)
+        t, h = float(problem.t0), float(self.dt)
+        for k in range(N + 1):
             T[k] = t
             t = t + h
         return T
 
-    def _make_ts(self, problem, p, save, k0=0, steps=None):
+    @staticmethod
+    def _nsteps(problem):
+        """The nominal number of steps (an adaptive checkpointed run sets the problem's grid
+        to its accepted steps: the nominal ones stay those of simulation.dt)."""
+        fixed = getattr(problem, "_fixed_grid", None)
+        return fixed.steps if fixed is not None else problem.nsteps
+
+    def _make_ts(self, problem, p, save, k0=0, steps=None, seg=None):
         """The TS of a run; ``k0``, ``steps``: a fixed-step run's part from t_k0 over
-        ``steps`` steps (default: the whole run)."""
+        ``steps`` steps (default: the whole run); ``seg`` = (t_k0, [h_k0, …]): a part of
+        an adaptive run repeated with its exact step sizes (no TSAdapt)."""
         mod, sim = self.mod, self.sim
-        h, N = self.h, problem.nsteps
+        h, N = self.dt, self._nsteps(problem)
         ts = PETSc.TS().create(comm=self.layout.comm)
         ts.setOptionsPrefix(TS_PREFIX)
         ts.getSNES().setOptionsPrefix(PREFIX)      # (its KSP and PC follow the SNES)
@@ -368,7 +409,15 @@ class TSStepper(ARKIMEXSteps):
             ts.setIFunction(self._ifunction, self._f)
             ts.setIJacobian(self._ijacobian, self._J)
         grid = self.grid
-        if grid is not None:
+        if seg is not None:
+            t, hs = float(seg[0]), seg[1]
+            ts.setTime(t)
+            ts.setTimeStep(hs[0])
+            for h_ in hs:                       # the end as PETSc reaches it (ptime += h)
+                t = t + float(h_)
+            ts.setMaxTime(t)
+            ts.setMaxSteps(len(hs))
+        elif grid is not None:
             ts.setTime(problem.t0)
             ts.setTimeStep(grid[1] - grid[0])
             ts.setMaxTime(grid[-1])
@@ -383,7 +432,7 @@ class TSStepper(ARKIMEXSteps):
         # TSAdapt: its type, tolerances and step limits before setFromOptions, so the
         # user's -parmbs_ts_adapt_type/-parmbs_ts_rtol/-parmbs_ts_adapt_dt_min win
         ad = self._adapt_settings(problem)
-        adapt_type(ts, "basic" if self.adapt is not None and grid is None else "none")
+        adapt_type(ts, "basic" if self.adapt is not None and grid is None and seg is None else "none")
         ts.setTolerances(rtol=ad.rtol, atol=ad.atol)
         # TSAdapt basic accepts a step at its minimum whatever its error: its floor is half
         # of dt_min so that such a step is seen (below dt_min) and refused by the monitor
@@ -414,7 +463,12 @@ class TSStepper(ARKIMEXSteps):
             # a checkpointed run's one-step TSAdjoint (ts_checkpoint.py): in memory whatever
             # the options say (-ts_trajectory_type basic would write a file per step)
             set_trajectory_type(ts, "memory")
-        if grid is not None:
+        if seg is not None:
+            adapt_type(ts, "none")                  # the stored steps whatever the options say
+            self.adaptive = False
+            hs = [float(h_) for h_ in seg[1]]
+            ts.setPreStep(lambda ts_: ts_.setTimeStep(hs[ts_.getStepNumber()]))
+        elif grid is not None:
             adapt_type(ts, "none")                  # a replay is fixed whatever the options say
             ts.setMaxSteps(len(grid) - 1)
             ts.setPreStep(self._replay_step)
@@ -429,17 +483,26 @@ class TSStepper(ARKIMEXSteps):
         if self.kind == "ts-rk":
             A, b, c, embedded = rk_tableau(ts)
             self._tableau = (A, b, c)
-            if adapt_type(ts) != "none" and grid is None and not embedded:
+            if adapt_type(ts) != "none" and grid is None and seg is None and not embedded:
                 raise ModelError("simulation.adapt", f"ts-rk type {ts.getRKType()!r} has no embedded error "
                                  "estimate for adaptive steps: use -parmbs_ts_rk_type 5dp (the default of "
                                  "adaptive ts-rk runs), 3bs, 5f, ...")
+            if len(b) > 1 and np.array_equal(A[-1], b):
+                # an FSAL tableau (5dp, 3bs): PETSc reuses the last stage's G as the next
+                # step's first, evaluated at the stage vector y_k + h Σ A_sj K_j (equal to
+                # y_{k+1} up to round-off) and, on a reduced ODE, from another manifold guess;
+                # a TS started at a stored state evaluates G(y_k) afresh, so checkpointed runs
+                # would differ from the uninterrupted one (Maggi, 3bs: 2.8e-17 at step 35 with
+                # the reuse).  TSRestartStep after every step turns the reuse off (TSStep_RK:
+                # FSAL off when steprestart): one more evaluation per step, the same bits
+                ts.setPostStep(lambda ts_: ts_.restartStep())
         if self.kind == "ts-arkimex":
             from .ts_arkimex import check_type
             check_type(ts)
         if self.adaptive:
             # a failed Newton solve rejects the step (smaller h) instead of ending the run
             ts.setMaxSNESFailures(-1)
-            ts.setMaxSteps(min(int(np.ceil((problem.nsteps * h) / ad.dt_min)) + 1, 2 ** 31 - 1))
+            ts.setMaxSteps(min(int(np.ceil((N * h) / ad.dt_min)) + 1, 2 ** 31 - 1))
         return ts
 
     def _adapt_settings(self, problem):
@@ -448,7 +511,7 @@ class TSStepper(ARKIMEXSteps):
         from types import SimpleNamespace
         from ..config.schema import Adapt
         a = self.adapt if self.adapt is not None else Adapt()
-        span = problem.nsteps * self.h
+        span = self._nsteps(problem) * self.dt
         return SimpleNamespace(rtol=a.rtol, atol=a.atol, dt_min=a.dt_min if a.dt_min is not None else 1e-10 * span,
                                dt_max=a.dt_max if a.dt_max is not None else 0.1 * span)
 
@@ -466,15 +529,17 @@ class TSStepper(ARKIMEXSteps):
 
     @stage("forward")          # (also the forward re-run inside adjoint and direct: -log_view)
     def _run(self, problem, p, save=False, progress=None, on_step=None, start=None, steps=None, keep=None,
-             guarded=True):
+             guarded=True, hs=None):
         """The TS run; the in-memory Trajectory and the TS.  ``start`` = (k0, x_k0): a
         fixed-step run continued from a stored state (x_k0's a is the first guess of the
         next acceleration, as in the uninterrupted run), over ``steps`` steps (default:
         to t_N); ``keep(k, t_k, h, x_k)`` then receives every new state and no trajectory
-        is kept (returns (None, ts))."""
+        is kept (returns (None, ts)).  ``hs``: the exact step sizes of the ``steps`` steps
+        from ``start`` (a stretch of an adaptive run, repeated without TSAdapt).  The
+        states keep() receives carry a reduced ODE's y and manifold guess (``extra_state``)."""
         from ..sensitivity.problem import Trajectory
         mod = self.mod
-        N = problem.nsteps
+        N = self._nsteps(problem)
         self._p, self._cache, self._adj, self._kcache = p, None, None, None
         k0 = 0 if start is None else start[0]
         if start is None:
@@ -483,10 +548,12 @@ class TSStepper(ARKIMEXSteps):
             self._qv0 = (q0, v0)                # y_0's (q, v): the initial terms of direct and adjoint
         else:
             q0, v0, a0 = start[1][0], start[1][1], start[1][2]
-        ts = self._make_ts(problem, p, save, k0, steps)
+        if hs is not None:                      # start = (k0, x_k0, t_k0)
+            steps = len(hs)
+        ts = self._make_ts(problem, p, save, k0, steps, None if hs is None else (start[2], hs))
         if start is not None and (self.adaptive or self.grid is not None):
             raise RuntimeError("a TS run continues from a stored state with fixed steps only")
-        T, Y, Q, V, A, L, its = [], [], [], [], [], [], []
+        T, Y, Q, V, A, L, H, G, its = [], [], [], [], [], [], [], [], []
         state = {"a": np.asarray(a0, dtype=float).copy()}
         t0, t1 = problem.t0, ts.getMaxTime()
         variable = self.adaptive or self.grid is not None
@@ -508,14 +575,23 @@ class TSStepper(ARKIMEXSteps):
                     f"step {k} (t = {t:.6g}): the step size fell below dt_min = {dt_min:.3g} s (TSAdapt "
                     f"rejected {ts_.getStepRejections()} steps); loosen simulation.adapt.rtol/atol or lower dt_min")
                 raise state["guard"]
+            # this step's size: the stored one (hs), TSAdapt's accepted attempt (the last
+            # one the callbacks saw: PETSc's time step is already the next one here), or h
+            h = (hs[i - 1] if hs is not None else self._h_try if self.adaptive else self.h) if i > 0 else 0.0
             state["t"] = t
-            y = self.layout.get(u)
+            y = np.array(self.layout.get(u))
             x = self._x(t, y, p, state["a"])
+            if self.reduced:                    # y and the manifold guess: extra_state
+                x = tuple(x) + (y, self.mod.get_guess())
+                # the next step starts as a re-run from this stored state does (reseed): no
+                # cached evaluation (an FSAL tableau's last stage is at y_{k+1} up to round-off,
+                # its evaluation made from another guess; measured 2.8e-17 off with 3bs)
+                self._cache = None
             a, lam = x[2], x[3]
             state["a"] = a
             if guard is not None:
                 try:
-                    guard.start(0, t, x, p) if k == 0 else guard.check(k, t, x)
+                    guard.start(0, t, x[:4], p) if k == 0 else guard.check(k, t, x[:4])
                 except StepError as e:      # re-raised after ts.solve (PETSc wraps callback errors)
                     state["guard"] = e
                     raise
@@ -525,7 +601,7 @@ class TSStepper(ARKIMEXSteps):
             count[0] += 1
             if keep is not None:
                 try:
-                    keep(k, t, self.h, x)
+                    keep(k, t, h, x)
                 except BaseException as e:        # (a SimulatedKill too) re-raised after ts.solve
                     state["guard"] = e
                     raise
@@ -536,16 +612,24 @@ class TSStepper(ARKIMEXSteps):
                 V.append(x[1])
                 A.append(a)
                 L.append(lam)
+                H.append(h)
+                if self.reduced:
+                    G.append(x[5])
             if k > 0:
                 its.append(ts_.getSNES().getIterationNumber())
             if on_step:
-                on_step(k, t, x)
+                on_step(k, t, x[:4])
             if progress and k > 0:
                 progress(int(round(N * (t - t0) / (t1 - t0))) if variable else k, N)
 
         ts.setMonitor(monitor)
+        self._live = ts
         y = self.layout.vec()
-        self.layout.set(y, self._y(q0, v0, p))
+        if start is None:
+            self.layout.set(y, self._y(q0, v0, p))
+        else:
+            self.layout.set(y, self.ystate(start[1]))
+            self.reseed(start[1][5] if self.reduced else None)
         try:
             ts.solve(y)
         except PETSc.Error:
@@ -555,7 +639,7 @@ class TSStepper(ARKIMEXSteps):
             raise StepError(f"step {k} (t = {ts.getTime():.6g}): the TS step failed "
                             f"(nonlinear solve did not converge)") from None
         want = (N - k0 if steps is None else steps) + (start is None)
-        done = abs(T[-1] - t1) <= 1e-12 * max(abs(t1), 1.0) if (variable and T) else count[0] == want
+        done = abs(state.get("t", t0) - t1) <= 1e-12 * max(abs(t1), 1.0) if variable else count[0] == want
         if ts.getConvergedReason() < 0 or not done:
             k = count[0] if start is None else k0 + count[0] + 1
             why = {-1: "nonlinear solve failed", -2: "too many step rejections (adaptive)"}.get(
@@ -570,8 +654,15 @@ class TSStepper(ARKIMEXSteps):
         traj = Trajectory(T, np.array(Q), np.array(V), np.array(A), np.array(L),
                           np.array(its, np.int64))
         traj.y = Y
-        # the objective's trapezoid weights on the computed times (Problem reads problem.w)
-        traj.w = time_weights(T) if variable else quadrature_weights(N, self.h)
+        traj.guess = np.array(G) if self.reduced else None
+        traj.h = np.array(H[1:])                # h_0 … h_{N−1} as the TS took them
+        # the objective's trapezoid weights on the computed times (Problem reads problem.w);
+        # an adaptive run's from its exact step sizes (TimeGrid.weights: the same bits as a
+        # checkpointed run's, integrators/ts_checkpoint.py)
+        if self.adaptive:
+            traj.w = TimeGrid(T, traj.h).weights()
+        else:
+            traj.w = time_weights(T) if variable else quadrature_weights(N, self.dt)
         problem.w = traj.w
         self._y0vec = y
         return traj, ts
@@ -583,23 +674,21 @@ class TSStepper(ARKIMEXSteps):
 
     # -- the one-step interface of checkpointed runs (integrators/ts_checkpoint.py) ---------------
     def checkpoint_refusal(self):
-        """Why this run cannot checkpoint (None: it can).  An adaptive TS run's steps
-        come from TSAdapt's error estimate over the previous steps (TSEvaluateWLTE: the
-        scheme's internal history), which a TS started at a stored state does not have:
-        it would take other steps, so restarts could not be bitwise.  A reduced ODE
-        (Maggi, matrix-r independent) stores x = (q, v, a, λ), from which its y is not
-        recovered bit for bit (the presentation solves the constraints by Newton)."""
-        if self.kind == "ts-arkimex":
-            return ("ts-arkimex keeps its trajectory in memory only (its adjoint is ours, over the in-memory "
-                    "trajectory): use schedule 'all' without a checkpoint file")
-        if getattr(self.mod, "reduced", False):
-            return (f"{self.kind} on the {self.sim.formulation} formulation keeps its trajectory in memory only "
-                    "(the reduced state is not recovered bit for bit from a stored x): use schedule 'all' "
-                    "without a checkpoint file")
-        if self.adapt is not None or PETSc.Options().getString(PREFIX + "adapt_type", "none") != "none":
-            return (f"{self.kind} with adaptive steps (TSAdapt) cannot restart from a stored state "
-                    "(its error estimate needs the previous steps): use fixed steps or schedule 'all' "
-                    "without a checkpoint file")
+        """Why this run cannot checkpoint (None: it can).  Every scheme, formulation and
+        schedule checkpoints (integrators/ts_checkpoint.py); an adaptive run's steps follow
+        simulation.adapt (TSAdapt basic), so -parmbs_ts_adapt_type must not contradict it."""
+        kind = PETSc.Options().getString(PREFIX + "adapt_type", "")
+        if kind and (kind != "none") != (self.sim.adapt is not None):
+            return (f"-{PREFIX}adapt_type {kind} contradicts simulation.adapt in a checkpointed {self.kind} run "
+                    "(TSAdapt): set or remove [simulation.adapt] instead")
+        if self.sim.adapt is not None and self.kind in ("ts-rk", "ts-arkimex") and kind != "none":
+            # PETSc rolls a rejected RK/ARKIMEX attempt back by y − h Σ b_j K_j (TSRollBack_RK,
+            # _ARKIMEX), not to y bit for bit, and the accepted attempt starts there: a step
+            # recomputed from the stored y_k differs in the last bits (five-bar, adaptive 5dp,
+            # 0.5 s: 5 of 29 steps by ≤ 2.2e-16).  TSTHETA restores y by a copy
+            return (f"adaptive {self.kind} does not repeat a step bit for bit from a stored state (PETSc rolls a "
+                    "rejected attempt back by subtraction): checkpoint it with fixed steps, or use "
+                    "ts-theta/ts-cn/ts-beuler, or run without a checkpoint file")
         return None
 
     def checkpoint_run(self, problem, store):
@@ -609,7 +698,12 @@ class TSStepper(ARKIMEXSteps):
     def initial(self, t0, p):
         """x_0 = (q_0, v_0, a_0, λ_0) as the forward run's first state."""
         q0, v0, _, _ = self.init.solve(t0, p)
-        return self._x(t0, self._y(q0, v0, p), p, np.zeros(self.mod.sys.n))
+        self._qv0 = (q0, v0)                    # (adjoint_finish's initial terms)
+        y0 = self._y(q0, v0, p)
+        x = self._x(t0, y0, p, np.zeros(self.mod.sys.n))
+        if self.reduced:                         # the run's first state as _run's monitor has it
+            x = tuple(x) + (np.array(y0), self.mod.get_guess())
+        return x
 
     def march_fixed(self, p, x, k0, grid, keep, guard, progress):
         """timeloop.march's fixed loop: one TS from the stored x_k0 to t_N (a checkpointed
@@ -618,12 +712,40 @@ class TSStepper(ARKIMEXSteps):
         ts.destroy()
         return grid, self._last_its
 
+    def march_adaptive(self, p, t_end, x, k0, t0, keep, ad, guard, progress, state):
+        """timeloop.march's adaptive loop (a checkpointed forward run): one TS with TSAdapt;
+        returns ((TimeGrid of steps k0 … N, Newton iterations), rejected steps).  keep()
+        gets each accepted step's exact size (``_h_try``: what the scheme used, not
+        t_{k+1} − t_k), which the reverse sweep's re-runs take again (``hs``).
+
+        TSAdapt's estimate reads the scheme's previous steps (TSTHETA: y_{k−1}; its first
+        step is not estimated), which a TS started at a stored x_k0 lacks: it would take
+        other steps.  So a run resumed at k0 > 0 is re-run from x_0 — deterministic, the
+        same bits — its x_k0 and t_k0 checked against the stored ones (RuntimeError if a
+        bit differs), and only the steps after k0 are kept (as ts_alpha2.py)."""
+        import math
+        from .ts_checkpoint import Rerun
+
+        def note(k):
+            if state is not None:
+                state.h_next, state.err_prev, state.hist = math.nan, None, []
+                state.rejected = self._live.getStepRejections()
+        kept = Rerun("TS", k0, t0, x, keep, note)
+        _, ts = self._run(self._problem, p, progress=progress, keep=kept)
+        rejected = ts.getStepRejections()
+        ts.destroy()
+        return (kept.done(), self._last_its[k0:]), rejected
+
     def step(self, k, t, x, p):
         """x_{k+1} from x_k: one TS step from the stored state (a checkpoint provider's
         recomputation; the bits of the whole run, ``fixed_times``)."""
         got = []
-        _, ts = self._run(self._problem, p, start=(k, x), steps=1, keep=lambda *a: got.append(a[3]),
-                          guarded=False)
+        if self.adapt is not None:              # a step of an adaptive run: its exact h (set_step)
+            _, ts = self._run(self._problem, p, start=(k, x, t), keep=lambda *a: got.append(a[3]),
+                              guarded=False, hs=[self.h])
+        else:
+            _, ts = self._run(self._problem, p, start=(k, x), steps=1, keep=lambda *a: got.append(a[3]),
+                              guarded=False)
         ts.destroy()
         return got[0], int(self._last_its[0])
 
@@ -665,11 +787,22 @@ class TSStepper(ARKIMEXSteps):
         return np.r_[gq, gv], gp, gr
 
     # -- discrete adjoint (TSAdjoint) -------------------------------------------------------------
+    def uses_own_adjoint(self, problem):
+        """Does the gradient come from our own adjoint steps instead of TSAdjoint?  PETSc
+        3.18 has none for ARKIMEX, and its RK adjoint is wrong for some tableaus
+        (``tsadjoint_rk_ok``: 5dp, 5f — the default of adaptive ts-rk)."""
+        if self.kind == "ts-arkimex":
+            return True
+        return self.kind == "ts-rk" and not tsadjoint_rk_ok(*self._rk_probe(problem))
+
+    def own_step(self):
+        """The own adjoint step of this scheme: (k, traj, λ_{k+1}, p) → (λ_k, ∇ψ increment)."""
+        return {"ts-arkimex": self._adjoint_step_ark, "ts-rk": self._adjoint_step_rk}.get(self.kind,
+                                                                                       self._adjoint_step)
+
     def adjoint(self, problem, p):
-        if self.kind == "ts-arkimex":           # PETSc 3.18 has no TSAdjoint for ARKIMEX: ours
+        if self.uses_own_adjoint(problem):      # ARKIMEX, or an RK tableau PETSc's adjoint gets wrong
             return self.own_adjoint(problem, p)
-        if self.kind == "ts-rk" and not tsadjoint_rk_ok(*self._rk_probe(problem)):
-            return self.own_adjoint(problem, p)     # a tableau PETSc's RK adjoint gets wrong: ours
         mod = self.mod
         n, nd = mod.n, mod.nd
         traj, ts = self._run(problem, p, save=True)
@@ -678,6 +811,8 @@ class TSStepper(ARKIMEXSteps):
         obs = problem.objectives
         refs = [ob.reference(mod.sys, traj.q[0], p) for ob in obs]
         lams, mus, grefs = self.cost_vectors(len(obs))
+        g = traj.guess if self.reduced else [None] * (N + 1)
+        self.reseed(g[N])
         for i, ob in enumerate(obs):
             gy, gp, gr = self._ygrads(problem, ob, N, traj, p, refs[i])
             self.layout.set(lams[i], gy)
@@ -686,8 +821,10 @@ class TSStepper(ARKIMEXSteps):
         self._p, self._cache, self._adj = p, None, (traj.t, traj.y)
         ts.setCostGradients(lams, mus if nd else None)
         for k in range(N - 1, -1, -1):
+            self.reseed(g[k + 1])
             ts.adjointSetSteps(1)
             ts.adjointSolve()
+            self.reseed(g[k])
             self.add_local(problem, k, traj, p, refs, lams, mus, grefs)
             problem._tick(N - k, N)             # progress of the sweep (sensitivity/problem.py)
         grads = self.adjoint_finish(problem, traj.q[0], p, lams, mus, grefs)
@@ -744,19 +881,28 @@ class TSStepper(ARKIMEXSteps):
 
         def keep(j, t, h, x):
             X[j] = x
-        _, ts = self._run(problem, p, save=True, start=(base, x_base), steps=k - base, keep=keep, guarded=False)
-        y1 = np.r_[X[k][0], X[k][1]]
+        H = getattr(problem.grid, "h", None) if self.adapt is not None else None
+        if H is not None:                       # an adaptive run's stretch: its exact steps
+            _, ts = self._run(problem, p, save=True, start=(base, x_base, T[base]), keep=keep, guarded=False,
+                              hs=H[base:k])
+        else:
+            _, ts = self._run(problem, p, save=True, start=(base, x_base), steps=k - base, keep=keep,
+                              guarded=False)
+        y1 = self.ystate(X[k])
         if not np.array_equal(y1, y_k):
             ts.destroy()
             raise RuntimeError(f"step {k} (t = {T[k]:.6g}): the TS step recomputed from the checkpoint differs "
                                f"from the stored state by {np.max(np.abs(y1 - y_k)):.3g}")
         self._p, self._cache = p, None
-        self._adj = (np.asarray(T[base:k + 1]), np.array([np.r_[X[j][0], X[j][1]] for j in range(base, k + 1)]))
+        self._adj = (np.asarray(T[base:k + 1]), np.array([self.ystate(X[j]) for j in range(base, k + 1)]))
         ts.setCostGradients(lams, mus if nd else None)
+        g = (lambda j: X[j][5]) if self.reduced else (lambda j: None)
         try:
             for j in range(k - 1, base - 1, -1):
+                self.reseed(g(j + 1))
                 ts.adjointSetSteps(1)
                 ts.adjointSolve()
+                self.reseed(g(j))
                 after(j, X[j])
         finally:
             self._adj = None
@@ -867,18 +1013,28 @@ class TSStepper(ARKIMEXSteps):
             parts = [self._ygrads(problem, ob, k, traj, p, ref) for ob, ref in zip(obs, refs)]
             return [np.stack([pt[i] for pt in parts], -1) for i in range(3)]
 
-        step = {"ts-arkimex": self._adjoint_step_ark, "ts-rk": self._adjoint_step_rk}.get(self.kind,
-                                                                                       self._adjoint_step)
-        lam, grad, gref = local(traj.steps)
+        step = self.own_step()
         N = traj.steps
+        g = traj.guess if self.reduced else [None] * (N + 1)
+        self.reseed(g[N])
+        lam, grad, gref = local(N)
         for k in range(N - 1, -1, -1):
+            self.reseed(g[k + 1])
             lam, dg = step(k, traj, lam, p)
+            self.reseed(g[k])
             gy, gp, gr = local(k)
             lam, grad, gref = lam + gy, grad + dg + gp, gref + gr
             problem._tick(N - k, N)             # progress of the sweep (sensitivity/problem.py)
+        return self.own_finish(problem, traj.q[0], p, lam, grad, gref)
+
+    def own_finish(self, problem, q0, p, lam, grad, gref):
+        """The gradient per objective from the own sweep's λ_0, ∂ψ/∂ρ and ∂ψ/∂ref columns:
+        the reference and initial-state terms added (as ``adjoint_finish``)."""
+        mod = self.mod
+        n, nd = mod.sys.n, mod.nd
         grads = {}
-        for i, ob in enumerate(obs):
-            Jq, Jp = ob.ref_grads(mod.sys, traj.q[0], p, mod.design_map, nd)
+        for i, ob in enumerate(problem.objectives):
+            Jq, Jp = ob.ref_grads(mod.sys, q0, p, mod.design_map, nd)
             mq, mv, gy0 = self._y_adjoint(*(self._qv0 or (None, None)), p, lam[:, i])
             mq = mq + Jq.T @ gref[:, i]
             col = lambda x: np.asarray(x, float).reshape(-1, 1)

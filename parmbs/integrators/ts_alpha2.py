@@ -569,23 +569,13 @@ class TSAlpha2Stepper:
         gets the next h and the rejections; there is no own controller state to keep."""
         t_start = state.t_start if state is not None else t0
         x_start = x if k0 == 0 else self.nm.initial(t_start, p)
-        T, H, seen = [t0], [], [k0 == 0]
+        from .ts_checkpoint import Rerun
 
-        def kept(k, t, h, xk):
-            if k < k0:
-                return
-            if k == k0:
-                if t != t0 or not all(np.array_equal(a, b) for a, b in zip(xk, x)):
-                    raise RuntimeError(f"step {k} (t = {t:.6g}): the adaptive TSALPHA2 run re-run from the "
-                                       "initial state differs from the stored state it resumes from")
-                seen[0] = True
-                return
+        def note(k):
             if state is not None:
                 state.h_next, state.err_prev, state.hist = self._ts.getTimeStep(), None, []
                 state.rejected = self._ts.getStepRejections()
-            T.append(t)
-            H.append(h)
-            keep(k, t, h, xk)
+        kept = Rerun("TSALPHA2", k0, t0, x, keep, note)
 
         stepper = self
 
@@ -599,10 +589,7 @@ class TSAlpha2Stepper:
 
         nominal = max(1, int(round((t_end - t_start) / self.sim.dt)))
         its = self._run(None, p, 0, x_start, nominal, kept, _After(), progress, ad=ad, t0=t_start)
-        if not seen[0]:
-            raise RuntimeError(f"the adaptive TSALPHA2 run re-run from the initial state has fewer than the "
-                               f"{k0} steps it resumes from")
-        return (TimeGrid(np.array(T), np.array(H)), its[k0:]), self.rejected
+        return (kept.done(), its[k0:]), self.rejected
 
     def step(self, k, t, x, p):
         """x_{k+1} from x_k by one TSALPHA2 step (a checkpoint provider's recomputation;

@@ -1,5 +1,6 @@
-"""HDF5 checkpoints and restart for the TSAdjoint-driven PETSc TS runs (integrators/ts.py:
-``ts-beuler``, ``ts-theta``, ``ts-cn``, ``ts-rk`` on the penalty and index-1 formulations).
+"""HDF5 checkpoints and restart for the PETSc TS runs of integrators/ts.py (``ts-beuler``,
+``ts-theta``, ``ts-cn``, ``ts-rk``, ``ts-arkimex`` on the penalty, index-1, Maggi and
+matrix-r independent formulations; fixed or adaptive steps).
 
 The store, the schedules (``all``, ``every:K``, ``revolve:C``) and their providers are
 parmbs's own (parmbs/checkpoint): the forward run writes every state the schedule keeps
@@ -29,8 +30,29 @@ the stages of that step and the cost gradients (λ, μ), which the adjoint recor
 sweep came from (RuntimeError if a bit differs), so a gradient is never returned from
 a trajectory that did not repeat.
 
-Adaptive TS runs (TSAdapt) are refused (``TSStepper.checkpoint_refusal``): TSAdapt's
-error estimate reads the previous steps, which a TS started at a stored state lacks.
+Our own adjoint steps (``ts-arkimex``, which PETSc 3.18 cannot adjoin, and ts-rk on a
+tableau PETSc's RK adjoint gets wrong — 5dp, the adaptive default): the reverse sweep
+of TSStepper.own_adjoint with x_j from the schedule's provider (recomputed by one-step
+TS runs, ``TSStepper.step``), the schedule's recomputations only.
+
+Reduced ODEs (Maggi, matrix-r independent): y is not recovered bit for bit from
+x = (q, v, a, λ), and the manifold Newton's result depends in its last bits on its first
+guess (the last solution), so both are trailing blocks of the stored state
+(``TSStepper.extra_state``); a re-run starts from them, and every adjoint step and
+objective term starts from its state's stored guess (``TSStepper.reseed``), in memory
+as here (an FSAL RK tableau's first stage is evaluated afresh every step: ts.py).
+
+Adaptive runs (``simulation.adapt``, TSAdapt basic; ts-theta, ts-cn, ts-beuler — adaptive
+ts-rk and ts-arkimex are refused: PETSc rolls a rejected attempt back by subtraction,
+not to y_k bit for bit): the forward run is one TS with
+TSAdapt (``TSStepper.march_adaptive``) and keeps each accepted step's exact size (the
+attempt's h the callbacks saw, not t_{k+1} − t_k, which differs in the last bits); the
+file holds t_k and h_k (parmbs's adaptive store), and the reverse sweep's re-runs take
+those steps without TSAdapt (``hs``: bitwise the forward run's).  TSAdapt's estimate
+reads the scheme's previous steps (TSTHETA: y_{k−1}), which a TS started at a stored
+state lacks, so a forward run killed part-way is re-run from x_0 and checked bitwise at
+the state it resumes from.  -parmbs_ts_adapt_type contradicting simulation.adapt is
+refused (``TSStepper.checkpoint_refusal``).
 """
 from __future__ import annotations
 
@@ -46,13 +68,74 @@ SEGMENT = 32
 class _StateAt:
     """State k as a trajectory (what TSStepper._ygrads and Problem._local_grads read)."""
 
-    def __init__(self, T, k, x, steps):
-        self.t, self.steps, self._x = T, steps, x
-        self.y = {k: np.r_[x[0], x[1]]}
+    def __init__(self, T, k, x, steps, stepper):
+        self.t, self.steps, self._x = T, steps, tuple(x[:4])
+        self.y = {k: stepper.ystate(x)}
         self.a = {k: x[2]}
 
     def x(self, k):
         return self._x
+
+
+class _Pair:
+    """Steps k and k + 1 as a trajectory (what the own adjoint steps read: t, y)."""
+
+    def __init__(self, T, k, xk, xk1, stepper):
+        self.t = T
+        self.y = {k: stepper.ystate(xk), k + 1: stepper.ystate(xk1)}
+
+
+def _guess(stepper, x):
+    """A reduced ODE's stored manifold guess of x (None otherwise)."""
+    return x[5] if stepper.reduced else None
+
+
+def _pack(stepper, ly, n, m):
+    """λ_y (rows of y, one column per objective) as an adjoint record's (μ_q, μ_v, μ_a, μ_λ):
+    y's halves in μ_q and μ_v (a reduced y = (z, ż) is shorter than (q, v): zero-padded)."""
+    d, nobj = stepper.mod.n, ly.shape[1]
+    mq, mv = np.zeros((n, nobj)), np.zeros((n, nobj))
+    mq[:d], mv[:d] = ly[:d], ly[d:]
+    return [mq, mv, np.zeros((n, nobj)), np.zeros((m, nobj))] + [np.zeros((w, nobj)) for _, w in stepper.extra_state]
+
+
+def _unpack(stepper, mu):
+    d = stepper.mod.n
+    return np.r_[np.asarray(mu[0])[:d], np.asarray(mu[1])[:d]]
+
+
+class Rerun:
+    """keep() of an adaptive TS forward run resumed at k0 by re-running it from x_0
+    (TSAdapt's history is not in the file: ts.py and ts_alpha2.py ``march_adaptive``):
+    the steps before k0 are dropped, x_k0 and t_k0 checked against the stored ones bit
+    for bit (RuntimeError naming the step otherwise), each later step goes to ``keep``
+    with its t, h collected in T, H (``note(k)`` first: the loop state).  ``done()``
+    after the run: the re-run reached k0."""
+
+    def __init__(self, what, k0, t0, x, keep, note=None):
+        self.what, self.k0, self.t0, self.x, self.keep, self.note = what, k0, t0, x, keep, note
+        self.T, self.H, self.seen = [t0], [], k0 == 0
+
+    def __call__(self, k, t, h, xk):
+        if k < self.k0:
+            return
+        if k == self.k0:
+            if k > 0 and (t != self.t0 or not all(np.array_equal(a, b) for a, b in zip(xk, self.x))):
+                raise RuntimeError(f"step {k} (t = {t:.6g}): the adaptive {self.what} run re-run from the initial "
+                                   "state differs from the stored state it resumes from")
+            self.seen = True
+            return
+        if self.note is not None:
+            self.note(k)
+        self.T.append(t)
+        self.H.append(h)
+        self.keep(k, t, h, xk)
+
+    def done(self):
+        if not self.seen:
+            raise RuntimeError(f"the adaptive {self.what} run re-run from the initial state has fewer than the "
+                               f"{self.k0} steps it resumes from")
+        return TimeGrid(np.array(self.T), np.array(self.H))
 
 
 class _RowProvider(_Provider):
@@ -67,10 +150,11 @@ class _RowProvider(_Provider):
 class TSCheckpointedRun(CheckpointedRun):
     def __init__(self, problem, store):
         st = problem.stepper
-        st._problem = problem                 # (march_fixed, step: the TS needs the run's problem)
-        # the TS's own times t_{k+1} = t_k + h (ts.py fixed_times), weights h/2, h, …, h/2
-        T = st.fixed_times(problem)
-        problem._set_grid(TimeGrid(T, np.full(problem.nsteps, float(st.h))))
+        st._problem = problem                 # (march_*, step: the TS needs the run's problem)
+        if problem.adapt is None:
+            # the TS's own times t_{k+1} = t_k + h (ts.py fixed_times), weights h/2, h, …, h/2
+            T = st.fixed_times(problem)
+            problem._set_grid(TimeGrid(T, np.full(problem.nsteps, float(st.dt))))
         super().__init__(problem, store)
 
     def _segment_base(self, j):
@@ -91,11 +175,11 @@ class TSCheckpointedRun(CheckpointedRun):
         pr, st = self.pr, self.pr.stepper
         n, m = pr.sys.n, pr.sys.m
         st._kcache = None
-        view = _StateAt(self.T, N, x, N)
+        st.reseed(_guess(st, x))
+        view = _StateAt(self.T, N, x, N, st)
         parts = [st._ygrads(pr, ob, N, view, p, ref) for ob, ref in zip(pr.objectives, refs)]
         gy = np.stack([pt[0] for pt in parts], -1)
-        nobj = len(parts)
-        mu = [gy[:n], gy[n:], np.zeros((n, nobj)), np.zeros((m, nobj))]
+        mu = _pack(st, gy, n, m)
         return mu, np.stack([pt[1] for pt in parts], -1), np.stack([pt[2] for pt in parts], -1)
 
     def adjoint(self, p):
@@ -112,12 +196,15 @@ class TSCheckpointedRun(CheckpointedRun):
         refs = [ob.reference(pr.sys, x0[0], p) for ob in pr.objectives]
         provider = {"all": _RowProvider, "every": _EveryProvider, "revolve": _RevolveProvider}[self.sched.kind](
             self, p, k, x0)
+        if stp.uses_own_adjoint(pr):
+            return self._own_adjoint(p, k, x1, mu, grad, gref, values, provider, x0, refs)
         n, m, nd = pr.sys.n, pr.sys.m, stp.mod.nd
         nobj = len(pr.objectives)
         lams, mus, grefs = stp.cost_vectors(nobj)
         L = stp.layout
+        ly0 = _unpack(stp, mu)
         for i in range(nobj):
-            L.set(lams[i], np.r_[mu[0][:, i], mu[1][:, i]])
+            L.set(lams[i], ly0[:, i])
             L.set(mus[i], np.array(grad[:, i]) if nd else np.zeros(1))
             grefs.append(np.array(gref[:, i]))
         stp._kcache = None
@@ -125,16 +212,15 @@ class TSCheckpointedRun(CheckpointedRun):
 
         def after(j, xj):
             """λ_j += ∂ψ_j/∂y_j …, then the adjoint record after reverse step j."""
-            stp.add_local(pr, j, _StateAt(self.T, j, xj, N), p, refs, lams, mus, grefs)
+            stp.add_local(pr, j, _StateAt(self.T, j, xj, N, stp), p, refs, lams, mus, grefs)
             self.adjoint_steps += 1
             pr._tick(N - j, N)
             st.kill("adjoint")
             ly = np.stack([L.get(v) for v in lams], -1)
             g = np.stack([L.get(v)[:nd] for v in mus], -1)
-            st.save_adjoint(j, xj, [ly[:n], ly[n:], np.zeros((n, nobj)), np.zeros((m, nobj))], g,
-                            np.stack(grefs, -1), values, force=(j == 0))
+            st.save_adjoint(j, xj, _pack(stp, ly, n, m), g, np.stack(grefs, -1), values, force=(j == 0))
 
-        y1 = np.r_[x1[0], x1[1]]
+        y1 = stp.ystate(x1)
         j = k
         while j > 0:
             # all / every:K: one TS over the stored interval [base, j] and TSAdjoint back
@@ -143,8 +229,36 @@ class TSCheckpointedRun(CheckpointedRun):
             xb = provider.state(base)
             self.recomputed += j - base
             stp.ts_adjoint_segment(pr, base, xb, j, self.T, y1, lams, mus, p, after)
-            y1 = np.r_[xb[0], xb[1]]
+            y1 = stp.ystate(xb)
             j = base
         self.recomputed += provider.recomputed
         self.held.clear()
         return stp.adjoint_finish(pr, x0[0], p, lams, mus, grefs)
+
+    def _own_adjoint(self, p, k, x1, mu, grad, gref, values, provider, x0, refs):
+        """∇ψ by our own adjoint steps (ts-arkimex; ts-rk on a tableau PETSc's RK adjoint
+        gets wrong, ts.py ``uses_own_adjoint``): the steps of TSStepper.own_adjoint with
+        x_j from the schedule's provider (recomputed by one-step TS runs, ``step``), in the
+        same order and arithmetic as the in-memory sweep, the adjoint record after each."""
+        pr, st, stp = self.pr, self.store, self.pr.stepper
+        n, m, N = pr.sys.n, pr.sys.m, self.N
+        step = stp.own_step()
+        lam, grad, gref = _unpack(stp, mu), np.array(grad), np.array(gref)
+        xs1 = x1
+        for j in range(k - 1, -1, -1):
+            xj = provider.state(j)
+            stp.reseed(_guess(stp, xs1))
+            lam, dg = step(j, _Pair(self.T, j, xj, xs1, stp), lam, p)
+            stp.reseed(_guess(stp, xj))
+            view = _StateAt(self.T, j, xj, N, stp)
+            parts = [stp._ygrads(pr, ob, j, view, p, ref) for ob, ref in zip(pr.objectives, refs)]
+            gy, gp, gr = (np.stack([pt[i] for pt in parts], -1) for i in range(3))
+            lam, grad, gref = lam + gy, grad + dg + gp, gref + gr
+            self.adjoint_steps += 1
+            pr._tick(N - j, N)
+            st.kill("adjoint")
+            st.save_adjoint(j, xj, _pack(stp, lam, n, m), grad, gref, values, force=(j == 0))
+            xs1 = xj
+        self.recomputed += provider.recomputed
+        self.held.clear()
+        return stp.own_finish(pr, x0[0], p, lam, grad, gref)

@@ -13,16 +13,18 @@ of one of the thesis' four experiments — all six parameters, [k_L1, k_L2], [c1
 [k1, k2] — with the bounds of eq. 5.14a (``configs/iltis_build.DESIGN``).  Objective
 ψ4 = ∫ z̈⁴ of the chassis CG (eq. 5.13), TAO BLMVM as shipped.  The runs' records
 (``DIR/NAME.h5``) hold every evaluation; ``parmbs optimize`` prints the final design.
-``check`` re-evaluates a run's final design (``/optimize/design`` of its record) on
-``configs/iltis.toml`` as shipped (error-controlled steps, rtol 1e-5) with ``parmbs
-simulate``: the optimum's ψ4 without the fixed step's error (``--set`` adds overrides,
-e.g. another rtol).
+``check`` re-evaluates a run's final design (``/optimize/design`` of its record) with
+``parmbs simulate`` on ``DIR/NAME-adaptive.toml``: ``DIR/NAME.toml`` with the shipped
+error-controlled steps put back (``simulation.adapt`` of configs/iltis.toml, rtol 1e-5):
+the optimum's ψ4 without the fixed step's error (``--set`` adds overrides).
 """
 import argparse
 import pathlib
 import re
 import subprocess
 import sys
+
+import parmbs  # noqa: F401  (before numpy, which iltis_build imports: parmbs/_determinism.py)
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "configs"))
@@ -103,9 +105,16 @@ def main():
             print(f"wrote {out / name}.toml ({', '.join(names)}; fixed dt = {a.dt:g}; settle {a.settle:g} s)")
         return
     if a.cmd == "check":
-        sys.exit(subprocess.call([sys.executable, "-m", "parmbs", "simulate", str(ROOT / "configs" / "iltis.toml"),
-                                  "-q"] + [x for s in final_design(out / f"{a.experiment}.h5") + a.set
-                                           for x in ("--set", s)]))
+        shipped = (ROOT / "configs" / "iltis.toml").read_text()
+        adapt = re.search(r"(?m)^adapt = .*\n", shipped).group(0)
+        text = (out / f"{a.experiment}.toml").read_text()
+        text, n = re.subn(r"(?m)^(genalpha_form = .*\n)", lambda m: m.group(1) + adapt, text)
+        assert n == 1
+        cfg = out / f"{a.experiment}-adaptive.toml"
+        cfg.write_text(text)
+        sets = final_design(out / f"{a.experiment}.h5") + a.set
+        sys.exit(subprocess.call([sys.executable, "-m", "parmbs", "simulate", str(cfg), "-q"]
+                                 + [x for s in sets for x in ("--set", s)]))
     cmd = [sys.executable, "-m", "parmbs", "optimize", str(out / f"{a.experiment}.toml"),
            "-o", str(out / f"{a.experiment}.h5")] + [x for s in a.set for x in ("--set", s)]
     sys.exit(subprocess.call(cmd))

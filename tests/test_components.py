@@ -4,7 +4,7 @@ not complex-step safe) fails here."""
 import numpy as np
 import pytest
 
-from parmbs.model import joints, forces, python_force  # noqa: F401  (registers the components)
+from parmbs.model import joints, forces, python_force, contact as planar_contact  # noqa: F401  (registers the components)
 from parmbs.flexible import ancf, joints as beam_joints  # noqa: F401  (ANCF beams)
 from parmbs.flexible import ancf3d, ancf3d_joints  # noqa: F401  (spatial ANCF beams)
 from parmbs.flexible import plate, plate_joints  # noqa: F401  (plane-stress plates)
@@ -15,7 +15,10 @@ from parmbs.spatial import bodies as spatial_bodies, joints as spatial_joints, d
 from parmbs.spatial import forces as spatial_forces, contact, tyre  # noqa: F401  (spatial force elements)
 from parmbs.spatial import natural  # noqa: F401  (natural-coordinate rigid bodies)
 from parmbs.model.component import REGISTRY, Constraint
-from spatial_states import STATES, VARIANTS as SPATIAL_VARIANTS
+from spatial_states import STATES as SPATIAL_STATES, VARIANTS as SPATIAL_VARIANTS
+from planar_states import STATES as PLANAR_STATES, VARIANTS as PLANAR_VARIANTS
+
+STATES = {**SPATIAL_STATES, **PLANAR_STATES}
 
 NE = 3
 H = 1e-6
@@ -40,7 +43,7 @@ VARIANTS = {"BeamShape": [{"component": c} for c in range(4)],
             "ContinuumGravity": [{"law": law} for law in ("seed003", "linear")],
             **{n: [{"modes": k} for k in (1, 3)] for n in ("ReducedInertia", "ReducedGravity", "ReducedElastic",
                                                            "ReducedRevolute")},
-            **SPATIAL_VARIANTS}
+            **SPATIAL_VARIANTS, **PLANAR_VARIANTS}
 CASES = [(name, kw) for name in sorted(REGISTRY) for kw in VARIANTS.get(name, [{}])]
 
 
@@ -148,7 +151,8 @@ def test_registry_is_complete():
             "SpatialRigidBeamSpringDamper", "SpatialNaturalBeamSpringDamper", "SpatialBeamBeamSpringDamper",
             "SpatialRigidNaturalSpringDamper", "SpatialNaturalNaturalSpringDamper", "NaturalOrthonormality",
             "SpatialBeamBeamWeld", "SpatialRigidNaturalDistance", "SpatialRigidBeamDistance",
-            "SpatialNaturalNaturalDistance", "SpatialNaturalBeamDistance", "SpatialBeamBeamDistance"} <= set(REGISTRY)
+            "SpatialNaturalNaturalDistance", "SpatialNaturalBeamDistance", "SpatialBeamBeamDistance",
+            "PlanarContact", "RotationalStop", "StanceLock"} <= set(REGISTRY)
 
 
 def test_potential_energies_match_forces():
@@ -163,3 +167,21 @@ def test_potential_energies_match_forces():
             p[:, 9] = 0.0                       # no damping
         zero = np.zeros_like(v)
         close(comp.r(0.0, q, zero, a, p), fd(lambda x: comp.energy(0.0, x, zero, p), q), f"{name}.energy")
+
+
+def test_contact_energies_match_forces():
+    """Planar contact and rotational stop: k G_δ(x) is the potential of the spring part
+    wherever the clamp P_{kδ} is the identity (x ≥ 1.5 δ: k g_δ(x) ≥ k δ), at zero
+    velocity (no damping, no friction)."""
+    rng = np.random.default_rng(5)
+    for name in ("PlanarContact", "RotationalStop"):
+        comp, q, v, a, p = make(REGISTRY[name], rng)
+        x = np.array([0.8, 1.2, 2.0])                      # δ = 0.5: all beyond 1.5 δ
+        if name == "PlanarContact":
+            p[:, 4] = comp.state(q, v, p)[-1] + x
+        else:
+            p[:, 0] = q[:, 5] - q[:, 2] - x
+        zero = np.zeros_like(v)
+        r = comp.r(0.0, q, zero, a, p)
+        assert np.all(np.linalg.norm(r, axis=1) > 0.1), f"{name}: engaged state carries no force"
+        close(r, fd(lambda y: comp.energy(0.0, y, zero, p), q), f"{name}.energy")

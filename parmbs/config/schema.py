@@ -421,6 +421,60 @@ class Torque(_Model):
     function: TimeFunction | None = None
 
 
+class Contact(_Model):
+    """A circle of ``radius`` (0: a point) centred at ``point`` against the ground line
+    through ``origin`` with normal ``normal`` (pointing out of the ground): normal force
+    k g_δ(x) + hunt_crossley·g_δ(x) ẋ + damping·σ_δ(x) ẋ, friction μ F_n against the slip,
+    regularised by ``slip_velocity`` (model/contact.py)."""
+
+    type: Literal["contact"]
+    name: Name
+    point: PointRef
+    radius: NonNegReal = 0.0
+    stiffness: PosReal
+    damping: NonNegReal = 0.0
+    hunt_crossley: NonNegReal = 0.0
+    smoothing: PosReal = 1e-4
+    friction: NonNegReal = 0.0
+    slip_velocity: PosReal = 1e-3
+    origin: Vec2 = (0.0, 0.0)
+    normal: Annotated[Vec2, AfterValidator(_nonzero)] = (0.0, 1.0)
+
+
+class RotationalStop(_Model):
+    """A one-sided bump stop on the relative angle θ_b − θ_a: engaged beyond ``angle``
+    (``side = "above"``) or below it (``side = "below"``), with the normal law of
+    ``contact`` on the angle (model/contact.py)."""
+
+    type: Literal["rotational_stop"]
+    name: Name
+    a: Name  # body name or "ground"
+    b: Name  # body name
+    angle: Real = 0.0
+    side: Literal["above", "below"] = "above"
+    stiffness: PosReal
+    damping: NonNegReal = 0.0
+    hunt_crossley: NonNegReal = 0.0
+    smoothing: PosReal = 1e-3
+
+
+class StanceLock(_Model):
+    """A rotational spring-damper on θ_b − θ_a − ``angle``, engaged while the point of the
+    ``contact`` force (a point of body b) presses into its ground line: scaled by a C¹
+    step of the penetration over ``engagement`` (model/contact.py).  The knee lock of a
+    walker's stance leg."""
+
+    type: Literal["stance_lock"]
+    name: Name
+    a: Name  # body name or "ground"
+    b: Name  # body name: the body of the contact's point
+    contact: Name  # a ``contact`` force
+    angle: Real = 0.0
+    stiffness: NonNegReal
+    damping: NonNegReal = 0.0
+    engagement: PosReal = 1e-4
+
+
 class PythonForce(_Model):
     """A force element written in Python: callable(t, q, v, p) returns the generalized
     force on (x, y, theta) of each body in ``bodies`` (model/python_force.py)."""
@@ -443,7 +497,9 @@ class PythonForce(_Model):
         return self
 
 
-Force = Annotated[Union[Spring, RotationalSpring, PointForce, Torque, PythonForce], Field(discriminator="type")]
+Force = Annotated[Union[Spring, RotationalSpring, PointForce, Torque, PythonForce, Contact, RotationalStop,
+                        StanceLock],
+                  Field(discriminator="type")]
 
 # ----------------------------------------------------------------------------- simulation
 

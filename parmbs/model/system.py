@@ -219,6 +219,34 @@ class System:
             pidx = [P.add(f"{base}.{k}", getattr(f, k)) for k in ("stiffness", "damping", "angle")]
             self._add_force(("RotationalSpring",), F.RotationalSpring, {}, f.name,
                             self._qb(f.a) + self._qb(f.b), pidx)
+        elif f.type == "contact":
+            from .contact import PlanarContact
+            body, pp = self._point(f.point)
+            law = [P.add(f"{base}.{k}", getattr(f, k)) for k in
+                   ("radius", "stiffness", "hunt_crossley", "damping", "smoothing", "friction", "slip_velocity")]
+            line = [P.add(f"{base}.{k}.{c}", getattr(f, k)[i]) for k in ("origin", "normal")
+                    for i, c in enumerate("xy")]
+            self._add_force(("PlanarContact",), PlanarContact, {}, f.name, self._qb(body), pp + law + line)
+        elif f.type == "rotational_stop":
+            from .contact import RotationalStop
+            sign = 1.0 if f.side == "above" else -1.0
+            pidx = [P.add(f"{base}.{k}", getattr(f, k))
+                    for k in ("angle", "stiffness", "hunt_crossley", "damping", "smoothing")]
+            self._add_force(("RotationalStop", sign), RotationalStop, {"sign": sign}, f.name,
+                            self._qb(f.a) + self._qb(f.b), pidx)
+        elif f.type == "stance_lock":
+            from .contact import StanceLock
+            c = next(c for c in self.config.forces if c.name == f.contact)
+            cb = f"forces.{c.name}"
+            _, pp = self._point(c.point)
+            # the contact's own entries (P.add is idempotent: the same indices whichever
+            # of the two the config declares first)
+            shared = pp + [P.add(f"{cb}.radius", c.radius)] + [P.add(f"{cb}.{k}.{x}", getattr(c, k)[i])
+                                                               for k in ("origin", "normal")
+                                                               for i, x in enumerate("xy")]
+            pidx = shared + [P.add(f"{base}.{k}", getattr(f, k)) for k in ("angle", "stiffness", "damping",
+                                                                           "engagement")]
+            self._add_force(("StanceLock",), StanceLock, {}, f.name, self._qb(f.a) + self._qb(f.b), pidx)
         elif f.type in ("force", "torque"):
             fn, coef = from_config(f.function)
             fp = [P.add(f"{base}.function.{k}", c) for k, c in zip(fn.param_names(), coef)]

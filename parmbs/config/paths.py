@@ -21,6 +21,9 @@ Allowed forms (NAME is an entity name, P a point name, K an integer index)::
     forces.NAME.stiffness|damping|length|angle|value   (value: torque)
     forces.NAME.value.x|y                               (point force)
     forces.NAME.parameters.KEY                          (python force)
+    forces.NAME.radius|hunt_crossley|smoothing|friction|slip_velocity|origin.x|y|normal.x|y
+                                                        (contact; stiffness, damping too)
+    forces.NAME.angle|hunt_crossley|smoothing|engagement (rotational_stop, stance_lock)
     forces.NAME.function.amplitude|omega|phase|offset
     forces.NAME.function.coefficients.K
     joints.NAME.function.amplitude|omega|phase|offset
@@ -53,7 +56,8 @@ if TYPE_CHECKING:
 #: Fields of each named entity through which a design path may go.
 _ENTITY_FIELDS = {
     "bodies": ("mass", "inertia", "com", "points", "initial", "initial_velocity"),
-    "forces": ("stiffness", "damping", "length", "angle", "value", "function", "parameters"),
+    "forces": ("stiffness", "damping", "length", "angle", "value", "function", "parameters",
+               "radius", "hunt_crossley", "smoothing", "friction", "slip_velocity", "origin", "normal", "engagement"),
     "joints": ("function",),
     "beams": ("length", "width", "height", "side", "density", "E", "points", "initial", "initial_velocity"),
     "plates": ("size", "thickness", "E", "nu", "rho0", "penalization", "density", "initial", "initial_velocity"),

@@ -85,25 +85,19 @@ LOCK = dict(stiffness=1e4, damping=10.0, engagement=1e-3)
 # are the measures it names as future work, walking distance and speed, and its plotted
 # variable θ (leg 1's upper link); design variables are parameters a designer sets (the
 # two legs linked: one thigh mass, one friction coefficient, one slope).
-DESIGN_OBJECTIVES = """[[design]]
-name = "m_hip"
-path = "bodies.hip.mass"
+def _design(name, path, *linked, note=""):
+    """A [[design]] entry; ``linked`` paths follow it (the other leg's copy)."""
+    drives = ", ".join(f'{{ path = "{p}", expression = "{name}" }}' for p in linked)
+    return (f'[[design]]\nname = "{name}"' + (f"     # {note}" if note else "") + f'\npath = "{path}"\n'
+            + (f"drives = [{drives}]\n" if linked else ""))
 
-[[design]]
-name = "m_thigh"
-path = "bodies.thigh1.mass"
-drives = [{ path = "bodies.thigh2.mass", expression = "m_thigh" }]
 
-[[design]]
-name = "mu"
-path = "forces.foot1.friction"
-drives = [{ path = "forces.foot2.friction", expression = "mu" }]
-
-[[design]]
-name = "slope_normal_x"     # sin γ of the slope line's normal (sin γ, cos γ); cos γ held
-path = "forces.foot1.normal.x"
-drives = [{ path = "forces.foot2.normal.x", expression = "slope_normal_x" }]
-
+DESIGN_OBJECTIVES = "\n".join([
+    _design("m_hip", "bodies.hip.mass"),
+    _design("m_thigh", "bodies.thigh1.mass", "bodies.thigh2.mass"),
+    _design("mu", "forces.foot1.friction", "forces.foot2.friction"),
+    _design("slope_normal_x", "forces.foot1.normal.x", "forces.foot2.normal.x",
+            note="sin γ of the slope line's normal (sin γ, cos γ); cos γ held")]) + """
 [[objectives]]
 name = "distance_sq"        # |r_hip(T)|²: the hip's squared distance from the start foot
 terminal = "point_deviation_sq"

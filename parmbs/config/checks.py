@@ -241,11 +241,13 @@ class _Checker:
                         raise self.fail(f"{prefix}.{end}", "springs at plate points are not supported")
                     if ref.split(".")[0] in self.continua:
                         raise self.fail(f"{prefix}.{end}", "springs at continuum points are not supported")
-            elif f.type == "rotational_spring":
+            elif f.type in ("rotational_spring", "rotational_stop", "stance_lock"):
                 self.body(f.a, f"{prefix}.a", allow_ground=True)
                 self.body(f.b, f"{prefix}.b")
                 if f.a == f.b:
                     raise self.fail(f"{prefix}.b", f"both ends on body {f.b!r}")
+                if f.type == "stance_lock":
+                    self.stance_lock_contact(f, prefix)
             elif f.type == "force":
                 self.point(f.point, f"{prefix}.point", allow_ground=False)
                 if f.point.split(".")[0] in self.plates:
@@ -256,26 +258,19 @@ class _Checker:
                 self.body(f.body, f"{prefix}.body")
             elif f.type == "contact":
                 self.body(self.point(f.point, f"{prefix}.point", allow_ground=False), f"{prefix}.point")
-            elif f.type == "rotational_stop":
-                self.body(f.a, f"{prefix}.a", allow_ground=True)
-                self.body(f.b, f"{prefix}.b")
-                if f.a == f.b:
-                    raise self.fail(f"{prefix}.b", f"both ends on body {f.b!r}")
-            elif f.type == "stance_lock":
-                self.body(f.a, f"{prefix}.a", allow_ground=True)
-                self.body(f.b, f"{prefix}.b")
-                if f.a == f.b:
-                    raise self.fail(f"{prefix}.b", f"both ends on body {f.b!r}")
-                contacts = {c.name: c for c in self.cfg.forces if c.type == "contact"}
-                if f.contact not in contacts:
-                    raise self.fail(f"{prefix}.contact", f"unknown contact force {f.contact!r} "
-                                    f"(known: {', '.join(contacts) or 'none'})")
-                if contacts[f.contact].point.split(".")[0] != f.b:
-                    raise self.fail(f"{prefix}.contact", f"the point of contact {f.contact!r} "
-                                    f"({contacts[f.contact].point}) is not on body b = {f.b!r}")
             elif f.type == "python":
                 for b in f.bodies:
                     self.body(b, f"{prefix}.bodies")
+
+    def stance_lock_contact(self, f, prefix) -> None:
+        """The ``contact`` of a stance lock exists and its point is on body b."""
+        contacts = {c.name: c for c in self.cfg.forces if c.type == "contact"}
+        if f.contact not in contacts:
+            raise self.fail(f"{prefix}.contact", f"unknown contact force {f.contact!r} "
+                            f"(known: {', '.join(contacts) or 'none'})")
+        if contacts[f.contact].point.split(".")[0] != f.b:
+            raise self.fail(f"{prefix}.contact", f"the point of contact {f.contact!r} "
+                            f"({contacts[f.contact].point}) is not on body b = {f.b!r}")
 
     def simulation(self) -> None:
         sim = self.cfg.simulation

@@ -421,22 +421,29 @@ class Torque(_Model):
     function: TimeFunction | None = None
 
 
-class Contact(_Model):
-    """A circle of ``radius`` (0: a point) centred at ``point`` against the ground line
-    through ``origin`` with normal ``normal`` (pointing out of the ground): normal force
-    k g_δ(x) + hunt_crossley·g_δ(x) ẋ + damping·σ_δ(x) ẋ, friction μ F_n against the slip,
-    regularised by ``slip_velocity`` (model/contact.py)."""
+class ContactLaw(_Model):
+    """The normal and friction law shared by the planar and the spatial contact
+    (model/contact.py, spatial/contact.py): normal force k g_δ(x) + hunt_crossley·g_δ(x) ẋ
+    + damping·σ_δ(x) ẋ clamped at zero, friction μ F_n against the slip, regularised by
+    ``slip_velocity``."""
 
     type: Literal["contact"]
     name: Name
-    point: PointRef
     radius: NonNegReal = 0.0
     stiffness: PosReal
     damping: NonNegReal = 0.0
     hunt_crossley: NonNegReal = 0.0
-    smoothing: PosReal = 1e-4
+    smoothing: PosReal = 1e-3
     friction: NonNegReal = 0.0
-    slip_velocity: PosReal = 1e-3
+    slip_velocity: PosReal = 1e-2
+
+
+class Contact(ContactLaw):
+    """A circle of ``radius`` (0: a point) centred at ``point`` against the ground line
+    through ``origin`` with normal ``normal`` (pointing out of the ground), with the law
+    of ``ContactLaw`` (model/contact.py)."""
+
+    point: PointRef
     origin: Vec2 = (0.0, 0.0)
     normal: Annotated[Vec2, AfterValidator(_nonzero)] = (0.0, 1.0)
 

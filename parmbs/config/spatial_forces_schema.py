@@ -35,7 +35,7 @@ from typing import Annotated, Literal, Union
 
 from pydantic import AfterValidator, Field, Strict, model_validator
 
-from .schema import Name, NonNegReal, PointRef, PosReal, Real, TimeFunction, _Model, _check_point_ref
+from .schema import ContactLaw, Name, NonNegReal, PointRef, PosReal, Real, TimeFunction, _Model, _check_point_ref
 from ..spatial.forces import ILTIS_SPRING_DAMPER
 
 # (own copies of the spatial reference types, so spatial_schema.py can import this module)
@@ -136,22 +136,12 @@ class SpatialBushing(_Model):
     rotational_damping: NonNeg3 = (0.0, 0.0, 0.0)
 
 
-class SpatialContact(_Model):
+class SpatialContact(ContactLaw):
     """A sphere of ``radius`` (0: a point) at ``point`` against the road (``surface =
-    "road"``) or the plane through ``origin`` with ``normal``: normal force
-    k g_δ(x) + hunt_crossley·g_δ(x) ẋ + damping·σ_δ(x) ẋ, friction μ F_n against the slip,
-    regularised by ``slip_velocity`` (contact.py)."""
+    "road"``) or the plane through ``origin`` with ``normal``, with the law of
+    ``ContactLaw`` (schema.py; contact.py)."""
 
-    type: Literal["contact"]
-    name: Name
     point: PointRef3
-    radius: NonNegReal = 0.0
-    stiffness: PosReal
-    damping: NonNegReal = 0.0
-    hunt_crossley: NonNegReal = 0.0
-    smoothing: PosReal = 1e-3
-    friction: NonNegReal = 0.0
-    slip_velocity: PosReal = 1e-2
     surface: Literal["road", "plane"] = "road"
     origin: Vec3 | None = None
     normal: Axis3 | None = None

@@ -56,9 +56,9 @@ HORIZON = {
     "iltis-lane-change.toml": ["simulation.t_end=0.02", "spatial.joints.steer.function.times=[0.0,0.01,0.02,0.03]",
                                "spatial.joints.steer.function.values=[0.0,-0.001,-0.002,-0.002]"],
     "parallelogram.toml": ["simulation.t_end=0.02"],
-    # the first 5 ms after heel strike (the file's adaptive steps, rtol 1e-3): the stance
-    # foot pressing in, the trailing foot lifting off (tests/test_passive_walker.py: 20 ms)
-    "passive-walker.toml": ["simulation.t_end=0.005"],
+    # the first 20 ms after heel strike (the file's adaptive steps, rtol 1e-3): the stance
+    # foot pressing in, the trailing foot lifting off (at 5 ms: FD on theta_sq/mu 0.84 of its bound)
+    "passive-walker.toml": ["simulation.t_end=0.02"],
     "pendulum.toml": ["simulation.t_end=0.05"],
     # 4 × 2 elements (8 density columns; the tip node moved with the mesh), 2 steps
     "plate-pendulum.toml": ["simulation.t_end=0.004", "plates.P.nx=4", "plates.P.ny=2", "plates.P.points.tip=[4,0]"],

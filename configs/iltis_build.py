@@ -404,9 +404,9 @@ adapt = {{ rtol = 1e-5, atol = 1e-6 }}      # dt above is the first step
 # does not (6.5e-3 from dt 5e-4 to 2.5e-4, first order): at the 10 cm step the wheels leave
 # the road for 0.1 s and land at 0.7–0.9 m/s on the 1 mm tyre contact band (with a 2 cm
 # step, no lift-off, fixed steps converge at second order).  Error-controlled steps: rtol
-# 1e-5 against 1e-6 changes ψ, ψ4 by 7.1e-7, 8.3e-6 and their gradients by 1.2e-4, 3.0e-4
-# (16 662 steps of 2.9e-5 to 3.2e-4, 2–3× denser over the bump, 0.8–1.9 s; 167 s CPU for
-# ψ and ∇ψ, loaded machine).  ρ∞ = 0.99 (was 0.8): the wheels' (−1)^k spin mode grows ≈ ω/2 = 7/s, the
+# 1e-5 against 1e-6 changes ψ, ψ4 by 7.6e-7, 5.4e-6 and their gradients by 1.1e-4, 2.3e-4
+# (noise-aware error norm, integrators/newton_tol.py: 18 374 steps, 2–3× denser over the
+# bump; 56 s CPU for ψ and ∇ψ, loaded machine).  ρ∞ = 0.99 (was 0.8): the wheels' (−1)^k spin mode grows ≈ ω/2 = 7/s, the
 # damping is −ln ρ∞ / dt.
 progress = false
 

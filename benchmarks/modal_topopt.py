@@ -2,7 +2,7 @@
 ∇ψ at a design of the record (issue 21 item 4: "stable and dt-converged over its full
 horizon" at the designs the optimization visits, not only at the uniform start).
 
-    .venv/bin/python benchmarks/modal_topopt.py RECORD.h5 [--iterate K] [--modes 10]
+    .venv/bin/python benchmarks/modal_topopt.py RECORD.h5 [--iterate K] [--modes 10] [--nx 100 --ny 40]
 
 RECORD.h5: ``parmbs optimize configs/topopt-crank.toml --set
 'continua.crank.reduction={modes=10, attachment=true}' ...`` (complete or ``.partial``).
@@ -10,6 +10,8 @@ At iterate K (default: the last evaluated) the physical densities x̃ = F ρ_K (
 config's density filter) are set on the reduced model, and ψ = ∫U dt and its adjoint
 gradient over the 10⁵ densities are computed at the config's dt and at dt/2 over the
 full horizon (benchmarks/convergence.py's criterion: both relative changes ≤ 1e-3).
+``--nx/--ny``: a record of the coarsened crank (``--set continua.crank.nx=…`` with the pin
+at node [0.9 nx, ny/2], as benchmarks/topopt_run.py sets it).
 """
 import argparse
 import copy
@@ -43,6 +45,8 @@ def main():
     ap.add_argument("record")
     ap.add_argument("--iterate", type=int, default=-1)
     ap.add_argument("--modes", type=int, default=10)
+    ap.add_argument("--nx", type=int, help="mesh of the record (default: the config's 500 x 200)")
+    ap.add_argument("--ny", type=int)
     a = ap.parse_args()
     x, hist = record(a.record)
     k = a.iterate if a.iterate >= 0 else len(x) - 1
@@ -51,6 +55,8 @@ def main():
     with open(CONFIG, "rb") as f:
         data = tomllib.load(f)
     data["continua"][0]["reduction"] = {"modes": a.modes, "attachment": True}
+    if a.nx:
+        data["continua"][0].update(nx=a.nx, ny=a.ny, points={"pin": [9 * a.nx // 10, a.ny // 2]})
     out = {}
     for dt in (data["simulation"]["dt"], data["simulation"]["dt"] / 2):
         d = copy.deepcopy(data)

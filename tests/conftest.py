@@ -31,3 +31,16 @@ def record_file(path):
 
 #: the environment switch that arms parmbs's fault-injection hooks (parmbs/faults.py)
 FAULTS = {"PARMBS_TEST_FAULTS": "1"}
+
+
+def signal_after_first_iterate(p, sig=None, timeout=300):
+    """Send ``sig`` (SIGUSR1: what ``sbatch --signal`` delivers) to the running
+    ``parmbs optimize`` process ``p`` (stdout piped, text) once it prints iterate 1,
+    then wait for it; returns ``(stdout rest, stderr)``.  The stop-at-a-safe-point tests
+    all start this way."""
+    import signal
+    for line in p.stdout:
+        if line.startswith("it    1"):
+            p.send_signal(signal.SIGUSR1 if sig is None else sig)
+            break
+    return p.communicate(timeout=timeout)

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 import tomli_w
 
+from conftest import signal_after_first_iterate
 from test_checkpoint import _cli, _env, _partial, _state
 from test_modal_reduction import crank
 
@@ -119,11 +120,7 @@ def test_optimization_under_mpirun_stopped_by_sigusr1_then_restarted(config, opt
     h5 = tmp_path / "u.h5"
     p = subprocess.Popen([*run, "-o", str(h5)], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
-    for line in p.stdout:
-        if line.startswith("it    1"):
-            p.send_signal(signal.SIGUSR1)
-            break
-    out, err = p.communicate(timeout=300)
+    out, err = signal_after_first_iterate(p, timeout=300)
     assert p.returncode == 0, err
     assert "stopped on SIGUSR1 at a safe point" in out and "--restart" in out, out
     assert _partial(h5).exists() and not h5.exists()

@@ -15,7 +15,7 @@ import pytest
 from parmbs.config import load_config
 from parmbs.optimize import Optimization
 
-from conftest import CONFIGS, FAULTS, record_file
+from conftest import CONFIGS, FAULTS, record_file, signal_after_first_iterate
 
 FIVEBAR = CONFIGS / "fivebar.toml"
 SETS = ["simulation.t_end=0.5", "simulation.dt=1e-2", "optimize.objective=psi1",
@@ -90,11 +90,7 @@ def test_sigkill_then_resume(reference, tmp_path, event):
 def test_sigusr1_stops_at_a_safe_point(reference, tmp_path):
     path = tmp_path / "s.h5"
     p = _cli(["optimize", FIVEBAR, "-o", path, *_sets()])
-    for line in p.stdout:
-        if line.startswith("it    1"):
-            p.send_signal(signal.SIGUSR1)
-            break
-    out, err = p.communicate(timeout=600)
+    out, err = signal_after_first_iterate(p, timeout=600)
     assert p.returncode == 0, err
     assert "stopped on SIGUSR1 at a safe point" in out and "--restart" in out
     with h5py.File(record_file(path), "r") as f:

@@ -18,7 +18,7 @@ import pytest
 from parmbs.config import ConfigError, load_config
 from parmbs.optimize import Optimization
 
-from conftest import CONFIGS, FAULTS, record_file
+from conftest import CONFIGS, FAULTS, record_file, signal_after_first_iterate
 
 PLATE = CONFIGS / "plate-pendulum.toml"
 VOL = 0.8
@@ -159,11 +159,7 @@ def test_sigkill_then_resume(reference, tmp_path, event):
 def test_sigusr1_stops_at_a_safe_point(reference, tmp_path):
     path = tmp_path / "u.h5"
     p = _cli(["optimize", PLATE, "-o", path, *_sets(SHORT)])
-    for line in p.stdout:
-        if line.startswith("it    1"):
-            p.send_signal(signal.SIGUSR1)
-            break
-    out, err = p.communicate(timeout=600)
+    out, err = signal_after_first_iterate(p, timeout=600)
     assert p.returncode == 0, err
     assert "stopped on SIGUSR1 at a safe point" in out and "--restart" in out
     rho, x, _, _ = run_api(path, restart=True, extra=SHORT)

@@ -22,7 +22,7 @@ from parmbs.integrators.newmark import StepError
 from parmbs.optimize import driver
 
 from test_optimize_failed_trial import MMA_SETS, PLATE, run_api
-from conftest import FAULTS, record_file
+from conftest import FAULTS, record_file, signal_after_first_iterate
 
 N = driver.MMA_HALVINGS
 #: the uninterrupted run: evaluation 1 (x_0) works, 2 (x_1) and its N halvings fail
@@ -111,11 +111,7 @@ def test_resume_command_repeats_the_overrides(tmp_path):
     argv = ["optimize", str(PLATE), "-o", str(path), *[a for s in sets for a in ("--set", s)]]
     p = subprocess.Popen([sys.executable, "-m", "parmbs", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"))
-    for line in p.stdout:
-        if line.startswith("it    1"):
-            p.send_signal(signal.SIGUSR1)
-            break
-    out, err = p.communicate(timeout=300)
+    out, err = signal_after_first_iterate(p, timeout=300)
     assert p.returncode == 0, err
     resume = [l for l in out.splitlines() if l.startswith("stopped on SIGUSR1")]
     assert len(resume) == 1, out

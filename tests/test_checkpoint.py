@@ -297,11 +297,12 @@ def test_not_a_checkpoint_and_missing_file(tmp_path):
     _one_line(r, 2, "fivebar.toml", "--restart", "no such file")
 
 
-def test_adaptive_penalty_ts_only_all(tmp_path):
-    """Fixed-step TS runs checkpoint with every schedule (tests/test_ts_checkpoint.py);
-    adaptive ones (TSAdapt) cannot restart from a stored state: exit 2, one line."""
+def test_adaptive_penalty_ts_rk_only_all(tmp_path):
+    """TS runs checkpoint with every schedule, adaptive ts-theta/ts-cn/ts-beuler included
+    (tests/test_ts_checkpoint.py); adaptive ts-rk cannot repeat a step from a stored state
+    (PETSc rolls a rejected attempt back by subtraction): exit 2, one line."""
     sets = ["--set", "simulation.t_end=0.02", "--set", "simulation.formulation=penalty",
-            "--set", "simulation.integrator=ts-beuler", "--set", "simulation.adapt.rtol=1e-4"]
+            "--set", "simulation.integrator=ts-rk", "--set", "simulation.adapt.rtol=1e-4"]
     r = _cli("gradient", FIVEBAR, *sets, "--set", "checkpoint.schedule=every:2", cwd=tmp_path)
     _one_line(r, 2, "fivebar.toml", "checkpoint.schedule")
     (tmp_path / "x.h5").write_bytes(b"")

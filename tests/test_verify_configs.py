@@ -35,6 +35,11 @@ HORIZON = {
                                "spatial.joints.steer_fr.function.starts=[0.0,7.0]"],
     "buggy-step-descent.toml": ["simulation.t_end=0.004"],          # 4 steps
     "double-pendulum.toml": ["simulation.t_end=0.02", "simulation.dt=1e-3"],   # 20 steps
+    # 2 steps (60 variables: ~920 forward runs).  Found, not resolved: at 5 steps verify
+    # FAILS on stress3's Taylor order (1.72 < 1.8; adjoint = direct and FD were fine)
+    "double-wishbone-opt.toml": ["simulation.t_end=0.002"],
+    # 5 steps of the 3 s run (the variational integrator, 12 variables: 13 s CPU)
+    "double-wishbone.toml": ["simulation.t_end=0.005"],
     "fivebar.toml": ["simulation.t_end=0.02"],
     # Newton fails at t = 3.817 s of a perturbed full run (trapezoidal, issue 17; the
     # default integrators are another change): 20 steps here

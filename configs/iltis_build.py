@@ -391,12 +391,21 @@ def design_toml(bounds, title):
                    f"lower = {lo}\n" + (f"upper = {hi}\n" if hi is not None else "") + "\n")
     return "".join(out)
 
-SIM = """
+#: the start of every Iltis file's [simulation] table (the manoeuvre builders share it)
+SIM_HEAD = """
 [simulation]
 t_end = {t_end}
 dt = {dt}
 formulation = "index3"      # the 6 redundant rows are dropped at set-up (model/redundancy.py)
-integrator = "genalpha"     # numerically damped: the trapezoidal rule's (−1)^k oscillation of
+"""
+#: the thesis' ride objective ψ4 = ∫ z̈⁴ of the chassis CG (eq. 5.13)
+PSI4 = """[[objectives]]
+name = "psi4"
+integrand = "vertical_acceleration_4"
+point = "chassis.com"
+"""
+
+SIM = SIM_HEAD + """integrator = "genalpha"     # numerically damped: the trapezoidal rule's (−1)^k oscillation of
 rho_inf = 0.99              # the index-3 accelerations grows on this model (fails at t ≈ 2.4 s)
 genalpha_form = "arnold-bruls"              # second order with variable steps (no α_m − α_f lag of q̈)
 adapt = {{ rtol = 1e-5, atol = 1e-6 }}      # dt above is the first step
@@ -418,11 +427,7 @@ name = "psi"
 integrand = "vertical_acceleration_sq"
 point = "chassis.com"
 
-[[objectives]]
-name = "psi4"
-integrand = "vertical_acceleration_4"
-point = "chassis.com"
-
+""" + PSI4 + """
 [sensitivity]
 method = "adjoint"
 

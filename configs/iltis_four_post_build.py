@@ -100,12 +100,7 @@ HEADER = """\
 # (chassis 6, wheel spin 4; x, y and yaw of the chassis are free: nothing acts on them).
 """
 
-SIM = """
-[simulation]
-t_end = {t_end}
-dt = {dt}
-formulation = "index3"      # the 6 redundant rows are dropped at set-up (model/redundancy.py)
-integrator = "genalpha"
+SIM = ib.SIM_HEAD + """integrator = "genalpha"
 rho_inf = 0.9
 genalpha_form = "arnold-bruls"              # second order for Euler-parameter bodies
 # dt-convergence row: benchmarks/README.md
@@ -113,11 +108,7 @@ progress = false
 
 {design}
 # ---- objectives: psi4 = ∫ z̈⁴ of the chassis CG (eq. 5.13); psi = ∫ z̈²
-[[objectives]]
-name = "psi4"
-integrand = "vertical_acceleration_4"
-point = "chassis.com"
-
+""" + ib.PSI4 + """
 [[objectives]]
 name = "psi"
 integrand = "vertical_acceleration_sq"

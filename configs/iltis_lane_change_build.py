@@ -91,12 +91,7 @@ HEADER = """\
 BOUNDS_520A = {"k_L1": ("0.0", "2.0e5"), "k_L2": ("0.0", "2.0e5"), "c1": ("0.0", "1.0e5"), "c2": ("0.0", "1.0e5"),
           "k1": ("0.0", "2.9e7"), "k2": ("0.0", "2.9e7")}
 
-SIM = """
-[simulation]
-t_end = {t_end}
-dt = {dt}
-formulation = "index3"      # the 6 redundant rows are dropped at set-up (model/redundancy.py)
-integrator = "genalpha"
+SIM = ib.SIM_HEAD + """integrator = "genalpha"
 rho_inf = 0.8               # at 50 km/h the wheels' (−1)^k spin mode grows ≈ ω/2 = 20/s (ω = v/0.356 m);
                             # ρ∞ damps it by −ln ρ∞ / dt: 45/s at 0.8, 2/s at 0.99 (the guard stops
                             # the ρ∞ = 0.99 run at t = 0.56 s)

@@ -355,3 +355,23 @@ def test_to_toml_round_trip(tmp_path):
     assert again == cfg.model_copy(update={"source": again.source, "text_sha256": again.text_sha256})
     # and the resolved text is a fixed point
     assert again.to_toml() == text
+
+
+def test_file_petsc_options_add_to_the_default(tmp_path):
+    """A file's table adds to the direct-LU default, as ``--set`` does: a table holding only
+    a MUMPS option used to replace the default and run GMRES + ILU without a word."""
+    sim_table = '\n[simulation]\npetsc_options = { pc_factor_mat_solver_type = "mumps" }\n'
+    cfg = load_config(write(tmp_path, MINIMAL + sim_table))
+    assert cfg.simulation.petsc_options == {"ksp_type": "preonly", "pc_type": "lu",
+                                            "pc_factor_mat_solver_type": "mumps"}
+    gmres = '\n[simulation]\npetsc_options = { ksp_type = "gmres", pc_type = "ilu" }\n'
+    assert load_config(write(tmp_path, MINIMAL + gmres)).simulation.petsc_options == {
+        "ksp_type": "gmres", "pc_type": "ilu"}
+
+
+@pytest.mark.parametrize("table", ['{ pc_type = "ilu" }', '{ ksp_type = "preonly", pc_type = "gamg" }'])
+def test_preonly_with_an_inexact_preconditioner_is_refused(tmp_path, table):
+    path = write(tmp_path, MINIMAL + f"\n[simulation]\npetsc_options = {table}\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert info.value.key == "simulation.petsc_options" and "preonly" in info.value.message

@@ -13,7 +13,7 @@ import math
 import re
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, Strict, model_validator
 
 # ----------------------------------------------------------------------------- types
 
@@ -557,7 +557,28 @@ def _check_petsc_options(v: dict[str, Any]) -> dict[str, Any]:
             raise ValueError(f"option {k!r} must be a string, number or boolean, got {type(val).__name__}")
         if isinstance(val, float) and not math.isfinite(val):
             raise ValueError(f"option {k!r} must be finite")
+    if str(v.get("ksp_type", "")).lower() == "preonly" and str(v.get("pc_type", "")).lower() in _INEXACT_PC:
+        # Newton, the tangent and the adjoint all assume the linear solve is exact
+        raise ValueError(f"pc_type {v['pc_type']!r} with ksp_type 'preonly' (the default) is one "
+                         "preconditioner application, not a solve; set ksp_type (e.g. 'gmres' or "
+                         "'cg') with a tolerance, or keep pc_type 'lu'")
     return v
+
+
+DEFAULT_PETSC_OPTIONS = {"ksp_type": "preonly", "pc_type": "lu"}
+
+# preconditioners that are not a direct solve: one application of them is no solve
+_INEXACT_PC = {"none", "jacobi", "pbjacobi", "vpbjacobi", "bjacobi", "sor", "eisenstat", "ilu", "icc",
+               "asm", "gasm", "gamg", "hypre", "ml", "mg", "spai", "kaczmarz", "lsc", "deflation",
+               "bddc", "pfmg", "smg", "syspfmg", "hmg", "h2opus", "composite", "ksp", "galerkin"}
+
+
+def _with_default_petsc_options(v: Any) -> Any:
+    """A file's ``petsc_options`` table adds to the default ``{ksp_type = "preonly",
+    pc_type = "lu"}`` instead of replacing it, as a ``--set`` does (config/loader.py
+    ``_table_default``): a table holding only ``pc_factor_mat_solver_type = "mumps"`` used to
+    drop the default and run PETSc's GMRES + ILU instead of MUMPS, silently."""
+    return {**DEFAULT_PETSC_OPTIONS, **v} if isinstance(v, dict) else v
 
 
 INDEX3_INTEGRATORS = ("trapezoidal", "genalpha", "hht", "wbz", "newmark", "variational", "ts-alpha2")
@@ -661,10 +682,9 @@ class Simulation(_Model):
     index1: Index1 = Field(default_factory=Index1)
     maggi: Maggi = Field(default_factory=Maggi)
     matrix_r: MatrixR = Field(default_factory=MatrixR)
-    petsc_options: Annotated[dict[str, Any], AfterValidator(_check_petsc_options)] = {
-        "ksp_type": "preonly",
-        "pc_type": "lu",
-    }
+    petsc_options: Annotated[dict[str, Any], BeforeValidator(_with_default_petsc_options),
+                             AfterValidator(_check_petsc_options)] = Field(
+        default_factory=lambda: dict(DEFAULT_PETSC_OPTIONS))
     progress: Bool = True
     output_every: PosInt = 1
     guard: Bool = True     # instability guard of fixed-step runs (integrators/guard.py)

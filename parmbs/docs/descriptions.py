@@ -230,7 +230,8 @@ CLASS = {
     "Simulation.maggi": ("", "options of Maggi's formulation"),
     "Simulation.matrix_r": ("", "options of the Matrix-R formulation"),
     "Simulation.petsc_options": ("", "PETSc options for the linear solver, names without `-` "
-                                     "(prefix `parmbs_` added); command-line PETSc options win"),
+                                     "(prefix `parmbs_` added), added to the default direct LU; `preonly` with an inexact "
+                                     "`pc_type` is refused; command-line PETSc options win"),
     "Simulation.progress": ("", "progress bar/lines on stderr"),
     "Simulation.output_every": ("", "keep every K-th step in outputs"),
     "Newton.rtol": ("", "relative tolerance of the Newton update"),

@@ -8,6 +8,8 @@ the CPU time of forward + adjoint (time.process_time, this process only).  Rows:
 
   fixed     each stepper of --steppers at several dt (a file's own ``adapt`` removed)
   adaptive  the same steppers with simulation.adapt at several rtol (atol = rtol × --atol-ratio)
+  adapt+Q   with --objective-atol: the adaptive rows again with the objectives' quadratures in
+            the error test (simulation.adapt.objective_atol; integrators/quad_error.py)
 
 Steppers: ``trap+ggl`` (trapezoidal + GGL), ``genalpha`` (Chung–Hulbert ρ∞ 0.9), ``ab``
 (generalized-α in the Arnold–Brüls form, ρ∞ from the file), ``file`` (the file's own).
@@ -55,10 +57,12 @@ def peer(python, tol):
             return json.load(f)
 
 
-def run(overrides, config=CONFIG, fixed=False):
+def run(overrides, config=CONFIG, fixed=False, objective_atol=False):
     cfg = load_config(config, overrides)
     if fixed:
         cfg.simulation.adapt = None           # a file with error-controlled steps: its fixed-step rows
+    elif objective_atol is not False:         # None: the quadratures out of the error test, whatever the file says
+        cfg.simulation.adapt.objective_atol = objective_atol
     pr = Problem(cfg)
     c0 = time.process_time()
     tr = pr.forward()
@@ -92,6 +96,8 @@ def main():
     ap.add_argument("--steppers", default="trap+ggl,genalpha", help=f"comma-separated, of {sorted(STEPPERS)}")
     ap.add_argument("--ref-stepper", default="trap+ggl")
     ap.add_argument("--atol-ratio", type=float, default=1.0, help="atol = rtol × this")
+    ap.add_argument("--objective-atol", type=float, help="adapt+Q rows: simulation.adapt.objective_atol")
+    ap.add_argument("--no-plain-adapt", action="store_true", help="with --objective-atol: only the adapt+Q rows")
     ap.add_argument("--plot", help="work-precision PNG")
     a = ap.parse_args()
 
@@ -134,9 +140,13 @@ def main():
         for rt in (float(x) for x in a.rtols.split(",") if x):
             if name == "genalpha" and rt < 1e-7:
                 continue                     # first-order acceleration error: see README
-            row(f"{name} adapt rtol={rt:g}", name, "adapt",
-                run(a.set + ov + [f"simulation.adapt.rtol={rt}", f"simulation.adapt.atol={rt * a.atol_ratio}"],
-                    a.config))
+            tol = [f"simulation.adapt.rtol={rt}", f"simulation.adapt.atol={rt * a.atol_ratio}"]
+            if not (a.no_plain_adapt and a.objective_atol is not None):
+                row(f"{name} adapt rtol={rt:g}", name, "adapt",
+                    run(a.set + ov + tol, a.config, objective_atol=None))
+            if a.objective_atol is not None:
+                row(f"{name} adapt+Q rtol={rt:g}", name, "adapt+Q",
+                    run(a.set + ov + tol, a.config, objective_atol=a.objective_atol))
     if a.plot:
         import matplotlib
         matplotlib.use("Agg")
@@ -144,7 +154,7 @@ def main():
         fig, axs = plt.subplots(1, 2, figsize=(11, 4.2))
         for ax, i, what in ((axs[0], 0, "ψ"), (axs[1], 1, "∇ψ")):
             for name in steppers:
-                for mode, mk in (("fixed", "o-"), ("adapt", "s--")):
+                for mode, mk in (("fixed", "o-"), ("adapt", "s--"), ("adapt+Q", "^-.")):
                     pts = sorted((r["t_grad"], r["err"][i]) for _, n, m, r in rows if n == name and m == mode)
                     if pts:
                         ax.loglog(*zip(*pts), mk, label=f"{name} {mode}")

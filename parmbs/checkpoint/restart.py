@@ -273,7 +273,8 @@ class CheckpointedRun:
                 on_step(k, t, xk[:4])
 
         (_, its), _ = march(pr.stepper, p, pr.config.simulation.t_end, x, k0, self.T[k0], kept, adapt=pr.adapt,
-                            guard=pr.guard, progress=progress, comm=pr._mpi_if_distributed(), state=self.state)
+                            guard=pr.guard, progress=progress, comm=pr._mpi_if_distributed(), state=self.state,
+                            quad=pr.quadrature_error(p, x0))
         x = prev[0]
         st.sync()
         grid = self._complete_adaptive()
@@ -310,7 +311,7 @@ class CheckpointedRun:
     def _put_adaptive(self, k, x, psi):
         st = self.store
         st.ensure(k)
-        ctl = self.state.control() if k > 0 else np.full(4, np.nan)
+        ctl = self.state.control() if k > 0 else np.full(st.control_width, np.nan)
         st.put_grid(k, self.T[k], self.H[k - 1] if k else 0.0)
         if self.sched.kind == "all":
             if k > st.valid_steps:
@@ -458,7 +459,7 @@ class _RevolveProvider(_Provider):
             extra = None
             if self.run.adaptive:        # no loop state: the forward run never resumes from these
                 n = self.pr.sys.n
-                extra = (np.full(4, np.nan), np.full(3, np.nan), np.zeros((3, n)), np.zeros((3, n)))
+                extra = (np.full(st.control_width, np.nan), np.full(3, np.nan), np.zeros((3, n)), np.zeros((3, n)))
             st.put_slot(i, s + m, self.T[s + m], x, np.zeros(len(self.pr.objectives)), extra)
             self.mem[s + m] = x
 

@@ -28,9 +28,11 @@ Adaptive runs (``simulation.adapt``; integrators/timeloop.py) add, with the attr
     /grid/t (C+1,), /grid/h (C,)       the accepted times t_k and steps h_k = t_{k+1} − t_k
                                        (as the controller chose them, bit for bit)
     /grid/crc (C+1,) uint32            CRC-32 of (k, t_k, h_{k−1}) per row
-    /checkpoint/control (slots, 4)     the loop state after the step to the state
+    /checkpoint/control (slots, 4+4Q)  the loop state after the step to the state
                                        (MarchState.control: next h, last error norm,
-                                       noise-floor hits, rejections), in the state's CRC
+                                       noise-floor hits, rejections; with Q error-controlled
+                                       quadratures (adapt.objective_atol) their last three
+                                       integrand values and ∫|f| dt), in the state's CRC
     /checkpoint/hist_t, hist_q, hist_v every:K only: t, q, v of the three accepted states
                                        before the slot's (the error estimator's nodes;
                                        ``all`` reads them from the rows before)
@@ -159,6 +161,8 @@ class CheckpointStore:
         self.schedule = schedule
         self.N = problem.nsteps               # adaptive: the capacity (an estimate; grown by copying)
         self.adaptive = getattr(problem, "adapt", None) is not None
+        # MarchState.control's width: 4, plus 4 per error-controlled quadrature (quad_error.py)
+        self.control_width = 4 + 4 * len(problem.quad_objectives()) if hasattr(problem, "quad_objectives") else 4
         self._config, self._problem = config, problem
         self._grid = []                       # rank 0, adaptive: buffered (k, t_k, h_{k−1})
         self.grid_rows = 0                    # rank 0, adaptive: grid rows 0 … grid_rows−1 written
@@ -272,7 +276,7 @@ class CheckpointStore:
             self._dset(h5py, gr, "t", (N + 1,))
             self._dset(h5py, gr, "h", (N,))
             self._dset(h5py, gr, "crc", (N + 1,), "u4")
-            self._dset(h5py, ck, "control", (S, 4))
+            self._dset(h5py, ck, "control", (S, self.control_width))
             if self.schedule.kind != "all":
                 self._dset(h5py, ck, "hist_t", (S, 3))
                 self._dset(h5py, ck, "hist_q", (S, 3, self.n))

@@ -524,12 +524,18 @@ class Adapt(_Model):
     RMS norm, as PETSc's TSAdapt); Newton stops at a tenth of those weights (never looser
     than ``simulation.newton``); ``dt`` is the first
     step, ``dt_min`` ≤ h ≤ ``dt_max`` (defaults: dt_max = t_end / 10, dt_min = 1e-10 t_end).
-    Absent: fixed steps of ``dt``."""
+    ``objective_atol`` (in the objectives' units): the integral objectives' quadratures
+    ∫ f dt join the error test with ``rtol`` relative to their running scale and this
+    absolute floor, as CVODES's errconQ (integrators/quad_error.py) — for objectives
+    that read accelerations (∫ z̈² dt), which the position/velocity test does not
+    control.  Absent: the quadratures are not error-controlled.  Absent ``adapt``:
+    fixed steps of ``dt``."""
 
     rtol: PosReal = 1e-4
     atol: PosReal = 1e-6
     dt_min: PosReal | None = None
     dt_max: PosReal | None = None
+    objective_atol: PosReal | None = None
 
     @model_validator(mode="after")
     def _ordered(self) -> "Adapt":

@@ -164,6 +164,7 @@ class Adapt:
     dt_min: float
     dt_max: float
     horizon: float = 1.0        # T = t_end − t_0 of the whole run (the per-unit-step scale)
+    objective_atol: float | None = None   # quadratures in the error test (quad_error.py)
 
     @classmethod
     def of(cls, sim, t0=0.0):
@@ -173,7 +174,7 @@ class Adapt:
         span = sim.t_end - t0
         dt_max = a.dt_max if a.dt_max is not None else span / 10.0
         dt_min = a.dt_min if a.dt_min is not None else 1e-10 * span
-        return cls(a.rtol, a.atol, min(max(sim.dt, dt_min), dt_max), dt_min, dt_max, span)
+        return cls(a.rtol, a.atol, min(max(sim.dt, dt_min), dt_max), dt_min, dt_max, span, a.objective_atol)
 
 
 class LocalError:
@@ -344,7 +345,9 @@ class MarchState:
     * ``t_start``: t_0 of the whole run (the end-of-run sliver test and progress use
       the whole span, not the resumed part);
     * ``x0``: the initial state (its v_0, a_0 are the confluent data of the first
-      estimates).
+      estimates);
+    * ``quad``: with error control on the objectives' quadratures (quad_error.py), the
+      last three integrand values and ∫|f| dt (QuadratureError.pack), else None.
 
     ``march(adapt=…, state=s)`` keeps ``s`` current before every ``keep`` call; with
     ``s.hist`` set on entry it resumes from it instead of starting afresh."""
@@ -356,11 +359,14 @@ class MarchState:
         self.hist = None
         self.floor_hits = 0
         self.rejected = 0
+        self.quad = None
 
     def control(self):
-        """(h_next, err_prev (NaN: none), floor_hits, rejected) as four floats."""
-        return np.array([self.h_next, math.nan if self.err_prev is None else self.err_prev,
-                         float(self.floor_hits), float(self.rejected)])
+        """(h_next, err_prev (NaN: none), floor_hits, rejected) as four floats, then
+        ``quad`` (if any)."""
+        c = np.array([self.h_next, math.nan if self.err_prev is None else self.err_prev,
+                      float(self.floor_hits), float(self.rejected)])
+        return c if self.quad is None else np.concatenate([c, self.quad])
 
     def restore(self, control, hist):
         """The state stored by ``control()`` and the history nodes (t, q, v)."""
@@ -368,19 +374,22 @@ class MarchState:
         self.h_next = float(c[0])
         self.err_prev = None if math.isnan(c[1]) else float(c[1])
         self.floor_hits, self.rejected = int(c[2]), int(c[3])
+        self.quad = c[4:].copy() if len(c) > 4 else None
         self.hist = [(float(t), np.asarray(q), np.asarray(v)) for t, q, v in hist]
         return self
 
 
 def march(stepper, p, t_end, x, k0, t0, keep, *, dt=None, adapt=None, grid=None, guard=None,
-          progress=None, h_prev=None, comm=None, state=None):
+          progress=None, h_prev=None, comm=None, state=None, quad=None):
     """Advance x from step k0 at time t0 to t_end; ``keep(k, t, h_prev, x)`` is called for
     every accepted state x_k (k > k0) with h_prev = h_{k−1}.  The step sequence: ``adapt``
     (an Adapt: chosen here), else ``grid`` (a whole-run TimeGrid whose steps k0 … N are
     taken: fixed dt or a frozen replay), else fixed ``dt``.  Returns ((the TimeGrid —
     whole run for fixed/frozen, steps k0 … N for adaptive —, Newton iterations per
     accepted step), rejected steps).  ``comm`` (mpi4py, distributed runs): the accept/reject verdict is
-    agreed by one allreduce so every rank takes the same step sequence."""
+    agreed by one allreduce so every rank takes the same step sequence.  ``quad`` (a
+    quad_error.QuadratureError, adaptive runs): the objectives' quadratures join the
+    error test (``simulation.adapt.objective_atol``)."""
     if adapt is None:
         if grid is None:
             grid = TimeGrid.fixed(t0, dt, int(round((t_end - t0) / dt)))
@@ -388,7 +397,7 @@ def march(stepper, p, t_end, x, k0, t0, keep, *, dt=None, adapt=None, grid=None,
     own = getattr(stepper, "march_adaptive", None)
     if own is not None:          # PETSc TSALPHA2: TSAdapt chooses the steps (integrators/ts_alpha2.py)
         return own(p, t_end, x, k0, t0, keep, adapt, guard, progress, state)
-    return _march_adaptive(stepper, p, t_end, x, k0, t0, keep, adapt, guard, progress, h_prev, comm, state)
+    return _march_adaptive(stepper, p, t_end, x, k0, t0, keep, adapt, guard, progress, h_prev, comm, state, quad)
 
 
 def set_step(stepper, h):
@@ -422,7 +431,20 @@ def _march_fixed(stepper, p, x, k0, grid, keep, guard, progress):
     return grid, its
 
 
-def _march_adaptive(stepper, p, t_end, x, k0, t0, keep, ad, guard, progress, h_prev, comm, state):
+def _probe(stepper, p, k, t, x, h, t_end):
+    """(t + h, x_{k+1}) of one more step of h from a trial state, or None (past t_end, or
+    Newton failed): the first step's quadrature estimate (quad_error.py).  The step size
+    is unchanged, so nothing of the stepper's set-up differs from the step just taken."""
+    if t + h > t_end:
+        return None
+    try:
+        x2, _ = stepper.step(k, t, x, p)
+    except StepError:
+        return None
+    return (t + h, x2) if all(np.all(np.isfinite(y)) for y in x2) else None
+
+
+def _march_adaptive(stepper, p, t_end, x, k0, t0, keep, ad, guard, progress, h_prev, comm, state, quad=None):
     ntol, v_gain = newton_data(stepper)
     nt = getattr(stepper, "newton", None)
     est = LocalError(ad, error_constant(stepper), ntol, v_gain,
@@ -436,8 +458,12 @@ def _march_adaptive(stepper, p, t_end, x, k0, t0, keep, ad, guard, progress, h_p
         ctl.err_prev = state.err_prev
         h, rejected = state.h_next, state.rejected
         span = t_end - state.t_start
+        if quad is not None:
+            quad.unpack(state.quad, [t for t, *_ in state.hist])
     else:
         est.start(t0, x, initial=(k0 == 0))
+        if quad is not None:
+            quad.start(t0, x)
         h = ad.dt0 if h_prev is None else min(max(h_prev, ad.dt_min), ad.dt_max)
         span = t_end - (t0 if state is None else state.t_start)
     T, H, its = [t0], [], []
@@ -458,6 +484,10 @@ def _march_adaptive(stepper, p, t_end, x, k0, t0, keep, ad, guard, progress, h_p
             x1 = rank_fault("forward", k + 1, x1)
             finite = all(np.all(np.isfinite(y)) for y in x1)
             err = est.norm(t1, x1, hk) if finite else math.inf
+            if quad is not None and err is not None and finite:
+                eq = quad.norm(t1, x1, hk, lambda: _probe(stepper, p, k + 1, t1, x1, hk, t_end))
+                # CVODES errconQ: the larger of the two norms
+                err = err if eq is None else max(err, eq)
         else:
             err = math.inf
         if comm is not None:
@@ -478,6 +508,8 @@ def _march_adaptive(stepper, p, t_end, x, k0, t0, keep, ad, guard, progress, h_p
             guard.h = hk
             guard.check(k + 1, t1, x)
         est.accept(t1, x)
+        if quad is not None:
+            quad.accept()
         k, t = k + 1, t1
         T.append(t)
         H.append(hk)
@@ -486,6 +518,7 @@ def _march_adaptive(stepper, p, t_end, x, k0, t0, keep, ad, guard, progress, h_p
         if state is not None:
             state.h_next, state.err_prev, state.hist = h, ctl.err_prev, est.hist
             state.floor_hits, state.rejected = est.floor_hits, rejected
+            state.quad = quad.pack() if quad is not None else None
         keep(k, t, hk, x)
         if progress:
             progress(max(1, min(999, int(1000 * (t - t_start) / span))) if t < t_end else 1000, 1000)

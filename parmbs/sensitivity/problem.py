@@ -206,12 +206,55 @@ class Problem:
             if on_step:
                 on_step(k, t, physical(x))
 
+        quad = self.quadrature_error(p, x) if "adapt" in steps else None
         (grid, its), rejected = march(self.stepper, p, self.config.simulation.t_end, x, 0, self.t0, keep,
                                       guard=self.guard, progress=progress, comm=self._mpi_if_distributed(),
-                                      **steps)
+                                      quad=quad, **steps)
         self._set_grid(grid)
         Q, V, A, L, *E = rows.arrays()
         return Trajectory(grid.t, Q, V, A, L, its, grid, rejected, extra=E)
+
+    def quad_objectives(self):
+        """The integral objectives whose quadratures join an adaptive run's error test
+        (``simulation.adapt.objective_atol`` set; integrators/quad_error.py), else []."""
+        if self.adapt is None or self.adapt.objective_atol is None:
+            return []
+        return [ob for ob in self.objectives if ob.integrand]
+
+    def quadrature_error(self, p, x0):
+        """The QuadratureError of an adaptive run at p from x_0, or None (quad_objectives)."""
+        obs = self.quad_objectives()
+        if not obs:
+            return None
+        from ..integrators.quad_error import QuadratureError
+        refs = [ob.reference(self.sys, x0[0], p) for ob in obs]
+        sys_ = self.sys
+
+        def f(t, x):
+            return [ob.weight * ob.integrand.value(sys_, t, physical(x), p, ref) for ob, ref in zip(obs, refs)]
+        st = self.stepper
+        nt = getattr(st, "newton", None)
+        beta = getattr(st, "beta", 0.25)
+        v_gain = newton_data(st)[1]
+        dm, nd = self.design.map, self.design.ncols
+
+        def noise(t, x, h):
+            """δf of each objective from the position noise δq (quad_error.py docstring)."""
+            q = np.real(x[0])
+            if isinstance(nt, AdaptiveNewton):
+                dq = np.real(nt.noise(q))
+            else:
+                tol = newton_data(st)[0]
+                dq = tol[0] + tol[1] * float(np.max(np.abs(q)))
+            dq = np.broadcast_to(np.asarray(dq, dtype=float), q.shape)
+            out = []
+            for ob, ref in zip(obs, refs):
+                dx = ob.integrand.grads(sys_, t, physical(x), p, ref, dm, nd)[0]
+                out.append(abs(ob.weight) * float(np.abs(np.real(dx[0])) @ dq + np.abs(np.real(dx[1])) @ dq * v_gain / h
+                                                  + np.abs(np.real(dx[2])) @ dq / (beta * h * h)))
+            return out
+        a = self.adapt
+        return QuadratureError(f, len(obs), a.rtol, a.objective_atol, a.horizon, self.t0, noise)
 
     def state_blocks(self):
         """(name, width) of the stepper's state blocks (module function state_blocks)."""

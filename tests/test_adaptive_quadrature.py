@@ -116,3 +116,11 @@ def test_resumed_forward_takes_the_same_steps(schedule, runs, tmp_path, monkeypa
     for k in grad0:
         assert values[k] == values0[k], k
         assert np.array_equal(grad[k], grad0[k]), k
+
+
+def test_ts_steppers_refuse_the_key():
+    """PETSc TS steppers choose their steps with TSAdapt: the key would be ignored, so it is
+    refused, naming the file and key."""
+    from parmbs.config.errors import ConfigError
+    with pytest.raises(ConfigError, match="simulation.adapt.objective_atol"):
+        load_config(FIVEBAR, ADAPT + QUAD + ['simulation.integrator="ts-alpha2"'])

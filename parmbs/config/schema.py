@@ -528,7 +528,8 @@ class Adapt(_Model):
     ∫ f dt join the error test with ``rtol`` relative to their running scale and this
     absolute floor, as CVODES's errconQ (integrators/quad_error.py) — for objectives
     that read accelerations (∫ z̈² dt), which the position/velocity test does not
-    control.  Absent: the quadratures are not error-controlled.  Absent ``adapt``:
+    control (parmbs's own steppers; refused with the PETSc TS ones, whose TSAdapt chooses the
+    steps).  Absent: the quadratures are not error-controlled.  Absent ``adapt``:
     fixed steps of ``dt``."""
 
     rtol: PosReal = 1e-4

@@ -5,7 +5,7 @@ and whether ψ and ∇ψ are bit-identical.  For the TSAdjoint schemes the count
 the TS re-runs TSAdjoint needs for the stages (integrators/ts_checkpoint.py: N for all
 and every:K, revolve's recomputations + N); the own steppers' count of the schedule
 (``sched.recomputations``) beside it.  Engines whose sweep is our own adjoint step
-(ts-alpha2, ts-arkimex) recompute the schedule's count only.
+(ts-alpha2, ts-arkimex, ts-rk 5dp) recompute the schedule's count only.
 CPU seconds of the process beside the wall time (the machine is shared).
 
 Usage: python benchmarks/ts_checkpoint.py [--set key=value ...] [--schedules all,every:10,...]
@@ -34,6 +34,11 @@ ENGINES = {
     "index1 ts-arkimex": ['simulation.formulation="index1"', 'simulation.integrator="ts-arkimex"'],
     "index1 ts-theta adapt": ['simulation.formulation="index1"', 'simulation.integrator="ts-theta"',
                               "simulation.theta=0.7", "simulation.adapt={rtol=1e-5, atol=1e-7}"],
+    # adaptive RK (5dp) and ARKIMEX: re-runs repeat the rejected attempts (ts.py replays_attempts)
+    "index1 ts-rk adapt": ['simulation.formulation="index1"', 'simulation.integrator="ts-rk"',
+                           "simulation.adapt={rtol=1e-8, atol=1e-10}"],
+    "penalty ts-arkimex adapt": ['simulation.formulation="penalty"', 'simulation.integrator="ts-arkimex"',
+                                 "simulation.penalty.alpha=1e5", "simulation.adapt={rtol=1e-4, atol=1e-6}"],
 }
 
 

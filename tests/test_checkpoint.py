@@ -297,19 +297,6 @@ def test_not_a_checkpoint_and_missing_file(tmp_path):
     _one_line(r, 2, "fivebar.toml", "--restart", "no such file")
 
 
-def test_adaptive_penalty_ts_rk_only_all(tmp_path):
-    """TS runs checkpoint with every schedule, adaptive ts-theta/ts-cn/ts-beuler included
-    (tests/test_ts_checkpoint.py); adaptive ts-rk cannot repeat a step from a stored state
-    (PETSc rolls a rejected attempt back by subtraction): exit 2, one line."""
-    sets = ["--set", "simulation.t_end=0.02", "--set", "simulation.formulation=penalty",
-            "--set", "simulation.integrator=ts-rk", "--set", "simulation.adapt.rtol=1e-4"]
-    r = _cli("gradient", FIVEBAR, *sets, "--set", "checkpoint.schedule=every:2", cwd=tmp_path)
-    _one_line(r, 2, "fivebar.toml", "checkpoint.schedule")
-    (tmp_path / "x.h5").write_bytes(b"")
-    r = _cli("simulate", FIVEBAR, *sets, "--restart", "x.h5", cwd=tmp_path)
-    _one_line(r, 2, "fivebar.toml", "--restart")
-
-
 def test_restart_under_mpirun_after_sigkill(reference, tmp_path):
     """mpirun -n 2: rank 0 SIGKILLs itself mid-adjoint (mpirun ends the job), then a
     restart under mpirun -n 2 finishes with the serial gradient."""

@@ -308,9 +308,26 @@ class TSStepper(ARKIMEXSteps):
         y is not recovered bit for bit from x = (q, v, a, λ), and the converged manifold
         point's last bits depend on the guess, so both are part of the state a TS
         restarts from (integrators/ts_checkpoint.py)."""
-        if not self.reduced:
-            return ()
-        return (("y", self.mod.N), ("guess", self.mod.guess_size))
+        blocks = (("y", self.mod.N), ("guess", self.mod.guess_size)) if self.reduced else ()
+        return blocks + ((("h_next", 1),) if self.replays_attempts else ())
+
+    @property
+    def replays_attempts(self):
+        """Does a re-run of a step repeat the forward run's attempts (adaptive ts-rk,
+        ts-arkimex)?  PETSc undoes a rejected RK/ARKIMEX attempt by subtraction,
+        y_k' = (y_k + h Σ b_j K_j) − h Σ b_j K_j (TSRollBack_RK, TSRollBack_ARKIMEX in
+        PETSc 3.18), which is y_k only up to round-off, and the accepted attempt starts
+        from y_k' (five-bar, 5dp, 0.5 s: 5 of 29 steps then differ by ≤ 2.2e-16 from a
+        step taken from y_k).  No petsc4py hook sits between the rollback and the next
+        attempt (ARKIMEX forms its stage-0 Z from y_k' before any callback), so a
+        re-run does what the forward run did: it starts from the stored y_k with TSAdapt
+        basic (the same tolerances, limits and end time) at the step size TSAdapt had
+        proposed for step k — the ``h_next`` block of the stored state — and TSAdapt
+        rejects and rolls back the same attempts from the same bits (its choice reads
+        only this step's attempts: TSAdaptChoose_Basic), then accepts h_k.  Each re-run
+        step's h is checked against the stored h_k and its state against the stored one
+        (RuntimeError otherwise: integrators/ts_checkpoint.py)."""
+        return self.sim.adapt is not None and self.kind in ("ts-rk", "ts-arkimex")
 
     def ystate(self, x):
         """The TS state y of a stored x (with ``extra_state``'s blocks for a reduced ODE)."""
@@ -373,8 +390,10 @@ class TSStepper(ARKIMEXSteps):
 
     def _make_ts(self, problem, p, save, k0=0, steps=None, seg=None):
         """The TS of a run; ``k0``, ``steps``: a fixed-step run's part from t_k0 over
-        ``steps`` steps (default: the whole run); ``seg`` = (t_k0, [h_k0, …]): a part of
-        an adaptive run repeated with its exact step sizes (no TSAdapt)."""
+        ``steps`` steps (default: the whole run); ``seg`` = (t_k0, [h_k0, …], h_first): a
+        part of an adaptive run repeated with its exact step sizes (no TSAdapt), or, when
+        ``h_first`` is not None (``replays_attempts``), with TSAdapt from the step size it
+        had proposed at k0, to the run's own end time, over len(hs) steps."""
         mod, sim = self.mod, self.sim
         h, N = self.dt, self._nsteps(problem)
         ts = PETSc.TS().create(comm=self.layout.comm)
@@ -409,7 +428,13 @@ class TSStepper(ARKIMEXSteps):
             ts.setIFunction(self._ifunction, self._f)
             ts.setIJacobian(self._ijacobian, self._J)
         grid = self.grid
-        if seg is not None:
+        attempts = seg is not None and seg[2] is not None
+        if attempts:                            # the forward run's attempts again (replays_attempts)
+            ts.setTime(float(seg[0]))
+            ts.setTimeStep(float(seg[2]))
+            ts.setMaxTime(self.fixed_times(problem)[N])     # the forward run's (TSAdapt's MATCHSTEP)
+            ts.setMaxSteps(len(seg[1]))
+        elif seg is not None:
             t, hs = float(seg[0]), seg[1]
             ts.setTime(t)
             ts.setTimeStep(hs[0])
@@ -432,7 +457,7 @@ class TSStepper(ARKIMEXSteps):
         # TSAdapt: its type, tolerances and step limits before setFromOptions, so the
         # user's -parmbs_ts_adapt_type/-parmbs_ts_rtol/-parmbs_ts_adapt_dt_min win
         ad = self._adapt_settings(problem)
-        adapt_type(ts, "basic" if self.adapt is not None and grid is None and seg is None else "none")
+        adapt_type(ts, "basic" if self.adapt is not None and grid is None and (seg is None or attempts) else "none")
         ts.setTolerances(rtol=ad.rtol, atol=ad.atol)
         # TSAdapt basic accepts a step at its minimum whatever its error: its floor is half
         # of dt_min so that such a step is seen (below dt_min) and refused by the monitor
@@ -463,7 +488,10 @@ class TSStepper(ARKIMEXSteps):
             # a checkpointed run's one-step TSAdjoint (ts_checkpoint.py): in memory whatever
             # the options say (-ts_trajectory_type basic would write a file per step)
             set_trajectory_type(ts, "memory")
-        if seg is not None:
+        if attempts:
+            self.adaptive = False               # (its steps are the stored ones: _run checks them)
+            ts.setMaxSNESFailures(-1)           # as the forward run: a failed solve is a rejection
+        elif seg is not None:
             adapt_type(ts, "none")                  # the stored steps whatever the options say
             self.adaptive = False
             hs = [float(h_) for h_ in seg[1]]
@@ -550,7 +578,8 @@ class TSStepper(ARKIMEXSteps):
             q0, v0, a0 = start[1][0], start[1][1], start[1][2]
         if hs is not None:                      # start = (k0, x_k0, t_k0)
             steps = len(hs)
-        ts = self._make_ts(problem, p, save, k0, steps, None if hs is None else (start[2], hs))
+        h_first = float(start[1][-1][0]) if hs is not None and self.replays_attempts else None
+        ts = self._make_ts(problem, p, save, k0, steps, None if hs is None else (start[2], hs, h_first))
         if start is not None and (self.adaptive or self.grid is not None):
             raise RuntimeError("a TS run continues from a stored state with fixed steps only")
         T, Y, Q, V, A, L, H, G, its = [], [], [], [], [], [], [], [], []
@@ -578,6 +607,11 @@ class TSStepper(ARKIMEXSteps):
             # this step's size: the stored one (hs), TSAdapt's accepted attempt (the last
             # one the callbacks saw: PETSc's time step is already the next one here), or h
             h = (hs[i - 1] if hs is not None else self._h_try if self.adaptive else self.h) if i > 0 else 0.0
+            if h_first is not None and i > 0 and self._h_try != h:
+                state["guard"] = RuntimeError(
+                    f"step {k} (t = {t:.6g}): the adaptive {self.kind} step re-run from the checkpoint took "
+                    f"h = {self._h_try!r}, the forward run {h!r}")
+                raise state["guard"]
             state["t"] = t
             y = np.array(self.layout.get(u))
             x = self._x(t, y, p, state["a"])
@@ -587,6 +621,8 @@ class TSStepper(ARKIMEXSteps):
                 # cached evaluation (an FSAL tableau's last stage is at y_{k+1} up to round-off,
                 # its evaluation made from another guess; measured 2.8e-17 off with 3bs)
                 self._cache = None
+            if self.replays_attempts:           # the step TSAdapt proposes next: extra_state h_next
+                x = tuple(x) + (np.array([ts_.getTimeStep()]),)
             a, lam = x[2], x[3]
             state["a"] = a
             if guard is not None:
@@ -681,14 +717,6 @@ class TSStepper(ARKIMEXSteps):
         if kind and (kind != "none") != (self.sim.adapt is not None):
             return (f"-{PREFIX}adapt_type {kind} contradicts simulation.adapt in a checkpointed {self.kind} run "
                     "(TSAdapt): set or remove [simulation.adapt] instead")
-        if self.sim.adapt is not None and self.kind in ("ts-rk", "ts-arkimex") and kind != "none":
-            # PETSc rolls a rejected RK/ARKIMEX attempt back by y − h Σ b_j K_j (TSRollBack_RK,
-            # _ARKIMEX), not to y bit for bit, and the accepted attempt starts there: a step
-            # recomputed from the stored y_k differs in the last bits (five-bar, adaptive 5dp,
-            # 0.5 s: 5 of 29 steps by ≤ 2.2e-16).  TSTHETA restores y by a copy
-            return (f"adaptive {self.kind} does not repeat a step bit for bit from a stored state (PETSc rolls a "
-                    "rejected attempt back by subtraction): checkpoint it with fixed steps, or use "
-                    "ts-theta/ts-cn/ts-beuler, or run without a checkpoint file")
         return None
 
     def checkpoint_run(self, problem, store):
@@ -703,6 +731,8 @@ class TSStepper(ARKIMEXSteps):
         x = self._x(t0, y0, p, np.zeros(self.mod.sys.n))
         if self.reduced:                         # the run's first state as _run's monitor has it
             x = tuple(x) + (np.array(y0), self.mod.get_guess())
+        if self.replays_attempts:                # the first step the forward TS tries (_make_ts)
+            x = tuple(x) + (np.array([float(self.dt)]),)
         return x
 
     def march_fixed(self, p, x, k0, grid, keep, guard, progress):

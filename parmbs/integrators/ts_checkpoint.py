@@ -42,13 +42,19 @@ guess (the last solution), so both are trailing blocks of the stored state
 objective term starts from its state's stored guess (``TSStepper.reseed``), in memory
 as here (an FSAL RK tableau's first stage is evaluated afresh every step: ts.py).
 
-Adaptive runs (``simulation.adapt``, TSAdapt basic; ts-theta, ts-cn, ts-beuler — adaptive
-ts-rk and ts-arkimex are refused: PETSc rolls a rejected attempt back by subtraction,
-not to y_k bit for bit): the forward run is one TS with
-TSAdapt (``TSStepper.march_adaptive``) and keeps each accepted step's exact size (the
-attempt's h the callbacks saw, not t_{k+1} − t_k, which differs in the last bits); the
-file holds t_k and h_k (parmbs's adaptive store), and the reverse sweep's re-runs take
-those steps without TSAdapt (``hs``: bitwise the forward run's).  TSAdapt's estimate
+Adaptive runs (``simulation.adapt``, TSAdapt basic; every TS scheme): the forward run is
+one TS with TSAdapt (``TSStepper.march_adaptive``) and keeps each accepted step's exact
+size (the attempt's h the callbacks saw, not t_{k+1} − t_k, which differs in the last
+bits); the file holds t_k and h_k (parmbs's adaptive store).  ts-theta, ts-cn and
+ts-beuler re-run those steps without TSAdapt (``hs``: bitwise the forward run's; TSTHETA
+restores y_k by a copy after a rejected attempt).  ts-rk and ts-arkimex do not: PETSc
+rolls a rejected attempt back by subtraction (TSRollBack_RK, _ARKIMEX), so the accepted
+attempt starts from y_k only up to round-off, and a step taken from the stored y_k at
+h_k differs (penalty 5dp, 0.5 s, rtol 1e-4, revolve:3: ∇ψ 2.1e-7 off; 3bs: a re-run
+state 3.5e-11 off).  Their states carry TSAdapt's proposal for the next step
+(``h_next``, ``TSStepper.replays_attempts``), and a re-run starts from x_k with TSAdapt
+at that step size, repeating the rejected attempts and their rollbacks bit for bit
+before it accepts h_k (checked against the stored h_k).  TSAdapt's estimate
 reads the scheme's previous steps (TSTHETA: y_{k−1}), which a TS started at a stored
 state lacks, so a forward run killed part-way is re-run from x_0 and checked bitwise at
 the state it resumes from.  -parmbs_ts_adapt_type contradicting simulation.adapt is
@@ -242,6 +248,7 @@ class TSCheckpointedRun(CheckpointedRun):
         same order and arithmetic as the in-memory sweep, the adjoint record after each."""
         pr, st, stp = self.pr, self.store, self.pr.stepper
         n, m, N = pr.sys.n, pr.sys.m, self.N
+        stp._kcache = None                      # (a sweep resumed from the file: no TS run made it)
         step = stp.own_step()
         lam, grad, gref = _unpack(stp, mu), np.array(grad), np.array(gref)
         xs1 = x1

@@ -52,7 +52,8 @@ def central_fd(pr, rel):
     return g
 
 
-@pytest.mark.parametrize("integrator", ["ts-rk", "ts-theta"])
+# (ts-cn is the θ = ½ stage form of the same TSTHETA path as ts-theta: not repeated here)
+@pytest.mark.parametrize("integrator", ["ts-rk", "ts-theta", "ts-beuler"])
 def test_tsadjoint_vs_direct_and_fd(integrator):
     pr = problem(integrator)
     ga = pr.adjoint()

@@ -39,8 +39,11 @@ def problem(form, integrator, *extra):
     return Problem(load_config(FIVEBAR, SHORT + FORMS[form] + [f'simulation.integrator="{integrator}"', *extra]))
 
 
+# every scheme on each reduced ODE: ts-rk, ts-arkimex, and the TSTHETA path (ts-theta,
+# ts-cn, ts-beuler: one stage form, θ = sim.theta, ½, 1) at one or two of its θ
 @pytest.mark.parametrize("form,integrator", [("maggi", "ts-rk"), ("maggi", "ts-theta"), ("maggi", "ts-arkimex"),
-                                             ("matrix-r", "ts-rk"), ("matrix-r", "ts-cn")])
+                                             ("maggi", "ts-beuler"),
+                                             ("matrix-r", "ts-rk"), ("matrix-r", "ts-cn"), ("matrix-r", "ts-arkimex")])
 def test_tsadjoint_vs_direct_and_fd(form, integrator):
     # ts-arkimex: our adjoint (ts_arkimex.py), its stages recomputed by Newton: 15 steps
     pr = problem(form, integrator, *(["simulation.t_end=0.015"] if integrator == "ts-arkimex" else []))

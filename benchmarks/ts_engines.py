@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 
+import parmbs  # noqa: F401  (before numpy: parmbs/_determinism.py)
 import numpy as np
 
 from parmbs.config import load_config

@@ -6,7 +6,8 @@ the TS re-runs TSAdjoint needs for the stages (integrators/ts_checkpoint.py: N f
 and every:K, revolve's recomputations + N); the own steppers' count of the schedule
 (``sched.recomputations``) beside it.  Engines whose sweep is our own adjoint step
 (ts-alpha2, ts-arkimex, ts-rk 5dp) recompute the schedule's count only.
-CPU seconds of the process beside the wall time (the machine is shared).
+CPU seconds of the process beside the wall time (the machine is shared); "rejected": the
+adaptive forward run's rejected attempts (TSAdapt).
 
 Usage: python benchmarks/ts_checkpoint.py [--set key=value ...] [--schedules all,every:10,...]
        [--only NAME,NAME]
@@ -51,7 +52,7 @@ def main():
     cfg = str(ROOT / "configs" / "fivebar.toml")
     print(f"five-bar, {' '.join(a.set)}")
     print(f"{'engine':<22} {'schedule':<11} {'wall s':>7} {'cpu s':>7} {'steps':>5} {'recomputed':>10} "
-          f"{'schedule':>9}  same ψ, ∇ψ")
+          f"{'schedule':>9}  same ψ, ∇ψ  rejected")
     for name in a.only.split(","):
         sets = ENGINES[name]
         pr = Problem(load_config(cfg, a.set + sets))
@@ -72,7 +73,7 @@ def main():
                 ck.store.close()
             same = all(v[k] == v0[k] and np.array_equal(g[k], g0[k]) for k in g0)
             print(f"{name:<22} {sch:<11} {wall:7.2f} {cpu:7.2f} {tr.steps:>5} {ck.recomputed:>10} "
-                  f"{ck.sched.recomputations(N):>9}  {same}", flush=True)
+                  f"{ck.sched.recomputations(N):>9}  {same!s:<10} {getattr(tr, 'rejected', 0)}", flush=True)
 
 
 if __name__ == "__main__":

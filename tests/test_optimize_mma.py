@@ -121,6 +121,32 @@ def test_restart_after_stop_is_exact(reference, tmp_path):
     assert np.array_equal(hist[:, :5], reference[2][:, :5])
 
 
+def _asymptote_width(path):
+    """max over j of (x − low, upp − x)/(upper − lower) in the record's current MMA state,
+    x the iterate the asymptotes were set at (xold1: the state's x is the update's result)."""
+    with h5py.File(record_file(path), "r") as f:
+        g = f["optimize/mma"]
+        _, x, _, low, upp = g[f"state{int(g.attrs['current'])}"][:]
+    return max(np.max(x - low), np.max(upp - x)) / (1.0 - 0.01)        # the densities' bounds
+
+
+def test_asymax_bounds_the_asymptotes_and_a_restart_may_change_it(reference, tmp_path):
+    """optimize.asymax reaches MMA (from update 3 on, Svanberg's clip of the asymptotes to
+    asymax·(upper − lower) around x), and a restart may set it (a continuation of the same
+    problem): the iterates before it are the reference run's, those after it differ."""
+    path = tmp_path / "a.h5"
+    run_api(path, extra=["optimize.max_it=4"])
+    wide = _asymptote_width(path)
+    rho, x, hist, lines = run_api(path, restart=True, extra=["optimize.max_it=8", "optimize.asymax=0.2"])
+    assert "resumed: MMA state after 4 updates" in lines[0]
+    assert np.array_equal(x[:5], reference[1][:5])
+    assert len(x) >= 7 and not np.array_equal(x[5:7], reference[1][5:7])
+    narrow = _asymptote_width(path)
+    print(f"asymptote half-width / range: {wide:.3f} after 4 updates (asymax 10), {narrow:.3f} after 8 (asymax 0.2)")
+    assert wide > 0.3                                   # Svanberg's: asyinit 0.5 widened or shrunk by 0.7
+    assert narrow <= 0.2 * (1 + 1e-12)                  # clipped: x − (x − 0.2·range), rounding only
+
+
 def _cli(args, env_extra=None):
     env = dict(os.environ, PYTHONUNBUFFERED="1", **(env_extra or {}))
     return subprocess.Popen([sys.executable, "-m", "parmbs", *map(str, args)], stdout=subprocess.PIPE,

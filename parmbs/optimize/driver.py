@@ -54,8 +54,9 @@ from .log import HIST_COLS, EvaluationLog, MMAState, fail_hook, kill_hook
 from .mma import MMA, vec_from
 
 TAO_TYPES = {"tao-blmvm": "blmvm", "tao-bqnls": "bqnls", "tao-lmvm": "lmvm"}
-#: [optimize] keys that only say how long to run: a restart may change them
-RUN_LENGTH_KEYS = ("max_it", "gatol", "grtol", "xtol", "ctol")
+#: [optimize] keys that only say how long to run, and MMA's asymptote bound (how the
+#: same problem is stepped, not which problem: a continuation): a restart may change them
+RUN_LENGTH_KEYS = ("max_it", "gatol", "grtol", "xtol", "ctol", "asymax")
 #: MMA history columns (TAO's are log.HIST_COLS)
 #: MMA: how many times the step to a failing trial design is halved before giving up
 MMA_HALVINGS = 4
@@ -504,7 +505,8 @@ class Optimization:
         x0 = vec_from(comm, self.rho0)
         lo, hi = x0.getOwnershipRange()
         bounds = [vec_from(comm, pr.design.lower), vec_from(comm, pr.design.upper)]
-        mma = MMA(x0, *bounds, m, move=opt.move)          # MMA keeps copies
+        mma = MMA(x0, *bounds, m, move=opt.move,          # MMA keeps copies
+                  **({} if opt.asymax is None else {"asymax": opt.asymax}))
         for v in bounds:
             v.destroy()
         store = MMAState(self.log)

@@ -50,6 +50,38 @@ def ascii_picture(xt, nx, ny, width=100, height=24):
     return "\n".join("".join(SHADES[i] for i in row) for row in idx)
 
 
+def asymptote_report(path, every, lower=0.01, upper=1.0, clip=10.0):
+    """How wide MMA's asymptotes were along a run (issue 21 item 4's non-convergence).
+
+    The asymptotes are a function of the iterates alone (``mma.asymptotes``: ×asyincr
+    where the last two steps had the same sign, ×asydecr where they alternated, clipped
+    to [asymin, asymax]·(upper − lower) around x), so they are replayed from the
+    recorded x_0, x_1, … with Svanberg's defaults (the runs before ``optimize.asymax``).
+    Printed per update k: the median half-width max(x − l, u − x)/(upper − lower) and
+    the share at the 10× clip; then, from the record's stored state after the last
+    update, the widths of the densities that moved by more than 0.01 in it."""
+    from parmbs.optimize.mma import asymptotes
+    rho, _, _ = record(path)
+    n = rho.shape[1]
+    xmin, xmax = np.full(n, lower), np.full(n, upper)
+    low, upp, rng = xmin.copy(), xmax.copy(), upper - lower
+    print("| update | median half-width / range | share at the 10× clip |\n|---|---|---|")
+    for it in range(1, len(rho)):
+        x, x1, x2 = rho[it - 1], rho[max(it - 2, 0)], rho[max(it - 3, 0)]
+        low, upp = asymptotes(it, x, x1, x2, low, upp, xmin, xmax)
+        w = np.maximum(x - low, upp - x) / rng
+        if it % every == 0 or it == len(rho) - 1:
+            print(f"| {it} | {np.median(w):.2f} | {np.mean(w >= 0.99 * clip):.0%} |")
+    with h5py.File(path, "r") as f:
+        g = f["optimize/mma"]
+        x, x1, _, low, upp = g[f"state{int(g.attrs['current'])}"][:]
+    w = np.maximum(x1 - low, upp - x1) / rng
+    mv = np.abs(x - x1) > 0.01
+    print(f"\nstored state: {np.mean(w >= 5):.0%} of the densities with half-width ≥ 5; {mv.sum()} moved "
+          f"by > 0.01 in the last update, their half-widths {w[mv].min():.2f} … {w[mv].max():.2f} "
+          f"(median {np.median(w[mv]):.2f}); the others' median {np.median(w[~mv]):.3f}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("record")
@@ -57,7 +89,11 @@ def main():
     ap.add_argument("--ny", type=int, default=200)
     ap.add_argument("--every", type=int, default=1, help="table rows: every N-th iterate (and the last)")
     ap.add_argument("--iterate", type=int, default=-1)
+    ap.add_argument("--asymptotes", action="store_true",
+                    help="instead: MMA's asymptote half-widths replayed from the iterates (see asymptote_report)")
     a = ap.parse_args()
+    if a.asymptotes:
+        return asymptote_report(a.record, a.every)
     with open(CONFIG, "rb") as f:
         data = tomllib.load(f)
     (lx, ly), r = data["continua"][0]["size"], data["optimize"]["filter_radius"]

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from parmbs.config import ConfigError, load_config
+from parmbs.io.hdf5 import HDF5Error
 from parmbs.optimize import Optimization
 
 from conftest import CONFIGS, FAULTS, record_file, signal_after_first_iterate
@@ -145,6 +146,37 @@ def test_asymax_bounds_the_asymptotes_and_a_restart_may_change_it(reference, tmp
     print(f"asymptote half-width / range: {wide:.3f} after 4 updates (asymax 10), {narrow:.3f} after 8 (asymax 0.2)")
     assert wide > 0.3                                   # Svanberg's: asyinit 0.5 widened or shrunk by 0.7
     assert narrow <= 0.2 * (1 + 1e-12)                  # clipped: x − (x − 0.2·range), rounding only
+
+
+def _as_if_older(path, cfg, keys):
+    """Make the record look written before the [optimize] ``keys`` existed: drop them from
+    its /config and store the hash that code computed (the same resolved config without them)."""
+    import tomllib
+    import tomli_w
+    from parmbs.checkpoint.store import resolved_sha256
+    from parmbs.optimize.driver import RUN_LENGTH_KEYS
+    with h5py.File(record_file(path), "r+") as f:
+        d = tomllib.loads(f["config"][()].decode())
+        for k in keys:
+            del d["optimize"][k]
+        del f["config"]
+        f.create_dataset("config", data=tomli_w.dumps(d), dtype=h5py.string_dtype("utf-8"))
+        ignore = [("optimize", k) for k in (*RUN_LENGTH_KEYS, *keys)]
+        f["optimize"].attrs["resolved_sha256"] = resolved_sha256(cfg, ignore=ignore)
+
+
+def test_record_older_than_a_schema_key_resumes(reference, tmp_path):
+    """A record written before optimize.gradient/fd_step existed resumes while those keys
+    are at their defaults (the behaviour its code had: log.keys_added_since), exactly;
+    a non-default value of such a key is another optimization."""
+    path = tmp_path / "o.h5"
+    run_api(path, extra=["optimize.max_it=4"])
+    _as_if_older(path, load_config(str(PLATE), SETS), ("gradient", "fd_step"))
+    with pytest.raises(HDF5Error, match="fd_step = '[(]not set[)]' in the record, 0.02 now"):
+        run_api(path, restart=True, extra=["optimize.fd_step=0.02"])
+    rho, x, hist, lines = run_api(path, restart=True)
+    assert "resumed: MMA state after 4 updates" in lines[0]
+    assert np.array_equal(x, reference[1]) and np.array_equal(rho, reference[0])
 
 
 def _cli(args, env_extra=None):

@@ -170,6 +170,33 @@ def _config_difference(f, config, ignore):
     return "the model, design or simulation settings differ"
 
 
+def keys_added_since(f, config):
+    """The (section, key) pairs of ``config`` that the record's /config does not have and
+    that are at their schema default now: keys added to the schema after the record was
+    written (e.g. ``optimize.gradient``, default "adjoint", what every earlier run did).
+    A key the record predates cannot have been chosen by it, and its default is the
+    behaviour the record's code had (a new key's default keeps the old behaviour, or it
+    would be a change of every config); leaving exactly these out of the hash lets an
+    older record be resumed, while a non-default value of such a key, or any other
+    difference, still makes it another optimization.  () if /config cannot be read."""
+    import tomllib
+    try:
+        text = f["config"][()]
+        old = tomllib.loads(text.decode("utf-8") if isinstance(text, bytes) else str(text))
+    except Exception:  # noqa: BLE001 - no list: the plain hash comparison decides
+        return ()
+    out = []
+    for sec, val in config.to_dict().items():
+        model = getattr(config, sec, None)
+        if not isinstance(val, dict) or sec not in old or not hasattr(type(model), "model_fields"):
+            continue
+        for key in val:
+            field = type(model).model_fields.get(key)
+            if key not in old[sec] and field is not None and getattr(model, key) == field.default:
+                out.append((sec, key))
+    return tuple(out)
+
+
 def _crc(k, x, f, g):
     c = zlib.crc32(np.array([k], np.int64).tobytes())
     for a in (x, np.array([f]), g):
@@ -246,8 +273,11 @@ class EvaluationLog:
         for key, want in (("resolved_sha256", sha), ("method", method), ("objective", objective)):
             have = grp.attrs.get(key)
             have = have.decode() if isinstance(have, bytes) else have
+            if have != want and key == "resolved_sha256" and have == self._older_sha(f, config):
+                continue                  # written before some schema keys existed (keys_added_since)
             if have != want:
-                what = _config_difference(f, config, self.ignore) if key == "resolved_sha256" \
+                what = _config_difference(f, config, (*self.ignore, *keys_added_since(f, config))) \
+                    if key == "resolved_sha256" \
                     else f"{have!r} here, {want!r} now"
                 raise HDF5Error(self.path, f"/optimize.{key}",
                                 f"this file belongs to another optimization ({what}); "
@@ -266,6 +296,12 @@ class EvaluationLog:
                 raise HDF5Error(self.path, f"/optimize/x[{i}]",
                                 "evaluation record fails its checksum (corrupted file); refusing to resume")
         return x, fv, g, int(grp["history"].attrs["rows"]), k
+
+    def _older_sha(self, f, config):
+        """The hash of ``config`` without the keys the record predates (None if there are none)."""
+        from ..checkpoint.store import resolved_sha256
+        later = keys_added_since(f, config)
+        return resolved_sha256(config, ignore=[*self.ignore, *later]) if later else None
 
     def _grow(self, ds, need):
         if ds.shape[0] < need:

@@ -165,32 +165,51 @@ def test_every_schedule_gives_the_bitwise_same_gradient(tmp_path, integrator):
 
 # ----------------------------------------------------------------------------- SIGKILL and --restart
 
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    """The uninterrupted gradient run of each (integrator, schedule), run once and shared
+    by that pair's kill cases (7 cases, 4 pairs): ``(config, directory of ref.h5 and
+    ref.json)``.  One config file for all, so every run reads the same path."""
+    base = tmp_path_factory.mktemp("uninterrupted")
+    cfg = spring_double_pendulum(base, t_end=0.3)
+    done = {}
+
+    def get(integrator, schedule):
+        if (integrator, schedule) not in done:
+            d = base / f"{integrator}-{schedule.replace(':', '-')}"
+            d.mkdir()
+            sets = ["--set", f"checkpoint.schedule={schedule}", "--set", f"simulation.integrator={integrator}"]
+            ref = _cli(["gradient", cfg, *sets, "-o", "ref.h5", "--json", "ref.json"], cwd=d,
+                       PARMBS_CHECKPOINT_INTERVAL=0)
+            assert ref.returncode == 0, ref.stderr[-2000:]
+            done[integrator, schedule] = d
+        return cfg, done[integrator, schedule]
+    return get
+
+
 @pytest.mark.parametrize("integrator,schedule,kill", [
     ("genalpha", "all", "forward:150"), ("genalpha", "all", "adjoint:120"), ("genalpha", "all", "write:90"),
     ("genalpha", "revolve:5", "adjoint:60"), ("genalpha", "revolve:5", "write:3"),
     ("trapezoidal", "every:7", "forward:150"), ("trapezoidal", "revolve:5", "adjoint:60"),
 ])
-def test_sigkill_then_restart_same_bytes(tmp_path, integrator, schedule, kill):
+def test_sigkill_then_restart_same_bytes(tmp_path, uninterrupted, integrator, schedule, kill):
     """A gradient run SIGKILLed in the forward run, in the adjoint sweep or between a
     write and its marker, then `--restart`: the JSON (less timing) and the result
     datasets (/gradient, /trajectory or /checkpoint slots, /checkpoint/psi …) equal
     those of the uninterrupted run byte for byte (generalized-α and trapezoidal)."""
-    cfg = spring_double_pendulum(tmp_path, t_end=0.3)
+    cfg, ref = uninterrupted(integrator, schedule)
     sets = ["--set", f"checkpoint.schedule={schedule}", "--set", f"simulation.integrator={integrator}"]
-    ref = _cli(["gradient", cfg, *sets, "-o", "ref.h5", "--json", "ref.json"], cwd=tmp_path,
-               PARMBS_CHECKPOINT_INTERVAL=0)
-    assert ref.returncode == 0, ref.stderr[-2000:]
     r = _cli(["gradient", cfg, *sets, "-o", "run.h5", "--json", "run.json"], cwd=tmp_path,
              PARMBS_CHECKPOINT_INTERVAL=0, PARMBS_CHECKPOINT_KILL=kill)
     assert r.returncode == -signal.SIGKILL, (r.returncode, r.stderr[-2000:])
     r = _cli(["gradient", cfg, *sets, "--restart", "run.h5", "--json", "run.json"], cwd=tmp_path,
              PARMBS_CHECKPOINT_INTERVAL=0)
     assert r.returncode == 0, r.stderr[-2000:]
-    assert _json_doc(tmp_path / "ref.json") == _json_doc(tmp_path / "run.json")
+    assert _json_doc(ref / "ref.json") == _json_doc(tmp_path / "run.json")
     if schedule == "all":          # revolve slots: which states a slot last held depends on the kill
-        _assert_same_h5(tmp_path / "ref.h5", tmp_path / "run.h5")
+        _assert_same_h5(ref / "ref.h5", tmp_path / "run.h5")
     else:
-        _assert_same_h5(tmp_path / "ref.h5", tmp_path / "run.h5", skip_groups=("adjoint", "checkpoint"))
+        _assert_same_h5(ref / "ref.h5", tmp_path / "run.h5", skip_groups=("adjoint", "checkpoint"))
 
 
 # ----------------------------------------------------------------------------- numpy imported first

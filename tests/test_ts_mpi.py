@@ -110,11 +110,44 @@ def test_distributed_ts_alpha2_equals_serial():
         assert all(np.array_equal(o, other[0]) for o in other), k
 
 
+#: bitwise-reproducible distributed solves for the bit-for-bit checkpoint tests below:
+#: PCREDUNDANT (each rank factors the whole small matrix, sequentially) for the TS's
+#: Newton matrix and for the initial assembly's (its saddle rows need pivoting:
+#: sequential MUMPS), in place of the default parallel MUMPS (why: the next docstring)
+REDUNDANT = {"parmbs_ts_pc_type": "redundant", "parmbs_init_pc_type": "redundant",
+             "parmbs_init_redundant_pc_factor_mat_solver_type": "mumps"}
+
+
+@pytest.fixture
+def redundant_solves():
+    """REDUNDANT in PETSc's options database for one test (options set there are the
+    user's and win over parmbs's defaults: petsc_options.set_config_options)."""
+    opts = PETSc.Options()
+    for k, v in REDUNDANT.items():
+        opts.setValue(k, v)
+    yield
+    for k in REDUNDANT:
+        opts.delValue(k)
+
+
 @pytest.mark.mpi(min_size=2)
-def test_distributed_ts_checkpoint_is_the_distributed_in_memory_run(tmp_path_factory):
+def test_distributed_ts_checkpoint_is_the_distributed_in_memory_run(tmp_path_factory, redundant_solves):
     """revolve:3 with the TS distributed (rank 0 writes the file): the gradient is the
-    distributed in-memory run's, bit for bit (the run is deterministic on 2 ranks).
-    10 steps (each recomputation and reverse step is a TS of its own: ~1 s here)."""
+    distributed in-memory run's, bit for bit.  10 steps (each recomputation and reverse
+    step is a TS of its own: ~1 s here).
+
+    The distributed solves are PCREDUNDANT (REDUNDANT: the TS, its Vecs and MPIAIJ
+    matrices stay distributed), not the default parallel MUMPS: MUMPS's factorization on
+    2 ranks is not bitwise reproducible when the ranks' timing varies.  Measured under
+    load ~28 on the 2 cores: 40 fresh MUMPS factorizations of one 36 × 36 MPIAIJ matrix
+    gave 5 distinct solutions, up to 1.3e-16 apart (-pc_type redundant: 40 identical);
+    in a loop of this test, parmbs raised "the TS step recomputed from the checkpoint
+    differs from the stored state by 6.94e-18" (issue 20's failure at load 25); with
+    only the TS solve redundant, 1 in-memory gradient in 5 was 3.6e-15 off the first
+    with equal states (the one distributed MUMPS solve left: the initial assembly's,
+    whose adjoint enters the gradient).  What this test checks — revolve's stored and
+    recomputed steps reproduce the in-memory run — needs deterministic solves; MUMPS's
+    run-to-run ulps are within the distributed-vs-serial bounds above."""
     short = ["simulation.t_end=0.01"]
     _, _, v0, g0 = _run(PETSc.COMM_WORLD, "penalty", "ts-cn", short)
     comm = PETSc.COMM_WORLD.tompi4py()
@@ -174,7 +207,8 @@ def test_distributed_adaptive_ts_alpha2_equals_serial():
     ("maggi", "ts-rk", [], "every:4"),
     ("index1", "ts-theta", ["simulation.adapt={rtol=1e-5, atol=1e-7}"], "revolve:3"),
 ])
-def test_distributed_ts_checkpoint_reduced_and_adaptive(formulation, integrator, extra, schedule, tmp_path_factory):
+def test_distributed_ts_checkpoint_reduced_and_adaptive(formulation, integrator, extra, schedule, tmp_path_factory,
+                                                        redundant_solves):
     """A reduced ODE (Maggi: y and the manifold guess stored) and an adaptive TSAdjoint run
     (exact step sizes stored), distributed and checkpointed: the distributed in-memory
     run's gradient bit for bit.  The distributed in-memory run against serial: the

@@ -143,7 +143,7 @@ def test_distributed_ts_checkpoint_is_the_distributed_in_memory_run(tmp_path_fac
     gave 5 distinct solutions, up to 1.3e-16 apart (-pc_type redundant: 40 identical);
     in a loop of this test, parmbs raised "the TS step recomputed from the checkpoint
     differs from the stored state by 6.94e-18" (issue 20's failure at load 25); with
-    only the TS solve redundant, 1 in-memory gradient in 5 was 3.6e-15 off the first
+    only the TS solve redundant, the 5th in-memory gradient of the loop was 3.6e-15 off the first
     with equal states (the one distributed MUMPS solve left: the initial assembly's,
     whose adjoint enters the gradient).  What this test checks — revolve's stored and
     recomputed steps reproduce the in-memory run — needs deterministic solves; MUMPS's

@@ -64,7 +64,7 @@ from ..model.assembly import SparseOperator
 from ..model.component import CS_H
 from ..model.evaluation import StateEval, EvalPlan
 from ..integrators.newmark import StepError
-from .relative import Tree, CutView
+from .relative import CutView, make_tree
 
 
 def _key(x, p):
@@ -108,7 +108,7 @@ class MatrixRStepper:
                  comm=None):
         self.sys, self.h, self.newton = system, h, newton
         self.beta, self.gamma = 0.25, 0.5
-        self.tree = Tree(system, cut)
+        self.tree = make_tree(system, cut)
         self.view = CutView(system, self.tree)
         self.nz, self.mc = self.tree.nz, self.view.m
         self.design_map = design_map if design_map is not None else -np.ones(len(system.p), np.int64)

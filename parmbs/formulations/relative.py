@@ -68,13 +68,10 @@ class Tree:
     def __init__(self, system, cut=None, key="simulation.matrix_r.cut"):
         cfg = system.config
         if system.n != 3 * len(system.body_names):
-            spatial = bool(getattr(cfg, "spatial", None) and cfg.spatial.bodies)
             flexible = any(getattr(cfg, k, None) for k in ("beams", "plates", "continua"))
-            what = ("spatial bodies (matrix-r is planar here; the spatial semi-recursive method is not "
-                    "implemented)" if spatial and not flexible else
-                    "flexible bodies" if flexible and not spatial else "spatial and flexible bodies")
-            raise ModelError("simulation.formulation", f"matrix-r handles planar rigid bodies only (the model has "
-                             f"{what}); use formulation = \"index3\"")
+            raise ModelError("simulation.formulation", "matrix-r handles rigid bodies only (the model has "
+                             f"{'flexible bodies' if flexible else 'bodies of more than one kind'}); "
+                             "use formulation = \"index3\"")
         self.sys = system
         nb = len(system.body_names)
         self.nb = self.nz = nb
@@ -268,6 +265,16 @@ class Tree:
         return np.where(self.isrev > 0, th - thp, slide)
 
 
+def make_tree(system, cut=None):
+    """The relative-coordinate tree of a model: planar (Tree) or, for a model of spatial
+    rigid bodies only, spatial/relative_tree.SpatialTree (the 3-D semi-recursive method)."""
+    cfg = system.config
+    if getattr(cfg, "spatial", None) and cfg.spatial.bodies and not system.body_names:
+        from ..spatial.relative_tree import SpatialTree
+        return SpatialTree(system, cut)
+    return Tree(system, cut)
+
+
 class CutView:
     """The system seen with only the cut constraints (cut joints and drivers), rows
     renumbered 0..mc−1 in the order of ``tree.rows_cut``; what StateEval needs
@@ -275,7 +282,7 @@ class CutView:
 
     def __init__(self, system, tree):
         self.n, self.forces, self.extend = system.n, system.forces, system.extend
-        tree_set = set(tree.tree_joints)
+        tree_set = set(getattr(tree, "tree_names", tree.tree_joints))   # spatial: + normalisation rows
         new_row = np.full(system.m + 1, -1, np.int64)       # [-1]: a dropped redundant row stays −1
         new_row[tree.rows_cut] = np.arange(len(tree.rows_cut))
         self.constraints = []

@@ -268,8 +268,9 @@ class Tree:
 def make_tree(system, cut=None):
     """The relative-coordinate tree of a model: planar (Tree) or, for a model of spatial
     rigid bodies only, spatial/relative_tree.SpatialTree (the 3-D semi-recursive method)."""
-    cfg = system.config
-    if getattr(cfg, "spatial", None) and cfg.spatial.bodies and not system.body_names:
+    sp = getattr(system.config, "spatial", None)
+    if sp is not None and not system.body_names and any(getattr(sp, k, None) for k in
+                                                         ("bodies", "beams", "natural_bodies")):
         from ..spatial.relative_tree import SpatialTree
         return SpatialTree(system, cut)
     return Tree(system, cut)

@@ -137,8 +137,8 @@ class SpatialTree:
         names = list(sp.bodies)
         nb = len(names)
         if system.n != 7 * nb or any(b.offset != 7 * i for i, b in enumerate(sp.bodies.values())):
-            raise ModelError("simulation.formulation", "matrix-r in 3-D handles models of spatial rigid bodies only "
-                             "(this one also has planar, flexible or natural-coordinate bodies); "
+            raise ModelError("simulation.formulation", "matrix-r in 3-D handles spatial rigid (Euler-parameter) "
+                             "bodies only (this model also has spatial beams or natural-coordinate bodies); "
                              "use formulation = \"index3\"")
         self.sys, self.nb = system, nb
         joints = {j.name: j for j in cfg.spatial.joints}

@@ -9,7 +9,6 @@ import pytest
 from parmbs.config import load_config
 from parmbs.formulations.matrix_r import dense
 from parmbs.model.evaluation import StateEval
-from parmbs.model.system import ModelError
 from parmbs.sensitivity.problem import Problem
 
 from conftest import CONFIGS
@@ -129,13 +128,3 @@ def test_buggy_tree():
     b = Problem(load_config(str(CONFIGS / "buggy-step-descent.toml"), ov)).forward()
     assert np.max(np.abs(a.q - b.q)) <= 1e-5
     assert drift(pr, a) <= 1e-10
-
-
-def test_flexible_spatial_model_is_refused_with_the_right_reason():
-    """matrix-r takes planar rigid or spatial rigid models; a spatial model with beams and
-    natural-coordinate bodies is refused naming the formulation key and the reason (it
-    used to say "flexible bodies" for every spatial model)."""
-    cfg = load_config(str(CONFIGS / "spatial-flexible-pendulum.toml"), MR + ["simulation.stabilization=none"])
-    with pytest.raises(ModelError) as e:
-        Problem(cfg)
-    assert e.value.key == "simulation.formulation" and "spatial beams or natural-coordinate" in e.value.message

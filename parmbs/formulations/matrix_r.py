@@ -215,7 +215,9 @@ class MatrixRStepper:
         return lam
 
     def _present(self, t, xi, p, K=None):
-        K = K or self._kin(xi, p)
+        if K is None:                       # the state alone: one real kinematics pass, no Jacobians
+            K = _Lin()
+            K.q, K.v, K.a = self.tree.kin(xi[0], xi[1], xi[2], p)
         return (K.q, K.v, K.a, self._tree_lambda(t, K, xi[3], p))
 
     def _full_eval(self, t, x, p):

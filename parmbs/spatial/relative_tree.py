@@ -46,10 +46,42 @@ import numpy as np
 
 from ..model.parameters import ZERO
 from ..model.system import ModelError
-from .kinematics import E0, from_matrix, mv, quat_product, rotation, rotation_ddot, rotation_dot
+from .kinematics import E0, from_matrix, quat_product, rotation
 
 TREE_TYPES = ("revolute", "cylindrical", "translational", "universal", "spherical")
 EYE = np.eye(3)
+
+
+# -- the two bilinear maps as constant tensors, applied by matmul: the recursion is
+#    dominated by numpy call overhead on small batches (kinematics.py's component forms
+#    cost ~10 calls each; measured 5-20x slower on the stepper's 32- and 256-row batches)
+def _tensors():
+    E = np.eye(4)
+    C = np.stack([np.stack([quat_product(E[j], E[k]) for k in range(4)], -1) for j in range(4)], 1)
+    D = np.zeros((3, 3, 4, 4))
+    for k in range(4):
+        for m in range(4):
+            D[:, :, k, m] = 0.5 * (rotation(E[k] + E[m]) - rotation(E[k]) - rotation(E[m]))
+    # (a @ QC)[4i + k] = Σ_j C_ijk a_j;   (a @ RD)[4(3i + j) + m] = Σ_k D_ijkm a_k
+    return C.transpose(1, 0, 2).reshape(4, 16), D.transpose(2, 0, 1, 3).reshape(4, 36)
+
+
+_QC, _RD = _tensors()       # (a∘b)_i = C_ijk a_j b_k;  B(a, b)_ij = D_ijkm a_k b_m (A(e) = B(e, e))
+
+
+def _qmul(a, b):
+    """Euler-parameter product a ∘ b (kinematics.quat_product): L(a) b, L(a) = a·C."""
+    return ((a @ _QC).reshape(a.shape[:-1] + (4, 4)) @ b[..., None])[..., 0]
+
+
+def _bil(a, b):
+    """kinematics.bilinear(a, b) (symmetric; A(e) = B(e, e))."""
+    out = (a @ _RD).reshape(a.shape[:-1] + (9, 4)) @ b[..., None]
+    return out.reshape(out.shape[:-2] + (3, 3))
+
+
+def _mv(M, x):
+    return (M @ x[..., None])[..., 0]
 
 
 # -- second-order jets [x, ẋ, ẍ] (None: an identically zero derivative) -----------------
@@ -71,14 +103,8 @@ def _jmul(f, X, Y):
 
 
 def _rot_jet(E):
-    """Jet of A(e) from a jet of e."""
-    out = [rotation(E[0])]
-    if len(E) > 1:
-        out.append(None if E[1] is None else rotation_dot(E[0], E[1]))
-    if len(E) > 2:
-        out.append(None if E[1] is None and E[2] is None else
-                   rotation_ddot(E[0], 0.0 * E[0] if E[1] is None else E[1], 0.0 * E[0] if E[2] is None else E[2]))
-    return out
+    """Jet of A(e) = B(e, e) from a jet of e: Ȧ = 2B(e, ė), Ä = 2B(ė, ė) + 2B(e, ë)."""
+    return _jmul(_bil, E, E)
 
 
 def _elem(u, z, zd, zdd, order):
@@ -294,14 +320,14 @@ class SpatialTree:
                               None if order < 2 else zdd[..., k], order)
                 else:
                     F = [f[1]] + [None] * order
-                rho = F if rho is None else _jmul(quat_product, rho, F)
-            eC = _jmul(quat_product, eP, rho)
+                rho = F if rho is None else _jmul(_qmul, rho, F)
+            eC = _jmul(_qmul, eP, rho)
             d = [p[..., J.sP]] + [None] * order
             for w, k in J.slides:
                 for i in range(L):
                     d[i] = _add(d[i], zs[i][..., k, None] * w)
-            t1 = _jmul(mv, _rot_jet(eP), d)
-            t2 = _jmul(mv, _rot_jet(eC), [p[..., J.sC]] + [None] * order)
+            t1 = _jmul(_mv, _rot_jet(eP), d)
+            t2 = _jmul(_mv, _rot_jet(eC), [p[..., J.sC]] + [None] * order)
             rC = [_add(_add(rP[i], t1[i]), None if t2[i] is None else -t2[i]) for i in range(L)]
             E[J.c], Rr[J.c] = eC, rC
         out = []

@@ -107,13 +107,17 @@ def _rot_jet(E):
     return _jmul(_bil, E, E)
 
 
-def _elem(u, z, zd, zdd, order):
-    """Jet of F(u, θ) = (cos θ/2, sin θ/2 u) along θ(t) with (θ, θ̇, θ̈) = (z, zd, zdd)."""
+def _elem(u, z, zd, zdd, order, a=None, b=None):
+    """Jet of F(u, θ) = (cos θ/2, sin θ/2 u) along θ(t) with (θ, θ̇, θ̈) = (z, zd, zdd);
+    with (a, b) = (Q, (0, u) ∘ Q) the jet of F(u, θ) ∘ Q = cos θ/2 a + sin θ/2 b (a
+    constant right factor folded in: no product)."""
     c, s = np.cos(0.5 * z)[..., None], np.sin(0.5 * z)[..., None]
-    F = np.concatenate([c, s * u], -1)
+    if a is None:
+        a, b = np.eye(4)[0], np.r_[0.0, u]
+    F = c * a + s * b
     out = [F]
     if order >= 1:
-        F1 = 0.5 * np.concatenate([-s, c * u], -1)
+        F1 = 0.5 * (c * b - s * a)
         out.append(F1 * zd[..., None])
     if order >= 2:
         out.append(F1 * zdd[..., None] - 0.25 * F * (zd * zd)[..., None])
@@ -145,6 +149,19 @@ def _zyx(M):
     """(ψ, ϑ, φ) with M = Rz(ψ) Ry(ϑ) Rx(φ)."""
     return np.array([np.arctan2(M[1, 0], M[0, 0]), np.arctan2(-M[2, 0], np.hypot(M[0, 0], M[1, 0])),
                      np.arctan2(M[2, 1], M[2, 2])])
+
+
+def _fold(factors):
+    """Merge each elementary rotation followed by a constant factor Q into one factor
+    ("rot", u, k, Q, (0, u) ∘ Q) (``_elem``'s folded form)."""
+    out = []
+    for f in factors:
+        if f[0] == "const" and out and out[-1][0] == "rot" and len(out[-1]) == 3:
+            u, k = out[-1][1], out[-1][2]
+            out[-1] = ("rot", u, k, np.asarray(f[1], float), quat_product(np.r_[0.0, u], np.asarray(f[1], float)))
+        else:
+            out.append(f)
+    return out
 
 
 class _TJ:
@@ -233,6 +250,7 @@ class SpatialTree:
                 J.coords = [f"{b}.{c}" for c in ("x", "y", "z", "rz", "ry", "rx")]
             else:
                 self._joint(J, j, where[j.name], pv, b, Q0, k0)
+            J.factors = _fold(J.factors)
             k0 += len(J.coords)
             self.tree_joints += J.coords
             self.joints.append(J)
@@ -306,29 +324,29 @@ class SpatialTree:
         the leading axes of z and p only (module doc for the recursion)."""
         L = order + 1
         zs = [z, zd, zdd][:L]
-        E, Rr = {}, {}
-        ground_e = [E0] + [None] * order
-        ground_r = [np.zeros(3)] + [None] * order
+        E, Rr, Aj = {}, {}, {}
         for J in self.joints:
-            eP = ground_e if J.par < 0 else E[J.par]
-            rP = ground_r if J.par < 0 else Rr[J.par]
             rho = None
             for f in J.factors:
-                if f[0] == "rot":
-                    k = f[2]
-                    F = _elem(f[1], z[..., k], None if order < 1 else zd[..., k],
-                              None if order < 2 else zdd[..., k], order)
-                else:
+                k = f[2] if f[0] != "const" else None
+                if f[0] == "const":
                     F = [f[1]] + [None] * order
+                else:
+                    F = _elem(f[1], z[..., k], None if order < 1 else zd[..., k],
+                              None if order < 2 else zdd[..., k], order, *f[3:])
                 rho = F if rho is None else _jmul(_qmul, rho, F)
-            eC = _jmul(_qmul, eP, rho)
             d = [p[..., J.sP]] + [None] * order
             for w, k in J.slides:
                 for i in range(L):
                     d[i] = _add(d[i], zs[i][..., k, None] * w)
-            t1 = _jmul(_mv, _rot_jet(eP), d)
-            t2 = _jmul(_mv, _rot_jet(eC), [p[..., J.sC]] + [None] * order)
-            rC = [_add(_add(rP[i], t1[i]), None if t2[i] is None else -t2[i]) for i in range(L)]
+            if J.par < 0:                               # ground: e_P = (1, 0, 0, 0), r_P = 0, A_P = I
+                eC, rC = rho, d
+            else:
+                eC = _jmul(_qmul, E[J.par], rho)
+                rC = [_add(a, b) for a, b in zip(Rr[J.par], _jmul(_mv, Aj[J.par], d))]
+            Aj[J.c] = _rot_jet(eC)
+            t2 = _jmul(_mv, Aj[J.c], [p[..., J.sC]] + [None] * order)
+            rC = [_add(rC[i], None if t2[i] is None else -t2[i]) for i in range(L)]
             E[J.c], Rr[J.c] = eC, rC
         out = []
         for i in range(L):

@@ -74,15 +74,18 @@ def drift(pr, traj):
                for t, q in zip(traj.t, traj.q))
 
 
-@pytest.mark.parametrize("text", [CHAIN, FOURBAR], ids=["chain", "fourbar"])
-def test_gradients_and_presented_state(tmp_path, text):
+@pytest.mark.parametrize("text,extra", [(CHAIN, []), (FOURBAR, []),
+                                        (FOURBAR, ['simulation.matrix_r.coordinates="independent"'])],
+                         ids=["chain", "fourbar", "fourbar-independent"])
+def test_gradients_and_presented_state(tmp_path, text, extra):
     """Adjoint = direct to round-off (the same discrete maps transposed: 1e-9 leaves
     conditioning × 1e-16 ample room), both = central differences (step 1e-5 relative:
     truncation ~1e-10, noise ~1e-16/1e-5 × ψ-conditioning ~1e-9; measured ≤ 5e-8, bound
     1e-6).  Tree joints hold by construction, cut rows to the Newton tolerance; the
     presented (q, v, a, λ) satisfies the full model's r + Φ_qᵀλ = 0 (tree reactions
-    recovered)."""
-    pr = problem(tmp_path, text, MR)
+    recovered).  "independent": the paper's second projection onto independent relative
+    coordinates (matrix_r_independent.py) on the same 3-D tree."""
+    pr = problem(tmp_path, text, MR + extra)
     tr = pr.forward()
     adj, dir_, fd = pr.adjoint(), pr.direct(), pr.finite_differences(1e-5)
     for k in adj:

@@ -23,11 +23,11 @@ step 1e-5) on the semi-recursive gradient as well.  The semi-recursive saving is
 import argparse
 import pathlib
 
-import numpy as np
-
-from parmbs.config import load_config
+from parmbs.config import load_config          # parmbs before numpy (its SIMD setting, parmbs/__init__.py)
 from parmbs.sensitivity.problem import Problem
 from vehicle_ratios import cpu
+
+import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 WINDOWS = {

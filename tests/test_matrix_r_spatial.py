@@ -125,7 +125,7 @@ def test_buggy_tree():
     ov = ["simulation.t_end=0.01", "simulation.integrator=trapezoidal"]
     pr = Problem(load_config(str(CONFIGS / "buggy-step-descent.toml"), ov + ["simulation.formulation=matrix-r"]))
     T = pr.stepper.tree
-    assert T.nz == 16 and T.tree_joints[:6] == ["chassis." + c for c in ("x", "y", "z", "rz", "ry", "rx")]
+    assert T.nz == 16 and T.tree_joints[:6] == ["chassis-" + c for c in ("x", "y", "z", "rz", "ry", "rx")]
     assert T.cut_joints == ["steer_fl", "steer_fr"] and pr.stepper.mc == 2
     a = pr.forward()
     b = Problem(load_config(str(CONFIGS / "buggy-step-descent.toml"), ov)).forward()

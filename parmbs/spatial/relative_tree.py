@@ -39,6 +39,10 @@ parameter entries but never design variables (spatial_set.py), so Q and u are co
 here; the joint points s' are read from p, so hardpoint design variables move f(z; p)
 exactly as they move the joints.
 
+Coordinate names (``tree_joints``, the names ``simulation.matrix_r.independent`` takes):
+the joint's name for one coordinate, JOINT-angle/-slide (cylindrical), JOINT-1/-2
+(universal), JOINT-rz/-ry/-rx (spherical), BODY-x/-y/-z/-rz/-ry/-rx (free root).
+
 Joints not in the tree and all drivers form the cut constraints (relative.CutView with
 ``tree_names``: the tree joints and the normalisation rows drop out).
 """
@@ -247,7 +251,7 @@ class SpatialTree:
                 J.factors = [("rot", EYE[2], k0 + 3), ("rot", EYE[1], k0 + 4), ("rot", EYE[0], k0 + 5),
                              ("const", eC)]
                 J.Q = rotation(eC)
-                J.coords = [f"{b}.{c}" for c in ("x", "y", "z", "rz", "ry", "rx")]
+                J.coords = [f"{b}-{c}" for c in ("x", "y", "z", "rz", "ry", "rx")]
             else:
                 self._joint(J, j, where[j.name], pv, b, Q0, k0)
             J.factors = _fold(J.factors)
@@ -300,7 +304,7 @@ class SpatialTree:
             if j.type == "revolute":
                 J.coords = [j.name]
             elif j.type == "cylindrical":
-                J.slides, J.coords = [(uP, k0 + 1)], [f"{j.name}.angle", f"{j.name}.slide"]
+                J.slides, J.coords = [(uP, k0 + 1)], [f"{j.name}-angle", f"{j.name}-slide"]
             else:
                 J.slides, J.coords = [(uP, k0)], [j.name]
         elif j.type == "universal":
@@ -310,12 +314,12 @@ class SpatialTree:
             Q = _rmin(_unit(c), _unit(c - (c @ uP) * uP)) @ Q0
             J.uP, J.uC, J.Q = uP, uC, Q
             J.factors = [("rot", uP, k0), ("const", from_matrix(Q)), ("rot", uC, k0 + 1)]
-            J.coords = [f"{j.name}.1", f"{j.name}.2"]
+            J.coords = [f"{j.name}-1", f"{j.name}-2"]
         else:                                                     # spherical
             J.Q = Q0
             J.factors = [("rot", EYE[2], k0), ("rot", EYE[1], k0 + 1), ("rot", EYE[0], k0 + 2),
                          ("const", from_matrix(Q0))]
-            J.coords = [f"{j.name}.rz", f"{j.name}.ry", f"{j.name}.rx"]
+            J.coords = [f"{j.name}-rz", f"{j.name}-ry", f"{j.name}-rx"]
 
     # -- forward kinematics -------------------------------------------------------------
     def kin(self, z, zd=None, zdd=None, p=None, order=2):

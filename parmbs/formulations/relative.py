@@ -58,6 +58,20 @@ def _cossin(x):
     return ca * ch - 1j * (sa * sh), sa * ch + 1j * (ca * sh)
 
 
+def checked_cut(system, joints, cut, key):
+    """(the cut list or None, {constraint element name: (group, element)}): every listed
+    name must be a joint of ``joints`` (else ModelError on ``key``)."""
+    cut = None if cut is None else list(cut)
+    for name in cut or []:
+        if name not in joints:
+            raise ModelError(key, f"no joint {name!r} in the model (joints: {', '.join(joints) or 'none'})")
+    where = {}
+    for g in system.constraints:
+        for e, name in enumerate(g.names):
+            where[name] = (g, e)
+    return cut, where
+
+
 class Tree:
     """Spanning tree, relative coordinates and the map z ↦ (q, v, a).
 
@@ -76,14 +90,7 @@ class Tree:
         nb = len(system.body_names)
         self.nb = self.nz = nb
         joints = {j.name: j for j in cfg.joints}
-        cut = None if cut is None else list(cut)
-        for name in cut or []:
-            if name not in joints:
-                raise ModelError(key, f"no joint {name!r} in the model (joints: {', '.join(joints) or 'none'})")
-        where = {}
-        for g in system.constraints:
-            for e, name in enumerate(g.names):
-                where[name] = (g, e)
+        cut, where = checked_cut(system, joints, cut, key)
         adj = {"ground": [], **{b: [] for b in system.body_names}}
         for j in cfg.joints:
             if j.type in TREE_TYPES and (cut is None or j.name not in cut):

@@ -188,15 +188,8 @@ class SpatialTree:
                              "bodies only (this model also has spatial beams or natural-coordinate bodies); "
                              "use formulation = \"index3\"")
         self.sys, self.nb = system, nb
-        joints = {j.name: j for j in cfg.spatial.joints}
-        cut = None if cut is None else list(cut)
-        for name in cut or []:
-            if name not in joints:
-                raise ModelError(key, f"no joint {name!r} in the model (joints: {', '.join(joints) or 'none'})")
-        where = {}
-        for g in system.constraints:
-            for e, name in enumerate(g.names):
-                where[name] = (g, e)
+        from ..formulations.relative import checked_cut
+        cut, where = checked_cut(system, {j.name: j for j in cfg.spatial.joints}, cut, key)
         bodyset = set(names) | {"ground"}
         adj = {b: [] for b in bodyset}
         for j in cfg.spatial.joints:

@@ -72,6 +72,20 @@ def checked_cut(system, joints, cut, key):
     return cut, where
 
 
+def breadth_first(adj, root, seen, parent, order):
+    """Grow the spanning tree from ``root`` over ``adj`` ({node: [(joint, other)]}):
+    parent[b] = (joint, parent node), bodies appended to ``order`` as reached."""
+    queue = [root]
+    while queue:
+        node = queue.pop(0)
+        for j, other in adj[node]:
+            if other not in seen:
+                seen.add(other)
+                parent[other] = (j, node)
+                order.append(other)
+                queue.append(other)
+
+
 class Tree:
     """Spanning tree, relative coordinates and the map z ↦ (q, v, a).
 
@@ -97,15 +111,8 @@ class Tree:
                 ba, bb = j.a.split(".")[0], j.b.split(".")[0]
                 adj[ba].append((j, bb))
                 adj[bb].append((j, ba))
-        parent = {}
-        seen, queue = {"ground"}, ["ground"]
-        while queue:
-            node = queue.pop(0)
-            for j, other in adj[node]:
-                if other not in seen:
-                    seen.add(other)
-                    parent[other] = (j, node)
-                    queue.append(other)
+        parent, seen = {}, {"ground"}
+        breadth_first(adj, "ground", seen, parent, [])
         lost = [b for b in system.body_names if b not in seen]
         if lost:
             why = "not listed in simulation.matrix_r.cut" if cut is not None else "revolute or prismatic"

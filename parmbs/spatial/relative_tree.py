@@ -188,7 +188,7 @@ class SpatialTree:
                              "bodies only (this model also has spatial beams or natural-coordinate bodies); "
                              "use formulation = \"index3\"")
         self.sys, self.nb = system, nb
-        from ..formulations.relative import checked_cut
+        from ..formulations.relative import breadth_first, checked_cut
         cut, where = checked_cut(system, {j.name: j for j in cfg.spatial.joints}, cut, key)
         bodyset = set(names) | {"ground"}
         adj = {b: [] for b in bodyset}
@@ -208,15 +208,7 @@ class SpatialTree:
                 seen.add(root)
                 parent[root] = (None, "ground")          # a free root
                 order.append(root)
-            queue = [root]
-            while queue:
-                node = queue.pop(0)
-                for j, other in adj[node]:
-                    if other not in seen:
-                        seen.add(other)
-                        parent[other] = (j, node)
-                        order.append(other)
-                        queue.append(other)
+            breadth_first(adj, root, seen, parent, order)
         tree = {parent[b][0].name for b in names if parent[b][0] is not None}
         if cut is not None:
             loose = [j.name for j in cfg.spatial.joints if j.type in TREE_TYPES and j.name not in tree

@@ -238,7 +238,7 @@ class SpatialTree:
                 J.Q = rotation(eC)
                 J.coords = [f"{b}-{c}" for c in ("x", "y", "z", "rz", "ry", "rx")]
             else:
-                self._joint(J, j, where[j.name], pv, b, Q0, k0)
+                self._joint(J, j, where[j.name], pv, b, Q0, k0, eP, eC)
             J.factors = _fold(J.factors)
             k0 += len(J.coords)
             self.tree_joints += J.coords
@@ -255,7 +255,7 @@ class SpatialTree:
                              "matrix-r keeps tree joints exactly: list them in simulation.matrix_r.cut")
         self.rows_cut = self.rows_cut[self.rows_cut >= 0]
 
-    def _joint(self, J, j, ge, pv, child, Q0, k0):
+    def _joint(self, J, j, ge, pv, child, Q0, k0, eP0, eC0):
         """Fill J for config joint j (module doc): axes, Q, factors, slides, points."""
         g, e = ge
         pid = g.pidx[e]
@@ -285,7 +285,10 @@ class SpatialTree:
             J.uP, J.uC, J.Q = uP, uC, Q
             if j.type != "translational":
                 J.factors.append(("rot", uP, k0))
-            J.factors.append(("const", from_matrix(Q)))
+                J.factors.append(("const", from_matrix(Q)))
+            else:                   # no angle to absorb the sign: e_P0 ∘ ρ = +e_C0 at the guess
+                eq = from_matrix(Q)
+                J.factors.append(("const", eq * np.sign(quat_product(eP0, eq) @ eC0)))
             if j.type == "revolute":
                 J.coords = [j.name]
             elif j.type == "cylindrical":
@@ -389,5 +392,24 @@ class SpatialTree:
                 e = AP.T @ (rC + AC @ p[J.sC] - rP) - p[J.sP]
                 for w, kk in J.slides:
                     z[kk] = (e @ w) / (w @ w)
+            # Euler parameters cover rotations twice (F(u, θ + 2π) = −F(u, θ)): the angles
+            # above are mod 2π, so shift the last one by 2π where ρ(z) has the opposite sign
+            # of the given relative parameters, and f(z) reproduces q itself, not −e (the
+            # tangent and adjoint maps at this state use R(z), whose ṗ rows flip with e)
+            last = [f[2] for f in J.factors if f[0] == "rot"]
+            if last:
+                eP = E0 if J.par < 0 else Q[J.par, 3:] / np.linalg.norm(Q[J.par, 3:])
+                rel = quat_product(eP * np.r_[1.0, -1.0, -1.0, -1.0], eC)
+                if self._rho(J, z) @ rel < 0:
+                    z[last[-1]] += 2.0 * np.pi
         return z
+
+    @staticmethod
+    def _rho(J, z):
+        """ρ(z) of joint J (real, values only)."""
+        rho = None
+        for f in J.factors:
+            F = f[1] if f[0] == "const" else _elem(f[1], z[f[2]], None, None, 0, *f[3:])[0]
+            rho = F if rho is None else quat_product(rho, F)
+        return rho
 

@@ -232,11 +232,12 @@ def test_rtw_z_matches_complex_step(tmp_path, swapped):
     assert np.max(np.abs(st.tree.rtw_z(z, p, w) - H_cs)) <= 1e-13 * np.max(np.abs(H_cs))
 
 
-@pytest.mark.parametrize("config,what", [("spatial-double-pendulum", "spatial bodies"),
+@pytest.mark.parametrize("config,what", [("spatial-flexible-pendulum", "spatial beams or natural-coordinate"),
                                          ("flexible-pendulum", "flexible bodies")])
 def test_refusal_names_what_the_model_has(config, what):
-    """matrix-r is planar and rigid: the refusal says which (it said "flexible bodies"
-    for a spatial model)."""
+    """matrix-r takes planar or spatial rigid bodies (spatial: spatial/relative_tree.py):
+    the refusal says what else the model has (it said "flexible bodies" for any spatial
+    model)."""
     with pytest.raises(ModelError) as e:
         Problem(load_config(str(CONFIGS / f"{config}.toml"),
                             ["simulation.formulation=matrix-r", "simulation.integrator=trapezoidal",

@@ -644,7 +644,10 @@ class MatrixR(_Model):
     coordinates (their constraints and every driver are kept as loop-closure
     constraints with multipliers).  Default: automatic — a breadth-first spanning
     tree from ground over the revolute and prismatic joints, every other joint cut.
-    Checked against the model in parmbs/formulations/relative.py.
+    Checked against the model in parmbs/formulations/relative.py.  Spatial rigid models
+    (parmbs/spatial/relative_tree.py): the tree joints are revolute, cylindrical,
+    translational, universal and spherical joints, and a body no tree joint connects
+    to ground becomes a free root (6 coordinates: position and yaw-pitch-roll).
 
     ``coordinates``: "dependent" (default) integrates all relative coordinates z with
     the cut constraints kept by multipliers (matrix_r.py); "independent" applies the
@@ -652,7 +655,9 @@ class MatrixR(_Model):
     independent relative coordinates z^i = B z, the dependent ones solved from the
     loop closure at every step (matrix_r_independent.py).
     ``independent``: with "independent", the tree joints whose relative coordinates
-    form z^i (a joint names the coordinate of the body it attaches to its parent).
+    form z^i (a joint names the coordinate of the body it attaches to its parent;
+    spatial multi-coordinate joints JOINT-angle/-slide, JOINT-1/-2, JOINT-rz/-ry/-rx,
+    free roots BODY-x/-y/-z/-rz/-ry/-rx).
     Default: chosen automatically at the initial state by column pivoting on the
     cut-constraint Jacobian Φ_z (the best-conditioned columns become dependent)."""
 

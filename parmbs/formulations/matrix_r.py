@@ -64,7 +64,7 @@ from ..model.assembly import SparseOperator
 from ..model.component import CS_H
 from ..model.evaluation import StateEval, EvalPlan
 from ..integrators.newmark import StepError
-from .relative import Tree, CutView
+from .relative import CutView, make_tree
 
 
 def _key(x, p):
@@ -108,7 +108,7 @@ class MatrixRStepper:
                  comm=None):
         self.sys, self.h, self.newton = system, h, newton
         self.beta, self.gamma = 0.25, 0.5
-        self.tree = Tree(system, cut)
+        self.tree = make_tree(system, cut)
         self.view = CutView(system, self.tree)
         self.nz, self.mc = self.tree.nz, self.view.m
         self.design_map = design_map if design_map is not None else -np.ones(len(system.p), np.int64)
@@ -215,7 +215,9 @@ class MatrixRStepper:
         return lam
 
     def _present(self, t, xi, p, K=None):
-        K = K or self._kin(xi, p)
+        if K is None:                       # the state alone: one real kinematics pass, no Jacobians
+            K = _Lin()
+            K.q, K.v, K.a = self.tree.kin(xi[0], xi[1], xi[2], p)
         return (K.q, K.v, K.a, self._tree_lambda(t, K, xi[3], p))
 
     def _full_eval(self, t, x, p):

@@ -58,6 +58,34 @@ def _cossin(x):
     return ca * ch - 1j * (sa * sh), sa * ch + 1j * (ca * sh)
 
 
+def checked_cut(system, joints, cut, key):
+    """(the cut list or None, {constraint element name: (group, element)}): every listed
+    name must be a joint of ``joints`` (else ModelError on ``key``)."""
+    cut = None if cut is None else list(cut)
+    for name in cut or []:
+        if name not in joints:
+            raise ModelError(key, f"no joint {name!r} in the model (joints: {', '.join(joints) or 'none'})")
+    where = {}
+    for g in system.constraints:
+        for e, name in enumerate(g.names):
+            where[name] = (g, e)
+    return cut, where
+
+
+def breadth_first(adj, root, seen, parent, order):
+    """Grow the spanning tree from ``root`` over ``adj`` ({node: [(joint, other)]}):
+    parent[b] = (joint, parent node), bodies appended to ``order`` as reached."""
+    queue = [root]
+    while queue:
+        node = queue.pop(0)
+        for j, other in adj[node]:
+            if other not in seen:
+                seen.add(other)
+                parent[other] = (j, node)
+                order.append(other)
+                queue.append(other)
+
+
 class Tree:
     """Spanning tree, relative coordinates and the map z ↦ (q, v, a).
 
@@ -68,40 +96,23 @@ class Tree:
     def __init__(self, system, cut=None, key="simulation.matrix_r.cut"):
         cfg = system.config
         if system.n != 3 * len(system.body_names):
-            spatial = bool(getattr(cfg, "spatial", None) and cfg.spatial.bodies)
             flexible = any(getattr(cfg, k, None) for k in ("beams", "plates", "continua"))
-            what = ("spatial bodies (matrix-r is planar here; the spatial semi-recursive method is not "
-                    "implemented)" if spatial and not flexible else
-                    "flexible bodies" if flexible and not spatial else "spatial and flexible bodies")
-            raise ModelError("simulation.formulation", f"matrix-r handles planar rigid bodies only (the model has "
-                             f"{what}); use formulation = \"index3\"")
+            raise ModelError("simulation.formulation", "matrix-r handles rigid bodies only (the model has "
+                             f"{'flexible bodies' if flexible else 'bodies of more than one kind'}); "
+                             "use formulation = \"index3\"")
         self.sys = system
         nb = len(system.body_names)
         self.nb = self.nz = nb
         joints = {j.name: j for j in cfg.joints}
-        cut = None if cut is None else list(cut)
-        for name in cut or []:
-            if name not in joints:
-                raise ModelError(key, f"no joint {name!r} in the model (joints: {', '.join(joints) or 'none'})")
-        where = {}
-        for g in system.constraints:
-            for e, name in enumerate(g.names):
-                where[name] = (g, e)
+        cut, where = checked_cut(system, joints, cut, key)
         adj = {"ground": [], **{b: [] for b in system.body_names}}
         for j in cfg.joints:
             if j.type in TREE_TYPES and (cut is None or j.name not in cut):
                 ba, bb = j.a.split(".")[0], j.b.split(".")[0]
                 adj[ba].append((j, bb))
                 adj[bb].append((j, ba))
-        parent = {}
-        seen, queue = {"ground"}, ["ground"]
-        while queue:
-            node = queue.pop(0)
-            for j, other in adj[node]:
-                if other not in seen:
-                    seen.add(other)
-                    parent[other] = (j, node)
-                    queue.append(other)
+        parent, seen = {}, {"ground"}
+        breadth_first(adj, "ground", seen, parent, [])
         lost = [b for b in system.body_names if b not in seen]
         if lost:
             why = "not listed in simulation.matrix_r.cut" if cut is not None else "revolute or prismatic"
@@ -268,6 +279,17 @@ class Tree:
         return np.where(self.isrev > 0, th - thp, slide)
 
 
+def make_tree(system, cut=None):
+    """The relative-coordinate tree of a model: planar (Tree) or, for a model of spatial
+    rigid bodies only, spatial/relative_tree.SpatialTree (the 3-D semi-recursive method)."""
+    sp = getattr(system.config, "spatial", None)
+    if sp is not None and not system.body_names and any(getattr(sp, k, None) for k in
+                                                         ("bodies", "beams", "natural_bodies")):
+        from ..spatial.relative_tree import SpatialTree
+        return SpatialTree(system, cut)
+    return Tree(system, cut)
+
+
 class CutView:
     """The system seen with only the cut constraints (cut joints and drivers), rows
     renumbered 0..mc−1 in the order of ``tree.rows_cut``; what StateEval needs
@@ -275,7 +297,7 @@ class CutView:
 
     def __init__(self, system, tree):
         self.n, self.forces, self.extend = system.n, system.forces, system.extend
-        tree_set = set(tree.tree_joints)
+        tree_set = set(getattr(tree, "tree_names", tree.tree_joints))   # spatial: + normalisation rows
         new_row = np.full(system.m + 1, -1, np.int64)       # [-1]: a dropped redundant row stays −1
         new_row[tree.rows_cut] = np.arange(len(tree.rows_cut))
         self.constraints = []

@@ -1,0 +1,217 @@
+"""Two small spatial models for the 3-D semi-recursive method (tests/test_matrix_r_spatial.py,
+benchmarks): every tree-joint kind in one open chain, and a closed spatial four-bar."""
+
+#: A free-floating base (a free root: no joint to ground) carrying a chain with one joint
+#: of every tree kind: revolute (base–b1, y axis), cylindrical (b1–b2, x), translational
+#: (b2–b3, z), universal (b3–b4, y × z), spherical (b4–b5).  Springs pull the base to
+#: ground and stretch the translational and cylindrical slides, the bodies spin, so every
+#: relative coordinate moves.  15 relative coordinates: 6 + 1 + 2 + 1 + 2 + 3.
+CHAIN = """
+[model]
+name = "spatial-chain"
+[spatial]
+gravity = [0.0, 0.0, -9.81]
+[spatial.ground]
+points = { O = [0.0, 0.0, 0.5], K = [2.0, 0.5, 0.0] }
+[[spatial.bodies]]
+name = "base"
+mass = 5.0
+inertia = [0.2, 0.3, 0.4]
+points = { A = [0.3, 0.0, 0.0] }
+initial = { position = [0.0, 0.0, 0.0] }
+initial_velocity = { velocity = [0.4, 0.0, 0.2], angular_velocity = [0.3, -0.2, 1.0] }
+[[spatial.bodies]]
+name = "b1"
+mass = 1.0
+inertia = [0.01, 0.02, 0.02]
+points = { P = [-0.2, 0.0, 0.0], A = [0.2, 0.0, 0.0] }
+initial = { position = [0.5, 0.0, 0.0] }
+initial_velocity = { angular_velocity = [0.0, 1.5, 0.0] }
+[[spatial.bodies]]
+name = "b2"
+mass = 1.0
+inertia = [0.01, 0.02, 0.03]
+points = { P = [-0.2, 0.0, 0.0], A = [0.2, 0.0, 0.0] }
+initial = { position = [0.9, 0.0, 0.0] }
+initial_velocity = { angular_velocity = [2.0, 0.0, 0.0] }
+[[spatial.bodies]]
+name = "b3"
+mass = 1.0
+inertia = [0.02, 0.01, 0.03]
+points = { P = [-0.2, 0.0, 0.0], A = [0.2, 0.0, 0.0] }
+initial = { position = [1.3, 0.0, 0.0] }
+[[spatial.bodies]]
+name = "b4"
+mass = 1.0
+inertia = [0.01, 0.03, 0.02]
+points = { P = [-0.2, 0.0, 0.0], A = [0.2, 0.0, 0.0] }
+initial = { position = [1.7, 0.0, 0.0] }
+initial_velocity = { angular_velocity = [0.0, -1.0, 1.0] }
+[[spatial.bodies]]
+name = "b5"
+mass = 1.0
+inertia = [0.02, 0.02, 0.01]
+points = { P = [-0.2, 0.0, 0.0], T = [0.2, 0.0, 0.0] }
+initial = { position = [2.1, 0.0, 0.0] }
+initial_velocity = { angular_velocity = [1.0, 0.5, -0.5] }
+[[spatial.joints]]
+type = "revolute"
+name = "rev"
+a = "base.A"
+b = "b1.P"
+axis_a = "base.y"
+axis_b = "b1.y"
+[[spatial.joints]]
+type = "cylindrical"
+name = "cyl"
+a = "b1.A"
+b = "b2.P"
+axis_a = "b1.x"
+axis_b = "b2.x"
+[[spatial.joints]]
+type = "translational"
+name = "slide"
+a = "b3.P"
+b = "b2.A"
+axis_a = "b3.z"
+axis_b = "b2.z"
+[[spatial.joints]]
+type = "universal"
+name = "univ"
+a = "b3.A"
+b = "b4.P"
+axis_a = "b3.y"
+axis_b = "b4.z"
+[[spatial.joints]]
+type = "spherical"
+name = "ball"
+a = "b5.P"
+b = "b4.A"
+[[spatial.forces]]
+type = "spring_damper"
+name = "hold"
+a = "ground.O"
+b = "base.A"
+stiffness = 400.0
+damping = 2.0
+length = 0.2
+[[spatial.forces]]
+type = "spring_damper"
+name = "pull"
+a = "ground.K"
+b = "b5.T"
+stiffness = 80.0
+damping = 1.0
+length = 0.3
+[simulation]
+t_end = 0.1
+dt = 1e-2
+integrator = "trapezoidal"
+[[design]]
+name = "m_b3"
+path = "spatial.bodies.b3.mass"
+[[design]]
+name = "k_pull"
+path = "spatial.forces.pull.stiffness"
+[[design]]
+name = "b2_A_x"
+path = "spatial.bodies.b2.points.A.x"
+[[objectives]]
+name = "slide_load"
+integrand = "reaction_sq"
+joint = "slide"
+[[objectives]]
+name = "tip_acc"
+integrand = "vertical_acceleration_sq"
+point = "b5.T"
+"""
+
+#: A spatial RSUR four-bar: crank (revolute about global x at O1), coupler (spherical at
+#: the crank tip, universal at the rocker tip), rocker (revolute about global y at O2).
+#: 1 degree of freedom: 18 coordinates − (5 + 3 + 4 + 5) rows; the crank is released
+#: at 2 rad/s and falls under gravity.  With cut = ["pivot_r"] the tree is crank
+#: (revolute), coupler (spherical), rocker (universal), closed by the rocker's revolute
+#: joint (5 cut rows, 6 relative coordinates).
+FOURBAR = """
+[model]
+name = "spatial-fourbar"
+[spatial]
+gravity = [0.0, 0.0, -9.81]
+[spatial.ground]
+points = { O1 = [0.0, 0.0, 0.0], O2 = [1.0, 0.2, 0.0] }
+[[spatial.bodies]]
+name = "crank"
+mass = 1.0
+inertia = [0.008, 0.008, 0.001]
+points = { O = [0.0, 0.0, -0.15], A = [0.0, 0.0, 0.15] }
+initial = { position = [0.0, 0.0, 0.15] }
+initial_velocity = { angular_velocity = [2.0, 0.0, 0.0] }
+independent = ["rx"]
+[[spatial.bodies]]
+name = "coupler"
+mass = 2.0
+inertia = [0.01, 0.18, 0.18]
+points = { A = [-0.5, -0.1, -0.1], B = [0.5, 0.1, 0.1] }
+initial = { position = [0.5, 0.1, 0.4] }
+independent = []
+[[spatial.bodies]]
+name = "rocker"
+mass = 1.5
+inertia = [0.03, 0.03, 0.002]
+points = { O = [0.0, 0.0, -0.25], B = [0.0, 0.0, 0.25] }
+initial = { position = [1.0, 0.2, 0.25] }
+independent = []
+[[spatial.joints]]
+type = "revolute"
+name = "pivot_c"
+a = "ground.O1"
+b = "crank.O"
+axis_a = "ground.x"
+axis_b = "crank.x"
+[[spatial.joints]]
+type = "spherical"
+name = "ball"
+a = "crank.A"
+b = "coupler.A"
+[[spatial.joints]]
+type = "universal"
+name = "cross"
+a = "rocker.B"
+b = "coupler.B"
+axis_a = "rocker.y"
+axis_b = "coupler.x"
+[[spatial.joints]]
+type = "revolute"
+name = "pivot_r"
+a = "ground.O2"
+b = "rocker.O"
+axis_a = "ground.y"
+axis_b = "rocker.y"
+[simulation]
+t_end = 0.1
+dt = 1e-2
+integrator = "trapezoidal"
+[simulation.matrix_r]
+cut = ["pivot_r"]
+[[design]]
+name = "m_coupler"
+path = "spatial.bodies.coupler.mass"
+[[design]]
+name = "crank_A_z"
+path = "spatial.bodies.crank.points.A.z"
+[[design]]
+name = "O2_x"
+path = "spatial.ground.points.O2.x"
+[[objectives]]
+name = "rocker_load"
+integrand = "reaction_sq"
+joint = "pivot_r"
+[[objectives]]
+name = "ball_load"
+integrand = "reaction_sq"
+joint = "ball"
+[[objectives]]
+name = "coupler_roll"
+integrand = "roll_rate_sq"
+body = "coupler"
+"""

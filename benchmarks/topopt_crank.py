@@ -166,7 +166,9 @@ def main():
     say(f"adjoint / forward ({a.steps} steps, measured): {t_adj / t_fwd:.2f}")
     if sch is not None:
         say(f"  Schur solver: {sch.nfactor} factorizations of the elastic block, {sch.nfsolve} solves with it, "
-              f"{sch.nrefine} refinement sweeps")
+              f"{sch.nrefine} refinement sweeps"
+              + (f", {sch.nkspit} Krylov iterations ({sch.ksp.getType()} + {sch.ksp.getPC().getType()})"
+                 if sch.iterative else ""))
         (s0, f0), (s1, f1) = fs["steps0"], fs["adj0"]
         s2 = init_fs[0] if init_fs else sch.nfsolve - getattr(sch, 'nfsolve_factor', 0)
         say(f"  F-solves per forward step {(s1 - s0) / a.steps:.2f}, per adjoint step {(s2 - s1) / a.steps:.2f} "

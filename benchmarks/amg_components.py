@@ -27,15 +27,13 @@ import copy
 import os
 import sys
 import time
-import tomllib
 
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from parmbs.config.loader import validate          # noqa: E402
 from parmbs.sensitivity.problem import Problem      # noqa: E402
-
-CONFIG = os.path.join(os.path.dirname(__file__), "..", "configs", "topopt-crank.toml")
+from topopt_crank import CONFIG, crank_config       # noqa: E402
 clock = time.process_time
 
 
@@ -92,13 +90,8 @@ def main():
     ap.add_argument("--ny", type=int)
     a = ap.parse_args()
     from parmbs._petsc import PETSc
-    with open(CONFIG, "rb") as f:
-        data = tomllib.load(f)
+    data = crank_config(a.nx, a.ny)
     c = data["continua"][0]
-    if a.nx or a.ny:
-        nx, ny = a.nx or c["nx"], a.ny or c["ny"]
-        c.update(nx=nx, ny=ny, points={"pin": [9 * nx // 10, ny // 2]},
-                 clamp_radius=max(c["clamp_radius"], 1.05 * c["size"][0] / nx))
     if a.steps < 2:
         ap.error("--steps must be at least 2")
     data["simulation"]["t_end"] = a.steps * data["simulation"]["dt"]

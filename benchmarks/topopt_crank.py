@@ -35,6 +35,19 @@ clock = time.perf_counter
 CONFIG = os.path.join(os.path.dirname(__file__), "..", "configs", "topopt-crank.toml")
 
 
+def crank_config(nx=None, ny=None):
+    """The shipped crank's TOML data, on an nx × ny mesh if given (pin at node
+    [0.9 nx, ny/2], the clamp radius at least one element)."""
+    with open(CONFIG, "rb") as f:
+        data = tomllib.load(f)
+    c = data["continua"][0]
+    if nx or ny:
+        nx, ny = nx or c["nx"], ny or c["ny"]
+        c.update(nx=nx, ny=ny, points={"pin": [9 * nx // 10, ny // 2]},
+                 clamp_radius=max(c["clamp_radius"], 1.05 * c["size"][0] / nx))
+    return data
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=3)
@@ -53,13 +66,8 @@ def main():
     global clock
     clock = time.process_time if a.cpu else time.perf_counter
     print(f"clock: {'CPU time of this process' if a.cpu else 'wall'}")
-    with open(CONFIG, "rb") as f:
-        data = tomllib.load(f)
+    data = crank_config(a.nx, a.ny)
     c = data["continua"][0]
-    if a.nx or a.ny:
-        nx, ny = a.nx or c["nx"], a.ny or c["ny"]
-        c.update(nx=nx, ny=ny, points={"pin": [9 * nx // 10, ny // 2]},
-                 clamp_radius=max(c["clamp_radius"], 1.05 * c["size"][0] / nx))
     full_steps = int(round(data["simulation"]["t_end"] / data["simulation"]["dt"]))
     data["simulation"]["t_end"] = a.steps * data["simulation"]["dt"]
     cfg = validate(copy.deepcopy(data), CONFIG)

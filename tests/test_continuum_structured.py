@@ -74,6 +74,20 @@ def test_structured_residual_and_jacobians_equal_element_assembly():
             del plan.structured
 
 
+def spinning_matrices(pr, count, rng):
+    """Set the stepper's Newton matrix at ``count`` random states whose frame spins on
+    (θ̇ = 10, 10.5, …: F, factored at the first, lags behind J_ff); yields (i, (q, v, a), ev)."""
+    st, sys = pr.stepper, pr.sys
+    th = st.schur.st.frames[0][2]
+    for i in range(count):
+        q, v, a = random_state(sys, rng)
+        v, a = 30 * v, 300 * a
+        v[th], a[th] = 10.0 + 0.5 * i, 20.0
+        ev = st._eval(0.1 * i, (q, v, a, rng.standard_normal(sys.m)), sys.p)
+        st._set_matrix(ev)
+        yield i, (q, v, a), ev
+
+
 def test_schur_solve_is_exact_also_with_a_lagged_factor():
     """The solver's J z = r to round-off, forward and transposed, after the state moved
     on from the one F was factored at (F then lags: refinement makes it exact)."""
@@ -84,13 +98,7 @@ def test_schur_solve_is_exact_also_with_a_lagged_factor():
     sys = pr.sys
     rng = np.random.default_rng(2)
     n, m = sys.n, sys.m
-    th = sch.st.frames[0][2]
-    for i in range(3):
-        q, v, a = random_state(sys, rng)
-        v, a = 30 * v, 300 * a
-        v[th], a[th] = 10.0 + 0.5 * i, 20.0       # the frame spins on: F lags behind J_ff
-        ev = st._eval(0.1 * i, (q, v, a, rng.standard_normal(m)), sys.p)
-        st._set_matrix(ev)
+    for i, (q, v, a), ev in spinning_matrices(pr, 3, rng):
         # the same matrix assembled by the element path
         h, b, g = st.h, st.beta, st.gamma
         plan_st = st.plan.structured

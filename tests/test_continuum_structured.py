@@ -74,6 +74,20 @@ def test_structured_residual_and_jacobians_equal_element_assembly():
             del plan.structured
 
 
+def spinning_matrices(pr, count, rng):
+    """Set the stepper's Newton matrix at ``count`` random states whose frame spins on
+    (θ̇ = 10, 10.5, …: F, factored at the first, lags behind J_ff); yields (i, (q, v, a), ev)."""
+    st, sys = pr.stepper, pr.sys
+    th = st.schur.st.frames[0][2]
+    for i in range(count):
+        q, v, a = random_state(sys, rng)
+        v, a = 30 * v, 300 * a
+        v[th], a[th] = 10.0 + 0.5 * i, 20.0
+        ev = st._eval(0.1 * i, (q, v, a, rng.standard_normal(sys.m)), sys.p)
+        st._set_matrix(ev)
+        yield i, (q, v, a), ev
+
+
 def test_schur_solve_is_exact_also_with_a_lagged_factor():
     """The solver's J z = r to round-off, forward and transposed, after the state moved
     on from the one F was factored at (F then lags: refinement makes it exact)."""
@@ -84,13 +98,7 @@ def test_schur_solve_is_exact_also_with_a_lagged_factor():
     sys = pr.sys
     rng = np.random.default_rng(2)
     n, m = sys.n, sys.m
-    th = sch.st.frames[0][2]
-    for i in range(3):
-        q, v, a = random_state(sys, rng)
-        v, a = 30 * v, 300 * a
-        v[th], a[th] = 10.0 + 0.5 * i, 20.0       # the frame spins on: F lags behind J_ff
-        ev = st._eval(0.1 * i, (q, v, a, rng.standard_normal(m)), sys.p)
-        st._set_matrix(ev)
+    for i, (q, v, a), ev in spinning_matrices(pr, 3, rng):
         # the same matrix assembled by the element path
         h, b, g = st.h, st.beta, st.gamma
         plan_st = st.plan.structured
@@ -116,20 +124,26 @@ def test_schur_solve_is_exact_also_with_a_lagged_factor():
     assert sch.nrefine > 6                  # … made exact by refinement
 
 
+def assert_same_run(reference, other):
+    """Two solver paths of one model (``reference``, ``other``: Problems): the trajectory
+    to 1e-10, the adjoint gradient to 1e-8, and adjoint = direct ≤ 1e-9 on ``other``."""
+    out = []
+    for pr in (reference, other):
+        traj = pr.forward()
+        out.append((traj.q.copy(), pr.adjoint()["compliance"], pr.direct()["compliance"]))
+    (q0, g0, _), (q1, g1, d1) = out
+    assert np.max(np.abs(q1 - q0)) <= 1e-10 * np.max(np.abs(q0))
+    assert np.max(np.abs(g1 - d1)) <= 1e-9 * np.max(np.abs(g1))
+    assert np.max(np.abs(g1 - g0)) <= 1e-8 * np.max(np.abs(g0))
+
+
 @pytest.mark.parametrize("integrator", ["trapezoidal", "genalpha"])
 def test_schur_path_gives_the_lu_path_trajectory_and_gradient(integrator):
     data = crank_data(nx=8, ny=2, gravity=(0.0, -9.81) if integrator == "genalpha" else (0.0, 0.0))
     data["simulation"]["integrator"] = integrator
-    out = {}
-    for schur in (False, True):
-        pr = problem(data, schur)
-        assert (pr.stepper.schur is not None) == schur
-        traj = pr.forward()
-        out[schur] = (traj.q.copy(), pr.adjoint()["compliance"], pr.direct()["compliance"])
-    (q0, g0, d0), (q1, g1, d1) = out[False], out[True]
-    assert np.max(np.abs(q1 - q0)) <= 1e-10 * np.max(np.abs(q0))
-    assert np.max(np.abs(g1 - d1)) <= 1e-9 * np.max(np.abs(g1))
-    assert np.max(np.abs(g1 - g0)) <= 1e-8 * np.max(np.abs(g0))
+    lu, schur = problem(data, False), problem(data, True)
+    assert lu.stepper.schur is None and schur.stepper.schur is not None
+    assert_same_run(lu, schur)
 
 
 def test_analytic_density_column_of_r_p_equals_complex_step():

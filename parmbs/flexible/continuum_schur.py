@@ -43,6 +43,7 @@ import scipy.sparse as sp
 
 from .._petsc import PETSc
 from ..model.assembly import BlockPattern, ColumnSolves, local_size
+from . import continuum_amg as amg
 from .continuum_structured import ContinuumStructure, structured_groups
 
 #: refactor F when one refinement sweep shrinks the correction by less than this
@@ -66,6 +67,14 @@ LAG_LIMIT = 0.05
 #: solving it once per factorization left Newton iterations and refinement sweeps as
 #: they were: 279 / 347 against 279 / 362 with a fresh solve per matrix, 100 steps 100 × 40)
 REM_LAG = 0.1
+#: with a Krylov solve of F (continuum_amg.py) an exact solve must end with a normwise
+#: backward error ‖r − J z‖∞ / (‖J‖ ‖z‖∞ + ‖r‖∞) below this.  Round-off of the residual
+#: itself: a row of J sums ≤ 18 products (f rows) or ~nf products (the border's dense
+#: U, V rows), error ≲ √nf · u ≈ 3.5e-14 at nf = 10⁵ (u = 1.1e-16, random-walk summation,
+#: Higham ASNA §3); 1e-12 is 30× above that.  The forward error is then ≤ κ(J) · 1e-12
+#: (Higham Thm 7.2), the same bound a backward-stable LU gives with its own ~u: the
+#: adjoint and direct solves of one J agree to it (tests/test_continuum_amg.py measures)
+BACKWARD_TOL = 1e-12
 
 
 def usable(system):
@@ -117,15 +126,7 @@ class ContinuumSchurOperator(ColumnSolves):
         self.fpat = BlockPattern(st.nf, blocks, (self.fr0, self.fr1))
         self._nstruct = len(st.uf_in) + len(st.uf_el)
         self._small_ff = small_ff
-        Fm = PETSc.Mat().createAIJ(((nl, st.nf), (nl, st.nf)), comm=self.comm)
-        Fm.setPreallocationCSR((self.fpat.indptr, self.fpat.indices))
-        Fm.setOption(PETSc.Mat.Option.NEW_NONZERO_ALLOCATION_ERR, True)
-        self.F = Fm
-        self.x, self.b = Fm.createVecs()
-        self._serial = self.comm.getSize() == 1
-        self._all, self._x_all = (None, None) if self._serial else PETSc.Scatter.toAll(self.x)
         ksp = PETSc.KSP().create(self.comm)
-        ksp.setOperators(Fm)
         ksp.setType("preonly")
         pc = ksp.getPC()
         pc.setType("lu")
@@ -133,8 +134,23 @@ class ContinuumSchurOperator(ColumnSolves):
         ksp.setOptionsPrefix(options_prefix)
         ksp.setFromOptions()
         self.ksp = ksp
+        #: a Krylov solve of F (-<prefix>ksp_type gmres -<prefix>pc_type gamg|hypre), not a
+        #: factorization: its solves are inexact, the refinement's residual decides (solve)
+        self.iterative = ksp.getType() != "preonly"
+        Fm = PETSc.Mat().createAIJ(((nl, st.nf), (nl, st.nf)), comm=self.comm)
+        Fm.setPreallocationCSR((self.fpat.indptr, self.fpat.indices))
+        Fm.setOption(PETSc.Mat.Option.NEW_NONZERO_ALLOCATION_ERR, True)
+        if self.iterative:
+            amg.attach_rigid_modes(Fm, st.rigid_modes(system.p)[self.fr0:self.fr1], self.comm)
+            amg.configure(ksp)
+        ksp.setOperators(Fm)
+        self.F = Fm
+        self.x, self.b = Fm.createVecs()
+        self._serial = self.comm.getSize() == 1
+        self._all, self._x_all = (None, None) if self._serial else PETSc.Scatter.toAll(self.x)
         self._Fvalid, self._Fversion = False, -1
-        self.nfactor = self.nfsolve = self.nrefine = 0
+        self.nfactor = self.nfsolve = self.nrefine = self.nkspit = 0
+        self.backward = 0.0      # largest backward error certified (Krylov path)
         self.nfsolve_factor = 0     # of nfsolve: once per factorization (probe, Z)
         self._Y, self._Z, self._rem = {}, {}, {}
         self.exact = True        # refine to round-off; the stepper's Newton solves set False
@@ -294,6 +310,7 @@ class ContinuumSchurOperator(ColumnSolves):
         if self.ksp.getConvergedReason() < 0:
             raise np.linalg.LinAlgError(f"linear solve failed (KSP reason {self.ksp.getConvergedReason()})")
         self.nfsolve += 1
+        self.nkspit += self.ksp.getIterationNumber()
         if self._serial:
             return self.x.getArray(readonly=True).copy()
         self._all.scatter(self.x, self._x_all, addv=PETSc.InsertMode.INSERT, mode=PETSc.ScatterMode.FORWARD)
@@ -403,6 +420,11 @@ class ContinuumSchurOperator(ColumnSolves):
         z = self._apply_tilde(rhs, transpose)
         if not self.exact:
             return z
+        if self.iterative:
+            return self._certified(self._refine(rhs, z, transpose), rhs, transpose)
+        return self._refine(rhs, z, transpose)
+
+    def _refine(self, rhs, z, transpose):
         prev = np.inf
         for k in range(MAX_REFINE):
             d = self._apply_tilde(rhs - self.matvec(z, transpose), transpose)
@@ -428,6 +450,36 @@ class ContinuumSchurOperator(ColumnSolves):
             if nd > 0.5 * prev:
                 return z                     # no longer shrinking: round-off level
             prev = nd
+        return z
+
+    def _norm(self):
+        """max(‖J‖₁, ‖J‖∞) of the exact matrix (≥ the ∞-norm of J and of Jᵀ), once per matrix."""
+        if getattr(self, "_Jnorm_of", None) is not self._data:
+            self.matvec(np.zeros(self.N))    # assembles J_ff
+            A = abs(self._Aff)
+            U, V, B = np.abs(self.U), np.abs(self.V), np.abs(self.Jbb)
+            rf = np.asarray(A.sum(1)).ravel() + U.sum(1)
+            cf = np.asarray(A.sum(0)).ravel() + V.sum(0)
+            rb, cb = B.sum(1), B.sum(0)
+            rb[self.rset] += V.sum(1)
+            cb[self.cset] += U.sum(0)
+            self._Jnorm = max(np.max(rf, initial=0.0), np.max(cf, initial=0.0),
+                              np.max(rb, initial=0.0), np.max(cb, initial=0.0))
+            self._Jnorm_of = self._data
+        return self._Jnorm
+
+    def _certified(self, z, rhs, transpose):
+        """z when its normwise backward error ‖r − J z‖∞ / (‖J‖ ‖z‖∞ + ‖r‖∞) is at most
+        ``BACKWARD_TOL``, else LinAlgError.  The Krylov path's acceptance test: a weak or
+        failing inner solve (an F⁻¹ that returns ~0 makes the refinement's corrections
+        vanish without solving anything) cannot pass it."""
+        res = np.max(np.abs(rhs - self.matvec(z, transpose)), initial=0.0)
+        scale = self._norm() * np.max(np.abs(z), initial=0.0) + np.max(np.abs(rhs), initial=0.0)
+        eta = res / scale if scale > 0 else 0.0
+        self.backward = max(self.backward, eta)
+        if not eta <= BACKWARD_TOL:
+            raise np.linalg.LinAlgError(f"linear solve failed (backward error {eta:.1e} > {BACKWARD_TOL:g} "
+                                        f"after refinement with the Krylov solve of F)")
         return z
 
     def destroy(self):

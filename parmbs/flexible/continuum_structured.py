@@ -162,6 +162,30 @@ class ContinuumStructure:
         self.K = self._csr(self.pattern.values(zin + kb))
         return True
 
+    def rigid_modes(self, p):
+        """The in-plane rigid-body displacements of the elastic coordinates (nf × 3:
+        x translation, y translation, rotation about the nodes' centroid), the kernel of
+        the unclamped K and the near-null space an algebraic multigrid of the elastic
+        block needs (PETSc's MatSetNearNullSpace for GAMG; Vaněk, Mandel & Brezina 1996:
+        smoothed aggregation reproduces the kernel on every level).  Node positions from
+        the element geometry (continuum.py's _cells; element dofs ll, lr, ur, ul × (x, y))."""
+        Z = np.zeros((self.nf, 3))
+        X = np.zeros((self.nf, 2))
+        corner = np.array([[0, 0], [1, 0], [1, 1], [0, 1]], float)
+        for g, uf in zip(self.inertia, self.uf_in):
+            hx, hy, cx, cy = _cells(p[g.pidx])
+            for c in range(4):
+                pos = np.column_stack([cx + corner[c, 0] * hx, cy + corner[c, 1] * hy])
+                for i in range(2):
+                    d = uf[:, 2 * c + i]
+                    ok = d >= 0
+                    X[d[ok]] = pos[ok]
+                    Z[d[ok], i] = 1.0
+        xc = X[Z[:, 0] > 0, 0].mean() if np.any(Z[:, 0] > 0) else 0.0
+        yc = X[Z[:, 1] > 0, 1].mean() if np.any(Z[:, 1] > 0) else 0.0
+        Z[:, 2] = -(X[:, 1] - yc) * Z[:, 0] + (X[:, 0] - xc) * Z[:, 1]
+        return Z
+
     def basis(self, k):
         """Φ_k = [B, b_X, b_JX] (nf × 4): the constant part of frame k's border."""
         return np.column_stack([self.B[k], self.bX[k], self.bJX[k]])

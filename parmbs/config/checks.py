@@ -288,11 +288,10 @@ class _Checker:
             raise self.fail("simulation.integrator", f"{sim.integrator} runs matrix-r as an ODE in independent "
                             "relative coordinates (formulations/matrix_r_ode.py): set simulation.matrix_r."
                             "coordinates = \"independent\", or use the trapezoidal rule")
-        if sim.index1.baumgarte is not None and (sim.formulation != "index1" or sim.integrator.startswith("ts-")):
-            raise self.fail("simulation.index1.baumgarte", "Baumgarte stabilisation is implemented for the "
-                            "index1 formulation's own steppers (trapezoidal, genalpha, hht, wbz, newmark: "
-                            "formulations/index1.py, index1_genalpha.py); not for "
-                            f"{sim.formulation!r} / {sim.integrator!r}")
+        if sim.index1.baumgarte is not None and sim.formulation != "index1":
+            raise self.fail("simulation.index1.baumgarte", "Baumgarte stabilisation belongs to the index1 "
+                            "formulation (formulations/index1.py, index1_genalpha.py, index1_ode.py); not to "
+                            f"{sim.formulation!r}")
         if sim.formulation == "kinematic" and sim.adapt is not None:
             raise self.fail("simulation.adapt", "a kinematic analysis has no integration error to control (each "
                             "time is solved from the constraints alone); remove [simulation.adapt]")

@@ -614,7 +614,7 @@ class Baumgarte(_Model):
 
 class Index1(_Model):
     """Options of the index-1 formulation (seed 004 §2.3, §3.1.2)."""
-    # Baumgarte stabilisation of the own index-1 steppers (formulations/index1.py, index1_genalpha.py); absent: none
+    # Baumgarte stabilisation of the index-1 steppers (own: formulations/index1.py, index1_genalpha.py; PETSc TS: index1_ode.py); absent: none
     baumgarte: Baumgarte | None = None
 
 

@@ -197,9 +197,10 @@ CLASS = {
     # simulation
     "Simulation.t_end": ("s", "end time (the run starts at t = 0)"),
     "Simulation.dt": ("s", "time step"),
-    "Index1.baumgarte": ("", "`{ alpha, beta }` (1/s): Baumgarte stabilisation Φ̈ + 2αΦ̇ + β²Φ = 0 of the own "
+    "Index1.baumgarte": ("", "`{ alpha, beta }` (1/s): Baumgarte stabilisation Φ̈ + 2αΦ̇ + β²Φ = 0 of the "
                              "index-1 steppers (`trapezoidal`; `genalpha`, `hht`, `wbz`, `newmark`: [Wehrle 2024]'s "
-                             "α-weighting, parmbs/formulations/index1_genalpha.py); absent: none"),
+                             "α-weighting, parmbs/formulations/index1_genalpha.py; the `ts-*` schemes: the constraint "
+                             "row of the ODE, parmbs/formulations/index1_ode.py); absent: none"),
     "Simulation.formulation": ("", "equations of motion: index-3 DAE, penalty, index-1, Maggi, "
                                    "semi-recursive Matrix-R, or `kinematic` (every DOF driven: each time "
                                    "solved from the constraints, no integration) (each accepts the integrators listed in "

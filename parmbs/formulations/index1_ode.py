@@ -19,9 +19,15 @@ K per Jacobian, stored in a dense-pattern AIJ.  Meant for small models (the seed
 mechanisms, n ≲ 100); the scaling form is a sparse DAE in (q, v, λ).  ``ts-rk`` runs
 the same G explicitly (RHSFunction/RHSJacobian/RHSJacobianP).
 
-Drift: as index1.py, no stabilisation: Φ and Φ̇ drift with the global error of the
-scheme (the exact flow keeps Φ = Φ̇ = 0 from the consistent initial state).  The
-Baumgarte option of seed 004 §2.3 is not implemented.
+Drift: as index1.py; without stabilisation Φ and Φ̇ drift with the global error of the
+scheme (the exact flow keeps Φ = Φ̇ = 0 from the consistent initial state).
+
+Baumgarte (seed 004 §2.3; ``simulation.index1.baumgarte = {alpha, beta}``): the
+constraint row of the residual becomes Φ_q a + γ + 2α(Φ_q v + Φ_t) + β²Φ (Φ̈ + 2αΦ̇ +
+β²Φ = 0).  K is unchanged (the added terms do not contain a); R_q, R_v, R_ρ carry
+2α((Φ_q v)_q + Φ_tq) + β²Φ_q, 2αΦ_q and 2α((Φ_q v)_ρ + Φ_tρ) + β²Φ_ρ — the core
+stepper's own Baumgarte partials at h = 0 (index1.py), so G, G_y, G_ρ and the output
+gradients stay exact.
 """
 import numpy as np
 
@@ -43,7 +49,8 @@ class Index1ODE:
         self.nd = ndesign
         # the trapezoidal index-1 stepper at h = 0: its matrix is K, its partials R_q, R_v, R_ρ
         self.core = Index1Trapezoidal(system, 0.0, newton=sim.newton, petsc_options=sim.petsc_options,
-                                      design_map=self.design_map, ndesign=ndesign, comm=PETSc.COMM_SELF)
+                                      design_map=self.design_map, ndesign=ndesign, comm=PETSc.COMM_SELF,
+                                      baumgarte=sim.index1.baumgarte)
         self.tol = sim.newton
 
     # -- matrices (dense pattern) ----------------------------------------------------------------

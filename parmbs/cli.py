@@ -766,6 +766,14 @@ def _auto_batches(args, cfg, system, method):
     return size
 
 
+def _batch_steps(res):
+    """The JSON ``steps`` of a batched gradient: the forward runs' time steps (adaptive:
+    the accepted ones, not t_end/dt); with scenarios of different step counts none is
+    the run's, so null (each scenario's own ``steps`` is beside it)."""
+    counts = set(res.steps.values())
+    return counts.pop() if len(counts) == 1 else None
+
+
 def _cmd_gradient_batches(args, cfg, groups=None):
     """``parmbs gradient`` with the work split over groups (parmbs/sensitivity/batch.py).
 
@@ -808,14 +816,14 @@ def _cmd_gradient_batches(args, cfg, groups=None):
         doc = {
             "parmbs": __version__, "config": args.config, "config_sha256": cfg.text_sha256,
             "method": method, "formulation": sim.formulation, "integrator": sim.integrator,
-            "dt": sim.dt, "steps": int(round(sim.t_end / sim.dt)), "ranks": _comm().size,
+            "dt": sim.dt, "steps": _batch_steps(res), "ranks": _comm().size,
             "groups": layout.groups,
             "design": _design_json(res.space, res.rho, args.output, None),
             "objectives": block(res.total_values, res.total_gradients, args.output),
             "timing": {k: round(res.timing[k], 6) for k in ("forward_s", "gradient_s")},
         }
         if cfg.scenarios:
-            doc["scenarios"] = {sc.name: {"weight": sc.weight,
+            doc["scenarios"] = {sc.name: {"weight": sc.weight, "steps": res.steps[sc.name],
                                           "objectives": block(res.values[sc.name], res.gradients[sc.name], None)}
                                 for sc in res.scenarios}
         info(f"{cfg.model.name}: {method} gradient, {layout.mode}, {layout.groups} group(s) on "

@@ -12,6 +12,8 @@ Bounds and their estimates:
 * vs central FD (s = 1e-5) on the frozen step sequence: truncation C s², C ≲ 3
   (test_index1_ts.py) → 3e-10, noise ε|ψ|/s ≈ 1e-11; measured ≤ 3.8e-10; bound 1e-6.
 """
+import os
+
 import numpy as np
 import pytest
 
@@ -104,3 +106,43 @@ def test_step_size_floor_is_an_error_naming_step_and_time():
     pr = problem("simulation.dt=5e-3", "simulation.adapt={rtol=1e-14, atol=1e-14, dt_min=4e-3}")
     with pytest.raises(StepSizeError, match=r"^step 1 \(t = 0\.002\): the step size fell below dt_min = 0\.004 s"):
         pr.forward()
+
+
+SCENARIO = '\n[[scenarios]]\nname = "{name}"\nset = {{ "simulation.t_end" = {t_end} }}\n'
+
+
+# (ts-beuler at rtol 1e-4, atol 1e-6: 23 steps instead of 205 at ADAPT's tolerances)
+@pytest.mark.parametrize("integrator,adapt", [("ts-rk", ADAPT), ("ts-beuler", "simulation.adapt={rtol=1e-4, atol=1e-6}")])
+def test_batched_gradient_json_reports_the_accepted_steps(integrator, adapt, tmp_path):
+    """The batch driver (``[[scenarios]]``, ``--groups``, or ``mpirun -n 2`` without a
+    checkpoint file) wrote t_end/dt as ``steps`` for an adaptive TS run (50 here, where
+    ts-rk accepts 11 steps).  One scenario: the top-level ``steps`` is its accepted
+    count; two of different lengths (ts-rk's steps are capped at t_end/10 = dt_max: 11
+    at t_end 0.05 and 0.02, 12 at 0.2): each scenario's own, top-level null."""
+    import json
+    import subprocess
+    import sys
+    from parmbs.cli import _batch_steps
+    from parmbs.parallel import make_layout
+    from parmbs.sensitivity.batch import batch_gradient
+    from mpi4py import MPI
+    cfg_file = tmp_path / "fivebar-adapt.toml"
+    cfg_file.write_text(FIVEBAR.read_text() + SCENARIO.format(name="long", t_end=0.05))
+    sets = ["simulation.dt=1e-3", 'simulation.formulation="index1"', f'simulation.integrator="{integrator}"', adapt]
+    accepted = Problem(load_config(FIVEBAR, ["simulation.t_end=0.05", *sets])).forward().steps
+    assert accepted != 50
+    env = {k: v for k, v in os.environ.items() if k != "PETSC_OPTIONS"}
+    env["PYTHONPATH"] = str(FIVEBAR.parents[1]) + os.pathsep + env.get("PYTHONPATH", "")
+    js = tmp_path / "g.json"
+    r = subprocess.run([sys.executable, "-m", "parmbs", "gradient", str(cfg_file), *(a for s in sets for a in ("--set", s)),
+                        "-q", "--json", str(js)], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(js.read_text())
+    print(f"{integrator}: JSON steps {doc['steps']}, accepted {accepted}, t_end/dt 50")
+    assert doc["steps"] == accepted and doc["scenarios"]["long"]["steps"] == accepted
+    t_other = 0.2 if integrator == "ts-rk" else 0.02
+    cfg_file.write_text(cfg_file.read_text() + SCENARIO.format(name="other", t_end=t_other))
+    other = Problem(load_config(FIVEBAR, [f"simulation.t_end={t_other}", *sets])).forward().steps
+    res = batch_gradient(load_config(cfg_file, sets), "adjoint", make_layout(1, world=MPI.COMM_SELF))
+    assert res.steps == {"long": accepted, "other": other} and other != accepted and _batch_steps(res) is None
+    res.destroy()

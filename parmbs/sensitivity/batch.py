@@ -185,6 +185,8 @@ class BatchResult:
     plan: Plan
     timing: dict = field(default_factory=dict)
     vec: object = None
+    #: time steps of each scenario's forward run, by name (adaptive runs: the accepted ones)
+    steps: dict = field(default_factory=dict)
     space: object = None            # the DesignSpace (columns; ``fields`` for element fields)
     rho: object = None              # design values, one per column
 
@@ -208,7 +210,9 @@ def _describe_units(method, cfg, units, design_names):
 
 
 def run_task(cfg, method, units, comm, fd_step=None):
-    """Forward + gradient of one task on ``comm``: (values dict, gradients dict, timings).
+    """Forward + gradient of one task on ``comm``: (values dict, gradients dict, timings
+and ``steps``: the forward run's time steps — an adaptive run's accepted ones; an FD
+task without adaptivity runs no unperturbed forward, its steps are t_end/dt).
 
     ``units`` are design columns (direct, fd: ``Problem(design_columns=...)``) or
     objective indices (adjoint: the config restricted to those objectives).
@@ -244,7 +248,8 @@ def run_task(cfg, method, units, comm, fd_step=None):
     except Exception as e:  # noqa: BLE001 - reported collectively by the caller
         e.parmbs_phase = phase[0]
         raise
-    return values, grads, {"forward_s": t_fwd, "gradient_s": t_grad}
+    steps = pr.traj.steps if pr.traj is not None else pr.nsteps
+    return values, grads, {"forward_s": t_fwd, "gradient_s": t_grad, "steps": steps}
 
 
 def scenario_costs(scenarios, method, model: CostModel, ncolumns: int):
@@ -295,6 +300,7 @@ def batch_gradient(cfg, method, layout, cost_model: CostModel | None = None, fd_
     stride = nd + 1
 
     idx, vals, failure = [], [], None
+    nsteps = np.zeros(S, dtype=np.int64)          # per scenario; 0: no task of it on this rank
     t_fwd = t_grad = 0.0
     cpu0 = time.process_time()
     for b in range(layout.group_index, B, layout.groups):
@@ -317,6 +323,7 @@ def batch_gradient(cfg, method, layout, cost_model: CostModel | None = None, fd_
                            f"failed in the {phase}: {msg}")
                 break
             t_fwd += tm["forward_s"]
+            nsteps[task.scenario] = max(nsteps[task.scenario], tm["steps"])
             t_grad += tm["gradient_s"]
             base = task.scenario * K
             if method == "adjoint":
@@ -344,6 +351,7 @@ def batch_gradient(cfg, method, layout, cost_model: CostModel | None = None, fd_
     timing = {"forward_s": layout.world.allreduce(t_fwd, op=MPI.MAX),
               "gradient_s": layout.world.allreduce(t_grad, op=MPI.MAX),
               "cpu_s_per_rank": layout.world.allgather(cpu)}
+    layout.world.Allreduce(MPI.IN_PLACE, nsteps, op=MPI.MAX)     # (every task of a scenario runs the same steps)
     values, grads = {}, {}
     for s, sc in enumerate(scenarios):
         values[sc.name], grads[sc.name] = {}, {}
@@ -354,4 +362,5 @@ def batch_gradient(cfg, method, layout, cost_model: CostModel | None = None, fd_
     tv = {o: float(sum(sc.weight * values[sc.name][o] for sc in scenarios)) for o in objectives}
     tg = {o: sum((sc.weight * grads[sc.name][o] for sc in scenarios), np.zeros(nd)) for o in objectives}
     return BatchResult(design, objectives, scenarios, values, grads, tv, tg, pl, timing, vec,
-                       space=space, rho=space.values(p0))
+                       space=space, rho=space.values(p0),
+                       steps={sc.name: int(nsteps[s]) for s, sc in enumerate(scenarios)})

@@ -814,6 +814,7 @@ class Optimize(_Model):
     filter_radius: PosReal | None = None   # density filter radius [m] on plate/continuum density fields
     gradient: Literal["adjoint", "fd"] = "adjoint"
     fd_step: PosReal = 0.01   # relative step of gradient = "fd" (the seed's 1 %)
+    scaling: Literal["value", "bounds"] = "value"   # TAO's variables: ρ/|ρ⁰| or (ρ − lower)/(upper − lower)
 
 
 class Parallel(_Model):

@@ -283,6 +283,11 @@ CLASS = {
                                 "state in `file` and recomputes between; `revolve:C` binomial "
                                 "checkpointing with C slots"),
     "Checkpoint.file": ("", "checkpoint HDF5 file of non-`all` schedules"),
+    "Optimize.scaling": ("", "TAO's variables: `value` x = ρ/|ρ⁰| (1 where ρ⁰ = 0); `bounds` "
+                         "x = (ρ − lower)/(upper − lower) ∈ [0, 1] (every bound finite): a box much "
+                         "narrower than |ρ⁰| (the Iltis strut stiffness, 0.7 %) is not squeezed onto "
+                         "its bound by the first quasi-Newton step; MMA ignores it (its asymptotes "
+                         "scale with upper − lower already)"),
     "Optimize.method": ("", "TAO bound-constrained quasi-Newton (`tao-*`) or MMA (constraints)"),
     "Optimize.objective": ("", "the `[[objectives]]` name minimised; absent: the only objective"),
     "Optimize.max_it": ("", "iteration limit"),

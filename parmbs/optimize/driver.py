@@ -15,7 +15,11 @@ evaluates at its x again, so the iterate sequence continues exactly.
 TAO: the
 optimizer works in scaled variables x_j = ρ_j / s_j with s_j = |ρ_j⁰| (1 where ρ_j⁰ = 0),
 so design variables of different units (a length in m, a stiffness in N/m) have
-gradients of comparable size; bounds are scaled alike.
+gradients of comparable size; bounds are scaled alike.  ``optimize.scaling = "bounds"``
+uses x_j = (ρ_j − lower_j)/(upper_j − lower_j) ∈ [0, 1] instead (∂ψ/∂x_j = (upper_j −
+lower_j) ∂ψ/∂ρ_j): for a box much narrower than |ρ⁰| (the Iltis strut stiffness k ∈
+[2.83, 2.85]·10⁷, 0.7 % of its value) the value scaling makes ∂ψ/∂x_k ~10³ times the
+others and every projected quasi-Newton trial lands on k's bound.
 
 Restart (see ``log.py``): every evaluation is logged before the optimizer sees it; a
 resumed run replays the log through the same deterministic optimizer, so it continues
@@ -167,6 +171,14 @@ class Optimization:
         self.p0 = pr.sys.p.copy()
         self.rho0 = pr.design.values(self.p0)
         self.scale = np.where(self.rho0 != 0, np.abs(self.rho0), 1.0)
+        self.offset = None                  # TAO's x = ρ / scale (``optimize.scaling = "value"``)
+        if opt.scaling == "bounds" and not self.mma:
+            lo_, hi_ = pr.design.lower, pr.design.upper
+            bad = [n for n, a, b in zip(pr.design.names, lo_, hi_) if not (np.isfinite(a) and np.isfinite(b))]
+            if bad:
+                raise ModelError("optimize.scaling", f"\"bounds\" needs finite lower and upper bounds "
+                                 f"(design {bad[0]!r} has none)")
+            self.offset, self.scale = lo_.astype(float), (hi_ - lo_).astype(float)
         if not restart and self._has_record():
             raise HDF5Error(self.path, "-o", "holds an optimization record already; continue it with "
                             f"--restart {self.path} or choose another output file")
@@ -378,12 +390,21 @@ class Optimization:
         f0 = float(self.log.fv[0])
         return f0 + 1e3 * max(abs(f0), 1e-300)
 
+    def _rho(self, x):
+        """ρ of TAO's variables x: x·s (``optimize.scaling = "value"``, s = |ρ⁰|) or
+        lower + x·(upper − lower) (``"bounds"``); the gradient is scaled by s alike."""
+        return x * self.scale if self.offset is None else self.offset + x * self.scale
+
+    def _x(self, rho):
+        """TAO's variables of ρ (the inverse of ``_rho``)."""
+        return rho / self.scale if self.offset is None else (rho - self.offset) / self.scale
+
     def _gather(self, x):
         return np.concatenate(self.mpi.allgather(x.getArray(readonly=True).copy()))
 
     def _objective_gradient(self, tao, x, g):
         xs = self._gather(x)
-        rho = xs * self.scale
+        rho = self._rho(xs)
         k = self.replayed
         log = self.log
         if k < log.evaluations:
@@ -431,14 +452,14 @@ class Optimization:
         tao.setType(TAO_TYPES[opt.method])
         x = PETSc.Vec().createMPI(nd, comm=self.comm)
         lo_, hi_ = x.getOwnershipRange()
-        x.setArray((self.rho0 / self.scale)[lo_:hi_])
+        x.setArray(self._x(self.rho0)[lo_:hi_])
         tao.setSolution(x)
         tao.setObjectiveGradient(self._objective_gradient, x.duplicate())
         if opt.method != "tao-lmvm":
             lb, ub = x.duplicate(), x.duplicate()
             big = PETSc.INFINITY
-            lo = np.where(np.isfinite(pr.design.lower), pr.design.lower / self.scale, -big)
-            hi = np.where(np.isfinite(pr.design.upper), pr.design.upper / self.scale, big)
+            lo = np.where(np.isfinite(pr.design.lower), self._x(pr.design.lower), -big)
+            hi = np.where(np.isfinite(pr.design.upper), self._x(pr.design.upper), big)
             lb.setArray(lo[lo_:hi_])
             ub.setArray(hi[lo_:hi_])
             tao.setVariableBounds(lb, ub)
@@ -453,7 +474,7 @@ class Optimization:
         try:
             with self._signal_scope() as self.signals:
                 tao.solve()
-            rho = self._gather(tao.getSolution()) * self.scale
+            rho = self._rho(self._gather(tao.getSolution()))
             self.log.finish(rho, pr.design.names, physical=self.filter.apply(rho) if self.filter else None)
             self.finished = True
             its, f, gnorm, _, _, reason = tao.getSolutionStatus()

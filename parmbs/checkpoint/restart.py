@@ -72,6 +72,8 @@ class CheckpointedRun:
         self.forward_steps = 0         # forward steps computed in the forward run (this job)
         self.recomputed = 0            # forward steps recomputed by the reverse sweep (this job)
         self.adjoint_steps = 0
+        from ..sensitivity.ride import check_checkpoint
+        check_checkpoint(self)             # ride objectives: schedule 'all' only
 
     # -- forward ------------------------------------------------------------------------------
     def resume_point(self):
@@ -88,7 +90,8 @@ class CheckpointedRun:
         """w_k f_k(x_k) for every objective (0 without integrand)."""
         pr = self.pr
         w = pr.w[k] if self.H is None else self._weight(k)
-        return np.array([w * ob.integrand.value(pr.sys, self.T[k], x[:4], p, ref) if ob.integrand else 0.0
+        return np.array([w * ob.integrand.value(pr.sys, self.T[k], x[:4], p, ref)
+                         if ob.integrand and not getattr(ob.integrand, "history", False) else 0.0
                          for ob, ref in zip(pr.objectives, refs)])
 
     def _weight(self, k):
@@ -103,7 +106,9 @@ class CheckpointedRun:
         out = np.zeros(len(pr.objectives))
         for j, (ob, ref) in enumerate(zip(pr.objectives, refs)):
             val = 0.0
-            if ob.integrand:
+            if getattr(ob.integrand, "history", False):     # ride measure: from the stored states (ride.py)
+                val += self._prepare_history(ob, p)
+            elif ob.integrand:
                 val += psi[j] + pr.w[self.N] * ob.integrand.value(pr.sys, self.T[self.N], x[:4], p, ref)
             if ob.terminal:
                 val += ob.terminal.value(pr.sys, self.T[self.N], x[:4], p, ref)
@@ -286,6 +291,12 @@ class CheckpointedRun:
         return StoredTrajectory(self, self.T, dict(zip(self._names(), values)), its, k0, grid,
                                 self.state.rejected)
 
+    def _prepare_history(self, ob, p):
+        """A ride objective's ψ (unweighted), its m_k = ∂ψ/∂s_k set, from the signal
+        history recomputed from the file's states (schedule ``all``; sensitivity/ride.py)."""
+        from ..sensitivity.ride import stored_signal_history
+        return ob.integrand.prepare(stored_signal_history(self, ob.integrand, p), self.pr.grid)
+
     def _adjoint_seed(self, N, x, p, refs):
         """The adjoint record at k = N: (μ_N blocks, ∂ψ/∂ρ, ∂ψ/∂ref) per objective column
         (a PETSc TS run stores its own: integrators/ts_checkpoint.py)."""
@@ -339,6 +350,8 @@ class CheckpointedRun:
             self.forward(p)
             rec = st.load_adjoint()
         k, x1, mu, grad, gref, values = rec
+        for ob in pr._history():                         # ride objectives: m_k from the stored states
+            self._prepare_history(ob, p)
         x0 = pr.stepper.initial(pr.t0, p)
         refs = [ob.reference(pr.sys, x0[0], p) for ob in pr.objectives]
         provider = {"all": _AllProvider, "every": _EveryProvider, "revolve": _RevolveProvider}[self.sched.kind](

@@ -10,7 +10,7 @@ import re
 from typing import TYPE_CHECKING, Iterable
 
 from .errors import ConfigError
-from .schema import (ANGLE_KINDS, FORMULATION_INTEGRATORS, GGL_INTEGRATORS, POINT_KINDS, SPATIAL_OBJECTIVE_KINDS,
+from .schema import (ANGLE_KINDS, RIDE_KINDS, FORMULATION_INTEGRATORS, GGL_INTEGRATORS, POINT_KINDS, SPATIAL_OBJECTIVE_KINDS,
                      Driver, Spring)
 
 if TYPE_CHECKING:
@@ -361,6 +361,11 @@ class _Checker:
                 sp = self.cfg.spatial
                 on_beam3 = o.point is not None and o.point.split(".")[0] in {
                     b.name for b in [*(getattr(sp, "beams", None) or []), *(getattr(sp, "natural_bodies", None) or [])]}
+                if kind in RIDE_KINDS or o.weighting is not None or o.direction is not None:
+                    from .ride_checks import check_ride_objective
+                    check_ride_objective(self, o, kind)
+                    if kind in RIDE_KINDS:
+                        continue
                 if kind in SPATIAL_OBJECTIVE_KINDS or kind == "stress_ks" or on_beam3:
                     from .spatial_objective_checks import check_spatial_objective
                     check_spatial_objective(self, o, kind)

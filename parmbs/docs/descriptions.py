@@ -265,7 +265,15 @@ CLASS = {
                                 "`stress_ks` KS of the axial stresses |σ_e| of a spatial beam (`body`, `ks_rho`); "
                                 "`vertical_acceleration_*`, `point_velocity_sq`, `point_acceleration_sq`, "
                                 "`point_deviation_sq` also at spatial beam and natural-body points (there "
-                                "r_ref = the point's configured initial position, no `reference`)"),
+                                "r_ref = the point's configured initial position, no `reference`); "
+                                "`iso2631_rms`, `iso2631_vdv`: not ∫ g dt but the ISO 2631-1 weighted r.m.s. "
+                                "a_w = (1/T Σ c_k y_k²)^½ and vibration dose value (Σ c_k y_k⁴)^¼ of the point's "
+                                "acceleration component y = W * r̈_P·e (`point`, `direction`, `weighting`; the "
+                                "filter discretized exactly on the steps, parmbs/sensitivity/ride.py)"),
+    "Objective.weighting": ("", "ISO 2631-1 Annex A frequency weighting of `iso2631_*`: `Wk` (vertical, "
+                                "default) or `Wd` (horizontal)"),
+    "Objective.direction": ("", "global component of the point acceleration that `iso2631_*` weights "
+                                "(default `z`; planar bodies: `x` or `y`)"),
     "Optimize.gradient": ("", "`adjoint`: one adjoint sweep per evaluation; `fd`: forward differences, one "
                           "extra forward run per design variable, step h_j = fd_step·|ρ_j| (fd_step·(upper − "
                           "lower) at ρ_j = 0; backward at the upper bound) — the FD-driven optimisation "

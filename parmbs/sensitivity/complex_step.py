@@ -38,11 +38,14 @@ def objective_values_complex(problem, p):
     x = stepper.initial(t, p)
     refs = [ob.reference(sysm, x[0], p) for ob in problem.objectives]
     acc = np.zeros(len(problem.objectives), complex)
+    signals = {j: [] for j, ob in enumerate(problem.objectives) if getattr(ob.integrand, "history", False)}
 
     def add(k, t, x):
         x = x[:4]                         # (q, v, a, λ): a stepper's trailing blocks are its own
         for j, (ob, ref) in enumerate(zip(problem.objectives, refs)):
-            if ob.integrand:
+            if j in signals:              # ride measure: the signal now, the filter at the end (ride.py)
+                signals[j].append(ob.integrand.raw(sysm, t, x, p, ref))
+            elif ob.integrand:
                 acc[j] += w[k] * ob.integrand.raw(sysm, t, x, p, ref)
             if ob.terminal and k == N:
                 acc[j] += ob.terminal.raw(sysm, t, x, p, ref)
@@ -53,6 +56,8 @@ def objective_values_complex(problem, p):
         x, _ = stepper.step(k, grid.t[k], x, p)
         t = grid.t[k + 1]
         add(k + 1, t, x)
+    for j, sig in signals.items():
+        acc[j] += problem.objectives[j].integrand.evaluate(np.array(sig), grid)
     return {ob.name: ob.weight * acc[j] for j, ob in enumerate(problem.objectives)}
 
 

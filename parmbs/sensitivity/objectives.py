@@ -14,6 +14,9 @@ from ..model.forces import Spring
 from ..model.kinematics import point_position, point_velocity, point_acceleration, dot
 from ..spatial.objectives import SPATIAL_KINDS, spatial_term
 
+#: history-dependent measures (sensitivity/ride.py; ψ is not a sum of per-step terms)
+RIDE_MEASURES = ("iso2631_rms", "iso2631_vdv")
+
 
 def _point_dev(t, q, v, a, lam, p, ref):
     d = point_position(q, p[..., 0:2] - p[..., 2:4]) - ref
@@ -272,13 +275,16 @@ class Objective:
         self.name, self.weight, self.cfg = cfg.name, cfg.weight, cfg
         if cfg.integrand == "python":
             self.integrand = UserTerm(system, cfg)
+        elif cfg.integrand in RIDE_MEASURES:                 # ISO 2631-1 a_w / VDV of a filtered history
+            from .ride import RideTerm
+            self.integrand = RideTerm(system, cfg)
         else:
             self.integrand = Term(system, cfg.integrand, cfg) if cfg.integrand else None
         self.terminal = Term(system, cfg.terminal, cfg) if cfg.terminal else None
         self.fixed_ref = None if cfg.reference is None else np.array(cfg.reference, float)
         # r_ref(q₀) is a planar/beam point's (point_deviation_sq); spatial kinds read no reference
         from ..flexible.spatial_beam_objectives import is_beam3_objective
-        spatial = ({cfg.integrand, cfg.terminal} & {*SPATIAL_KINDS, "stress_ks"}
+        spatial = ({cfg.integrand, cfg.terminal} & {*SPATIAL_KINDS, "stress_ks", *RIDE_MEASURES}
                    or is_beam3_objective(system, cfg.integrand or cfg.terminal, cfg))
         self.point = None if spatial else cfg.point
 

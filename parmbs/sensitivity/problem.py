@@ -92,6 +92,7 @@ class Problem:
         self.stepper = make_stepper(self.sys, sim, design_map=self.design.map, ndesign=self.design.ncols,
                                     comm=comm)
         self.objectives = [Objective(self.sys, o) for o in config.objectives]
+        self._check_history_objectives(config)
         self._comm = comm
         self._memory_checked = False
         resources.check_memory(config.source, self.nsteps, self.sys.n, self.sys.m, False, self._mpi())
@@ -114,6 +115,25 @@ class Problem:
         self.guard = Guard(sim, self.sys, comm=self._mpi())
         if getattr(self.stepper, "compiled", None) is not None:
             self.guard.use_compiled()     # its per-step numbers in one compiled call too (compiled/monitor.py)
+
+    def _history(self):
+        """The objectives whose ψ is a function of the whole history (sensitivity/ride.py)."""
+        return [ob for ob in self.objectives if getattr(ob.integrand, "history", False)]
+
+    def _check_history_objectives(self, config):
+        """Ride measures need the sweeps here (their per-step sources, ride.py): not a
+        stepper with its own sweeps (PETSc TS, Maggi) and not a checkpoint schedule that
+        does not keep every state."""
+        from .ride import check_usable
+        for ob in self._history():
+            check_usable(self, ob)
+
+    def _prepare_history(self, traj, p):
+        """m_k = ∂ψ/∂s_k of every ride objective along the in-memory ``traj``."""
+        from .ride import signal_history
+        grid = self.grid if getattr(traj, "grid", None) is None else traj.grid
+        for ob in self._history():
+            ob.integrand.prepare(signal_history(self, ob.integrand, traj, p), grid)
 
     def _set_grid(self, grid):
         """The step sequence the sweeps and objective sums use (that of the last run)."""
@@ -293,7 +313,11 @@ class Problem:
         for ob in self.objectives:
             ref = ob.reference(self.sys, traj.q[0], p)
             val = 0.0
-            if ob.integrand and self._batch_values(ob, traj):
+            if getattr(ob.integrand, "history", False):        # ISO 2631-1 a_w / VDV (ride.py)
+                from .ride import signal_history
+                val += ob.integrand.evaluate(signal_history(self, ob.integrand, traj, p),
+                                             g if g is not None else self.grid)
+            elif ob.integrand and self._batch_values(ob, traj):
                 # by blocks of states (Term.values_batch): the same per-state values, summed
                 # in the same order as below
                 from .local_table import BLOCK
@@ -325,7 +349,9 @@ class Problem:
         gx = [np.zeros(len(y)) for y in x]
         gp, gr = np.zeros(nd), np.zeros(2)
         terms = []
-        if ob.integrand:
+        if getattr(ob.integrand, "history", False):
+            terms.append((ob.integrand, ob.integrand.m[k]))   # ∂ψ/∂s_k (ride.py: the adjoint filter)
+        elif ob.integrand:
             terms.append((ob.integrand, self.w[k]))
         if ob.terminal and k == traj.steps:
             terms.append((ob.terminal, 1.0))
@@ -364,6 +390,7 @@ class Problem:
         for ob in self.objectives:
             Jq, Jp = ob.ref_grads(self.sys, traj.q[0], p, self.design.map, nd)
             dref[ob.name] = Jq @ dx[0] + Jp
+        ride = {ob.name: np.zeros((traj.steps + 1, nd)) for ob in self._history()}   # ds_k/dp (ride.py)
         with self._local_table(traj, p, [refs[ob.name] for ob in self.objectives]) as table:
             for k in range(traj.steps + 1):
                 if k > 0:
@@ -371,6 +398,11 @@ class Problem:
                     dx = self.stepper.tangent_step(traj.t[k - 1], traj.x(k - 1), traj.x(k), dx, p)
                 hit = table.get(k) if table is not None else None
                 for j, ob in enumerate(self.objectives):
+                    if ob.name in ride:
+                        gs, gps = ob.integrand.signal_grads(self.sys, traj.t[k], physical(traj.x(k)), p,
+                                                            self.design.map, nd)
+                        ride[ob.name][k] = sum(g @ d for g, d in zip(gs, dx)) + gps
+                        continue
                     # contiguous columns: a strided vector takes another BLAS path in ``@`` (other sums)
                     gx, gp, gr = ([g[:, j].copy() for g in hit[0]], hit[1][:, j].copy(), hit[2][:, j].copy()) \
                         if hit is not None else self._local_grads(ob, k, traj, p, refs[ob.name])
@@ -378,6 +410,12 @@ class Problem:
                 self._observe(k, traj.t[k], grads, dx)
                 if k > 0:
                     self._tick(k, traj.steps)
+        if ride:                                    # the filter forward on the tangents (ride.py)
+            from .ride import signal_history
+            for ob in self._history():
+                s = signal_history(self, ob.integrand, traj, p)
+                grads[ob.name] = ob.weight * ob.integrand.direct(s, ride[ob.name],
+                                                                       self.grid if traj.grid is None else traj.grid)
         return grads
 
     # -- discrete adjoint -------------------------------------------------------------------------------
@@ -415,6 +453,7 @@ class Problem:
         N = traj.steps
         x0 = traj.x(0)
         refs = [ob.reference(self.sys, x0[0], p) for ob in self.objectives]
+        self._prepare_history(traj, p)
         with self._local_table(traj, p, refs):
             mu, grad, gref = self._adjoint_local(N, traj.t[N], traj.x(N), p, refs, traj.t)
             mu, grad, gref = self._adjoint_sweep(p, N, traj.x(N), mu, grad, gref, traj.x, refs, t=traj.t)

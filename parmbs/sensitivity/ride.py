@@ -60,7 +60,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model.component import cs_jacobian
+from .objectives import Term
 
 #: ISO 2631-1:1997 Table A.1 (f in Hz; None: no upward step)
 WEIGHTINGS = {
@@ -184,6 +184,19 @@ def _signal_planar(t, q, v, a, lam, p, ref, axis):
     return point_acceleration(q, v, a, p[..., 0:2] - p[..., 2:4])[..., axis]
 
 
+ZREF = np.zeros(2)          # the signal reads no reference point
+
+
+class _Signal(Term):
+    """s(x; p) as a ``Term`` (its ``raw`` and complex-step ``grads``) with a given
+    integrand function and index sets instead of a config kind."""
+
+    def __init__(self, fn, qidx, pidx):
+        self.fn, self.kind = fn, "iso2631_signal"
+        self.qidx, self.pidx = np.asarray(qidx), np.asarray(pidx)
+        self.lrows, self.ldrop, self.uses_ref = np.zeros(0, np.int64), False, False
+
+
 class RideTerm:
     """The integrand slot of a ride objective: the signal s_k = e_dirᵀ r̈_P(x_k; p) (a
     point's global acceleration component) and the filter; ``history = True`` tells
@@ -199,42 +212,23 @@ class RideTerm:
         sp = getattr(system, "spatial", None)
         if sp is not None and sp.is_spatial_body(cfg.point.split(".", 1)[0]):
             body = cfg.point.split(".", 1)[0]
-            self.fn = partial(_signal_spatial, axis=axis)
-            self.qidx, self.pidx = np.asarray(sp.body_qidx(body)), np.asarray(sp.point_pidx(cfg.point))
+            self.signal = _Signal(partial(_signal_spatial, axis=axis), sp.body_qidx(body), sp.point_pidx(cfg.point))
         else:
             qidx, _, pidx = system.point_offset(cfg.point)
-            self.fn = partial(_signal_planar, axis=axis)
-            self.qidx, self.pidx = np.asarray(qidx), np.asarray(pidx)
+            self.signal = _Signal(partial(_signal_planar, axis=axis), qidx, pidx)
         self.filter = Filter(self.weighting)
         self.m = None                   # ∂ψ/∂s_k of the trajectory being swept (``prepare``)
 
-    # -- the signal at one state (complex-step safe; Term's conventions) -------------------
-    def _local(self, sys, t, x, p):
-        q, v, a, _ = x
-        return [t, sys.extend(q)[self.qidx], sys.extend(v)[self.qidx], sys.extend(a)[self.qidx],
-                np.zeros(0), p[self.pidx], np.zeros(2)]
-
+    # -- the signal at one state (complex-step safe: a Term of its own, objectives.py) ----
     def raw(self, sys, t, x, p, ref):
-        return np.sum(self.fn(*self._local(sys, t, x, p)))
+        return self.signal.raw(sys, t, x, p, ZREF)
 
     def value(self, sys, t, x, p, ref):
         return float(np.real(self.raw(sys, t, x, p, ref)))
 
     def signal_grads(self, sys, t, x, p, design_map, nd):
         """∂s/∂(q, v, a, λ) as global vectors and ∂s/∂ρ (nd,) (complex step, exact)."""
-        args = self._local(sys, t, x, p)
-        n = sys.n
-        out = []
-        for i in (1, 2, 3):
-            d = np.zeros(n + 3)
-            d[self.qidx] = cs_jacobian(self.fn, args, i)
-            out.append(d[:n])
-        out.append(np.zeros(len(x[3])))
-        dp = np.zeros(nd)
-        cols = design_map[self.pidx]
-        if np.any(cols >= 0):
-            gp = cs_jacobian(self.fn, args, 5)
-            np.add.at(dp, cols[cols >= 0], gp[cols >= 0])
+        out, dp, _ = self.signal.grads(sys, t, x, p, ZREF, design_map, nd)
         return out, dp
 
     def grads(self, sys, t, x, p, ref, design_map, nd):

@@ -51,6 +51,10 @@ forward on the state tangents instead (``direct``: ds_k/dρ = ∂s/∂x_k dx_k/d
 dy/dρ = L ds/dρ, dψ/dρ = Σ_k ∂F/∂y_k dy_k/dρ), so adjoint = direct checks the reverse
 recurrence against the forward one.
 
+``parmbs gradient --history`` (sensitivity/history.py): the adjoint rows accumulate
+m_k's sources as for any objective; the direct rows of a ride objective are zero before
+t_N (its tangent filter runs once the whole history is known).
+
 With a checkpoint file (schedule ``all``) the signal history s_0 … s_N is recomputed
 from the stored states whenever it is needed (the forward's end, each adjoint start),
 so a resumed run gives the same bits; the other schedules do not keep every state and

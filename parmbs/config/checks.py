@@ -366,7 +366,7 @@ class _Checker:
                     check_ride_objective(self, o, kind)
                     if kind in RIDE_KINDS:
                         continue
-                if kind in SPATIAL_OBJECTIVE_KINDS or kind == "stress_ks" or on_beam3:
+                if kind in SPATIAL_OBJECTIVE_KINDS or kind in ("stress_ks", "stress_ks_time") or on_beam3:
                     from .spatial_objective_checks import check_spatial_objective
                     check_spatial_objective(self, o, kind)
                 elif kind in POINT_KINDS:

@@ -728,12 +728,13 @@ ANGLE_KINDS = ("angle", "angle_sq")
 SPATIAL_OBJECTIVE_KINDS = ("vertical_acceleration_sq", "vertical_acceleration_4", "roll_rate_sq")   # spatial bodies (spatial/objectives.py)
 TerminalKind = Literal["point_deviation_sq", "point_velocity_sq", "point_acceleration_sq",
                        "angle", "angle_sq", "spring_elongation_sq", "deflection", "deflection_sq",
-                       "vertical_acceleration_sq", "vertical_acceleration_4", "roll_rate_sq", "stress_ks"]
+                       "vertical_acceleration_sq", "vertical_acceleration_4", "roll_rate_sq", "stress_ks",
+                       "stress_ks_time"]
 IntegrandKind = Literal["point_deviation_sq", "point_velocity_sq", "point_acceleration_sq",
                         "angle", "angle_sq", "spring_elongation_sq", "reaction_sq", "python",
                         "deflection", "deflection_sq",  # deflection*: beam points only
                         "vertical_acceleration_sq", "vertical_acceleration_4", "roll_rate_sq",  # spatial bodies only
-                        "stress_ks",  # stress_ks: spatial ANCF beams (flexible/spatial_beam_objectives.py)
+                        "stress_ks", "stress_ks_time",  # spatial ANCF beams (flexible/spatial_beam_objectives.py)
                         "iso2631_rms", "iso2631_vdv"]  # ISO 2631-1 ride measures (sensitivity/ride.py)
 RIDE_KINDS = ("iso2631_rms", "iso2631_vdv")
 
@@ -753,6 +754,7 @@ class Objective(_Model):
     weighting: Literal["Wk", "Wd"] | None = None   # iso2631_*: ISO 2631-1 weighting (default Wk)
     direction: Literal["x", "y", "z"] | None = None  # iso2631_*: global acceleration component (default z)
     ks_rho: PosReal | None = None  # stress_ks: KS parameter ρ [1/Pa]; KS exceeds max |σ| by at most ln(2 n_el)/ρ
+    stress_limit: PosReal | None = None  # stress_ks_time: σ_lim [Pa] (flexible/spatial_stress_peak.py)
 
 
 # ----------------------------------------------------------------------------- the rest

@@ -5,7 +5,8 @@
   (not ground: its acceleration is zero);
 * ``roll_rate_sq`` needs ``body`` (a spatial body) and optionally ``axis = "BODY.AXIS"``
   on that body (default: the body x axis);
-* ``stress_ks`` needs ``body`` (a spatial beam) and ``ks_rho``; ``vertical_acceleration_*``,
+* ``stress_ks`` needs ``body`` (a spatial beam) and ``ks_rho``; ``stress_ks_time`` also
+  ``stress_limit``; ``vertical_acceleration_*``,
   ``point_velocity_sq``, ``point_acceleration_sq`` and ``point_deviation_sq`` (from the
   point's configured initial position) take a point on a spatial beam or a
   natural-coordinate body.
@@ -35,7 +36,7 @@ def check_spatial_objective(ck, o, kind: str) -> None:
 
     beams = {b.name: b for b in sp.beams} if sp is not None else {}
     natural = {b.name: b for b in sp.natural_bodies} if sp is not None else {}
-    if kind == "stress_ks":
+    if kind in ("stress_ks", "stress_ks_time"):
         if o.body is None:
             raise ck.fail(f"{prefix}.body", needs)
         if o.body not in beams:
@@ -43,9 +44,14 @@ def check_spatial_objective(ck, o, kind: str) -> None:
                           f"(known spatial beams: {', '.join(beams) or 'none'})")
         if o.ks_rho is None:
             raise ck.fail(f"{prefix}.ks_rho", needs)
+        if (o.stress_limit is None) == (kind == "stress_ks_time"):
+            raise ck.fail(f"{prefix}.stress_limit", needs if o.stress_limit is None
+                          else f"not used by {kind!r} (only by 'stress_ks_time')")
         return
     if o.ks_rho is not None:
-        raise ck.fail(f"{prefix}.ks_rho", f"not used by {kind!r} (only by 'stress_ks')")
+        raise ck.fail(f"{prefix}.ks_rho", f"not used by {kind!r} (only by 'stress_ks', 'stress_ks_time')")
+    if o.stress_limit is not None:
+        raise ck.fail(f"{prefix}.stress_limit", f"not used by {kind!r} (only by 'stress_ks_time')")
     if o.point is not None and o.point.split(".", 1)[0] in {**beams, **natural} and kind not in BEAM3_POINT_KINDS:
         raise ck.fail(f"{prefix}.point", f"{kind!r} is not available at spatial beam or natural-body points "
                       f"(available: {', '.join(BEAM3_POINT_KINDS)})")

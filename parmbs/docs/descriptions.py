@@ -263,6 +263,8 @@ CLASS = {
                                 "`python` (`callable`), `deflection*` (beam points), "
                                 "`vertical_acceleration_*`, `roll_rate_sq` (spatial bodies), "
                                 "`stress_ks` KS of the axial stresses |σ_e| of a spatial beam (`body`, `ks_rho`); "
+                                "`stress_ks_time` Σ_e,± exp(ρ(±σ_e − σ_lim)) (also `stress_limit`): with `weight` "
+                                "= 1/Δt, ψ ≤ 1 is the KS over time steps and elements ≤ σ_lim (the peak over time); "
                                 "`vertical_acceleration_*`, `point_velocity_sq`, `point_acceleration_sq`, "
                                 "`point_deviation_sq` also at spatial beam and natural-body points (there "
                                 "r_ref = the point's configured initial position, no `reference`); "
@@ -280,7 +282,7 @@ CLASS = {
                           "[Ebrahimi 2019] §6.2–6.3 compare with; not with `filter_radius`"),
     "Objective.terminal": ("", "G(x_N) added at t_end (same kinds, except `reaction_sq` and `python`)"),
     "Objective.point": ("", "point of the point kinds, `BODY.POINT`"),
-    "Objective.body": ("", "body of the angle kinds, `roll_rate_sq`; spatial beam of `stress_ks`"),
+    "Objective.body": ("", "body of the angle kinds, `roll_rate_sq`; spatial beam of `stress_ks`, `stress_ks_time`"),
     "Objective.force": ("", "spring of `spring_elongation_sq`"),
     "Objective.joint": ("", "joint of `reaction_sq`"),
     "Objective.reference": ("m", "r_ref of `point_deviation_sq`; absent: the point's initial position"),

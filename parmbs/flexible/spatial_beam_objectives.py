@@ -4,8 +4,11 @@
 * ``stress_ks`` (``body = "BEAM"``, ``ks_rho = ρ``): g = KS_e |σ_e|, the
   Kreisselmeier–Steinhauser aggregate over the beam's elements of the axial stress
   σ_e = E(|r_j − r_i|/l − 1) (``ancf3d.axial_stress``, the seed's §6.3 stress, Eq. 56):
-  max_e |σ_e| ≤ KS ≤ max_e |σ_e| + ln(2 n_el)/ρ.  As an integrand ψ = ∫ KS dt; as a
-  terminal, KS at t_end.
+  max_e |σ_e| ≤ KS ≤ max_e |σ_e| + ln(2 n_el)/ρ.  As an integrand ψ = ∫ KS dt (a time
+  mean: bounding it does not bound the peak); as a terminal, KS at t_end.
+* ``stress_ks_time`` (``body``, ``ks_rho``, ``stress_limit``): the KS over time steps and
+  elements as an integrand (``spatial_stress_peak.py``): ψ ≤ 1 with weight 1/Δt bounds
+  max_t |σ_e(t)| by σ_lim.
 * ``point_deviation_sq`` at a beam or natural-body point P: g = |r_P − r_P⁰|², r_P⁰ the
   point's position in the configured initial pose (a constant: design variables that
   move the point do not move r_P⁰) — the seed's |d_CM|² of §6.3 (Eq. 56).
@@ -23,6 +26,10 @@ import numpy as np
 
 from .ancf import beam_point_matrices
 from .ancf3d import axial_stress, ks
+from .spatial_stress_peak import stress_ks_time
+
+#: the stress aggregates on a spatial beam (``body``, ``ks_rho``)
+STRESS_KINDS = ("stress_ks", "stress_ks_time")
 
 
 def _stress_ks(t, q, v, a, lam, p, ref, elems, rho):
@@ -52,10 +59,12 @@ def _deviation_sq(t, q, v, a, lam, p, ref, matrix, r0):
 def beam3_term(system, kind, cfg):
     """(integrand, coordinate indices, parameter indices) of ``kind`` on a spatial beam."""
     sb = system.spatial_beams
-    if kind == "stress_ks":
+    if kind in STRESS_KINDS:
         b = sb.beams[cfg.body]
         qidx = list(range(b.offset, b.offset + b.ncoord))
         elems = np.array([[i - b.offset for i in b.element(e)] for e in range(b.nel)])
+        if kind == "stress_ks_time":             # the peak over time (spatial_stress_peak.py)
+            return partial(stress_ks_time, elems=elems, rho=cfg.ks_rho, limit=cfg.stress_limit), qidx, b.material()
         return partial(_stress_ks, elems=elems, rho=cfg.ks_rho), qidx, b.material()
     if sb.is_beam_point(cfg.point):
         (qidx, pidx), matrix = sb.point(cfg.point), _beam_matrix
@@ -74,7 +83,7 @@ def beam3_term(system, kind, cfg):
 def is_beam3_objective(system, kind, cfg):
     """True if ``cfg`` is an objective on a spatial beam."""
     sb, nb = getattr(system, "spatial_beams", None), getattr(system, "natural", None)
-    if kind == "stress_ks":
+    if kind in STRESS_KINDS:
         return sb is not None and cfg.body in sb.beams
     return cfg.point is not None and ((sb is not None and sb.is_beam_point(cfg.point))
                                       or (nb is not None and nb.is_natural_point(cfg.point)))

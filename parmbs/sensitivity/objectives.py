@@ -284,7 +284,7 @@ class Objective:
         self.fixed_ref = None if cfg.reference is None else np.array(cfg.reference, float)
         # r_ref(q₀) is a planar/beam point's (point_deviation_sq); spatial kinds read no reference
         from ..flexible.spatial_beam_objectives import is_beam3_objective
-        spatial = ({cfg.integrand, cfg.terminal} & {*SPATIAL_KINDS, "stress_ks", *RIDE_MEASURES}
+        spatial = ({cfg.integrand, cfg.terminal} & {*SPATIAL_KINDS, "stress_ks", "stress_ks_time", *RIDE_MEASURES}
                    or is_beam3_objective(system, cfg.integrand or cfg.terminal, cfg))
         self.point = None if spatial else cfg.point
 

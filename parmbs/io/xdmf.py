@@ -11,7 +11,9 @@ alone, io/mechanism.py, at z = 0; spatial bodies through the model, spatial/outp
 * plates and continua: the deformed quad mesh, element e = j·nx + i (io/density.py);
 * springs: one segment between their end points;
 * spatial body B: a segment from its centre of mass to each named point (``marker``)
-  and its frame, three axes of ``FRAME`` × its extent (0.25 for a body of one point).
+  and its frame, three axes of ``FRAME`` × its extent (0.25 for a body of one point);
+  the same for natural-coordinate bodies, and the centre lines of spatial ANCF beams
+  (``beam``, ``PER_ELEMENT`` segments per element; io/spatial_flex_view.py).
 
 XDMF 3 (xdmf.org, "XDMF Model and Format"): the light XML file holds a ``Temporal``
 collection of ``Uniform`` grids, one per exported frame, each with its ``Time``; the
@@ -156,6 +158,24 @@ class Geometry:
             for i, kind in enumerate(("frame_x", "frame_y", "frame_z")):
                 tip = point_position(qb, ell * np.eye(3)[i])
                 self._polyline(np.stack([com, tip], 1), b, KINDS[kind])
+        self._spatial_flexible(system, q)
+
+    def _spatial_flexible(self, system, q):
+        """Spatial ANCF beams (centre lines) and natural-coordinate bodies (centre of mass
+        → each point, three frame axes): io/spatial_flex_view.py."""
+        from .spatial_flex_view import beam_lines, natural_bodies
+        for name, line in beam_lines(system, q, per=PER_ELEMENT).items():
+            self.bodies.append(name)
+            self._polyline(line, len(self.bodies) - 1, KINDS["beam"])
+        for name, (com, pts, axes) in natural_bodies(system, q).items():
+            b = len(self.bodies)
+            self.bodies.append(name)
+            for p in pts.values():
+                self._polyline(np.stack([com, p], 1), b, KINDS["marker"])
+            ell = FRAME * (_extent(np.array([np.zeros(3), *(p[0] - com[0] for p in pts.values())]))
+                           or self.scale)
+            for i, kind in enumerate(("frame_x", "frame_y", "frame_z")):
+                self._polyline(np.stack([com, com + ell * axes[:, i]], 1), b, KINDS[kind])
 
     def _mesh(self, q, b, name):
         from .density import quad_mesh

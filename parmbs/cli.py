@@ -1079,7 +1079,7 @@ def cmd_verify(args):
         f"|d_j| <= s_j; order = log2(r(eps)/r(eps/2)) [need >= {V.MIN_TAYLOR_ORDER}]")
     failures = [f"{c.objective}/{c.name}: {c.reason}" for c in checks if c.status == "FAILED"]
     for o in adj:
-        orders, order = V.taylor_orders(eps, r[o], values[o])
+        orders, order = V.taylor_orders(eps, r[o], values[o], noise=V.psi_noise(sweeps, o))
         info(f"{o}:")
         info(f"  {'eps':>10} {'r(eps)':>12} {'order':>7}")
         for i, e in enumerate(eps):

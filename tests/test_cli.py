@@ -202,6 +202,22 @@ def test_taylor_orders_helper():
     assert order == pytest.approx(1.0)
 
 
+def test_taylor_floor_from_the_measured_noise():
+    """ψ with a large constant (the stress KS of one element: ln 2/ρ per unit time): the
+    remainders of the double wishbone's stress3 over 5 steps (verify's ε, measured) are
+    δ² from r = 4e-5 down, below 1e-9|ψ| = 3.5e-5; with the FD sweep's measured noise of ψ
+    (3.3e-9) the floor is 3.3e-7 and the asymptotic pairs decide.  A wrong gradient
+    (remainder + 1e-2 ε: a gradient error of 1e-2 along d) still fails (1.47)."""
+    from parmbs.sensitivity.verify import TAYLOR_EPS, taylor_orders
+    r = [1.283e-03, 5.196e-04, 1.574e-04, 4.294e-05, 1.120e-05, 2.858e-06, 7.229e-07, 1.810e-07, 4.465e-08,
+         1.326e-08, 6.396e-10]
+    psi, noise = 3.465834e4, 3.3e-9
+    assert taylor_orders(TAYLOR_EPS, r, psi)[1] < 1.8                 # the former floor: 3 pre-asymptotic pairs
+    assert taylor_orders(TAYLOR_EPS, r, psi, noise=noise)[1] >= 1.9
+    wrong = [x + 1e-2 * e for x, e in zip(r, TAYLOR_EPS)]
+    assert taylor_orders(TAYLOR_EPS, wrong, psi, noise=noise)[1] < 1.6
+
+
 # ----------------------------------------------------------------------------- failures
 
 

@@ -217,7 +217,7 @@ def verify(model, overrides: Iterable[str] = ()) -> Verification:
     r = V.taylor_remainders(pr, p0, values, adj, eps)
     orders = {}
     for o in adj:
-        orders[o] = V.taylor_orders(eps, r[o], values[o])[1]
+        orders[o] = V.taylor_orders(eps, r[o], values[o], noise=V.psi_noise(sweeps, o))[1]
         bad = V.taylor_failure(o, orders[o], values[o], sweeps)
         if bad:
             failures.append(bad)

@@ -125,7 +125,7 @@ class Term:
     def batchable(self):
         """``grads_batch`` and ``values_batch`` apply: a planar integrand of ``INTEGRANDS``
         (elementwise over leading axes, independent of t)."""
-        return self.fn in INTEGRANDS.values()
+        return self.fn in INTEGRANDS.values() or getattr(self.fn, "batchable", False)
 
     def _batch_args(self, sys, X, p, ref):
         """``local``'s arguments for K states at once (X = (q, v, a, λ) each (K, ·); t = 0:

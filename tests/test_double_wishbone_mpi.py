@@ -8,7 +8,7 @@ COMM_WORLD vs the same problem on COMM_SELF): the trajectory, the 17 objective v
 their adjoint gradients over the 60 design variables.  The two runs differ by the order of
 the LU's floating-point operations, ~κ ε per solve with κ ≲ 1e6 (the beams' slope masses
 ~1e-3 beside unit constraint rows): 1e-8 relative for q, ψ and ∇(∫|d_CM|²) (measured
-7.1e-15, ψ equal, 1.5e-11).  The stress constraints (stress_ks_time) are functions of
+7.1e-15, ψ equal, 1.5e-11).  The stress constraints (stress_ks, stress_ks_time) are functions of
 σ = E(|r_j − r_i|/l − 1), a difference of O(1) positions, so their gradients carry
 round-off of relative size ~ε/strain, and over 5 steps the tubes' strains are only
 2.2e-7 … 5.6e-6 (computed here); the solves mix the tubes, so the bound is

@@ -225,9 +225,9 @@ def finished(tmp_path_factory):
 def test_config_change_refused(finished, tmp_path):
     h5, _ = finished
     r = _cli("gradient", FIVEBAR, "--set", T_END, "--set", "simulation.dt=5e-4", "--restart", h5, cwd=tmp_path)
-    _one_line(r, 2, "run.h5", "config_sha256", "different config")
+    _one_line(r, 2, "run.h5", "resolved_sha256", "different config", "simulation.dt = 0.001 in the record, 0.0005 now")
     r = _cli("simulate", FIVEBAR, "--set", T_END, "--set", "forces.S1.stiffness=7", "--restart", h5, cwd=tmp_path)
-    _one_line(r, 2, "different config")
+    _one_line(r, 2, "different config", "forces.S1.stiffness = ")
     # output-only keys do not invalidate the file; a complete file gives its gradient without work
     js = tmp_path / "g.json"
     r = _cli("gradient", FIVEBAR, "--set", T_END, "--set", "simulation.progress=false",
@@ -235,6 +235,37 @@ def test_config_change_refused(finished, tmp_path):
     assert r.returncode == 0, r.stderr
     assert "forward complete, adjoint at step 0" in r.stdout
     assert _grad_json(js).keys() == finished[1].keys()
+
+
+def test_checkpoint_older_than_a_schema_key_resumes(finished, tmp_path):
+    """A checkpoint written before some config keys existed (here simulation.genalpha_form
+    and the nested simulation.newton.max_it, taken out of its /config and its hash as that
+    code would have written them) resumes while those keys are at their defaults
+    (checkpoint/record_match.py) and gives the same gradient; a non-default value of such
+    a key is another run, refused naming the key."""
+    import shutil
+    import tomllib
+    import h5py
+    import tomli_w
+    from parmbs.checkpoint.record_match import resolved_sha256
+    h5 = tmp_path / "old.h5"
+    shutil.copy(finished[0], h5)
+    keys = (("simulation", "genalpha_form"), ("simulation", "newton", "max_it"))
+    with h5py.File(h5, "r+") as f:
+        d = tomllib.loads(f["config"][()].decode())
+        del d["simulation"]["genalpha_form"], d["simulation"]["newton"]["max_it"]
+        del f["config"]
+        f.create_dataset("config", data=tomli_w.dumps(d), dtype=h5py.string_dtype("utf-8"))
+        f["checkpoint"].attrs["resolved_sha256"] = resolved_sha256(load_config(FIVEBAR, [T_END]), ignore=keys)
+    r = _cli("gradient", FIVEBAR, "--set", T_END, "--set", "simulation.newton.max_it=30", "--restart", h5,
+             cwd=tmp_path)
+    _one_line(r, 2, "old.h5", "simulation.newton.max_it = '(not set)' in the record, 30 now")
+    js = tmp_path / "g.json"
+    r = _cli("gradient", FIVEBAR, "--set", T_END, "--restart", h5, "--json", js, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "forward complete, adjoint at step 0" in r.stdout
+    got = _grad_json(js)
+    assert all(np.array_equal(got[o], finished[1][o]) for o in finished[1])
 
 
 def _flip(h5, dataset, index):

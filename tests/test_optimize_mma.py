@@ -167,7 +167,7 @@ def _as_if_older(path, cfg, keys):
 
 def test_record_older_than_a_schema_key_resumes(reference, tmp_path):
     """A record written before optimize.gradient/fd_step existed resumes while those keys
-    are at their defaults (the behaviour its code had: log.keys_added_since), exactly;
+    are at their defaults (the behaviour its code had: checkpoint/record_match.keys_added_since), exactly;
     a non-default value of such a key is another optimization."""
     path = tmp_path / "o.h5"
     run_api(path, extra=["optimize.max_it=4"])

@@ -69,7 +69,6 @@ waiting in a collective call.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 import zlib
@@ -82,21 +81,7 @@ from .._log import checkpoint_io, stage
 FORMAT = 1          # adaptive files add datasets (above) and are marked by /checkpoint adaptive = 1
 #: seconds between flushes of buffered ``all`` rows and adjoint copies (0: every step)
 DEFAULT_INTERVAL = 1.0
-#: keys of the resolved config that do not change any computed number
-OUTPUT_KEYS = (("checkpoint", "file"), ("simulation", "progress"))
-
-
-def resolved_sha256(config, ignore=()) -> str:
-    """sha256 of the resolved config (TOML, defaults included) without the purely
-    output-related keys (``checkpoint.file``, ``simulation.progress``) and the
-    (section, key) pairs in ``ignore``: a file may be renamed or a run made quiet
-    without invalidating it, any other change does."""
-    import tomli_w
-    from ..config.schema import _drop_none
-    d = config.to_dict()
-    for sec, key in OUTPUT_KEYS + tuple(ignore):
-        d.get(sec, {}).pop(key, None)
-    return hashlib.sha256(tomli_w.dumps(_drop_none(d)).encode("utf-8")).hexdigest()
+from .record_match import OUTPUT_KEYS, config_difference, matches, resolved_sha256  # noqa: F401
 
 
 def _crc(k, t, x, psi, extra=()):
@@ -339,10 +324,9 @@ class CheckpointStore:
         if os.path.exists(stale):
             os.remove(stale)
         sha = _str(ck.attrs["resolved_sha256"])
-        if sha != self.sha:
-            raise HDF5Error(p, "/meta/config_sha256", "the file was written for a different config "
-                            f"(resolved sha256 {sha[:12]}…, this config {self.sha[:12]}…: model, parameters, "
-                            "dt, schedule or objectives changed); it cannot be resumed — delete it or "
+        if not matches(f, sha, self._config):      # (keys added to the schema since: record_match.py)
+            raise HDF5Error(p, "/checkpoint.resolved_sha256", "the file was written for a different config "
+                            f"({config_difference(f, self._config)}); it cannot be resumed — delete it or "
                             "give another file")
         if int(ck.attrs.get("format", -1)) != FORMAT:
             raise HDF5Error(p, "/checkpoint", f"unsupported checkpoint format {ck.attrs.get('format')}")

@@ -55,6 +55,7 @@ import zlib
 import numpy as np
 
 from ..io.hdf5 import HDF5Error, MAX_NAME_ATTR, _comm, _root_call, _short, _write_header, put_names
+from ..checkpoint.record_match import config_difference, older_sha256
 
 HIST_COLS = ("iteration", "objective", "gradient_norm", "step", "evaluations", "wall_s")
 
@@ -130,71 +131,6 @@ def merge_sets(old, new):
         out.pop(key, None)
         out[key] = s
     return list(out.values())
-
-
-def _flat(d, prefix=""):
-    """{"a.b.c": value} of a nested TOML dict; tables in arrays by their ``name``."""
-    out = {}
-    for k, v in d.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, dict):
-            out.update(_flat(v, key + "."))
-        elif isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
-            for i, x in enumerate(v):
-                out.update(_flat(x, f"{key}.{x.get('name', i)}."))
-        else:
-            out[key] = v
-    return out
-
-
-def _config_difference(f, config, ignore):
-    """'KEY = OLD in the record, NEW now' for the first resolved-config key that differs
-    between the record's /config and ``config`` (keys in ``ignore`` and output keys
-    skipped); a general phrase if /config cannot be read."""
-    import tomllib
-    from ..checkpoint.store import OUTPUT_KEYS
-    try:
-        text = f["config"][()]
-        old = _flat(tomllib.loads(text.decode("utf-8") if isinstance(text, bytes) else str(text)))
-        new = _flat(tomllib.loads(config.to_toml()))
-    except Exception:  # noqa: BLE001 - only the message is at stake
-        return "the model, design or simulation settings differ"
-    skip = {f"{a}.{b}" for a, b in (*OUTPUT_KEYS, *ignore)}
-    missing = "(not set)"
-    for key in [*new, *(k for k in old if k not in new)]:
-        if key in skip:
-            continue
-        a, b = old.get(key, missing), new.get(key, missing)
-        if a != b:
-            return f"{key} = {a!r} in the record, {b!r} now"
-    return "the model, design or simulation settings differ"
-
-
-def keys_added_since(f, config):
-    """The (section, key) pairs of ``config`` that the record's /config does not have and
-    that are at their schema default now: keys added to the schema after the record was
-    written (e.g. ``optimize.gradient``, default "adjoint", what every earlier run did).
-    A key the record predates cannot have been chosen by it, and its default is the
-    behaviour the record's code had (a new key's default keeps the old behaviour, or it
-    would be a change of every config); leaving exactly these out of the hash lets an
-    older record be resumed, while a non-default value of such a key, or any other
-    difference, still makes it another optimization.  () if /config cannot be read."""
-    import tomllib
-    try:
-        text = f["config"][()]
-        old = tomllib.loads(text.decode("utf-8") if isinstance(text, bytes) else str(text))
-    except Exception:  # noqa: BLE001 - no list: the plain hash comparison decides
-        return ()
-    out = []
-    for sec, val in config.to_dict().items():
-        model = getattr(config, sec, None)
-        if not isinstance(val, dict) or sec not in old or not hasattr(type(model), "model_fields"):
-            continue
-        for key in val:
-            field = type(model).model_fields.get(key)
-            if key not in old[sec] and field is not None and getattr(model, key) == field.default:
-                out.append((sec, key))
-    return tuple(out)
 
 
 def _crc(k, x, f, g):
@@ -273,10 +209,10 @@ class EvaluationLog:
         for key, want in (("resolved_sha256", sha), ("method", method), ("objective", objective)):
             have = grp.attrs.get(key)
             have = have.decode() if isinstance(have, bytes) else have
-            if have != want and key == "resolved_sha256" and have == self._older_sha(f, config):
-                continue                  # written before some schema keys existed (keys_added_since)
+            if have != want and key == "resolved_sha256" and have == older_sha256(f, config, self.ignore):
+                continue                  # written before some schema keys existed (record_match.py)
             if have != want:
-                what = _config_difference(f, config, (*self.ignore, *keys_added_since(f, config))) \
+                what = config_difference(f, config, self.ignore) \
                     if key == "resolved_sha256" \
                     else f"{have!r} here, {want!r} now"
                 raise HDF5Error(self.path, f"/optimize.{key}",
@@ -296,12 +232,6 @@ class EvaluationLog:
                 raise HDF5Error(self.path, f"/optimize/x[{i}]",
                                 "evaluation record fails its checksum (corrupted file); refusing to resume")
         return x, fv, g, int(grp["history"].attrs["rows"]), k
-
-    def _older_sha(self, f, config):
-        """The hash of ``config`` without the keys the record predates (None if there are none)."""
-        from ..checkpoint.store import resolved_sha256
-        later = keys_added_since(f, config)
-        return resolved_sha256(config, ignore=[*self.ignore, *later]) if later else None
 
     def _grow(self, ds, need):
         if ds.shape[0] < need:

@@ -165,6 +165,10 @@ def main():
     say = print if comm.getRank() == 0 else (lambda *x, **k: None)
     say(f"ranks: {comm.getSize()}; wall: forward {w_fwd:.1f} s, adjoint {w_adj:.1f} s; "
           f"load average {os.getloadavg()[0]:.1f}")
+    if comm.getSize() > 1:                 # every rank's own forward / adjoint time
+        per = comm.tompi4py().allgather((t_fwd, t_adj))
+        say("  per rank forward / adjoint: " + ", ".join(f"rank {r} {f:.1f} / {b:.1f} s"
+                                                       for r, (f, b) in enumerate(per)))
     say(f"forward: {t_fwd:.2f} s for {a.steps} steps (initial state {t_init[0]:.2f} s; "
           f"per step {steps.mean():.2f} s, Newton iterations {list(its)})")
     say(f"  linear solves in the steps: {fwd_solve:.2f} s in {fwd_nsolve} solves")

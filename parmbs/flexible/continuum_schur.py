@@ -185,12 +185,6 @@ class ContinuumSchurOperator(ColumnSolves):
         self._ff = e
         self._ff_ptr = np.r_[0, np.cumsum(np.bincount(rf[e], minlength=nf))]
         self._ff_ind = cf[e]
-        # … and their slots in the pattern of M, G, K (the exact J_ff's data), if inside
-        pp = st.pattern
-        pkeys = np.repeat(np.arange(nf, dtype=np.int64), np.diff(pp.indptr)) * nf + pp.indices
-        ekeys = rf[e] * nf + cf[e]
-        pos = np.minimum(np.searchsorted(pkeys, ekeys), max(len(pkeys) - 1, 0))
-        self._ff_slot = pos if len(e) == 0 or np.array_equal(pkeys[pos], ekeys) else None
         e = np.nonzero((rf >= 0) & (cb >= 0))[0]
         self._fb = (e, rf[e], self.cpos[cb[e]])
         e = np.nonzero((rb >= 0) & (cf >= 0))[0]
@@ -400,25 +394,31 @@ class ContinuumSchurOperator(ColumnSolves):
         z[b] = zb
         return z
 
+    def _small_rows(self):
+        """The other groups' few f × f entries (the pin joint's) as CSR rows [fr0, fr1) of
+        the matrix and of its transpose, once per matrix."""
+        if self._Aff is None:
+            S = sp.csr_matrix((self._Sff, self._ff_ind, self._ff_ptr), shape=(self.st.nf,) * 2)
+            self._Aff = (S[self.fr0:self.fr1], S.T.tocsr()[self.fr0:self.fr1])
+        return self._Aff
+
     def matvec(self, z, transpose=False):
-        """J z (or Jᵀ z) with the exact matrix."""
+        """J z (or Jᵀ z) with the exact matrix.  Its f rows by this rank's row block (the
+        structured J_ff as one sparse product per coefficient, the border's U rows or V
+        columns) and one gather; no whole J_ff on any rank."""
         f, b = self.st.fidx, self.bidx
+        r0, r1 = self.fr0, self.fr1
         out = np.empty(self.N)
-        if self._Aff is None:                 # J_ff, assembled when an exact solve needs it
-            A = self.Jc.ff_matrix()
-            if self._ff_slot is not None:
-                np.add.at(A.data, self._ff_slot, self._Sff)
-            else:
-                A = A + sp.csr_matrix((self._Sff, self._ff_ind, self._ff_ptr), shape=A.shape)
-            self._Aff = A
         zf, zb = z[f], z[b]
+        Sl, Stl = self._small_rows()
         ob = (self.Jbb.T if transpose else self.Jbb) @ zb
         if transpose:
-            out[f] = self._Aff.T @ zf + self.V.T @ zb[self.rset]
+            yl = self.Jc.T.ff_product(zf) + Stl @ zf + self.V[:, r0:r1].T @ zb[self.rset]
             ob[self.cset] += self.U.T @ zf
         else:
-            out[f] = self._Aff @ zf + self.U @ zb[self.cset]
+            yl = self.Jc.ff_product(zf) + Sl @ zf + self.U[r0:r1] @ zb[self.cset]
             ob[self.rset] += self.V @ zf
+        out[f] = self.st.rows.gather(yl)
         out[b] = ob
         return out
 
@@ -472,18 +472,33 @@ class ContinuumSchurOperator(ColumnSolves):
         return z
 
     def _norm(self):
-        """max(‖J‖₁, ‖J‖∞) of the exact matrix (≥ the ∞-norm of J and of Jᵀ), once per matrix."""
+        """max(‖J‖₁, ‖J‖∞) of the exact matrix (≥ the ∞-norm of J and of Jᵀ), once per matrix:
+        the f rows' and f columns' absolute sums of this rank's rows (column j of J_ff is row
+        j of J_ffᵀ = cK K + cM M − cG G: M, K symmetric, G antisymmetric on one pattern),
+        the border's replicated, one max-reduction."""
         if getattr(self, "_Jnorm_of", None) is not self._data:
-            self.matvec(np.zeros(self.N))    # assembles J_ff
-            A = abs(self._Aff)
+            st, Jc = self.st, self.Jc
+            r0, r1 = self.fr0, self.fr1
+            Ml, Gl, Kl, _ = st.local_rows()
+            sym, anti = Jc.cK * Kl.data, np.zeros_like(Kl.data)
+            for k, (_, _, _, _, cM, cG, _) in enumerate(Jc.frames):
+                sym = sym + cM * Ml[k].data
+                anti = anti + cG * Gl[k].data
+            row = np.repeat(np.arange(r1 - r0), np.diff(Kl.indptr))
+            Sl, Stl = self._small_rows()
+            rf = np.bincount(row, np.abs(sym + anti), r1 - r0) + np.asarray(abs(Sl).sum(1)).ravel() \
+                + np.abs(self.U[r0:r1]).sum(1)
+            cf = np.bincount(row, np.abs(sym - anti), r1 - r0) + np.asarray(abs(Stl).sum(1)).ravel() \
+                + np.abs(self.V[:, r0:r1]).sum(0)
             U, V, B = np.abs(self.U), np.abs(self.V), np.abs(self.Jbb)
-            rf = np.asarray(A.sum(1)).ravel() + U.sum(1)
-            cf = np.asarray(A.sum(0)).ravel() + V.sum(0)
             rb, cb = B.sum(1), B.sum(0)
             rb[self.rset] += V.sum(1)
             cb[self.cset] += U.sum(0)
-            self._Jnorm = max(np.max(rf, initial=0.0), np.max(cf, initial=0.0),
-                              np.max(rb, initial=0.0), np.max(cb, initial=0.0))
+            nrm = max(np.max(rf, initial=0.0), np.max(cf, initial=0.0))
+            if st.rows.parallel:
+                from mpi4py import MPI
+                nrm = st.rows.mpi.allreduce(nrm, op=MPI.MAX)
+            self._Jnorm = max(nrm, np.max(rb, initial=0.0), np.max(cb, initial=0.0))
             self._Jnorm_of = self._data
         return self._Jnorm
 

@@ -314,14 +314,6 @@ class StructuredJacobian:
     def T(self):
         return StructuredJacobian(self.st, self.frames, self.cK, not self.transposed)
 
-    def ff_matrix(self):
-        """The f × f block as one scipy CSR (pattern of M, G, K)."""
-        st = self.st
-        data = self.cK * st.K.data
-        for k, (_, _, _, _, cM, cG, _) in enumerate(self.frames):
-            data = data + cM * st.M[k].data + cG * st.G[k].data
-        return sp.csr_matrix((data, st.K.indices, st.K.indptr), shape=st.K.shape)
-
     def scaled(self, c):
         return StructuredJacobian(self.st, [(i, c * a, c * b, c * d, c * e, c * g,
                                              (x[0], c * x[1], c * x[2], c * x[3], c * x[4]))

@@ -471,25 +471,38 @@ class ContinuumSchurOperator(ColumnSolves):
             prev = nd
         return z
 
+    def _abs_sums(self):
+        """This rank's row sums of |K|, |M_k|, |G_k| (also their column sums: M, K symmetric,
+        G antisymmetric on one symmetric pattern), once per design."""
+        st = self.st
+        if getattr(self, "_abs_of", None) != st.version:
+            Ml, Gl, Kl, _ = st.local_rows()
+            nl = Kl.shape[0]
+            row = np.repeat(np.arange(nl), np.diff(Kl.indptr))
+            s = lambda A: np.bincount(row, np.abs(A.data), nl)
+            self._abs = (s(Kl), [s(M) for M in Ml], [s(G) for G in Gl])
+            self._abs_of = st.version
+        return self._abs
+
     def _norm(self):
-        """max(‖J‖₁, ‖J‖∞) of the exact matrix (≥ the ∞-norm of J and of Jᵀ), once per matrix:
-        the f rows' and f columns' absolute sums of this rank's rows (column j of J_ff is row
-        j of J_ffᵀ = cK K + cM M − cG G: M, K symmetric, G antisymmetric on one pattern),
-        the border's replicated, one max-reduction."""
+        """A lower bound of max(‖J‖₁, ‖J‖∞) of the exact matrix, once per matrix.  A lower
+        bound makes the backward error of ``_certified`` an over-estimate (its test stays
+        safe).  The f rows' and columns' absolute sums of J_ff = cK K + Σ (cM_k M_k + cG_k G_k)
+        + S (S: the pin's few f × f entries) from the per-design sums of |K|, |M_k|, |G_k|
+        by |a + b| ≥ |a| − |b|: ≥ |cK| Σ|K| − Σ_k (|cM_k| Σ|M_k| + |cG_k| Σ|G_k|) − Σ|S|
+        (cK K dominates the rest by ~10⁹, so the bound is ‖J_ff‖ to ~1e-9), plus the
+        border's U rows / V columns exactly; this rank's rows, one max-reduction.  O(nf/P)
+        per matrix instead of combining the O(nnz) data (0.05 s CPU per adjoint step at 10⁵)."""
         if getattr(self, "_Jnorm_of", None) is not self._data:
             st, Jc = self.st, self.Jc
             r0, r1 = self.fr0, self.fr1
-            Ml, Gl, Kl, _ = st.local_rows()
-            sym, anti = Jc.cK * Kl.data, np.zeros_like(Kl.data)
+            aK, aM, aG = self._abs_sums()
+            low = abs(Jc.cK) * aK
             for k, (_, _, _, _, cM, cG, _) in enumerate(Jc.frames):
-                sym = sym + cM * Ml[k].data
-                anti = anti + cG * Gl[k].data
-            row = np.repeat(np.arange(r1 - r0), np.diff(Kl.indptr))
+                low = low - abs(cM) * aM[k] - abs(cG) * aG[k]
             Sl, Stl = self._small_rows()
-            rf = np.bincount(row, np.abs(sym + anti), r1 - r0) + np.asarray(abs(Sl).sum(1)).ravel() \
-                + np.abs(self.U[r0:r1]).sum(1)
-            cf = np.bincount(row, np.abs(sym - anti), r1 - r0) + np.asarray(abs(Stl).sum(1)).ravel() \
-                + np.abs(self.V[:, r0:r1]).sum(0)
+            rf = np.maximum(low - np.asarray(abs(Sl).sum(1)).ravel(), 0.0) + np.abs(self.U[r0:r1]).sum(1)
+            cf = np.maximum(low - np.asarray(abs(Stl).sum(1)).ravel(), 0.0) + np.abs(self.V[:, r0:r1]).sum(0)
             U, V, B = np.abs(self.U), np.abs(self.V), np.abs(self.Jbb)
             rb, cb = B.sum(1), B.sum(0)
             rb[self.rset] += V.sum(1)

@@ -37,7 +37,10 @@ class _AssemblyView:
 
 
 class InitialState:
-    def __init__(self, system, accel_op, design_map, ndesign, newton, comm=None):
+    def __init__(self, system, accel_op, design_map, ndesign, newton, comm=None, options=None):
+        """``options``: more PETSc options of the position/velocity solve (prefix
+        parmbs_init_) over the defaults below (a distributed TS run's PCREDUNDANT:
+        integrators/ts_determinism.py)."""
         self.sys = system
         self.view = _AssemblyView(system)
         n, m = system.n, system.m
@@ -54,7 +57,7 @@ class InitialState:
                                               # AMD: MUMPS's default (METIS here) took 7 s to
                                               # analyse the near-permutation rows of a
                                               # 25·10³-element continuum (AMD: 0.1 s)
-                                              "mat_mumps_icntl_7": 0})
+                                              "mat_mumps_icntl_7": 0, **(options or {})})
         self.accel_op = accel_op          # the stepper's (n+m) matrix: same sparsity
         self.design_map, self.nd = design_map, ndesign
         self.newton = newton

@@ -46,6 +46,9 @@ RUNS = {
     "alpha2": ['simulation.integrator="ts-alpha2"'],
     "index1-theta": ['simulation.formulation="index1"', 'simulation.integrator="ts-theta"'],
     "index1-rk": ['simulation.formulation="index1"', 'simulation.integrator="ts-rk"'],
+    # the index-1 ODE with Baumgarte's terms in its constraint row (α = β = 50/s)
+    "index1-theta-bg": ['simulation.formulation="index1"', 'simulation.integrator="ts-theta"',
+                        "simulation.index1.baumgarte.alpha=50.0", "simulation.index1.baumgarte.beta=50.0"],
     "penalty-cn": ['simulation.formulation="penalty"', 'simulation.integrator="ts-cn"'],
     "maggi-theta": ['simulation.formulation="maggi"', 'simulation.integrator="ts-theta"'],
     "maggi-theta-30": ['simulation.formulation="maggi"', 'simulation.integrator="ts-theta"', "simulation.t_end=0.03"],
@@ -267,6 +270,7 @@ def _state(h5):
     # revolve:4 on 50 steps: killed in the forward run, between a slot's data and its
     # marker, in the reverse sweep (recomputing into slots), then resumed to the end
     ("index1-theta", ["forward:20", "write:2", "adjoint:12"]),
+    ("index1-theta-bg", ["forward:20", "adjoint:12"]),
     ("alpha2", ["forward:30", "adjoint:25"]),
     # a reduced ODE (its y and manifold guess in the file), an adaptive TSAdjoint run (49
     # accepted steps: the forward part re-run from x_0 and checked at the stored state),

@@ -27,6 +27,7 @@ beside a real central difference at δ = 1e-7 whose two runs choose their own st
 (not frozen: what an FD around an error-controlled integrator sees; thesis row 10).
 
 Usage: python benchmarks/fivebar_table51.py [--dts 1e-2,1e-3] [--right-rule] [--penalty-study]
+       [--penalty-trapezoidal] [--penalty-candidates]
 """
 import argparse
 import pathlib
@@ -112,6 +113,41 @@ def penalty_study():
               f"unfrozen real FD 1e-7: {cd[0]:.4f} {cd[1]:.4f}", flush=True)
 
 
+def penalty_candidates():
+    """The settings of the thesis' penalty run not yet measured: the order of its explicit
+    RK (PETSc's RK tableaux 2a Heun, 2b explicit midpoint, 3 and 3bs of order 3, 4 the
+    shipped RK4; 1fe, forward Euler, is unstable at h = 1e-2; their direct
+    gradient, the exact tangent of the tableau), the penalty factor below 1e5 (1e3, 1e4)
+    and the penalty's ω, ξ; each with ψ1 by the trapezoid weights and by the
+    right-endpoint rule h Σ_{k≥1} (which reproduces rows 1–2 for the DAE steppers)."""
+    import parmbs.integrators.ts as tsmod
+    trap = tsmod.quadrature_weights
+
+    def right(nsteps, h):
+        return np.r_[0.0, np.full(nsteps, h)]
+    print("five-bar penalty ts-rk, h = 1e-2, direct: dpsi1/dL01, dpsi1/dL02 (row 3: -4.2305 3.2154, "
+          "row 7: -4.2293 3.2137, row 11: -4.2288 3.2116)")
+    runs = [(f"RK {t}, alpha 1e7", [f'simulation.petsc_options={{ts_rk_type="{t}"}}']) for t in ("2a", "2b", "3", "3bs", "4")]
+    runs += [(f"RK4, alpha {a}", [f"simulation.penalty.alpha={a}"]) for a in ("1e3", "1e4")]
+    runs += [(f"RK4, alpha 1e7, omega {o}, xi {x}", [f"simulation.penalty.omega={o}", f"simulation.penalty.xi={x}"])
+             for o, x in (("1", "1"), ("100", "1"), ("10", "0"))]
+    runs += [(f"RK4, alpha 1e3, omega {o}, xi {x}", ["simulation.penalty.alpha=1e3", f"simulation.penalty.omega={o}",
+                                                     f"simulation.penalty.xi={x}"]) for o, x in (("1", "1"), ("100", "1"))]
+    for name, extra in runs:
+        for rule, w in (("trapezoid", trap), ("right-endpoint", right)):
+            tsmod.quadrature_weights = w
+            try:
+                g, t = gradient("penalty", "ts-rk", "direct", 1e-2, extra=extra)
+            except Exception as e:               # a setting that fails: say so
+                print(f"{name:<34} {rule:<15} failed: {type(e).__name__}: {str(e)[:80]}", flush=True)
+                break
+            finally:
+                tsmod.quadrature_weights = trap
+            print(f"{name:<34} {rule:<15} {g[0]:>10.6f} {g[1]:>10.6f}  gap to row 11 {(g[0] - REF[0]) / abs(REF[0]):+.1e} "
+                  f"{(g[1] - REF[1]) / abs(REF[1]):+.1e}  to row 3 {(g[0] - -4.2305) / 4.2305:+.1e} "
+                  f"{(g[1] - 3.2154) / 3.2154:+.1e}  {t:.0f}s", flush=True)
+
+
 def trapezoidal_psi1(pr, rho, h):
     """ψ1 (trapezoid weights, right-endpoint rule) of the penalty ODE ẏ = G(t, y) (the
     ts-rk model, penalty_explicit.py) integrated by the implicit trapezoidal rule
@@ -188,7 +224,11 @@ def main():
     ap.add_argument("--penalty-study", action="store_true")
     ap.add_argument("--penalty-trapezoidal", action="store_true",
                     help="the penalty rows with the trapezoidal rule (central FD; alpha 1e5, 1e6, 1e7)")
+    ap.add_argument("--penalty-candidates", action="store_true",
+                    help="RK order, alpha below 1e5, omega and xi of the penalty rows (RK, direct)")
     args = ap.parse_args()
+    if args.penalty_candidates:
+        return penalty_candidates()
     if args.penalty_study:
         return penalty_study()
     if args.penalty_trapezoidal:

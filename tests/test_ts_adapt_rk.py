@@ -23,7 +23,7 @@ from parmbs.integrators.ts import PREFIX, tsadjoint_rk_ok
 from parmbs.sensitivity.problem import Problem
 
 from gradient_checks import cli_one_line_error
-from test_index1_ts import FIVEBAR, central_fd
+from test_index1_ts import FIVEBAR, frozen_mesh_check
 
 ADAPT = "simulation.adapt={rtol=1e-6, atol=1e-8}"
 
@@ -51,18 +51,7 @@ def test_adaptive_rk_adjoint_direct_and_fd_on_the_frozen_steps(rk_type):
     h = np.diff(traj.t)
     assert traj.t[-1] == pytest.approx(0.05, abs=1e-14)
     assert traj.steps != pr.nsteps and h.max() / h.min() > 2        # the steps did adapt
-    ga = pr.adjoint()
-    gd = pr.direct()
-    pr.stepper.freeze(traj.t)
-    gf = central_fd(pr, 1e-5)
-    for name in ga:
-        scale = np.max(np.abs(ga[name]))
-        e_dir = np.max(np.abs(ga[name] - gd[name])) / scale
-        e_fd = np.max(np.abs(ga[name] - gf[name])) / scale
-        print(f"adaptive ts-rk {rk_type or '5dp'} {name}: {traj.steps} steps, adjoint vs direct {e_dir:.1e}, "
-              f"vs FD (frozen) {e_fd:.1e}")
-        assert e_dir <= 1e-9
-        assert e_fd <= 1e-6
+    frozen_mesh_check(pr, traj, f"adaptive ts-rk {rk_type or '5dp'}")
 
 
 @pytest.mark.parametrize("rk_type", ["5f"], indirect=True)

@@ -281,7 +281,11 @@ def test_distributed_baumgarte_ts_equals_serial():
     constraint row of G is Φ̈ + 2αΦ̇ + β²Φ = 0) on ts-theta, distributed against serial:
     the index-1 bound of the module docstring, 10 N ε (the Baumgarte terms change G, not
     the TS Jacobian's conditioning: I − θh G_y with θh·2α = 0.07); every rank holds the
-    same numbers."""
+    same numbers.  ψ1 = ∫|r₂ − r₂₀|² measures a displacement from the start (≈ g t²/2 ≈
+    2e-3 m at 0.02 s): a state perturbation δy moves ∇ψ1 = ∫2(r₂ − r₂₀)·∂r₂/∂ρ by
+    ≈ ∫2 δy·∂r₂/∂ρ, i.e. relative δy/⟨|r₂ − r₂₀|⟩, so its bound is the state bound
+    10 N ε max|y| over the mean displacement (taken as max|q − q₀|/3, the t² growth's
+    mean): ≈ 1e-10 here (a run measured 1.0e-13 where the others are bitwise equal)."""
     bg = ["simulation.index1.baumgarte.alpha=50.0", "simulation.index1.baumgarte.beta=50.0"]
     prw, tw, vw, gw = _run(PETSc.COMM_WORLD, "index1", "ts-theta", bg)
     prs, ts, vs, gs = _run(PETSc.COMM_SELF, "index1", "ts-theta", bg)
@@ -290,10 +294,12 @@ def test_distributed_baumgarte_ts_equals_serial():
     ys, yw = np.hstack([ts.q, ts.v]), np.hstack([tw.q, tw.v])
     assert tw.steps == ts.steps == N and np.max(np.abs(yw - ys)) <= bound * np.max(np.abs(ys))
     comm = PETSc.COMM_WORLD.tompi4py()
+    shift = np.max(np.abs(ts.q - ts.q[0])) / 3
     for k in gs:
+        b = bound * (np.max(np.abs(ys)) / shift if k == "psi1" else 1.0)
         gap = np.max(np.abs(gw[k] - gs[k])) / np.max(np.abs(gs[k]))
-        print(f"index1+baumgarte/ts-theta {k}: |Δ∇ψ|/max|∇ψ| {gap:.1e} (bound {bound:.1e})")
-        assert abs(vw[k] - vs[k]) <= bound * abs(vs[k]), k
-        assert gap <= bound, k
+        print(f"index1+baumgarte/ts-theta {k}: |Δ∇ψ|/max|∇ψ| {gap:.1e} (bound {b:.1e})")
+        assert abs(vw[k] - vs[k]) <= b * abs(vs[k]), k
+        assert gap <= b, k
         other = comm.allgather(gw[k])
         assert all(np.array_equal(o, other[0]) for o in other), k

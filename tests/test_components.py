@@ -9,6 +9,7 @@ from parmbs.flexible import ancf, joints as beam_joints  # noqa: F401  (ANCF bea
 from parmbs.flexible import ancf3d, ancf3d_joints  # noqa: F401  (spatial ANCF beams)
 from parmbs.flexible import plate, plate_joints  # noqa: F401  (plane-stress plates)
 from parmbs.flexible import continuum  # noqa: F401  (floating-frame plane-stress continua)
+from parmbs.flexible import solid  # noqa: F401  (floating-frame hexahedral solids)
 from parmbs.flexible import modal_components  # noqa: F401  (modally reduced continua)
 from parmbs.flexible import ffr_beam, ffr_joints  # noqa: F401  (floating-frame beams)
 from parmbs.spatial import bodies as spatial_bodies, joints as spatial_joints, drivers  # noqa: F401  (spatial rigid)
@@ -17,8 +18,9 @@ from parmbs.spatial import natural  # noqa: F401  (natural-coordinate rigid bodi
 from parmbs.model.component import REGISTRY, Constraint
 from spatial_states import STATES as SPATIAL_STATES, VARIANTS as SPATIAL_VARIANTS
 from planar_states import STATES as PLANAR_STATES, VARIANTS as PLANAR_VARIANTS
+from solid_states import STATES as SOLID_STATES, VARIANTS as SOLID_VARIANTS
 
-STATES = {**SPATIAL_STATES, **PLANAR_STATES}
+STATES = {**SPATIAL_STATES, **PLANAR_STATES, **SOLID_STATES}
 
 NE = 3
 H = 1e-6
@@ -43,7 +45,7 @@ VARIANTS = {"BeamShape": [{"component": c} for c in range(4)],
             "ContinuumGravity": [{"law": law} for law in ("seed003", "linear")],
             **{n: [{"modes": k} for k in (1, 3)] for n in ("ReducedInertia", "ReducedGravity", "ReducedElastic",
                                                            "ReducedRevolute")},
-            **SPATIAL_VARIANTS, **PLANAR_VARIANTS}
+            **SPATIAL_VARIANTS, **PLANAR_VARIANTS, **SOLID_VARIANTS}
 CASES = [(name, kw) for name in sorted(REGISTRY) for kw in VARIANTS.get(name, [{}])]
 
 
@@ -152,7 +154,8 @@ def test_registry_is_complete():
             "SpatialRigidNaturalSpringDamper", "SpatialNaturalNaturalSpringDamper", "NaturalOrthonormality",
             "SpatialBeamBeamWeld", "SpatialRigidNaturalDistance", "SpatialRigidBeamDistance",
             "SpatialNaturalNaturalDistance", "SpatialNaturalBeamDistance", "SpatialBeamBeamDistance",
-            "PlanarContact", "RotationalStop", "StanceLock"} <= set(REGISTRY)
+            "PlanarContact", "RotationalStop", "StanceLock",
+            "SolidInertia", "SolidGravity", "SolidElastic", "SolidSpherical"} <= set(REGISTRY)
 
 
 def test_potential_energies_match_forces():
@@ -161,7 +164,7 @@ def test_potential_energies_match_forces():
     for name in ("Gravity", "Spring", "RotationalSpring", "AncfGravity", "AncfElasticConservative",
                  "Ancf3Gravity", "Ancf3ElasticConservative", "SpatialNaturalBeamSpringDamper",
                  "PlateGravity", "PlateElastic", "FfrGravity", "FfrElastic", "ContinuumGravity",
-                 "ContinuumElastic", "SpatialGravity", "ReducedGravity"):
+                 "ContinuumElastic", "SpatialGravity", "ReducedGravity", "SolidElastic"):
         comp, q, v, a, p = make(REGISTRY[name], rng)
         if name == "Spring":
             p[:, 9] = 0.0                       # no damping

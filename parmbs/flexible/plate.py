@@ -42,16 +42,14 @@ import numpy as np
 
 from ..model.component import Constraint, Force, register
 from ..model.kinematics import dot
+from .hexa import box
 
 SEED003_C, SEED003_Q, SEED003_SWITCH = 1e5, 6, 0.1
 LAWS = ("seed003", "linear")
 
-# node k of the reference square [−1, 1]²: (ξ_k, η_k), order ll, lr, ur, ul
-_XI = np.array([[-1.0, -1.0], [1.0, -1.0], [1.0, 1.0], [-1.0, 1.0]])
-_G = np.array([[-1.0, -1.0], [1.0, -1.0], [1.0, 1.0], [-1.0, 1.0]]) / np.sqrt(3.0)   # Gauss points, w = 1
-_N = 0.25 * (1 + _G[:, None, 0] * _XI[None, :, 0]) * (1 + _G[:, None, 1] * _XI[None, :, 1])      # (g, k)
-_DN = 0.25 * np.stack([_XI[None, :, 0] * (1 + _G[:, None, 1] * _XI[None, :, 1]),
-                       _XI[None, :, 1] * (1 + _G[:, None, 0] * _XI[None, :, 0])], -1)        # (g, k, 2) d/dξ
+# node k of the reference square [−1, 1]²: (ξ_k, η_k), order ll, lr, ur, ul; Gauss points
+# ξ_k/√3 (w = 1); N (g, k), dN/dξ (g, k, 2) — the 2-D case of hexa.box (the same bits)
+_XI, _G, _N, _DN = box(2)
 _MASS4 = np.einsum("gk,gl->kl", _N, _N)       # ∫N_k N_l dξdη (= [[4,2,1,2],...]/9), exact
 
 

@@ -1,0 +1,235 @@
+"""Spatial continuum (trilinear hexahedra) in a floating frame of reference: element kernels.
+
+Kinematics (seed 003 §2.1, Eq. 7; digest §3).  A solid has a frame with pose (R, p):
+origin R ∈ R³ and Euler parameters p (spatial/kinematics.py, A = A(p), ω' = 2 G(p) ṗ
+in the frame), and small elastic nodal displacements u_f resolved in the frame.  A
+material point with frame coordinates X moves to
+
+    r = R + A(p) s,   s = X + N(X) u_f                                 (seed 003 Eq. 7)
+
+with N the trilinear shape functions of a structured mesh of boxes (hexa.py).  Element
+coordinates q_e = (R, p, u_e) ∈ R³¹ (u_e: the 24 displacements of its 8 nodes).
+
+Inertia as in the planar continuum (continuum.py): every body integral of seed 003
+Eq. 67–70 has an integrand that is a product of two trilinear functions, integrated
+exactly by the 2×2×2 Gauss rule, so an element is 8 exact "Gauss masses"
+m_g = ρ(x) ρ0 hx hy hz/8 at s_g, and Jourdain's principle (Eq. 66) gives
+r_e = Σ_g m_g L̄_gᵀ ā_g.  Virtual displacements in the frame:
+A ᵀδr_g = AᵀδR − s̃_g δπ' + N_g δu with δπ' = 2 G δp, so
+
+    r_R = A Σ_g m_g ā_g,   r_p = 2 Gᵀ Σ_g m_g s_g × ā_g,   r_u = Σ_g m_g N_gᵀ ā_g,
+    ā_g = Aᵀ R̈ + ω̇' × s_g + ω' × (ω' × s_g) + 2 ω' × N_g u̇ + N_g ü      (Eq. 20–25)
+
+with ω̇' = 2 G p̈ (Ġ ṗ = 0).  At u = 0 with the frame at the centre of mass this is
+exactly the Newton–Euler form of the rigid body (spatial/bodies.py: m R̈ and
+2Gᵀ(J'ω̇' + ω' × J'ω')), so the rotational mass block has p as a null vector like the
+rigid body's; the body set adds the same ``EulerRegularization`` and ``Normalization``.
+
+Elastic force (Eq. 71–74): r = x^s E0 K̂ u_e, K̂ the unit-modulus trilinear stiffness
+(hexa.unit_stiffness3; shared by every element of the structured mesh).
+Gravity (Eq. 76, b = g): the inertia kernel with ā_g = −Aᵀ g.
+Density law per element x (seed 003 Eq. 78): ``plate.density_factor``.
+
+Parameters per element (indices into p, set by ``solids.py``):
+  SolidInertia  (x, ρ0, Lx, Ly, Lz, nx, ny, nz, X0, Y0, Z0, i/nx, j/ny, k/nz)   14
+  SolidGravity  (same, g_x, g_y, g_z)                                           17
+  SolidElastic  (x, E0, ν, Lx, Ly, Lz, nx, ny, nz, s)                            10
+Markers (seed 003 §2.3): ``SolidSpherical`` holds a node of the mesh on a point of a
+rigid body or ground (the nodal position R + A(X + u), Eq. 33; hex nodes carry no
+rotation, so a node marker has no orientation of its own — locked and revolute joints
+attach at the frame or at clamped nodes, solids.py).
+"""
+import numpy as np
+
+from ..model.component import Constraint, Force, register
+from ..spatial.kinematics import E0 as PID, G_matrix, bilinear, cross, mv, rotation, rotation_dot, rotation_jacobian
+from .hexa import G3, N3, unit_stiffness3
+from .plate import LAWS, density_factor
+
+_NG = np.zeros((8, 3, 24))                                  # N_g (g, i, 24): u(X_g)_i = N_g[i] · u_e
+for _i in range(3):
+    _NG[:, _i, _i::3] = N3
+_GPOS = 0.5 * (1.0 + G3)                                    # Gauss points in [0, 1]³ of the element
+
+
+def _geometry(p):
+    """(h (..., 3), corner (..., 3)) from (Lx, Ly, Lz, nx, ny, nz, X0, Y0, Z0, i/nx, j/ny, k/nz)
+    at p[..., 2:14]."""
+    L, n = p[..., 2:5], p[..., 5:8]
+    return L / n, p[..., 8:11] + p[..., 11:14] * L
+
+
+def gauss_mass(p, law):
+    """m_g = ρ(x) ρ0 hx hy hz / 8 (the same at the 8 Gauss points; weights 1)."""
+    h, _ = _geometry(p)
+    return density_factor(p[..., 0], law) * p[..., 1] * h[..., 0] * h[..., 1] * h[..., 2] / 8.0
+
+
+def gauss_positions(q, p):
+    """s_g = X_g + N_g u_e in frame coordinates: (..., 8, 3); q = (R, p, u_e)."""
+    h, c = _geometry(p)
+    X = c[..., None, :] + _GPOS * h[..., None, :]
+    return X + np.einsum("gik,...k->...gi", _NG, q[..., 7:31])
+
+
+def frame_residual(e, m, s, abar):
+    """r = Σ_g m_g L̄_gᵀ ā_g (31): (A Σ m ā, 2 Gᵀ Σ m s × ā, Σ m N_gᵀ ā)."""
+    sa = abar.sum(-2)
+    rR = mv(rotation(e), sa)
+    rp = 2.0 * mv(np.swapaxes(G_matrix(e), -1, -2), cross(s, abar).sum(-2))
+    ru = np.einsum("gik,...gi->...k", _NG, abar)
+    lead = np.broadcast_shapes(rR.shape[:-1], rp.shape[:-1], ru.shape[:-1], np.shape(m))
+    out = np.concatenate([np.broadcast_to(x, lead + x.shape[-1:]) for x in (rR, rp, ru)], -1)
+    return np.asarray(m)[..., None] * out
+
+
+class _Law:
+    def __init__(self, names, qidx, pidx, law="seed003"):
+        if law not in LAWS:
+            raise ValueError(f"unknown density law {law!r}")
+        self.law = law
+        super().__init__(names, qidx, pidx)
+
+
+@register
+class SolidInertia(_Law, Force):
+    """M_e(q) a + h_ω(q, v) of one hexahedral FFR element (module docstring)."""
+    nq, np_ = 31, 14
+    inertial = True
+    uses_q = uses_v = uses_a = True
+
+    @staticmethod
+    def omegas(q, v, a):
+        """(ω', ω̇') = (2 G ṗ, 2 G p̈)."""
+        G = G_matrix(q[..., 3:7])
+        return 2.0 * mv(G, v[..., 3:7]), 2.0 * mv(G, a[..., 3:7])
+
+    def _abar(self, q, v, a, s):
+        w, dw = self.omegas(q, v, a)
+        b = mv(np.swapaxes(rotation(q[..., 3:7]), -1, -2), a[..., 0:3])            # Aᵀ R̈
+        Nw = np.einsum("gik,...k->...gi", _NG, v[..., 7:31])
+        Na = np.einsum("gik,...k->...gi", _NG, a[..., 7:31])
+        w_, dw_ = w[..., None, :], dw[..., None, :]
+        return b[..., None, :] + cross(dw_, s) + cross(w_, cross(w_, s)) + 2.0 * cross(w_, Nw) + Na
+
+    def r(self, t, q, v, a, p):
+        s = gauss_positions(q, p)
+        return frame_residual(q[..., 3:7], gauss_mass(p, self.law), s, self._abar(q, v, a, s))
+
+    def energy(self, t, q, v, p):
+        """T = ½ Σ_g m_g |AᵀṘ + ω' × s_g + N_g u̇|²."""
+        s = gauss_positions(q, p)
+        w = 2.0 * mv(G_matrix(q[..., 3:7]), v[..., 3:7])
+        vl = (mv(np.swapaxes(rotation(q[..., 3:7]), -1, -2), v[..., 0:3])[..., None, :] + cross(w[..., None, :], s)
+              + np.einsum("gik,...k->...gi", _NG, v[..., 7:31]))
+        return 0.5 * gauss_mass(p, self.law) * np.einsum("...gi,...gi->...", vl, vl)
+
+    def r_a(self, t, q, v, a, p):
+        """M_e = Σ_g m_g L_gᵀ D_g, exact (r is linear in a): D_g = ∂ā_g/∂a = [Aᵀ, −2 s̃_g G, N_g],
+        rows L_gᵀ = (A, 2 Gᵀ s̃_g, N_gᵀ)."""
+        e = q[..., 3:7]
+        s = gauss_positions(q, p)
+        A = rotation(e)
+        G = G_matrix(e)
+        from ..spatial.kinematics import skew
+        S = skew(s)                                                     # (..., g, 3, 3)
+        SG = S @ G[..., None, :, :]                                     # s̃_g G
+        lead = s.shape[:-2]
+        D = np.zeros(lead + (8, 3, 31), dtype=np.result_type(s, A))
+        D[..., 0:3] = np.swapaxes(A, -1, -2)[..., None, :, :]
+        D[..., 3:7] = -2.0 * SG
+        D[..., 7:31] = _NG
+        L = np.zeros_like(D)                                            # L_g: r = Σ m L_gᵀ ā_g
+        L[..., 0:3] = np.swapaxes(A, -1, -2)[..., None, :, :]
+        L[..., 3:7] = -2.0 * SG
+        L[..., 7:31] = _NG
+        M = np.einsum("...gai,...gaj->...ij", L, D)
+        return gauss_mass(p, self.law)[..., None, None] * M
+
+
+@register
+class SolidGravity(_Law, Force):
+    """Weight of one hexahedral FFR element: the inertia kernel with ā_g = −Aᵀg
+    (seed 003 Eq. 76, b = g); p = (inertia parameters, g_x, g_y, g_z)."""
+    nq, np_ = 31, 17
+
+    def r(self, t, q, v, a, p):
+        s = gauss_positions(q, p)
+        e = q[..., 3:7]
+        abar = -mv(np.swapaxes(rotation(e), -1, -2), p[..., 14:17])[..., None, :] + 0.0 * s
+        return frame_residual(e, gauss_mass(p, self.law), s, abar)
+
+
+@register
+class SolidElastic(Force):
+    """Elastic force of one hexahedral element r = x^s E0 K̂ u_e (seed 003 Eq. 71–74, 78);
+    q = u_e (24), p = (x, E0, ν, Lx, Ly, Lz, nx, ny, nz, s)."""
+    nq, np_ = 24, 10
+
+    def stiffness(self, p):
+        """(x^s E0 (...), K̂ (..., 24, 24) — one shared (…, 1, 24, 24) on a structured mesh)."""
+        fac = p[..., 0] ** p[..., 9] * p[..., 1]
+        geo = p[..., 2:9]
+        if geo.ndim > 1 and geo.shape[-2] > 1 and np.all(geo == geo[..., :1, :]):
+            geo = geo[..., :1, :]
+        h = geo[..., 1:4] / geo[..., 4:7]
+        return fac, unit_stiffness3(geo[..., 0], h[..., 0], h[..., 1], h[..., 2])
+
+    def r(self, t, q, v, a, p):
+        fac, K = self.stiffness(p)
+        return fac[..., None] * np.einsum("...ij,...j->...i", K, q)
+
+    def energy(self, t, q, v, p):
+        """U = ½ x^s E0 u_eᵀ K̂ u_e."""
+        fac, K = self.stiffness(p)
+        return 0.5 * fac * np.einsum("...i,...ij,...j->...", q, K, q)
+
+    def jacobians(self, t, q, v, a, p):
+        fac, K = self.stiffness(p)
+        Kq = fac[..., None, None] * K
+        return np.broadcast_to(Kq, np.broadcast_shapes(q.shape[:-1], Kq.shape[:-2]) + (24, 24)), None, None
+
+    def r_q(self, t, q, v, a, p):
+        return self.jacobians(t, q, v, a, p)[0]
+
+
+def node_position(p):
+    """X of a mesh node from (X0, Y0, Z0, Lx, Ly, Lz, i/nx, j/ny, k/nz) at p[..., 0:9]."""
+    return p[..., 0:3] + p[..., 6:9] * p[..., 3:6]
+
+
+@register
+class SolidSpherical(Constraint):
+    """A node of a solid held on a point of a rigid body or ground (seed 003 Eq. 33 with
+    the relative position only):
+
+        Φ = R_c + A(p_c)(X + u) − r_b − A(p_b) s'_b                       (3 rows)
+        γ = 2B(ṗ_c, ṗ_c)(X + u) + 2 Ȧ_c u̇ − 2B(ṗ_b, ṗ_b) s'_b
+
+    q = (R_c, p_c, u (3), r_b, p_b) (17), p = (X0, Y0, Z0, Lx, Ly, Lz, i/nx, j/ny, k/nz,
+    s'_b (3), g_b) (13): g_b = 1 puts ground's identity pose on side b (spatial/joints.py)."""
+    nq, np_, m = 17, 13, 3
+
+    def _parts(self, q, p):
+        sc = node_position(p) + q[..., 7:10]
+        eb = q[..., 13:17] + p[..., 12:13] * PID
+        return sc, eb, p[..., 9:12]
+
+    def phi(self, t, q, p):
+        sc, eb, sb = self._parts(q, p)
+        return q[..., 0:3] + mv(rotation(q[..., 3:7]), sc) - q[..., 10:13] - mv(rotation(eb), sb)
+
+    def phi_q(self, t, q, p):
+        sc, eb, sb = self._parts(q, p)
+        Jc = rotation_jacobian(q[..., 3:7], sc)
+        Jb = rotation_jacobian(eb, sb)
+        lead = np.broadcast_shapes(Jc.shape[:-2], Jb.shape[:-2])
+        I = np.broadcast_to(np.eye(3), lead + (3, 3))
+        parts = [I, Jc, rotation(q[..., 3:7]), -I, -Jb]
+        return np.concatenate([np.broadcast_to(x, lead + x.shape[-2:]) for x in parts], -1)
+
+    def gamma(self, t, q, v, p):
+        sc, eb, sb = self._parts(q, p)
+        ec, vc, vb = q[..., 3:7], v[..., 3:7], v[..., 13:17]
+        return (2.0 * mv(bilinear(vc, vc), sc) + 2.0 * mv(rotation_dot(ec, vc), v[..., 7:10])
+                - 2.0 * mv(bilinear(vb, vb), sb))

@@ -41,6 +41,8 @@ Allowed forms (NAME is an entity name, P a point name, K an integer index)::
     spatial.beams.NAME.length|density|E, spatial.beams.NAME.section.side|radius|outer_radius|inner_radius,
     spatial.beams.NAME.points.P (arclength), spatial.beams.NAME.initial.position.x|y|z
     spatial.natural_bodies.NAME.mass|inertia.xx|…|points.P.x|y|z|initial.position.x|y|z
+    spatial.solids.NAME.E|nu|rho0|penalization|initial.position.x|y|z|initial_velocity.…,
+    spatial.solids.NAME.density    (the whole element field, as continua.NAME.density)
 
 ``with_value`` is what finite differences use: a revalidated copy with one
 number changed.
@@ -141,10 +143,11 @@ _INERTIA = {"xx": (0, 0), "yy": (1, 1), "zz": (2, 2), "xy": (0, 1), "xz": (0, 2)
 _SPATIAL_FIELDS = {"bodies": ("mass", "inertia", "points", "initial", "initial_velocity"),
                    "beams": ("length", "density", "E", "section", "points", "initial"),
                    "natural_bodies": ("mass", "inertia", "points", "initial"),
+                   "solids": ("E", "nu", "rho0", "penalization", "density", "initial", "initial_velocity"),
                    "joints": ("function", "angle"), "forces": None}
 
 
-_SPATIAL_SINGULAR = {"bodies": "body", "natural_bodies": "natural body"}
+_SPATIAL_SINGULAR = {"bodies": "body", "natural_bodies": "natural body", "solids": "solid"}
 
 
 def _spatial_root(data, path, segs):
@@ -174,6 +177,8 @@ def field_path(cfg: "Config", path: str) -> bool:
     """True if ``path`` names a whole element field (``plates.NAME.density``,
     ``continua.NAME.density``)."""
     segs = path.split(".")
+    if len(segs) == 4 and segs[:2] == ["spatial", "solids"] and segs[3] == "density":   # spatial.solids.S.density
+        return cfg.spatial is not None and segs[2] in {s.name for s in cfg.spatial.solids}
     return (len(segs) == 3 and segs[0] in ("plates", "continua") and segs[2] == "density"
             and segs[1] in {p.name for p in getattr(cfg, segs[0])})
 

@@ -35,6 +35,12 @@ def check_spatial(ck) -> None:
             if b.name == "ground" or b.name in planar or b.name in taken:
                 raise ck.fail(f"{key}.name", f"name {b.name!r} is already taken (ground, a planar body, a spatial "
                               "body or beam)")
+    ck.unique(sp.solids, "spatial.solids")
+    solids = {b.name: b for b in sp.solids}
+    for b in sp.solids:
+        if b.name == "ground" or b.name in planar or b.name in bodies or b.name in beams or b.name in natural:
+            raise ck.fail(f"spatial.solids.{b.name}.name", f"name {b.name!r} is already taken (ground, a planar "
+                          "body, a spatial body, beam or natural-coordinate body)")
     for b in sp.natural_bodies:
         if b.independent is None:
             raise ck.fail(f"spatial.natural_bodies.{b.name}.independent",
@@ -42,14 +48,22 @@ def check_spatial(ck) -> None:
 
     def body_of(ref, key, beam_ok=False):
         body = ref.split(".")[0]
-        if body != "ground" and body not in bodies and not (beam_ok and (body in beams or body in natural)):
-            known = ["ground", *bodies, *((*beams, *natural) if beam_ok else [])]
+        if body != "ground" and body not in bodies and body not in solids and not (
+                beam_ok and (body in beams or body in natural)):
+            known = ["ground", *bodies, *solids, *((*beams, *natural) if beam_ok else [])]
             raise ck.fail(key, f"unknown spatial body {body!r} (known: {', '.join(known)})")
         return body
 
     def point(ref, key):
         body, name = ref.split(".")
         body_of(ref, key, beam_ok=True)
+        if body in solids:
+            from ..flexible.plates import node_of
+            if node_of(solids[body], name, origin="origin") is None:
+                raise ck.fail(key, f"unknown point {name!r} on solid {body!r} (known: origin, node_i_j_k with "
+                              f"i ≤ {solids[body].nx}, j ≤ {solids[body].ny}, k ≤ {solids[body].nz}"
+                              f"{', ' if solids[body].points else ''}{', '.join(solids[body].points)})")
+            return body
         if body in beams:
             from ..flexible.beams import point_names
             known = point_names(beams[body])
@@ -68,7 +82,8 @@ def check_spatial(ck) -> None:
         if body != body_expected:
             raise ck.fail(key, f"axis {ref!r} must be on the same body as the joint's point ({body_expected!r})")
         known = dict(PREDEFINED_AXES)
-        known.update(sp.ground.axes if body == "ground" else bodies[body].axes)
+        if body not in solids:                  # a solid's frame has the predefined axes only
+            known.update(sp.ground.axes if body == "ground" else bodies[body].axes)
         if name not in known:
             raise ck.fail(key, f"unknown axis {name!r} on {'ground' if body == 'ground' else 'body ' + repr(body)} "
                           f"(known: {', '.join(known)})")

@@ -313,12 +313,16 @@ class SpatialBeam(_Model):
         return self
 
 
+from .solid_schema import SpatialSolid  # noqa: E402  (needs SpatialPose, SpatialVelocity above)
+
+
 class Spatial(_Model):
     gravity: Vec3 = (0.0, 0.0, -9.81)
     ground: SpatialGround = Field(default_factory=SpatialGround)
     bodies: list[SpatialBody] = []
     beams: list[SpatialBeam] = []    # spatial ANCF beams (seed 000 §5.1)
     natural_bodies: list[SpatialBody] = []   # rigid bodies in natural coordinates (seed 000 §5.2; constant mass matrix): the keys of [[spatial.bodies]], `independent` required, `axes` unused
+    solids: list[SpatialSolid] = []      # hexahedral floating-frame continua (seed 003 §2; solid_schema.py)
     joints: list[SpatialJoint] = []
     forces: list[SpatialForce] = []
     road: SpatialRoad | None = None      # [spatial.road]; absent: the plane z = 0

@@ -24,7 +24,7 @@ from . import plate
 from .plate_joints import PLATE_JOINT_CLASSES
 from .beams import const
 
-_NODE_RE = re.compile(r"^node_([0-9]+)_([0-9]+)$")
+_NODE_RE = re.compile(r"^node_([0-9]+(?:_[0-9]+)*)$")
 
 
 def point_names(cfg):
@@ -34,17 +34,19 @@ def point_names(cfg):
 
 
 def node_of(cfg, name, origin=(0, 0)):
-    """(i, j) of a point name of a structured mesh (plate or continuum), ``origin`` for
-    "origin" (a plate's node_0_0; a continuum passes its frame origin), None if unknown."""
+    """(i, j) — (i, j, k) for a mesh with ``nz`` (a solid) — of a point name of a
+    structured mesh (plate, continuum or solid), ``origin`` for "origin" (a plate's
+    node_0_0; a continuum or solid passes its frame origin), None if unknown."""
     if name == "origin":
         return origin
     if name in cfg.points:
         return tuple(int(v) for v in cfg.points[name])
     m = _NODE_RE.match(name)
     if m:
-        i, j = int(m.group(1)), int(m.group(2))
-        if i <= cfg.nx and j <= cfg.ny:
-            return i, j
+        ijk = tuple(int(v) for v in m.group(1).split("_"))
+        dims = (cfg.nx, cfg.ny) + ((cfg.nz,) if hasattr(cfg, "nz") else ())
+        if len(ijk) == len(dims) and all(a <= b for a, b in zip(ijk, dims)):
+            return ijk
     return None
 
 

@@ -184,6 +184,28 @@ class SolidElastic(Force):
         fac, K = self.stiffness(p)
         return 0.5 * fac * np.einsum("...i,...ij,...j->...", q, K, q)
 
+    def energy_partials(self, q, p):
+        """U_e, ∂U_e/∂u_e (= r) and ∂U_e/∂p (ne, 10) at a real state (the strain-energy
+        objective, continuum_objectives.py): analytic in x, E0, s; the geometry and ν
+        columns by a complex step of K̂ alone (one element on a structured mesh)."""
+        fac, K = self.stiffness(p)
+        Ku = np.einsum("...ij,...j->...i", K, q)
+        w = 0.5 * np.einsum("...i,...i->...", q, Ku)
+        x, E0, s = p[..., 0], p[..., 1], p[..., 9]
+        dp = np.zeros(p.shape)
+        dp[..., 0] = s * x ** (s - 1.0) * E0 * w
+        dp[..., 1] = x ** s * w
+        dp[..., 9] = fac * np.log(x) * w
+        geo = p[..., 2:9]
+        if geo.ndim > 1 and geo.shape[-2] > 1 and np.all(geo == geo[..., :1, :]):
+            geo = geo[..., :1, :]
+        from ..model.component import cs_jacobian
+        dK = cs_jacobian(lambda g: unit_stiffness3(g[..., 0], g[..., 1] / g[..., 4], g[..., 2] / g[..., 5],
+                                                   g[..., 3] / g[..., 6]), [geo], 0)        # (…, 24, 24, 7)
+        dp[..., 2:9] = 0.5 * fac[..., None] * np.einsum("...i,...ijk,...j->...k", q, np.ascontiguousarray(dK), q,
+                                                        optimize=True)
+        return fac * w, fac[..., None] * Ku, dp
+
     def jacobians(self, t, q, v, a, p):
         fac, K = self.stiffness(p)
         Kq = fac[..., None, None] * K

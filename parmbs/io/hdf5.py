@@ -119,7 +119,8 @@ def coordinate_names(system):
     names = [f"{b}.{c}" for b in system.body_names for c in ("x", "y", "angle")]
     for part in (getattr(system, "beams", None), getattr(system, "ffr", None), getattr(system, "plates", None),
                  getattr(system, "continua", None), getattr(system, "spatial", None),
-                 getattr(system, "spatial_beams", None), getattr(system, "natural", None)):
+                 getattr(system, "spatial_beams", None), getattr(system, "natural", None),
+                 getattr(system, "solids", None)):
         if part is not None and hasattr(part, "coordinate_names"):
             names += part.coordinate_names()
     return names + [f"q[{i}]" for i in range(len(names), system.n)]

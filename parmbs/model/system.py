@@ -52,6 +52,10 @@ class System:
         from ..spatial.natural_set import NaturalBodySet  # natural-coordinate bodies: after the spatial beams
         self.natural = NaturalBodySet(config, P, self.n)
         self.n += self.natural.ncoord
+        from ..flexible.solids import SolidSet   # hexahedral floating-frame solids: after the natural bodies
+        self.solids = SolidSet(config, P, self.n)
+        self.spatial.solids = self.solids if len(self.solids) else None
+        self.n += self.solids.ncoord
         self.ground_slots = [self.n, self.n + 1, self.n + 2]
         g = config.model.gravity
         gx, gy = P.add("model.gravity.x", g[0]), P.add("model.gravity.y", g[1])
@@ -93,6 +97,8 @@ class System:
             self.spatial_beams.add_forces(self, self.spatial.gravity)
         if len(self.natural):
             self.natural.add_forces(self, self.spatial.gravity)
+        if len(self.solids):
+            self.solids.add_forces(self, self.spatial.gravity)
         for j in config.joints:
             self._add_joint(j)
         for f in config.forces:
@@ -286,6 +292,7 @@ class System:
         self.continua.initial_setup(self, q0)
         self.spatial_beams.initial_setup(self, q0)
         self.natural.initial_setup(self, q0)
+        self.solids.initial_setup(self, q0, self.spatial)     # before the spatial set's automatic choice
         self.spatial.initial_setup(self, q0)
         for b in self.config.bodies:
             pb = self.body_p[b.name]
@@ -314,6 +321,7 @@ class System:
         return {"bodies": len(self.body_names), "beams": len(self.beams) + len(self.ffr), "plates": len(self.plates),
                 "continua": len(self.continua), "spatial bodies": len(self.spatial),
                 "spatial beams": len(self.spatial_beams), "natural bodies": len(self.natural),
+                "solids": len(self.solids),
                 "coordinates": self.n, "constraints": self.m,
                 "dof": self.n - self.m, "parameters": len(self.params) - 1,
                 "components": {type(g).__name__: g.ne for g in self.constraints + self.forces}}

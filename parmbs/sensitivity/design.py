@@ -45,8 +45,10 @@ class DesignSpace:
             field = plates.field(d.path) if plates is not None else None
             if field is None and getattr(system, "continua", None) is not None:
                 field = system.continua.field(d.path)       # continua.C.density
+            if field is None and getattr(system, "solids", None) is not None:
+                field = system.solids.field(d.path)         # spatial.solids.S.density
             if field is not None:
-                plate = d.path.split(".")[1]
+                plate = d.path.split(".")[-2]
                 cols = [f"{plate}.density[{e}]" for e in range(len(field))]
                 idx = list(field)
             elif d.path in system.params.index:

@@ -104,6 +104,7 @@ class SpatialBodySet:
 
     def __init__(self, config, P, offset):
         self.P = P
+        self.solids = None                 # the SolidSet, set by model/system.py (flexible/solids.py)
         sp = getattr(config, "spatial", None)
         self.cfg = sp
         self.bodies = {}
@@ -152,12 +153,17 @@ class SpatialBodySet:
         return self.one if body == "ground" else ZERO
 
     def side(self, ref):
-        """(7 coordinate indices, [s' (3), g]) of a point reference."""
+        """(7 coordinate indices, [s' (3), g]) of a point reference (a solid's origin or
+        clamped node: its frame and X, flexible/solids.py)."""
         body = ref.split(".", 1)[0]
+        if self.solids is not None and self.solids.is_solid(body):
+            return self.solids.side(ref)
         return self.body_qidx(body), self.point_pidx(ref) + [self.mask(body)]
 
     def _axis(self, ref):
         body, name = ref.split(".", 1)
+        if self.solids is not None and self.solids.is_solid(body):
+            return self.solids.solids[body].axes[name]
         return (self.ground_axes if body == "ground" else self.bodies[body].axes)[name]
 
     def _initial_offset(self, ref_a, ref_b):
@@ -165,13 +171,19 @@ class SpatialBodySet:
         out = []
         for ref in (ref_a, ref_b):
             body = ref.split(".", 1)[0]
-            s = np.array([self.P.values[i] for i in self.point_pidx(ref)])
-            r0 = np.zeros(3) if body == "ground" else np.asarray(self.bodies[body].cfg.initial.position, float)
+            s = np.array([self.P.values[i] for i in self.side(ref)[1][:3]])
+            r0 = (np.zeros(3) if body == "ground" else self.solids.position0(body) if self._solid(body)
+                  else np.asarray(self.bodies[body].cfg.initial.position, float))
             out.append(r0 + self._A0(body) @ s)
         return out[1] - out[0]
 
     def _A0(self, body):
+        if self._solid(body):
+            return self.solids.A0(body)
         return np.eye(3) if body == "ground" else rotation(self.bodies[body].p0)
+
+    def _solid(self, body):
+        return self.solids is not None and self.solids.is_solid(body)
 
     def _vec(self, path, u):
         return [self.P.add(f"<{path}.{c}>", u[i]) for i, c in enumerate(XYZ)]
@@ -238,6 +250,14 @@ class SpatialBodySet:
             from ..model.system import ModelError
             raise ModelError(f"spatial.joints.{j.name}.type", f"a {j.type} joint needs a natural-coordinate body "
                              "or a spatial beam point on one side")
+        so = self.solids
+        if so is not None and any(so.is_solid_point(r) and not so.moves_with_frame(r) for r in (j.a, j.b)):
+            if j.type != "spherical":
+                from ..model.system import ModelError
+                raise ModelError(f"spatial.joints.{j.name}.type", f"a {j.type} joint needs an orientation, which a "
+                                 "free node of a solid does not carry: attach it at the origin or a clamped node "
+                                 "(spherical joints attach anywhere)")
+            return so.add_spherical(system, j, self)
         qa, pa = self.side(j.a)
         qb, pb = self.side(j.b)
         cls = SJ.CLASSES[j.type]
@@ -289,10 +309,11 @@ class SpatialBodySet:
             for c in comps:
                 self._independent_row(system, self.bodies[name], c)
 
-    def _independent_row(self, system, b, c):
+    def _independent_row(self, system, b, c, key=None):
+        """The row holding coordinate c of body b (or of a solid's frame: the same API)."""
         from ..model import joints as J
         gs = system.ground_slots
-        key = f"spatial.bodies.{b.name}.independent"
+        key = key or f"spatial.bodies.{b.name}.independent"
         if c in XYZ:
             k = XYZ.index(c)
             drv = J.Driver([f"{b.name}.{c}"], [[b.offset + k, gs[0], gs[1]]], [[ZERO, ZERO, b.position[k]]],

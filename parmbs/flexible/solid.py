@@ -42,7 +42,9 @@ attach at the frame or at clamped nodes, solids.py).
 import numpy as np
 
 from ..model.component import Constraint, Force, register
-from ..spatial.kinematics import E0 as PID, G_matrix, bilinear, cross, mv, rotation, rotation_dot, rotation_jacobian
+from ..spatial.body_kernels import _Y
+from ..spatial.kinematics import (E0 as PID, G_matrix, bilinear, cross, mv, rotation, rotation_dot, rotation_jacobian,
+                                  skew)
 from .hexa import G3, N3, unit_stiffness3
 from .plate import LAWS, density_factor
 
@@ -65,11 +67,34 @@ def gauss_mass(p, law):
     return density_factor(p[..., 0], law) * p[..., 1] * h[..., 0] * h[..., 1] * h[..., 2] / 8.0
 
 
+def interpolate(u):
+    """N_g u at the 8 Gauss points: u (..., 24) -> (..., 8, 3) (N_g u = Σ_k N_gk u_k)."""
+    return np.einsum("gk,...ki->...gi", N3, u.reshape(u.shape[:-1] + (8, 3)))
+
+
 def gauss_positions(q, p):
     """s_g = X_g + N_g u_e in frame coordinates: (..., 8, 3); q = (R, p, u_e)."""
     h, c = _geometry(p)
     X = c[..., None, :] + _GPOS * h[..., None, :]
-    return X + np.einsum("gik,...k->...gi", _NG, q[..., 7:31])
+    return X + interpolate(q[..., 7:31])
+
+
+def _nt(y):
+    """Σ_g N_gᵀ y_g: y (..., 8, 3) -> (..., 24)."""
+    out = np.einsum("gk,...gi->...ki", N3, y)
+    return out.reshape(out.shape[:-2] + (24,))
+
+
+def _lhat(e, s):
+    """L_g (..., 8, 3, 31) = [Aᵀ, −2 s̃_g G, N_g]: r = Σ m_g L_gᵀ ā_g, and ∂ā_g/∂a = L_g."""
+    A = rotation(e)
+    G = G_matrix(e)
+    lead = np.broadcast_shapes(A.shape[:-2], s.shape[:-2])
+    L = np.zeros(lead + (8, 3, 31), dtype=np.result_type(A, s))
+    L[..., 0:3] = np.swapaxes(A, -1, -2)[..., None, :, :]
+    L[..., 3:7] = -2.0 * skew(s) @ G[..., None, :, :]
+    L[..., 7:31] = _NG
+    return L
 
 
 def frame_residual(e, m, s, abar):
@@ -77,7 +102,7 @@ def frame_residual(e, m, s, abar):
     sa = abar.sum(-2)
     rR = mv(rotation(e), sa)
     rp = 2.0 * mv(np.swapaxes(G_matrix(e), -1, -2), cross(s, abar).sum(-2))
-    ru = np.einsum("gik,...gi->...k", _NG, abar)
+    ru = _nt(abar)
     lead = np.broadcast_shapes(rR.shape[:-1], rp.shape[:-1], ru.shape[:-1], np.shape(m))
     out = np.concatenate([np.broadcast_to(x, lead + x.shape[-1:]) for x in (rR, rp, ru)], -1)
     return np.asarray(m)[..., None] * out
@@ -107,8 +132,8 @@ class SolidInertia(_Law, Force):
     def _abar(self, q, v, a, s):
         w, dw = self.omegas(q, v, a)
         b = mv(np.swapaxes(rotation(q[..., 3:7]), -1, -2), a[..., 0:3])            # Aᵀ R̈
-        Nw = np.einsum("gik,...k->...gi", _NG, v[..., 7:31])
-        Na = np.einsum("gik,...k->...gi", _NG, a[..., 7:31])
+        Nw = interpolate(v[..., 7:31])
+        Na = interpolate(a[..., 7:31])
         w_, dw_ = w[..., None, :], dw[..., None, :]
         return b[..., None, :] + cross(dw_, s) + cross(w_, cross(w_, s)) + 2.0 * cross(w_, Nw) + Na
 
@@ -121,30 +146,76 @@ class SolidInertia(_Law, Force):
         s = gauss_positions(q, p)
         w = 2.0 * mv(G_matrix(q[..., 3:7]), v[..., 3:7])
         vl = (mv(np.swapaxes(rotation(q[..., 3:7]), -1, -2), v[..., 0:3])[..., None, :] + cross(w[..., None, :], s)
-              + np.einsum("gik,...k->...gi", _NG, v[..., 7:31]))
+              + interpolate(v[..., 7:31]))
         return 0.5 * gauss_mass(p, self.law) * np.einsum("...gi,...gi->...", vl, vl)
 
-    def r_a(self, t, q, v, a, p):
-        """M_e = Σ_g m_g L_gᵀ D_g, exact (r is linear in a): D_g = ∂ā_g/∂a = [Aᵀ, −2 s̃_g G, N_g],
-        rows L_gᵀ = (A, 2 Gᵀ s̃_g, N_gᵀ)."""
-        e = q[..., 3:7]
+    def jacobians(self, t, q, v, a, p):
+        """(∂r/∂q, ∂r/∂v, ∂r/∂a) in closed form at a real state (complex: the default
+        complex step).  With L_g = ∂ā_g/∂a (``_lhat``), ω = 2Gṗ, α = 2Gp̈, c_g = N_g u̇,
+        F_g = ω s_gᵀ + (ω·s_g) I − 2 s_g ωᵀ − 2 c̃_g = ∂ā_g/∂ω:
+          ∂r/∂a = Σ m L_gᵀ L_g;
+          ∂r/∂v = Σ m L_gᵀ [0, 2 F_g G, 2 ω̃ N_g];
+          ∂r/∂q = Σ m L_gᵀ [0, ∂(AᵀR̈)/∂p + 2 s̃_g G(p̈) − 2 F_g G(ṗ), (α̃ + ω̃²) N_g]
+                  + (R, p): ∂A/∂p Σ m ā;  (p, p): 2 Y(Σ m s × ā);  (p, u): −2 Gᵀ Σ m ã_g N_g
+        (∂(G x)/∂p = −G(x) for the 4-vector x; Gᵀy = Y(y) p, spatial/body_kernels.py)."""
+        if any(np.iscomplexobj(x) for x in (q, v, a, p)):
+            return super().jacobians(t, q, v, a, p)
+        e, ed, edd = q[..., 3:7], v[..., 3:7], a[..., 3:7]
+        m = gauss_mass(p, self.law)
         s = gauss_positions(q, p)
-        A = rotation(e)
+        abar = self._abar(q, v, a, s)
+        L = _lhat(e, s)
+        lead = L.shape[:-3]
         G = G_matrix(e)
-        from ..spatial.kinematics import skew
-        S = skew(s)                                                     # (..., g, 3, 3)
-        SG = S @ G[..., None, :, :]                                     # s̃_g G
-        lead = s.shape[:-2]
-        D = np.zeros(lead + (8, 3, 31), dtype=np.result_type(s, A))
-        D[..., 0:3] = np.swapaxes(A, -1, -2)[..., None, :, :]
-        D[..., 3:7] = -2.0 * SG
-        D[..., 7:31] = _NG
-        L = np.zeros_like(D)                                            # L_g: r = Σ m L_gᵀ ā_g
-        L[..., 0:3] = np.swapaxes(A, -1, -2)[..., None, :, :]
-        L[..., 3:7] = -2.0 * SG
-        L[..., 7:31] = _NG
-        M = np.einsum("...gai,...gaj->...ij", L, D)
-        return gauss_mass(p, self.law)[..., None, None] * M
+        w, al = 2.0 * mv(G, ed), 2.0 * mv(G, edd)
+        c = interpolate(v[..., 7:31])
+        wg = w[..., None, :]
+        F = (wg[..., :, None] * s[..., None, :] + np.einsum("...i,...gi->...g", w, s)[..., None, None] * np.eye(3)
+             - 2.0 * s[..., :, None] * wg[..., None, :] - 2.0 * skew(c))                     # (..., 8, 3, 3)
+        W = skew(w)
+        Dv = np.zeros(lead + (8, 3, 31))
+        Dv[..., 3:7] = 2.0 * F @ G[..., None, :, :]
+        Dv[..., 7:31] = 2.0 * np.einsum("...ij,gjk->...gik", W, _NG)
+        Dq = np.zeros(lead + (8, 3, 31))
+        conj = np.array([1.0, -1.0, -1.0, -1.0])
+        ATb = rotation_jacobian(e * conj, a[..., 0:3]) * conj                               # ∂(Aᵀ R̈)/∂p
+        Dq[..., 3:7] = (ATb[..., None, :, :] + 2.0 * skew(s) @ G_matrix(edd)[..., None, :, :]
+                        - 2.0 * F @ G_matrix(ed)[..., None, :, :])
+        Dq[..., 7:31] = np.einsum("...ij,gjk->...gik", skew(al) + W @ W, _NG)
+        mm = m[..., None, None]
+        return frame_tangent(e, s, m, L, abar, Dq), mm * _ltd(L, Dv), mm * _ltd(L, L)
+
+    def r_q(self, t, q, v, a, p):
+        return self.jacobians(t, q, v, a, p)[0]
+
+    def r_v(self, t, q, v, a, p):
+        return self.jacobians(t, q, v, a, p)[1]
+
+    def r_a(self, t, q, v, a, p):
+        return self.jacobians(t, q, v, a, p)[2]
+
+
+def _ltd(L, D):
+    """Σ_g L_gᵀ D_g (..., 31, 31) as one batched matrix product."""
+    sh = L.shape[:-3]
+    return np.swapaxes(L.reshape(sh + (24, 31)), -1, -2) @ D.reshape(D.shape[:-3] + (24, 31))
+
+
+def frame_tangent(e, s, m, L, abar, Dq):
+    """∂r/∂q of r = Σ m L_gᵀ ā_g with Dq = ∂ā_g/∂q: Σ m L_gᵀ Dq_g plus the terms of
+    ∂L_gᵀ/∂q (SolidInertia.jacobians)."""
+    Kq = _ltd(L, Dq)
+    Kq[..., 0:3, 3:7] += rotation_jacobian(e, abar.sum(-2))
+    Kq[..., 3:7, 3:7] += 2.0 * _Y(cross(s, abar).sum(-2))
+    Kq[..., 3:7, 7:31] -= 2.0 * np.swapaxes(G_matrix(e), -1, -2) @ _nt_rows(skew(abar))
+    Kq *= m[..., None, None]
+    return Kq
+
+
+def _nt_rows(Y):
+    """Σ_g Y_g N_g: Y (..., 8, 3, 3) -> (..., 3, 24)."""
+    out = np.einsum("...gij,gk->...ikj", Y, N3)
+    return out.reshape(out.shape[:-2] + (24,))
 
 
 @register
@@ -158,6 +229,22 @@ class SolidGravity(_Law, Force):
         e = q[..., 3:7]
         abar = -mv(np.swapaxes(rotation(e), -1, -2), p[..., 14:17])[..., None, :] + 0.0 * s
         return frame_residual(e, gauss_mass(p, self.law), s, abar)
+
+    def jacobians(self, t, q, v, a, p):
+        """(∂r/∂q, None, None) in closed form at a real state: ∂ā/∂p = −∂(Aᵀg)/∂p."""
+        if any(np.iscomplexobj(x) for x in (q, p)):
+            return super().jacobians(t, q, v, a, p)
+        e = q[..., 3:7]
+        s = gauss_positions(q, p)
+        abar = -mv(np.swapaxes(rotation(e), -1, -2), p[..., 14:17])[..., None, :] + 0.0 * s
+        L = _lhat(e, s)
+        Dq = np.zeros(L.shape)
+        conj = np.array([1.0, -1.0, -1.0, -1.0])
+        Dq[..., 3:7] = -(rotation_jacobian(e * conj, p[..., 14:17]) * conj)[..., None, :, :]
+        return frame_tangent(e, s, gauss_mass(p, self.law), L, abar, Dq), None, None
+
+    def r_q(self, t, q, v, a, p):
+        return self.jacobians(t, q, v, a, p)[0]
 
 
 @register

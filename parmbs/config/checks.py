@@ -109,9 +109,10 @@ class _Checker:
         for section in ("bodies", "beams", "plates", "continua", "joints", "forces", "design", "objectives"):
             self.unique(getattr(cfg, section), section)
         if not cfg.bodies and not cfg.beams and not cfg.plates and not cfg.continua and not (
-                cfg.spatial is not None and (cfg.spatial.bodies or cfg.spatial.beams or cfg.spatial.natural_bodies)):
+                cfg.spatial is not None and (cfg.spatial.bodies or cfg.spatial.beams or cfg.spatial.natural_bodies
+                                             or cfg.spatial.solids)):
             raise self.fail("bodies", "needs at least one body (or beam, or plate, or [[spatial.bodies]], "
-                            "or [[spatial.beams]])")
+                            "or [[spatial.beams]], or [[spatial.solids]])")
         for p in cfg.plates:
             if p.name in self.bodies or p.name in self.beams or p.name == "ground":
                 raise self.fail(f"plates.{p.name}.name", f"name {p.name!r} is already a body or beam")

@@ -143,7 +143,7 @@ def check_model_size(cfg, file: str, available: int | None = None) -> int:
     A lower bound on the coordinates n from the config alone (flexible/*.py): an ANCF
     beam has 4 per node (4·(elements + 1)), an FFR beam 3 + 3·elements, a plate 2 per
     node (2·(nx + 1)(ny + 1)), a continuum at least its frame (3; its free nodes depend
-    on the clamp), a rigid body 3.  The run holds at least q, v and a (3n doubles, one
+    on the clamp), a solid its frame (7), a rigid body 3.  The run holds at least q, v and a (3n doubles, one
     state), so 24·n bytes beyond the available memory cannot fit.  Raises ConfigError
     naming the largest body's size key; returns the bound in bytes."""
     parts = [(3 * len(cfg.bodies), "bodies")]
@@ -152,6 +152,8 @@ def check_model_size(cfg, file: str, available: int | None = None) -> int:
     for p in cfg.plates:
         parts.append((2 * (p.nx + 1) * (p.ny + 1), f"plates.{p.name}.nx"))
     parts += [(3, f"continua.{c.name}.nx") for c in cfg.continua]
+    if cfg.spatial is not None:                      # a solid: its frame (7; free nodes depend on the clamp)
+        parts += [(7, f"spatial.solids.{c.name}.nx") for c in cfg.spatial.solids]
     n = sum(k for k, _ in parts)
     need = 24 * n
     if need <= 2 ** 28:                              # 256 MiB: fits anywhere parmbs runs; no need to ask

@@ -73,6 +73,10 @@ HORIZON = {
     "slider-crank-flex.toml": ["simulation.t_end=0.0003", "simulation.dt=1e-4"],   # 3 steps
     "slider-crank-kinematic.toml": ["simulation.t_end=0.05"],       # 10 steps (each solved on its own)
     "spatial-ball.toml": ["simulation.t_end=0.02"],                 # 8 steps
+    # 10 × 2 × 1 hexahedra (20 density columns), 2 steps; the pin and clamp moved with the mesh
+    "spatial-crank.toml": ["simulation.t_end=0.0025", "spatial.solids.crank.nx=10", "spatial.solids.crank.ny=2",
+                           "spatial.solids.crank.nz=1", "spatial.solids.crank.points.pin=[9,1,1]",
+                           "spatial.solids.crank.clamp_radius=0.026"],
     "spatial-double-pendulum.toml": ["simulation.t_end=0.02", "simulation.dt=1e-3"],
     "spatial-flexible-pendulum.toml": ["simulation.t_end=0.05", "simulation.dt=1e-2"],   # 5 steps
     "spatial-quarter-car.toml": ["simulation.t_end=0.02", "simulation.dt=2e-3"],   # 10 steps

@@ -31,8 +31,8 @@ class SpatialSolid(_Model):
     displacements (u_x, u_y, u_z) of every free node, resolved in the frame.  The box's
     corner sits at ``offset`` in the frame.  Reference condition: every node within
     ``clamp_radius`` of the frame origin is clamped (u = 0; at least three nodes, not on
-    one line).  Material E(x) = x^penalization E, ρ(x) by ``density_law`` (seed003 or
-    linear) per element density x.  Points: origin (the frame origin), node_i_j_k and
+    one line).  Material E(x) = x^penalization E, ρ(x) by ``density_law`` (the two-branch
+    law of the topology crank, or linear) per element density x.  Points: origin (the frame origin), node_i_j_k and
     ``points``.  Spherical joints may attach at any node; revolute, rigid (fully locked)
     and the other joints with an orientation attach at the origin or at clamped nodes
     (a hexahedron's node carries no rotation).  ``initial``: the frame's pose;
@@ -40,23 +40,23 @@ class SpatialSolid(_Model):
     ``independent`` (required, possibly empty): frame coordinates x, y, z, rx, ry, rz the
     initial assembly holds.  The body is undeformed at t = 0."""
 
-    name: Name
-    size: tuple[PosReal, PosReal, PosReal]
-    nx: PosInt
-    ny: PosInt
-    nz: PosInt
-    offset: tuple[Real, Real, Real] = (0.0, 0.0, 0.0)
-    clamp_radius: PosReal
-    E: PosReal
-    nu: Annotated[float, Strict(), Field(allow_inf_nan=False, ge=0, lt=0.5)] = 0.3
-    rho0: PosReal
-    density: PosReal | list[PosReal] = 1.0
-    penalization: PosReal = 3.0
-    density_law: Literal["seed003", "linear"] = "seed003"
-    points: dict[Name, tuple[_Index, _Index, _Index]] = {}
-    initial: SpatialPose = Field(default_factory=SpatialPose)
-    initial_velocity: SpatialVelocity = Field(default_factory=SpatialVelocity)
-    independent: Annotated[list[Literal["x", "y", "z", "rx", "ry", "rz"]], AfterValidator(_no_duplicates)]
+    name: Name               # solid name
+    size: tuple[PosReal, PosReal, PosReal]   # box edges Lx, Ly, Lz along the frame axes [m]
+    nx: PosInt               # hexahedra along x
+    ny: PosInt               # hexahedra along y
+    nz: PosInt               # hexahedra along z
+    offset: tuple[Real, Real, Real] = (0.0, 0.0, 0.0)   # the box's lowest corner in the frame [m]
+    clamp_radius: PosReal    # nodes within this distance of the frame origin are clamped (u = 0; at least three, not on one line) [m]
+    E: PosReal               # Young's modulus of solid material (x = 1) [Pa]
+    nu: Annotated[float, Strict(), Field(allow_inf_nan=False, ge=0, lt=0.5)] = 0.3   # Poisson's ratio
+    rho0: PosReal            # mass density of solid material (x = 1) [kg/m³]
+    density: PosReal | list[PosReal] = 1.0   # element density field x_e: one number (uniform) or nx·ny·nz numbers, e = (k·ny + j)·nx + i
+    penalization: PosReal = 3.0   # SIMP exponent s: E(x) = x^s E
+    density_law: Literal["seed003", "linear"] = "seed003"   # ρ(x): "seed003" (1e5 x⁶ ρ0 below 0.1, x ρ0 above) or "linear" (x ρ0)
+    points: dict[Name, tuple[_Index, _Index, _Index]] = {}   # named nodes { NAME = [i, j, k] } (origin, node_i_j_k predefined)
+    initial: SpatialPose = Field(default_factory=SpatialPose)   # pose of the frame (origin position, orientation)
+    initial_velocity: SpatialVelocity = Field(default_factory=SpatialVelocity)   # frame velocity and angular velocity, global frame
+    independent: Annotated[list[Literal["x", "y", "z", "rx", "ry", "rz"]], AfterValidator(_no_duplicates)]   # frame coordinates the initial assembly holds (required, possibly empty)
 
     @model_validator(mode="after")
     def _mesh_checks(self):

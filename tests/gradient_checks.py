@@ -37,6 +37,25 @@ def assert_gradients_agree(pr, adj_dir=1e-9, adj_cs=1e-9, adj_fd=1e-6, fd_step=1
     return adj
 
 
+def taylor_orders(pr, objective, seed=2, eps=(4e-3, 2e-3, 1e-3, 5e-4)):
+    """Observed orders log2(r(ε)/r(ε/2)) of the Taylor remainders
+    r(ε) = |ψ(ρ + εd) − ψ(ρ) − ε ∇ψ·d| along a random relative direction d of the design
+    values (the forward run at the nominal design is restored afterwards)."""
+    p0 = pr.sys.p.copy()
+    rho = pr.design.values(p0)
+    g = pr.adjoint(p0)[objective]
+    psi0 = pr.objective_values(pr.traj, p0)[objective]
+    d = np.random.default_rng(seed).uniform(-1, 1, len(rho)) * rho
+    res = []
+    for e in eps:
+        p = pr.design.apply(p0, rho + e * d)
+        res.append(abs(pr.objective_values(pr.forward(p), p)[objective] - psi0 - e * g @ d))
+    pr.forward(p0)
+    orders = np.log2(np.array(res[:-1]) / np.array(res[1:]))
+    print("Taylor remainders", ", ".join(f"{r:.3e}" for r in res), "observed orders", orders)
+    return orders
+
+
 def cli_one_line_error(args, cwd, *words):
     """``python -m parmbs ARGS`` exits 2 with exactly one stderr line containing every
     word, and no traceback; returns the line."""

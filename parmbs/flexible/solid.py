@@ -46,7 +46,7 @@ from ..spatial.body_kernels import _Y
 from ..spatial.kinematics import (E0 as PID, G_matrix, bilinear, cross, mv, rotation, rotation_dot, rotation_jacobian,
                                   skew)
 from .hexa import G3, N3, unit_stiffness3
-from .plate import LAWS, density_factor
+from .plate import _Law, density_factor
 
 _NG = np.zeros((8, 3, 24))                                  # N_g (g, i, 24): u(X_g)_i = N_g[i] · u_e
 for _i in range(3):
@@ -106,14 +106,6 @@ def frame_residual(e, m, s, abar):
     lead = np.broadcast_shapes(rR.shape[:-1], rp.shape[:-1], ru.shape[:-1], np.shape(m))
     out = np.concatenate([np.broadcast_to(x, lead + x.shape[-1:]) for x in (rR, rp, ru)], -1)
     return np.asarray(m)[..., None] * out
-
-
-class _Law:
-    def __init__(self, names, qidx, pidx, law="seed003"):
-        if law not in LAWS:
-            raise ValueError(f"unknown density law {law!r}")
-        self.law = law
-        super().__init__(names, qidx, pidx)
 
 
 @register
@@ -255,10 +247,9 @@ class SolidElastic(Force):
 
     def stiffness(self, p):
         """(x^s E0 (...), K̂ (..., 24, 24) — one shared (…, 1, 24, 24) on a structured mesh)."""
+        from .simp import shared_geometry
         fac = p[..., 0] ** p[..., 9] * p[..., 1]
-        geo = p[..., 2:9]
-        if geo.ndim > 1 and geo.shape[-2] > 1 and np.all(geo == geo[..., :1, :]):
-            geo = geo[..., :1, :]
+        geo = shared_geometry(p[..., 2:9])
         h = geo[..., 1:4] / geo[..., 4:7]
         return fac, unit_stiffness3(geo[..., 0], h[..., 0], h[..., 1], h[..., 2])
 
@@ -275,23 +266,10 @@ class SolidElastic(Force):
         """U_e, ∂U_e/∂u_e (= r) and ∂U_e/∂p (ne, 10) at a real state (the strain-energy
         objective, continuum_objectives.py): analytic in x, E0, s; the geometry and ν
         columns by a complex step of K̂ alone (one element on a structured mesh)."""
+        from .simp import energy_partials
         fac, K = self.stiffness(p)
-        Ku = np.einsum("...ij,...j->...i", K, q)
-        w = 0.5 * np.einsum("...i,...i->...", q, Ku)
-        x, E0, s = p[..., 0], p[..., 1], p[..., 9]
-        dp = np.zeros(p.shape)
-        dp[..., 0] = s * x ** (s - 1.0) * E0 * w
-        dp[..., 1] = x ** s * w
-        dp[..., 9] = fac * np.log(x) * w
-        geo = p[..., 2:9]
-        if geo.ndim > 1 and geo.shape[-2] > 1 and np.all(geo == geo[..., :1, :]):
-            geo = geo[..., :1, :]
-        from ..model.component import cs_jacobian
-        dK = cs_jacobian(lambda g: unit_stiffness3(g[..., 0], g[..., 1] / g[..., 4], g[..., 2] / g[..., 5],
-                                                   g[..., 3] / g[..., 6]), [geo], 0)        # (…, 24, 24, 7)
-        dp[..., 2:9] = 0.5 * fac[..., None] * np.einsum("...i,...ijk,...j->...k", q, np.ascontiguousarray(dK), q,
-                                                        optimize=True)
-        return fac * w, fac[..., None] * Ku, dp
+        return energy_partials(q, p, fac, K, lambda g: unit_stiffness3(g[..., 0], g[..., 1] / g[..., 4],
+                                                                       g[..., 2] / g[..., 5], g[..., 3] / g[..., 6]))
 
     def jacobians(self, t, q, v, a, p):
         fac, K = self.stiffness(p)

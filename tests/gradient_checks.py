@@ -37,6 +37,17 @@ def assert_gradients_agree(pr, adj_dir=1e-9, adj_cs=1e-9, adj_fd=1e-6, fd_step=1
     return adj
 
 
+def central_difference(pr, p0, rho, j, h, objective):
+    """(ψ(ρ + h e_j) − ψ(ρ − h e_j)) / 2h over the design values ρ at parameters p0."""
+    vals = []
+    for sign in (1, -1):
+        r = rho.copy()
+        r[j] += sign * h
+        p = pr.design.apply(p0, r)
+        vals.append(pr.objective_values(pr.forward(p), p)[objective])
+    return (vals[0] - vals[1]) / (2 * h)
+
+
 def taylor_orders(pr, objective, seed=2, eps=(4e-3, 2e-3, 1e-3, 5e-4)):
     """Observed orders log2(r(ε)/r(ε/2)) of the Taylor remainders
     r(ε) = |ψ(ρ + εd) − ψ(ρ) − ε ∇ψ·d| along a random relative direction d of the design

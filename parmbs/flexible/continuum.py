@@ -47,6 +47,7 @@ import numpy as np
 from ..model.component import Constraint, Force, register
 from ..model.kinematics import rot, drot, concat
 from .plate import _N, _DN, _G, LAWS, density_factor
+from .simp import SimpElastic
 
 _J = np.array([[0.0, -1.0], [1.0, 0.0]])                   # 90° rotation: dA/dθ = A J
 _NG = np.zeros((4, 2, 8))                                  # N_g (g, i, 8): u(X_g)_i = N_g[i] · u_e
@@ -320,7 +321,7 @@ def unit_stiffness(nu, t, hx, hy):
 
 
 @register
-class ContinuumElastic(Force):
+class ContinuumElastic(SimpElastic, Force):
     """Elastic force of one FFR element r = x^s E0 K̂ u_e (seed 003 Eq. 71–74, 78);
     q = u_e (8), p = (x, E0, ν, t, Lx, Ly, nx, ny, s)."""
     nq, np_ = 8, 9
@@ -333,15 +334,6 @@ class ContinuumElastic(Force):
             geo = geo[..., :1, :]               # structured mesh: one K̂ for every element
         nu, t, Lx, Ly, nx, ny = (geo[..., k] for k in range(6))
         return fac, unit_stiffness(nu, t, Lx / nx, Ly / ny)
-
-    def r(self, t, q, v, a, p):
-        fac, K = self.stiffness(p)
-        return fac[..., None] * np.einsum("...ij,...j->...i", K, q)
-
-    def energy(self, t, q, v, p):
-        """U = ½ x^s E0 u_eᵀ K̂ u_e."""
-        fac, K = self.stiffness(p)
-        return 0.5 * fac * np.einsum("...i,...ij,...j->...", q, K, q)
 
     def energy_partials(self, q, p):
         """U_e, ∂U_e/∂u_e (= r) and ∂U_e/∂p (ne, 9) at a real state, analytically:
@@ -360,14 +352,6 @@ class ContinuumElastic(Force):
         fac, K = self.stiffness(p)
         x, s = p[..., 0], p[..., 8]
         return (s * x ** (s - 1.0) * p[..., 1])[..., None, None] * np.einsum("...ij,...j->...i", K, q)[..., None]
-
-    def jacobians(self, t, q, v, a, p):
-        fac, K = self.stiffness(p)
-        Kq = fac[..., None, None] * K
-        return np.broadcast_to(Kq, np.broadcast_shapes(q.shape[:-1], Kq.shape[:-2]) + (8, 8)), None, None
-
-    def r_q(self, t, q, v, a, p):
-        return self.jacobians(t, q, v, a, p)[0]
 
 
 @register

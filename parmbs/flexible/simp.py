@@ -38,3 +38,26 @@ def energy_partials(q, p, fac, K, unit_of_geo):
     dp[..., 2:-1] = 0.5 * fac[..., None] * np.einsum("...i,...ijk,...j->...k", q, np.ascontiguousarray(dK), q,
                                                      optimize=True)
     return fac * w, fac[..., None] * Ku, dp
+
+
+class SimpElastic:
+    """Mixin of the SIMP elastic kernels: r = x^s E0 K̂ u_e, U = ½ x^s E0 u_eᵀK̂u_e and
+    r_q = x^s E0 K̂, from the subclass's ``stiffness(p)`` -> (x^s E0, K̂)."""
+
+    def r(self, t, q, v, a, p):
+        fac, K = self.stiffness(p)
+        return fac[..., None] * np.einsum("...ij,...j->...i", K, q)
+
+    def energy(self, t, q, v, p):
+        """U = ½ x^s E0 u_eᵀ K̂ u_e."""
+        fac, K = self.stiffness(p)
+        return 0.5 * fac * np.einsum("...i,...ij,...j->...", q, K, q)
+
+    def jacobians(self, t, q, v, a, p):
+        fac, K = self.stiffness(p)
+        Kq = fac[..., None, None] * K
+        n = K.shape[-1]
+        return np.broadcast_to(Kq, np.broadcast_shapes(q.shape[:-1], Kq.shape[:-2]) + (n, n)), None, None
+
+    def r_q(self, t, q, v, a, p):
+        return self.jacobians(t, q, v, a, p)[0]

@@ -47,6 +47,7 @@ from ..spatial.kinematics import (E0 as PID, G_matrix, bilinear, cross, mv, rota
                                   skew)
 from .hexa import G3, N3, unit_stiffness3
 from .plate import _Law, density_factor
+from .simp import SimpElastic
 
 _NG = np.zeros((8, 3, 24))                                  # N_g (g, i, 24): u(X_g)_i = N_g[i] · u_e
 for _i in range(3):
@@ -240,7 +241,7 @@ class SolidGravity(_Law, Force):
 
 
 @register
-class SolidElastic(Force):
+class SolidElastic(SimpElastic, Force):
     """Elastic force of one hexahedral element r = x^s E0 K̂ u_e (seed 003 Eq. 71–74, 78);
     q = u_e (24), p = (x, E0, ν, Lx, Ly, Lz, nx, ny, nz, s)."""
     nq, np_ = 24, 10
@@ -253,15 +254,6 @@ class SolidElastic(Force):
         h = geo[..., 1:4] / geo[..., 4:7]
         return fac, unit_stiffness3(geo[..., 0], h[..., 0], h[..., 1], h[..., 2])
 
-    def r(self, t, q, v, a, p):
-        fac, K = self.stiffness(p)
-        return fac[..., None] * np.einsum("...ij,...j->...i", K, q)
-
-    def energy(self, t, q, v, p):
-        """U = ½ x^s E0 u_eᵀ K̂ u_e."""
-        fac, K = self.stiffness(p)
-        return 0.5 * fac * np.einsum("...i,...ij,...j->...", q, K, q)
-
     def energy_partials(self, q, p):
         """U_e, ∂U_e/∂u_e (= r) and ∂U_e/∂p (ne, 10) at a real state (the strain-energy
         objective, continuum_objectives.py): analytic in x, E0, s; the geometry and ν
@@ -270,14 +262,6 @@ class SolidElastic(Force):
         fac, K = self.stiffness(p)
         return energy_partials(q, p, fac, K, lambda g: unit_stiffness3(g[..., 0], g[..., 1] / g[..., 4],
                                                                        g[..., 2] / g[..., 5], g[..., 3] / g[..., 6]))
-
-    def jacobians(self, t, q, v, a, p):
-        fac, K = self.stiffness(p)
-        Kq = fac[..., None, None] * K
-        return np.broadcast_to(Kq, np.broadcast_shapes(q.shape[:-1], Kq.shape[:-2]) + (24, 24)), None, None
-
-    def r_q(self, t, q, v, a, p):
-        return self.jacobians(t, q, v, a, p)[0]
 
 
 def node_position(p):

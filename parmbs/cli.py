@@ -579,7 +579,7 @@ def cmd_info(args):
         out(f"{'spatial':<13} {nsp} bodies: {', '.join(sys_.spatial.bodies)}; {len(cfg.spatial.joints)} joints: "
             + (", ".join(f"{j.name} ({j.type})" for j in cfg.spatial.joints) or "none")
             + "; independent: " + ", ".join(drv.names[0] for key, drv, _ in sys_.independent
-                                            if key.startswith("spatial.")))
+                                            if key.startswith("spatial.") and not key.startswith("spatial.solids.")))
     sb, nb = getattr(sys_, "spatial_beams", ()), getattr(sys_, "natural", ())
     if len(sb) or len(nb):                  # spatial ANCF beams, natural-coordinate bodies
         out(f"{'spatial flex':<13} " + "; ".join(
@@ -590,6 +590,11 @@ def cmd_info(args):
             + "; independent: " + (", ".join(drv.names[0] for key, drv, _ in sys_.independent
                                              if key.endswith(".independent") and key.startswith("spatial."))
                                    or "none"))
+    so = getattr(sys_, "solids", ())
+    if len(so):                             # hexahedral floating-frame solids (flexible/solids.py)
+        out(f"{'solids':<13} {len(so)}: " + ", ".join(
+            f"{b.name} ({b.nel} hexahedra, {b.ncoord} coordinates: frame x, y, z, e0..e3; "
+            f"u_x, u_y, u_z of {b.nfree} free nodes)" for b in so.solids.values()))
     nrigid = 3 * d['bodies']
     nodal = d['coordinates'] - nrigid - 7 * nsp - 12 * len(nb)
     out(f"coordinates   {d['coordinates']}  ({nrigid} rigid: x, y, angle of each centre of mass"

@@ -578,8 +578,9 @@ def cmd_info(args):
     if nsp:                                 # spatial rigid bodies (parmbs/spatial)
         out(f"{'spatial':<13} {nsp} bodies: {', '.join(sys_.spatial.bodies)}; {len(cfg.spatial.joints)} joints: "
             + (", ".join(f"{j.name} ({j.type})" for j in cfg.spatial.joints) or "none")
-            + "; independent: " + ", ".join(drv.names[0] for key, drv, _ in sys_.independent
-                                            if key.startswith("spatial.") and not key.startswith("spatial.solids.")))
+            + "; independent: " + (", ".join(drv.names[0] for key, drv, _ in sys_.independent
+                                             if key.startswith("spatial.") and not key.startswith("spatial.solids."))
+                                   or "none"))
     sb, nb = getattr(sys_, "spatial_beams", ()), getattr(sys_, "natural", ())
     if len(sb) or len(nb):                  # spatial ANCF beams, natural-coordinate bodies
         out(f"{'spatial flex':<13} " + "; ".join(

@@ -67,7 +67,6 @@ KNOWN_UPWARD = {
     ("faults", "integrators"): "faults.py raises integrators.newmark.StepError",
     ("petsc_options", "model"): "petsc_options.py raises model.system.ModelError",
     ("config", "flexible"): "config/checks.py validates flexible point names by importing flexible/",
-    ("config", "spatial"): "config/spatial_*schema.py use spatial's Iltis defaults and from_bryant",
     ("model", "flexible"): "model/system.py imports the flexible body sets by name",
     ("model", "spatial"): "model/system.py imports the spatial body sets; model/contact.py spatial.smooth",
     ("spatial", "flexible"): "spatial/natural_set.py uses flexible.ancf3d_joints.Beam3Pose",

@@ -27,6 +27,7 @@ L, eq. 5.3), so those become T = −F here.
 """
 import numpy as np
 
+from ..config.spatial_forces_schema import ILTIS_SPRING_DAMPER  # seed 004 eq. 5.5, the config's defaults
 from ..model.component import CS_H, Force, register
 from ..model.timefunctions import Constant
 from .kinematics import rotation, quat_product, dot, mv
@@ -206,11 +207,6 @@ class SpatialSpring(PointToPoint):
     def potential(self, l, p):
         """V = ½ k (l − l₀)²."""
         return 0.5 * p[..., 8] * (l - p[..., 10]) ** 2
-
-
-#: seed 004 eq. 5.5 at its nominal values: (k, c, a0, a2, a3, d2, d3, d4, v_lo, v_hi)
-ILTIS_SPRING_DAMPER = (2.8397e7, 9945.627, -4.0092e6, -6.7061e7, 5.2796e7,
-                       33955.72, -59832.25, -395651.0, -0.2, 0.21)
 
 
 @register

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..model.parameters import ZERO
 from .bodies import SpatialGravity
-from .kinematics import rotation
+from .kinematics import pose_euler_parameters, rotation
 from .natural import NaturalInertia, NaturalOrthonormality
 from .spatial_set import body_parameters
 
@@ -41,7 +41,7 @@ class _NaturalBody:
     def __init__(self, cfg, P, offset):
         self.cfg, self.name, self.offset = cfg, cfg.name, offset
         body_parameters(self, P, f"spatial.natural_bodies.{cfg.name}")
-        self.A0 = rotation(cfg.initial.euler_parameters())
+        self.A0 = rotation(pose_euler_parameters(cfg.initial))
         w = np.array(cfg.initial_velocity.angular_velocity, float)
         self.axes = [[_const(P, v) for v in e] for e in np.eye(3)]           # position rows
         self.rows = {}                                                       # rotation rows

@@ -37,7 +37,7 @@ from ..model.timefunctions import Polynomial, from_config
 from . import joints as SJ
 from .bodies import EulerRegularization, Normalization, SpatialGravity, SpatialGyroscopic, SpatialInertia
 from .drivers import OrientationRow, RevoluteDriver, TranslationDriver
-from .kinematics import E_matrix, rotation
+from .kinematics import E_matrix, pose_euler_parameters, rotation
 
 COORDS = ("x", "y", "z", "e0", "e1", "e2", "e3")
 XYZ = ("x", "y", "z")
@@ -79,7 +79,7 @@ class _Body:
         base = f"spatial.bodies.{cfg.name}"
         body_parameters(self, P, base)
         self.axes = _axes(P, base, cfg.axes)
-        self.p0 = cfg.initial.euler_parameters()
+        self.p0 = pose_euler_parameters(cfg.initial)
         self.orientation = [P.add(f"{base}.initial.orientation.e{i}", self.p0[i]) for i in range(4)]
         v0 = cfg.initial_velocity
         self.omega = [P.add(f"{base}.initial_velocity.angular_velocity.{c}", v0.angular_velocity[i])

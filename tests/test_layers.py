@@ -72,7 +72,6 @@ KNOWN_UPWARD = {
     ("spatial", "flexible"): "spatial/natural_set.py uses flexible.ancf3d_joints.Beam3Pose",
     ("spatial", "formulations"): "spatial/relative_tree.py uses formulations.relative's tree helpers",
     ("spatial", "integrators"): "spatial/spatial_set.py imports an integrators helper",
-    ("io", "optimize"): "io/plot.py, io/density.py use optimize's plot_history, mesh_filter",
     ("integrators", "checkpoint"): "ts_checkpoint.py, ts_alpha2.py use checkpoint.restart.CheckpointedRun",
     ("integrators", "sensitivity"): "ts.py, ts_alpha2.py use sensitivity's Trajectory, quadrature_weights",
     ("checkpoint", "sensitivity"): "checkpoint/restart.py uses sensitivity's Trajectory and ride helpers",

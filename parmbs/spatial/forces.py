@@ -31,7 +31,8 @@ from ..config.spatial_forces_schema import ILTIS_SPRING_DAMPER  # seed 004 eq. 5
 from ..model.component import CS_H, Force, register
 from ..model.timefunctions import Constant
 from .kinematics import rotation, quat_product, dot, mv
-from . import force_kernels, smooth
+from ..model import smooth
+from . import force_kernels
 
 
 _C1, _C2 = np.array([1, 2, 0]), np.array([2, 0, 1])
@@ -256,7 +257,7 @@ class SpatialNonlinearSpringDamper(PointToPoint):
 class SpatialBumpStop(PointToPoint):
     """Bump stop (seed 004 eq. 5.4: F_B = −k_B (s − s₀) for s < s₀, 0 beyond) with a
     C² engagement: compression F_B = P_{k_B δ}(k_B g_δ(x) + c_B σ_δ(x) ẋ), x = s₀ − l
-    (``smooth.py``; P the C² clamp at zero, so the damper never pulls), T = −F_B.  δ → 0 recovers eq. 5.4 (the force is offset by at most k_B δ/2); at the
+    (``model/smooth.py``; P the C² clamp at zero, so the damper never pulls), T = −F_B.  δ → 0 recovers eq. 5.4 (the force is offset by at most k_B δ/2); at the
     onset x = 0 the force and its derivatives are exactly zero.  Gap filled: the seed's
     stop has no damping; c_B (default 0) is there for stops that need it.
     p = (s'_a, g_a, s'_b, g_b, k_B, s₀, δ, c_B)."""

@@ -22,6 +22,7 @@ with a_k the columns of A₀ (rotations about a₁, a₂, a₃), velocity right-
 import numpy as np
 
 from ..model.parameters import ZERO
+from ..model.body_kinds import body_kind
 from .bodies import SpatialGravity
 from .kinematics import pose_euler_parameters, rotation
 from .natural import NaturalInertia, NaturalOrthonormality
@@ -52,6 +53,7 @@ class _NaturalBody:
         return list(range(self.offset, self.offset + 12))
 
 
+@body_kind("natural", order=70)  # natural-coordinate bodies: after the spatial beams
 class NaturalBodySet:
     """All natural-coordinate rigid bodies of a model."""
 

@@ -34,6 +34,7 @@ import numpy as np
 
 from ..model.parameters import ZERO
 from ..model.timefunctions import Polynomial, from_config
+from ..model.body_kinds import body_kind
 from . import joints as SJ
 from .bodies import EulerRegularization, Normalization, SpatialGravity, SpatialGyroscopic, SpatialInertia
 from .drivers import OrientationRow, RevoluteDriver, TranslationDriver
@@ -99,6 +100,7 @@ def _axes(P, base, axes):
     return out
 
 
+@body_kind("spatial", order=50)  # spatial (3D) rigid bodies: after the continua
 class SpatialBodySet:
     """All spatial rigid bodies, ground's points/axes and gravity of a model."""
 

@@ -25,7 +25,8 @@ from ..model.parameters import ZERO
 from ..model.body_kinds import body_kind
 from ..spatial.spatial_set import perpendiculars
 from . import ancf3d
-from .ancf3d_joints import DISTANCES, PAIRS, SPRINGS, Beam3Pose, Beam3Shape, SpatialBeamBeamWeld
+from ..spatial.natural import Beam3Pose
+from .ancf3d_joints import DISTANCES, PAIRS, SPRINGS, Beam3Shape, SpatialBeamBeamWeld
 from .beams import _Beam, const
 
 NODE_DOF = 6

@@ -25,7 +25,7 @@ from ..model.parameters import ZERO
 from ..model.body_kinds import body_kind
 from .bodies import SpatialGravity
 from .kinematics import pose_euler_parameters, rotation
-from .natural import NaturalInertia, NaturalOrthonormality
+from .natural import Beam3Pose, NaturalInertia, NaturalOrthonormality
 from .spatial_set import body_parameters
 
 XYZ = ("x", "y", "z")
@@ -93,7 +93,6 @@ class NaturalBodySet:
                           [ZERO], 6)
 
     def initial_setup(self, system, q0):
-        from ..flexible.ancf3d_joints import Beam3Pose
         for b in self.bodies.values():
             q0[b.offset:b.offset + 3] = b.cfg.initial.position
             q0[b.offset + 3:b.offset + 12] = b.A0.T.reshape(-1)        # e₁, e₂, e₃ = columns of A₀

@@ -308,10 +308,10 @@ class SpatialBodySet:
     def _choose_independent(self, system, q0):
         """{body: [components]}: the n − (rows so far) best-conditioned candidates."""
         import scipy.linalg
-        from ..integrators.initial import _AssemblyView
+        from ..model.assembly_view import AssemblyView
         from ..model.evaluation import StateEval
         n = system.n
-        view = _AssemblyView(system)
+        view = AssemblyView(system)
         z = np.zeros(n)
         Phi_q = StateEval(view, 0.0, q0, z, z, np.zeros(view.m), system.p).G().dense() if view.m else np.zeros((0, n))
         names, rows = [], []

@@ -68,7 +68,6 @@ KNOWN_UPWARD = {
     ("petsc_options", "model"): "petsc_options.py raises model.system.ModelError",
     ("config", "flexible"): "config/checks.py validates flexible point names by importing flexible/",
     ("integrators", "checkpoint"): "ts_checkpoint.py, ts_alpha2.py use checkpoint.restart.CheckpointedRun",
-    ("checkpoint", "sensitivity"): "checkpoint/restart.py uses sensitivity's Trajectory and ride helpers",
 }
 
 

@@ -7,19 +7,12 @@ numbered 0..m−1 in joint order.
 """
 import numpy as np
 
+from ..errors import ModelError  # noqa: F401  (imported from here throughout)
 from . import joints as J, forces as F
 from .body_kinds import body_kinds
 from .kinematics import rot
 from .parameters import Parameters, ZERO
 from .timefunctions import from_config, Polynomial
-
-
-class ModelError(Exception):
-    """A model that validates as config but cannot be built or assembled."""
-
-    def __init__(self, key, message):
-        super().__init__(f"{key}: {message}")
-        self.key, self.message = key, message
 
 
 class System:

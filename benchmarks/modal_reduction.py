@@ -88,7 +88,7 @@ def iteration(a):
     from parmbs import parallel
     from parmbs._petsc import PETSc
     from parmbs.optimize.constraints import Constraints
-    from parmbs.optimize.density_filter import DensityFilter
+    from parmbs.flexible.density_filter import DensityFilter
     from parmbs.optimize.mma import MMA, vec_from
     world = MPI.COMM_WORLD
     with open(CONFIG, "rb") as f:

@@ -25,7 +25,7 @@ import parmbs  # noqa: E402,F401  (before numpy: its SIMD pinning)
 import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 from parmbs.config.loader import validate  # noqa: E402
-from parmbs.optimize.density_filter import DensityFilter  # noqa: E402
+from parmbs.flexible.density_filter import DensityFilter  # noqa: E402
 from parmbs.sensitivity.problem import Problem  # noqa: E402
 
 CONFIG = os.path.join(os.path.dirname(__file__), "..", "configs", "topopt-crank.toml")

@@ -7,7 +7,7 @@ ASCII picture of the physical densities.
 RECORD.h5: ``parmbs optimize configs/topopt-crank.toml ...`` (complete or ``.partial``,
 readable while the run writes it).  Per evaluated iterate k the table gives ψ_k = ∫U dt,
 the constraint V(x̃_k) = mean of the physical densities x̃ = W ρ_k (the config's cone
-filter, ``parmbs/optimize/density_filter.py``; the bound is V ≤ 0.5), the run's max
+filter, ``parmbs/flexible/density_filter.py``; the bound is V ≤ 0.5), the run's max
 relative violation, the step max_j |ρ_k,j − ρ_k−1,j| / (upper − lower) — the quantity
 ``optimize.xtol`` is compared with, so ``step ≤ 0.01`` is the issue's "max density
 change < 1e-2" (upper − lower = 0.99, so |Δρ| ≤ 0.0099) — the share of grey elements
@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import parmbs  # noqa: E402,F401  (before numpy: its SIMD pinning)
 import h5py  # noqa: E402
 import numpy as np  # noqa: E402
-from parmbs.optimize.density_filter import ConeFilter  # noqa: E402
+from parmbs.flexible.density_filter import ConeFilter  # noqa: E402
 
 CONFIG = os.path.join(os.path.dirname(__file__), "..", "configs", "topopt-crank.toml")
 SHADES = " .:-=+*#%@"

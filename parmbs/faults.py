@@ -69,7 +69,7 @@ class _RankFault:
             return tuple(np.full_like(np.asarray(v), np.nan) for v in value)
         if self.mode == "bug":
             raise RuntimeError(f"PARMBS_RANK_FAIL: injected bug at {phase} step {k} on rank {self.rank}")
-        from .integrators.newmark import StepError
+        from .errors import StepError
         raise StepError(f"PARMBS_RANK_FAIL: {phase} step {k} failed on rank {self.rank} only")
 
 

@@ -111,7 +111,7 @@ def check_options(options):
         if bad is None:                             # several bad options: the first that fails
             bad = next((names[i] for i in range(len(names))
                         if _probe({n: probe[n] for n in names[:i + 1]}) is not None), names[-1])
-        from .model.system import ModelError
+        from .errors import ModelError
         raise ModelError(f"simulation.petsc_options.{bad}", f"PETSc rejects {bad} = {probe[bad]!r}: {msg}")
     _PROBED.add(key)
 
@@ -199,7 +199,7 @@ def set_trajectory_type(ts, kind):
     in setFromOptions."""
     import ctypes
     if kind not in TRAJECTORY_TYPES:
-        from .model.system import ModelError
+        from .errors import ModelError
         raise ModelError("-parmbs_ts_trajectory_type", f"PETSc rejects {kind!r}: not one of "
                          f"{', '.join(TRAJECTORY_TYPES)}")
     lib = _libpetsc()

@@ -1,4 +1,4 @@
-"""The density filter of `[optimize] filter_radius` (parmbs/optimize/density_filter.py).
+"""The density filter of `[optimize] filter_radius` (parmbs/flexible/density_filter.py).
 
 W = D⁻¹K on a structured mesh: rows sum to one (a constant field is unchanged), the
 transpose used by the chain rule is the true transpose (⟨Wx, y⟩ = ⟨x, Wᵀy⟩), the
@@ -10,7 +10,7 @@ import pytest
 
 from parmbs.config import ConfigError, load_config
 from parmbs.optimize import Optimization
-from parmbs.optimize.density_filter import ConeFilter
+from parmbs.flexible.density_filter import ConeFilter
 
 from conftest import CONFIGS
 

@@ -113,7 +113,7 @@ def test_fourth_power_objective(short):
     """ψ4 = ∫ z̈⁴ (seed 004 eq. 5.13) uses the same quadrature as ψ = ∫ z̈² on the chassis
     CG's vertical acceleration, and its adjoint gradient equals the direct one."""
     from parmbs.io.hdf5 import coordinate_names
-    from parmbs.sensitivity.objectives import quadrature_weights
+    from parmbs.integrators.trajectory import quadrature_weights
     pr = short
     iz = coordinate_names(pr.sys).index("chassis.z")
     az = np.asarray(pr.traj.a)[:, iz]

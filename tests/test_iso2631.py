@@ -20,7 +20,7 @@ import scipy.signal
 
 from parmbs.config import load_config
 from parmbs.io.hdf5 import coordinate_names
-from parmbs.sensitivity.objectives import quadrature_weights
+from parmbs.integrators.trajectory import quadrature_weights
 from parmbs.sensitivity.complex_step import complex_step_gradient
 from parmbs.sensitivity.problem import Problem
 from parmbs.sensitivity.ride import Filter, response, state_space

@@ -8,7 +8,7 @@ import pytest
 
 from parmbs.config import load_config
 from parmbs.io.hdf5 import coordinate_names
-from parmbs.sensitivity.objectives import quadrature_weights
+from parmbs.integrators.trajectory import quadrature_weights
 from parmbs.sensitivity.problem import Problem
 
 from conftest import CONFIGS

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from parmbs.model.component import cs_jacobian
-from parmbs.spatial import smooth
+from parmbs.model import smooth
 from parmbs.spatial.contact import PlaneContact, RoadContact
 from parmbs.spatial.forces import (SpatialSpring, SpatialNonlinearSpringDamper, SpatialBumpStop,
                                    ILTIS_SPRING_DAMPER)

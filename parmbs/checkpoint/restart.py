@@ -25,6 +25,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..integrators.timeloop import MarchState, TimeGrid, march, set_step
+from ..integrators.trajectory import Trajectory
+from ..model.system import ModelError
 from .schedules import revolve_split
 
 #: rows of ``all`` read per block in the reverse sweep (bounded by ~16 MB)
@@ -47,7 +49,6 @@ class StoredTrajectory:
 
     def full(self):
         """Collective: the whole trajectory as an in-memory Trajectory (schedule ``all``)."""
-        from ..sensitivity.problem import Trajectory
         rows = self._run.store.read_rows(0, self.steps)
         Q, V, A, L, *E = (np.array([r[1][j] for r in rows]) for j in range(len(rows[0][1])))
         return Trajectory(np.array([r[0] for r in rows]), Q, V, A, L, self.newton_its, self.grid, self.rejected,
@@ -72,8 +73,7 @@ class CheckpointedRun:
         self.forward_steps = 0         # forward steps computed in the forward run (this job)
         self.recomputed = 0            # forward steps recomputed by the reverse sweep (this job)
         self.adjoint_steps = 0
-        from ..sensitivity.ride import check_checkpoint
-        check_checkpoint(self)             # ride objectives: schedule 'all' only
+        check_ride_schedule(self)          # ride objectives: schedule 'all' only
 
     # -- forward ------------------------------------------------------------------------------
     def resume_point(self):
@@ -294,7 +294,6 @@ class CheckpointedRun:
     def _prepare_history(self, ob, p):
         """A ride objective's ψ (unweighted), its m_k = ∂ψ/∂s_k set, from the signal
         history recomputed from the file's states (schedule ``all``; sensitivity/ride.py)."""
-        from ..sensitivity.ride import stored_signal_history
         return ob.integrand.prepare(stored_signal_history(self, ob.integrand, p), self.pr.grid)
 
     def _adjoint_seed(self, N, x, p, refs):
@@ -490,3 +489,29 @@ def _full_trajectory(self, traj):
 
 
 CheckpointedRun.full_trajectory = _full_trajectory
+
+
+# -- ride objectives (sensitivity/ride.py) over a checkpoint file ------------------------
+
+def check_ride_schedule(run):
+    """A checkpointed run keeps every state only with schedule ``all`` (the signal history
+    is recomputed from them); refuse the others while ride objectives (sensitivity/ride.py:
+    an integrand with ``history``) are present."""
+    rides = [ob for ob in run.pr.objectives if getattr(ob.integrand, "history", False)]
+    if rides and run.sched.kind != "all":
+        raise ModelError("checkpoint.schedule", f"schedule {run.sched.kind!r} with the ride objective "
+                         f"{rides[0].name!r}: its signal history is recomputed from every stored state, "
+                         "use 'all'")
+
+
+def stored_signal_history(run, term, p):
+    """s_0 … s_N of a ride objective's signal ``term`` read back from a checkpoint file
+    of schedule ``all`` (CheckpointedRun; sensitivity/ride.py)."""
+    st, N = run.store, run.N
+    out = np.zeros(N + 1)
+    step = run._block()
+    for k0 in range(0, N + 1, step):
+        k1 = min(N, k0 + step - 1)
+        for j, row in enumerate(st.read_rows(k0, k1)):
+            out[k0 + j] = term.value(run.pr.sys, row[0], tuple(row[1][:4]), p, None)
+    return out

@@ -26,7 +26,7 @@ How the blocks are computed, and why they equal the numpy path's to round-off:
 
 Real or complex p (the complex-step ∂R/∂ρ runs every kernel with a complex p; the
 force Jacobians then are not requested).  Branches of the smooth switches
-(spatial/smooth.py) test real parts only, as the numpy ones.
+(model/smooth.py) test real parts only, as the numpy ones.
 """
 import numpy as np
 from numba import njit

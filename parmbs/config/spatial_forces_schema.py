@@ -36,7 +36,11 @@ from typing import Annotated, Literal, Union
 from pydantic import AfterValidator, Field, Strict, model_validator
 
 from .schema import ContactLaw, Name, NonNegReal, PointRef, PosReal, Real, TimeFunction, _Model, _check_point_ref
-from ..spatial.forces import ILTIS_SPRING_DAMPER
+
+#: seed 004 eq. 5.5 at its nominal values: (k, c, a0, a2, a3, d2, d3, d4, v_lo, v_hi) —
+#: the defaults of `law = "iltis"` (spatial/forces.py: SpatialNonlinearSpringDamper)
+ILTIS_SPRING_DAMPER = (2.8397e7, 9945.627, -4.0092e6, -6.7061e7, 5.2796e7,
+                       33955.72, -59832.25, -395651.0, -0.2, 0.21)
 
 # (own copies of the spatial reference types, so spatial_schema.py can import this module)
 Vec3 = tuple[Real, Real, Real]

@@ -100,13 +100,6 @@ class SpatialPose(_Model):
                 raise ValueError(f"orientation must be unit Euler parameters (|p| = {n:.9g})")
         return self
 
-    def euler_parameters(self) -> np.ndarray:
-        from ..spatial.kinematics import from_bryant
-        if self.orientation is not None:
-            p = np.array(self.orientation, float)
-            return p / np.linalg.norm(p)
-        return from_bryant(self.bryant) if self.bryant is not None else np.array([1.0, 0.0, 0.0, 0.0])
-
 
 class SpatialVelocity(_Model):
     """Initial COM velocity and angular velocity, both in the global frame."""

@@ -332,43 +332,6 @@ class Beam3Shape(Constraint):
         return 0.0 * self.phi(t, q, p) + 0.0 * v[..., :1]
 
 
-@register
-class Beam3Pose(Constraint):
-    """One row fixing the root node (node 0) of a spatial beam, q = node 0 (6),
-    p = (value, n (3)): ``position``: n·r_0 − value;  ``slope``: n·r′_0 − value;
-    ``unit``: |r′_0|² − 1 (p unused)."""
-    nq, np_, m = 6, 4, 1
-
-    def __init__(self, names, qidx, pidx, rows, coordinate="position"):
-        self.coordinate = coordinate
-        super().__init__(names, qidx, pidx, rows)
-
-    def phi(self, t, q, p):
-        c = self.coordinate
-        if c == "unit":
-            val = dot(q[..., 3:6], q[..., 3:6]) - 1.0 + 0.0 * p[..., 0]
-        else:
-            o = 0 if c == "position" else 3
-            val = dot(p[..., 1:4], q[..., o:o + 3]) - p[..., 0]
-        return val[..., None]
-
-    def phi_q(self, t, q, p):
-        c = self.coordinate
-        J = np.zeros(np.broadcast_shapes(q.shape[:-1], p.shape[:-1]) + (1, 6), dtype=np.result_type(q, p))
-        if c == "unit":
-            J[..., 0, 3:6] = 2.0 * q[..., 3:6]
-        else:
-            o = 0 if c == "position" else 3
-            J[..., 0, o:o + 3] = p[..., 1:4]
-        return J
-
-    def gamma(self, t, q, v, p):
-        z = 0.0 * (q[..., 0] + p[..., 0] + v[..., 0])
-        if self.coordinate == "unit":
-            z = z + 2.0 * dot(v[..., 3:6], v[..., 3:6])
-        return z[..., None]
-
-
 # -- spring-dampers between points of any two sides ------------------------------------------
 
 

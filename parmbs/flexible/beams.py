@@ -26,6 +26,7 @@ pose and point parameters like any other.
 import numpy as np
 
 from ..model.parameters import ZERO
+from ..model.body_kinds import body_kind
 from . import ancf
 from .joints import JOINT_CLASSES, BeamPointForce, BeamShape, BeamPose
 
@@ -90,6 +91,7 @@ def point_names(cfg):
     return ["root", "tip", *(f"node{k}" for k in range(cfg.elements + 1)), *cfg.points]
 
 
+@body_kind("beams", order=10)  # ANCF beams: coordinates after the rigid bodies
 class BeamSet:
     """All beams of a model."""
 

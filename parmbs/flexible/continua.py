@@ -30,6 +30,7 @@ import numpy as np
 from ..model.parameters import ZERO
 from ..model import joints as J
 from ..model.timefunctions import Polynomial
+from ..model.body_kinds import body_kind
 from . import continuum
 from .beams import const
 from .plates import node_of as mesh_node_of
@@ -172,6 +173,7 @@ class _Continuum:
         return names
 
 
+@body_kind("continua", order=40)  # floating-frame continua: after the plates
 class ContinuumSet:
     """All floating-frame continua of a model."""
 

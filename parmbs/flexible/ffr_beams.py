@@ -24,6 +24,7 @@ frame *is* the body's coordinate set, so ``model.joints.Driver`` with c̄ = 0 se
 import numpy as np
 
 from ..model.parameters import ZERO
+from ..model.body_kinds import body_kind
 from .ffr_beam import FfrInertia, FfrGravity, FfrElastic, FfrDamping, fibre_stress
 from .ffr_joints import FfrRevolute, FfrWeld, FfrPointForce
 
@@ -89,6 +90,7 @@ class _FfrBeam:
         return [self.p[k] for k in ("density", "width", "height", "E", "length", "nel")] + [self.kconst[e]]
 
 
+@body_kind("ffr", order=20)  # floating-frame beams: after the ANCF ones
 class FfrBeamSet:
     """All FFR beams of a model."""
 

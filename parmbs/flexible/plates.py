@@ -20,6 +20,7 @@ import re
 import numpy as np
 
 from ..model.parameters import ZERO
+from ..model.body_kinds import body_kind
 from . import plate
 from .plate_joints import PLATE_JOINT_CLASSES
 from .beams import const
@@ -98,6 +99,7 @@ class _Plate:
         return np.array([c.size[0] * i / self.nx, c.size[1] * j / self.ny])
 
 
+@body_kind("plates", order=30)  # plane-stress plates: after the beams
 class PlateSet:
     """All plates of a model."""
 

@@ -30,9 +30,10 @@ Size and offset enter as constants (node positions of joints are constants of p)
 """
 import numpy as np
 
+from ..model.body_kinds import body_kind
 from ..model.parameters import ZERO
 from ..spatial.bodies import EulerRegularization, Normalization
-from ..spatial.kinematics import rotation
+from ..spatial.kinematics import pose_euler_parameters, rotation
 from . import solid
 from .beams import const
 from .continua import _bulk
@@ -57,7 +58,7 @@ class _Solid:
         self.frac = [np.array([const(P, i / n) for i in range(n + 1)], np.int64) for n in self.n]
         self.axes = _axes(P, base, {})
         # the spatial set's independent-row API (spatial_set._independent_row)
-        self.p0 = cfg.initial.euler_parameters()
+        self.p0 = pose_euler_parameters(cfg.initial)
         self.position = [P.add(f"{base}.initial.position.{c}", cfg.initial.position[i]) for i, c in enumerate(XYZ)]
         self.velocity = [P.add(f"{base}.initial_velocity.velocity.{c}", cfg.initial_velocity.velocity[i])
                          for i, c in enumerate(XYZ)]
@@ -121,6 +122,7 @@ class _Solid:
         return names
 
 
+@body_kind("solids", order=80)  # hexahedral floating-frame solids: after the natural bodies
 class SolidSet:
     """All hexahedral FFR solids of a model."""
 

@@ -22,9 +22,11 @@ velocity field is rigid.
 import numpy as np
 
 from ..model.parameters import ZERO
+from ..model.body_kinds import body_kind
 from ..spatial.spatial_set import perpendiculars
 from . import ancf3d
-from .ancf3d_joints import DISTANCES, PAIRS, SPRINGS, Beam3Pose, Beam3Shape, SpatialBeamBeamWeld
+from ..spatial.natural import Beam3Pose
+from .ancf3d_joints import DISTANCES, PAIRS, SPRINGS, Beam3Shape, SpatialBeamBeamWeld
 from .beams import _Beam, const
 
 NODE_DOF = 6
@@ -72,6 +74,7 @@ class _Beam3(_Beam):
         return [self.element(e) for e in range(self.nel)], [self.material()] * self.nel
 
 
+@body_kind("spatial_beams", order=60)  # spatial ANCF beams: after the spatial bodies
 class SpatialBeamSet:
     """All spatial ANCF beams of a model."""
 

@@ -13,7 +13,7 @@ is ln of a sum, not a sum — but the constraint KS_T ≤ σ_lim is the same as
     Σ'_n Σ_e,± exp(ρ (±σ_e(t_n) − σ_lim)) ≤ 1,
 
 and the left side is (1/Δt) ∫ g dt with the trapezoidal rule (the weights of every
-integrand, sensitivity/objectives.quadrature_weights) of
+integrand, integrators/trajectory.quadrature_weights) of
 
     g = Σ_e,± exp(ρ (±σ_e − σ_lim)),                                   (this integrand)
 

@@ -12,28 +12,9 @@ coordinates, lengths) move q₀ through E_p, as seeds 002/004 require.
 import numpy as np
 
 from ..model.assembly import SparseOperator
+from ..model.assembly_view import AssemblyView as _AssemblyView
 from ..model.evaluation import StateEval
 from ..model.system import ModelError
-
-
-class _AssemblyView:
-    """The system with the independent-coordinate rows appended after Φ's m rows."""
-
-    def __init__(self, system):
-        self.n, self.forces = system.n, system.forces
-        self.extend = system.extend
-        groups, vel = [], []
-        row = system.m
-        for key, drv, vel_idx in system.independent:
-            # a group may hold many rows (a continuum's u = 0 rows: one group, not one per row)
-            k = drv.ne * drv.m
-            drv.rows = (row + np.arange(k)).reshape(drv.ne, drv.m)
-            row += k
-            groups.append(drv)
-            vel.append(np.broadcast_to(np.asarray(vel_idx, np.int64), (k,)))
-        self.constraints = list(system.constraints) + groups
-        self.m = row
-        self.vel_idx = np.concatenate(vel) if vel else np.zeros(0, np.int64)
 
 
 class InitialState:

@@ -36,12 +36,9 @@ with L the explicit (predictor) part of x_{n+1}(x_n).
 """
 import numpy as np
 
+from ..errors import StepError  # noqa: F401  (imported from here throughout)
 from ..model.assembly import SparseOperator
 from ..model.evaluation import StateEval, EvalPlan
-
-
-class StepError(RuntimeError):
-    """Newton failed in a time step (message names step and time)."""
 
 
 def saddle_point_pattern(system):

@@ -43,11 +43,11 @@ import numpy as np
 from .._petsc import PETSc
 from .._log import stage
 from ..petsc_options import adapt_type, set_config_options, set_trajectory_type
-from ..sensitivity.objectives import quadrature_weights
 from ..model.assembly import SparseOperator
 from ..model.system import ModelError
 from .newmark import StepError, saddle_point_pattern
 from .timeloop import StepSizeError, TimeGrid
+from .trajectory import Trajectory, quadrature_weights
 from .initial import InitialState
 from .ts_layout import TSLayout
 from .ts_determinism import DistributedSolves
@@ -573,7 +573,6 @@ class TSStepper(ARKIMEXSteps):
         is kept (returns (None, ts)).  ``hs``: the exact step sizes of the ``steps`` steps
         from ``start`` (a stretch of an adaptive run, repeated without TSAdapt).  The
         states keep() receives carry a reduced ODE's y and manifold guess (``extra_state``)."""
-        from ..sensitivity.problem import Trajectory
         mod = self.mod
         N = self._nsteps(problem)
         self._p, self._cache, self._adj, self._kcache = p, None, None, None

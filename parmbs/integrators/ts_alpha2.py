@@ -85,6 +85,7 @@ from ..model.system import ModelError
 from ..petsc_options import _libpetsc, adapt_type, set_config_options
 from .newmark import NewmarkFamily, StepError
 from .timeloop import Adapt, StepSizeError, TimeGrid
+from .trajectory import Trajectory
 from .ts import PREFIX, TS_PREFIX
 
 #: TSAlpha_Restart's parameters (α_m, α_f, γ, β) during its backward-Euler half steps
@@ -508,7 +509,6 @@ class TSAlpha2Stepper:
 
     @stage("forward")
     def forward(self, problem, p, progress=None, on_step=None):
-        from ..sensitivity.problem import Trajectory
         ad = None if problem.frozen_grid is not None else self._adapt(problem)
         grid = problem.frozen_grid if problem.frozen_grid is not None else (
             None if ad is not None else problem._fixed_grid)

@@ -152,7 +152,7 @@ def record_density(h5_path):
             raise HDF5Error(h5_path, "/optimize", f"design columns of {d.path} missing in the record")
         field = np.asarray(x)[np.array(idx)]
         if not physical and cfg.optimize.filter_radius is not None:   # unfinished filtered run
-            from ..optimize.density_filter import mesh_filter
+            from ..flexible.density_filter import mesh_filter
             field = mesh_filter(mesh, cfg.optimize.filter_radius).apply(field)
         out.append((mesh, kind, field))
     return out

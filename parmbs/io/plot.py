@@ -394,7 +394,7 @@ def plot_any(h5_path, out_png, final_png=None):
     if not opt:
         plot_file(h5_path, out_png)
         return [final_png or out_png]
-    from ..optimize.driver import plot_history
+    from .optimization_plot import plot_history
     from .density import write_record_density
     plot_history(hist, out_png, title, columns=cols)
     return [final_png or out_png, *write_record_density(h5_path)]

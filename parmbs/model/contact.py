@@ -2,7 +2,7 @@
 
 Both are the planar counterparts of the spatial sphere contact (``spatial/contact.py``)
 and share its smooth normal law (``spatial.contact.normal_force``, C² switches of
-``spatial/smooth.py``), so r, r_q and r_v are continuous at the onset and the direct
+``model/smooth.py``), so r, r_q and r_v are continuous at the onset and the direct
 and adjoint sensitivities are defined through every touchdown and lift-off.
 
 ``PlanarContact``: a circle of radius ρ centred at the body point P (ρ = 0: a point
@@ -51,8 +51,8 @@ import numpy as np
 
 from .component import Force, register
 from .kinematics import rot, drot, dot, stack
-from ..spatial import smooth
-from ..spatial.contact import normal_force
+from . import smooth
+from .smooth import normal_force
 
 
 def _unit(nn):

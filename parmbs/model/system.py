@@ -7,18 +7,12 @@ numbered 0..m−1 in joint order.
 """
 import numpy as np
 
+from ..errors import ModelError  # noqa: F401  (imported from here throughout)
 from . import joints as J, forces as F
+from .body_kinds import body_kinds
 from .kinematics import rot
 from .parameters import Parameters, ZERO
 from .timefunctions import from_config, Polynomial
-
-
-class ModelError(Exception):
-    """A model that validates as config but cannot be built or assembled."""
-
-    def __init__(self, key, message):
-        super().__init__(f"{key}: {message}")
-        self.key, self.message = key, message
 
 
 class System:
@@ -31,31 +25,11 @@ class System:
         self.body_names = [b.name for b in bodies]
         self.body_index = {b.name: i for i, b in enumerate(bodies)}
         self.n = 3 * len(bodies)
-        from ..flexible.beams import BeamSet          # flexible bodies: coordinates after the rigid ones
-        self.beams = BeamSet(config, P, self.n)
-        self.n += self.beams.ncoord
-        from ..flexible.ffr_beams import FfrBeamSet     # floating-frame beams: after the ANCF ones
-        self.ffr = FfrBeamSet(config, P, self.n)
-        self.n += self.ffr.ncoord
-        from ..flexible.plates import PlateSet        # plane-stress plates: after the beams
-        self.plates = PlateSet(config, P, self.n)
-        self.n += self.plates.ncoord
-        from ..flexible.continua import ContinuumSet  # floating-frame continua: after the plates
-        self.continua = ContinuumSet(config, P, self.n)
-        self.n += self.continua.ncoord
-        from ..spatial.spatial_set import SpatialBodySet  # spatial (3D) rigid bodies: after the continua
-        self.spatial = SpatialBodySet(config, P, self.n)
-        self.n += self.spatial.ncoord
-        from ..flexible.spatial_beams import SpatialBeamSet  # spatial ANCF beams: after the spatial bodies
-        self.spatial_beams = SpatialBeamSet(config, P, self.n)
-        self.n += self.spatial_beams.ncoord
-        from ..spatial.natural_set import NaturalBodySet  # natural-coordinate bodies: after the spatial beams
-        self.natural = NaturalBodySet(config, P, self.n)
-        self.n += self.natural.ncoord
-        from ..flexible.solids import SolidSet   # hexahedral floating-frame solids: after the natural bodies
-        self.solids = SolidSet(config, P, self.n)
-        self.spatial.solids = self.solids if len(self.solids) else None
-        self.n += self.solids.ncoord
+        for name, kind in body_kinds():     # self.beams, .ffr, .plates, .continua, .spatial,
+            body_set = kind(config, P, self.n)  # .spatial_beams, .natural, .solids: coordinates
+            setattr(self, name, body_set)       # after the rigid ones, in registry order
+            self.n += body_set.ncoord
+        self.spatial.solids = self.solids if len(self.solids) else None   # solids' joint ends (spatial_set.py)
         self.ground_slots = [self.n, self.n + 1, self.n + 2]
         g = config.model.gravity
         gx, gy = P.add("model.gravity.x", g[0]), P.add("model.gravity.y", g[1])

@@ -1,2 +1,3 @@
 """Restartable design optimization (TAO on the discrete adjoint gradient)."""
-from .driver import Optimization, plot_history  # noqa: F401
+from ..io.optimization_plot import plot_history  # noqa: F401
+from .driver import Optimization  # noqa: F401

@@ -53,7 +53,7 @@ from ..io.hdf5 import HDF5Error
 from ..model.system import ModelError
 from ..sensitivity.problem import Problem
 from .constraints import Constraints, violation
-from .density_filter import DensityFilter
+from ..flexible.density_filter import DensityFilter
 from .log import HIST_COLS, EvaluationLog, MMAState, fail_hook, kill_hook
 from .mma import MMA, vec_from
 
@@ -288,7 +288,7 @@ class Optimization:
     def evaluate_all(self, rho, physical=False):
         """Values and gradients of every objective in use: one forward run + one adjoint
         sweep (one adjoint column per objective), at the physical densities x̃ = W ρ
-        (``density_filter.py``; W = I without ``filter_radius``).  Gradients with
+        (``flexible/density_filter.py``; W = I without ``filter_radius``).  Gradients with
         respect to ρ (Wᵀ ∂ψ/∂x̃), or to x̃ with ``physical=True``."""
         pr = self.problem
         phys = self.filter.apply(rho) if self.filter else rho
@@ -622,34 +622,3 @@ class Optimization:
 def _reason(r):
     names = {v: k for k, v in vars(PETSc.TAO.Reason).items() if isinstance(v, int)}
     return names.get(r, str(r)).lower().replace("_", " ")
-
-
-def plot_history(history, png, title="", columns=HIST_COLS):
-    """The history to a PNG: |ψ| per iteration, and |∇ψ| (TAO) or the max constraint
-    violation and the step max|Δρ|/(upper − lower) (MMA, ``columns = MMA_HIST_COLS``)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    h = np.asarray(history)
-    cols = list(columns)
-    fig, ax = plt.subplots(1, 2, figsize=(9, 3.5))
-    it = h[:, 0] if len(h) else []
-    if len(h):
-        ax[0].semilogy(it, np.abs(h[:, 1]) + 1e-300, "o-")
-    ax[0].set(xlabel="iteration", ylabel="|ψ|", title=title)
-    if "max_violation" in cols:
-        if len(h):
-            v, st = h[:, cols.index("max_violation")], h[:, cols.index("step")]
-            ax[1].semilogy(it, np.maximum(v, 1e-12), "o-", label="max constraint violation (relative, floor 1e-12)")
-            ax[1].semilogy(it[1:], np.maximum(st[1:], 1e-12), "s--", label="step max|Δρ|/(upper−lower)")
-            ax[1].legend(fontsize=8)
-        ax[1].set(xlabel="iteration", ylabel="violation, step")
-    else:
-        if len(h):
-            ax[1].semilogy(it, h[:, 2] + 1e-300, "o-")
-        ax[1].set(xlabel="iteration", ylabel="|∇ψ| (scaled)")
-    for a in ax:
-        a.grid(True, which="both", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(png, dpi=110)
-    plt.close(fig)

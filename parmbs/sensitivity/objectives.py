@@ -321,9 +321,3 @@ def _ref_parts(system, point):
         return beam_ref(system, point)
     qidx, _, pidx = system.point_offset(point)
     return _ref_fn, qidx, pidx
-
-
-def quadrature_weights(nsteps, h):
-    w = np.full(nsteps + 1, h)
-    w[0] = w[-1] = 0.5 * h
-    return w

@@ -32,6 +32,7 @@ from .design import DesignSpace
 from .objectives import Objective
 from ..integrators.newton_tol import AdaptiveNewton
 from ..integrators.timeloop import Adapt, TimeGrid, march, newton_data, set_step
+from ..integrators.trajectory import Trajectory
 
 
 def state_blocks(stepper, n, m):
@@ -47,22 +48,6 @@ def state_blocks(stepper, n, m):
 def physical(x):
     """The (q, v, a, λ) of a state that may carry trailing stepper blocks (state_blocks)."""
     return tuple(x[:4])
-
-
-class Trajectory:
-    def __init__(self, t, q, v, a, lam, newton_its, grid=None, rejected=0, extra=()):
-        self.t, self.q, self.v, self.a, self.lam = t, q, v, a, lam
-        self.extra = tuple(extra)         # trailing state blocks (state_blocks), row k = step k
-        self.newton_its = newton_its
-        self.grid = grid                  # TimeGrid: t_k and h_k (integrators/timeloop.py)
-        self.rejected = rejected          # rejected steps of an adaptive run
-
-    def x(self, k):
-        return (self.q[k], self.v[k], self.a[k], self.lam[k]) + tuple(e[k] for e in self.extra)
-
-    @property
-    def steps(self):
-        return len(self.t) - 1
 
 
 class _StateView:

@@ -270,18 +270,6 @@ def signal_history(problem, term, traj, p):
     return np.array([term.raw(problem.sys, traj.t[k], physical(traj.x(k)), p, None) for k in range(traj.steps + 1)])
 
 
-def stored_signal_history(run, term, p):
-    """s_0 … s_N read back from a checkpoint file of schedule ``all`` (CheckpointedRun)."""
-    st, N = run.store, run.N
-    out = np.zeros(N + 1)
-    step = run._block()
-    for k0 in range(0, N + 1, step):
-        k1 = min(N, k0 + step - 1)
-        for j, row in enumerate(st.read_rows(k0, k1)):
-            out[k0 + j] = term.value(run.pr.sys, row[0], tuple(row[1][:4]), p, None)
-    return out
-
-
 def check_usable(problem, ob):
     """Refuse (ModelError naming the key) what cannot differentiate a history measure:
     a stepper with its own whole-run sweeps (PETSc TS, the Maggi adjoint ODEs), whose
@@ -293,14 +281,3 @@ def check_usable(problem, ob):
                          f"{ob.integrand.kind!r} needs parmbs's own step-by-step sweeps; the integrator "
                          f"{problem.config.simulation.integrator!r} (formulation "
                          f"{problem.config.simulation.formulation!r}) runs its own whole-run sweeps")
-
-
-def check_checkpoint(run):
-    """A checkpointed run keeps every state only with schedule ``all`` (the signal history
-    is recomputed from them); refuse the others while ride objectives are present."""
-    from ..model.system import ModelError
-    rides = [ob for ob in run.pr.objectives if getattr(ob.integrand, "history", False)]
-    if rides and run.sched.kind != "all":
-        raise ModelError("checkpoint.schedule", f"schedule {run.sched.kind!r} with the ride objective "
-                         f"{rides[0].name!r}: its signal history is recomputed from every stored state, "
-                         "use 'all'")

@@ -5,7 +5,7 @@ unit normal n; r is the distance of P from the surface (``PlaneContact``: r = n�
 ``RoadContact``: ``road.normal_and_gap``), the penetration is x = ρ − r and its rate
 ẋ = −n·v_P (exact on a plane; on a curved road it leaves out the turning of n).
 
-Normal force (compression ≥ 0), C² at the onset x = 0 (``smooth.py``):
+Normal force (compression ≥ 0), C² at the onset x = 0 (``model/smooth.py``):
 
     F_n = P_{kδ}( k g_δ(x) + λ g_δ(x) ẋ + c σ_δ(x) ẋ )
 
@@ -35,13 +35,8 @@ from .forces import (SpatialElement, point_load, torque_load, point_position, po
                      cross)
 from .kinematics import dot
 from .road import normal_and_gap, PlaneRoad
-from . import smooth
-
-
-def normal_force(x, xdot, k, lam, c, delta):
-    """F_n = P_{kδ}(k g_δ(x) + λ g_δ(x) ẋ + c σ_δ(x) ẋ) (module docstring)."""
-    g = smooth.ramp(x, delta)
-    return smooth.positive(k * g + lam * g * xdot + c * smooth.step(x, delta) * xdot, k * delta)
+from ..model import smooth
+from ..model.smooth import normal_force
 
 
 class _SphereContact(SpatialElement):

@@ -27,10 +27,12 @@ L, eq. 5.3), so those become T = −F here.
 """
 import numpy as np
 
+from ..config.spatial_forces_schema import ILTIS_SPRING_DAMPER  # seed 004 eq. 5.5, the config's defaults
 from ..model.component import CS_H, Force, register
 from ..model.timefunctions import Constant
 from .kinematics import rotation, quat_product, dot, mv
-from . import force_kernels, smooth
+from ..model import smooth
+from . import force_kernels
 
 
 _C1, _C2 = np.array([1, 2, 0]), np.array([2, 0, 1])
@@ -208,11 +210,6 @@ class SpatialSpring(PointToPoint):
         return 0.5 * p[..., 8] * (l - p[..., 10]) ** 2
 
 
-#: seed 004 eq. 5.5 at its nominal values: (k, c, a0, a2, a3, d2, d3, d4, v_lo, v_hi)
-ILTIS_SPRING_DAMPER = (2.8397e7, 9945.627, -4.0092e6, -6.7061e7, 5.2796e7,
-                       33955.72, -59832.25, -395651.0, -0.2, 0.21)
-
-
 @register
 class SpatialNonlinearSpringDamper(PointToPoint):
     """The nonlinear suspension spring-damper of the Iltis (seed 004 eqs. 5.5a–d):
@@ -260,7 +257,7 @@ class SpatialNonlinearSpringDamper(PointToPoint):
 class SpatialBumpStop(PointToPoint):
     """Bump stop (seed 004 eq. 5.4: F_B = −k_B (s − s₀) for s < s₀, 0 beyond) with a
     C² engagement: compression F_B = P_{k_B δ}(k_B g_δ(x) + c_B σ_δ(x) ẋ), x = s₀ − l
-    (``smooth.py``; P the C² clamp at zero, so the damper never pulls), T = −F_B.  δ → 0 recovers eq. 5.4 (the force is offset by at most k_B δ/2); at the
+    (``model/smooth.py``; P the C² clamp at zero, so the damper never pulls), T = −F_B.  δ → 0 recovers eq. 5.4 (the force is offset by at most k_B δ/2); at the
     onset x = 0 the force and its derivatives are exactly zero.  Gap filled: the seed's
     stop has no damping; c_B (default 0) is there for stops that need it.
     p = (s'_a, g_a, s'_b, g_b, k_B, s₀, δ, c_B)."""

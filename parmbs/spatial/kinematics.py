@@ -167,6 +167,15 @@ def from_bryant(angles):
     return out
 
 
+def pose_euler_parameters(pose):
+    """Euler parameters of a config pose (config/spatial_schema.SpatialPose): its unit
+    ``orientation``, else its ``bryant`` angles, else the identity (1, 0, 0, 0)."""
+    if pose.orientation is not None:
+        p = np.array(pose.orientation, float)
+        return p / np.linalg.norm(p)
+    return from_bryant(pose.bryant) if pose.bryant is not None else np.array([1.0, 0.0, 0.0, 0.0])
+
+
 def quat_product(a, b):
     """Euler-parameter product a ∘ b, so that A(a ∘ b) = A(a) A(b)."""
     a0, av, b0, bv = a[..., 0], a[..., 1:], b[..., 0], b[..., 1:]

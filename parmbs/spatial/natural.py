@@ -96,3 +96,41 @@ class NaturalOrthonormality(Constraint):
         ed = self._e(v)
         z = 0.0 * (q[..., 0] + p[..., 0])
         return np.stack([2.0 * dot(ed[i], ed[j]) + z for i, j in _PAIRS], -1)
+
+
+@register
+class Beam3Pose(Constraint):
+    """One row on a point r and a direction d, q = (r, d) (6), p = (value, n (3)):
+    ``position``: n·r − value;  ``slope``: n·d − value;  ``unit``: |d|² − 1 (p unused).
+    The root node (r_0, r′_0) of a spatial beam (flexible/spatial_beams.py) and the
+    centre and one axis (r, e_k) of a natural-coordinate body (natural_set.py)."""
+    nq, np_, m = 6, 4, 1
+
+    def __init__(self, names, qidx, pidx, rows, coordinate="position"):
+        self.coordinate = coordinate
+        super().__init__(names, qidx, pidx, rows)
+
+    def phi(self, t, q, p):
+        c = self.coordinate
+        if c == "unit":
+            val = dot(q[..., 3:6], q[..., 3:6]) - 1.0 + 0.0 * p[..., 0]
+        else:
+            o = 0 if c == "position" else 3
+            val = dot(p[..., 1:4], q[..., o:o + 3]) - p[..., 0]
+        return val[..., None]
+
+    def phi_q(self, t, q, p):
+        c = self.coordinate
+        J = np.zeros(np.broadcast_shapes(q.shape[:-1], p.shape[:-1]) + (1, 6), dtype=np.result_type(q, p))
+        if c == "unit":
+            J[..., 0, 3:6] = 2.0 * q[..., 3:6]
+        else:
+            o = 0 if c == "position" else 3
+            J[..., 0, o:o + 3] = p[..., 1:4]
+        return J
+
+    def gamma(self, t, q, v, p):
+        z = 0.0 * (q[..., 0] + p[..., 0] + v[..., 0])
+        if self.coordinate == "unit":
+            z = z + 2.0 * dot(v[..., 3:6], v[..., 3:6])
+        return z[..., None]

@@ -22,9 +22,10 @@ with a_k the columns of A₀ (rotations about a₁, a₂, a₃), velocity right-
 import numpy as np
 
 from ..model.parameters import ZERO
+from ..model.body_kinds import body_kind
 from .bodies import SpatialGravity
-from .kinematics import rotation
-from .natural import NaturalInertia, NaturalOrthonormality
+from .kinematics import pose_euler_parameters, rotation
+from .natural import Beam3Pose, NaturalInertia, NaturalOrthonormality
 from .spatial_set import body_parameters
 
 XYZ = ("x", "y", "z")
@@ -41,7 +42,7 @@ class _NaturalBody:
     def __init__(self, cfg, P, offset):
         self.cfg, self.name, self.offset = cfg, cfg.name, offset
         body_parameters(self, P, f"spatial.natural_bodies.{cfg.name}")
-        self.A0 = rotation(cfg.initial.euler_parameters())
+        self.A0 = rotation(pose_euler_parameters(cfg.initial))
         w = np.array(cfg.initial_velocity.angular_velocity, float)
         self.axes = [[_const(P, v) for v in e] for e in np.eye(3)]           # position rows
         self.rows = {}                                                       # rotation rows
@@ -52,6 +53,7 @@ class _NaturalBody:
         return list(range(self.offset, self.offset + 12))
 
 
+@body_kind("natural", order=70)  # natural-coordinate bodies: after the spatial beams
 class NaturalBodySet:
     """All natural-coordinate rigid bodies of a model."""
 
@@ -91,7 +93,6 @@ class NaturalBodySet:
                           [ZERO], 6)
 
     def initial_setup(self, system, q0):
-        from ..flexible.ancf3d_joints import Beam3Pose
         for b in self.bodies.values():
             q0[b.offset:b.offset + 3] = b.cfg.initial.position
             q0[b.offset + 3:b.offset + 12] = b.A0.T.reshape(-1)        # e₁, e₂, e₃ = columns of A₀

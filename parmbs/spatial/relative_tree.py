@@ -49,6 +49,7 @@ Joints not in the tree and all drivers form the cut constraints (relative.CutVie
 import numpy as np
 
 from ..model.parameters import ZERO
+from ..model.spanning_tree import breadth_first, checked_cut
 from ..model.system import ModelError
 from .kinematics import E0, from_matrix, quat_product, rotation
 
@@ -188,7 +189,6 @@ class SpatialTree:
                              "bodies only (this model also has spatial beams or natural-coordinate bodies); "
                              "use formulation = \"index3\"")
         self.sys, self.nb = system, nb
-        from ..formulations.relative import breadth_first, checked_cut
         cut, where = checked_cut(system, {j.name: j for j in cfg.spatial.joints}, cut, key)
         bodyset = set(names) | {"ground"}
         adj = {b: [] for b in bodyset}

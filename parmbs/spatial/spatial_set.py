@@ -34,10 +34,11 @@ import numpy as np
 
 from ..model.parameters import ZERO
 from ..model.timefunctions import Polynomial, from_config
+from ..model.body_kinds import body_kind
 from . import joints as SJ
 from .bodies import EulerRegularization, Normalization, SpatialGravity, SpatialGyroscopic, SpatialInertia
 from .drivers import OrientationRow, RevoluteDriver, TranslationDriver
-from .kinematics import E_matrix, rotation
+from .kinematics import E_matrix, pose_euler_parameters, rotation
 
 COORDS = ("x", "y", "z", "e0", "e1", "e2", "e3")
 XYZ = ("x", "y", "z")
@@ -79,7 +80,7 @@ class _Body:
         base = f"spatial.bodies.{cfg.name}"
         body_parameters(self, P, base)
         self.axes = _axes(P, base, cfg.axes)
-        self.p0 = cfg.initial.euler_parameters()
+        self.p0 = pose_euler_parameters(cfg.initial)
         self.orientation = [P.add(f"{base}.initial.orientation.e{i}", self.p0[i]) for i in range(4)]
         v0 = cfg.initial_velocity
         self.omega = [P.add(f"{base}.initial_velocity.angular_velocity.{c}", v0.angular_velocity[i])
@@ -99,6 +100,7 @@ def _axes(P, base, axes):
     return out
 
 
+@body_kind("spatial", order=50)  # spatial (3D) rigid bodies: after the continua
 class SpatialBodySet:
     """All spatial rigid bodies, ground's points/axes and gravity of a model."""
 
@@ -327,10 +329,10 @@ class SpatialBodySet:
     def _choose_independent(self, system, q0):
         """{body: [components]}: the n − (rows so far) best-conditioned candidates."""
         import scipy.linalg
-        from ..integrators.initial import _AssemblyView
+        from ..model.assembly_view import AssemblyView
         from ..model.evaluation import StateEval
         n = system.n
-        view = _AssemblyView(system)
+        view = AssemblyView(system)
         z = np.zeros(n)
         Phi_q = StateEval(view, 0.0, q0, z, z, np.zeros(view.m), system.p).G().dense() if view.m else np.zeros((0, n))
         names, rows = [], []

@@ -6,7 +6,7 @@ n the road normal, r the distance of c from the road (the "effective radius" of 
 
 Normal force (eq. 5.6, F_n = −k_n (r − R) n for r < R, a linear spring-damper):
     F_n = P_{k_n δ}( k_n g_δ(x) + c_n σ_δ(x) ẋ ),   x = R − r,  ẋ = −n·v_c
-with the C² onset of ``smooth.py`` (δ → 0 recovers 5.6 for x > δ up to the offset
+with the C² onset of ``model/smooth.py`` (δ → 0 recovers 5.6 for x > δ up to the offset
 k_n δ/2) and the C² clamp P at zero (a tyre does not pull the wheel down in a fast
 rebound; contact.py).  Gap filled: the seed gives no tyre damping value; c_n is a
 parameter.
@@ -46,7 +46,7 @@ from .forces import SpatialElement, point_load, torque_load, omega_global, cross
 from .joint_kernels import c_tensor, j_of
 from .kinematics import dot
 from .road import normal_and_gap, PlaneRoad
-from . import smooth
+from ..model import smooth
 
 #: parameter names after (s'_c, u'), in order (config keys of [[spatial.forces]] type = "tyre")
 TYRE_PARAMS = ("radius", "stiffness", "damping", "mu_x", "mu_y", "kappa_c", "alpha_c",

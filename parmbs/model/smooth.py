@@ -80,3 +80,11 @@ def regularized_unit(v, eps):
     |v|² is written as v·v (no conjugate: complex-step safe)."""
     n2 = np.einsum("...i,...i->...", v, v)
     return v / np.sqrt(n2 + eps * eps)[..., None]
+
+
+def normal_force(x, xdot, k, lam, c, delta):
+    """Penalty contact normal force F_n = P_{kδ}(k g_δ(x) + λ g_δ(x) ẋ + c σ_δ(x) ẋ) of a
+    penetration x and its rate ẋ (derivation: spatial/contact.py's docstring; the
+    planar contact, model/contact.py, uses the same law)."""
+    g = ramp(x, delta)
+    return positive(k * g + lam * g * xdot + c * step(x, delta) * xdot, k * delta)

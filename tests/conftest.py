@@ -27,6 +27,34 @@ def config_path():
     return lambda name: str(CONFIGS / f"{name}.toml")
 
 
+#: the background cache filler (tests/numba_warm.py) of a whole-suite session, if started
+_WARM = []
+
+
+def pytest_collection_finish(session):
+    """A session of most of the suite (≥ 400 tests, not under mpirun) starts
+    tests/numba_warm.py niced in the background: it compiles and caches the common numba
+    kernels on the second core while the serial tests run (its docstring: a cold kernel
+    family costs 11-53 s CPU in whichever test needs it first).  Single files and the MPI
+    run do not start it; PARMBS_TEST_NO_WARM=1 turns it off."""
+    import importlib.util
+    import subprocess
+    import sys
+    if (len(session.items) < 400 or os.environ.get("PARMBS_TEST_NO_WARM") or "OMPI_COMM_WORLD_SIZE" in os.environ
+            or importlib.util.find_spec("numba") is None):
+        return
+    script = pathlib.Path(__file__).parent / "numba_warm.py"
+    _WARM.append(subprocess.Popen([sys.executable, str(script)], preexec_fn=lambda: os.nice(10),
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+
+
+def pytest_sessionfinish(session):
+    for p in _WARM:
+        if p.poll() is None:
+            p.terminate()
+        p.wait()
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "slurm: submits jobs/ scripts to a private SLURM on localhost "
                             "(tests/slurm_cluster.py); serial suite only")

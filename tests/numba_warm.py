@@ -1,0 +1,87 @@
+"""Fill numba's kernel cache on the otherwise idle second core while the serial suite runs.
+
+Why: in a fresh clone the cache (parmbs/compiled/__init__.py ``_source_keyed_cache``) is
+cold, and each kernel family is compiled by the first test that needs it, on the serial
+critical path (and inside subprocess time-outs: a 10-step pendulum gradient took 40 s CPU
+cold against 1.1 s warm).  Measured cold on this machine (CPU, this script's per-model
+lines): planar step + adjoint kernels 40 s, the Arnold–Brüls vehicle kernels (buggy)
+53 s, spatial 33 s, the sparse LU (chain) 11 s; every other model and integrator below
+then takes ≤ 0.4 s — one specialization set per family serves every planar model and
+Newmark-family integrator.  tests/conftest.py starts this script niced in the background
+when a session collects most of the suite; each model runs a few steps forward, adjoint
+and tangent.  A test that needs a kernel before it is cached compiles it itself, as
+without this script: the cache only saves work, it never changes a number (the same
+machine code is loaded; numba replaces cache files by rename).  Nothing here asserts
+anything: failures are printed (stderr, one line) and skipped, the tests report their own.
+"""
+import sys
+from pathlib import Path
+
+import parmbs  # noqa: F401  (first: thread and SIMD pinning, the source-keyed cache directory)
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+CONFIGS = HERE.parent / "configs"
+QUIET = ["simulation.progress=false", "simulation.compiled=on"]
+#: a design variable and an objective on tests/test_compiled.py's TIME_KINDS (it has none)
+TIME_OBJECTIVE = """
+[[design]]
+name = "m_c"
+path = "bodies.c.mass"
+[[objectives]]
+name = "ang"
+integrand = "angle_sq"
+body = "c"
+"""
+
+
+def _run(path, *sets):
+    import time
+    from parmbs.config import load_config
+    from parmbs.sensitivity.problem import Problem
+    c0 = time.process_time()
+    try:
+        pr = Problem(load_config(str(path), [*QUIET, *sets]))
+        pr.forward()
+        pr.adjoint()
+        pr.direct()
+    except Exception as e:   # noqa: BLE001 — only a cache filler: the tests report errors
+        print(f"{type(e).__name__}: {e}", file=sys.stderr)
+    print(f"{time.process_time() - c0:6.1f} s CPU  {Path(path).name} {' '.join(sets)}", file=sys.stderr, flush=True)
+
+
+def main(tmp):
+    from test_compiled import ALL_KINDS, TIME_KINDS
+    from test_compiled_adjoint import OBJECTIVES
+    kinds = tmp / "kinds.toml"
+    kinds.write_text(ALL_KINDS + OBJECTIVES)
+    time_kinds = tmp / "time-kinds.toml"
+    time_kinds.write_text(TIME_KINDS + TIME_OBJECTIVE)
+    short = "simulation.t_end=0.004"
+    # roughly in the order the suite first needs them (test files run alphabetically)
+    _run(CONFIGS / "fivebar.toml", short)
+    _run(CONFIGS / "pendulum.toml", short)
+    _run(CONFIGS / "buggy-lane-change.toml", "simulation.t_end=0.01")
+    _run(CONFIGS / "buggy-step-descent.toml", short)
+    for integrator in ("genalpha", "trapezoidal", "newmark", "hht", "wbz"):
+        _run(CONFIGS / "fivebar.toml", short, f"simulation.integrator={integrator}")
+        _run(kinds, short, f"simulation.integrator={integrator}")
+        _run(time_kinds, short, f"simulation.integrator={integrator}")
+    for integrator in ("genalpha", "trapezoidal"):
+        _run(CONFIGS / "spatial-double-pendulum.toml", short, f"simulation.integrator={integrator}",
+             "simulation.stabilization=none")
+    # a hanging chain past compiled.SPARSE_FROM unknowns: the sparse LU kernels
+    from test_compiled_sparse import _chain_toml
+    from parmbs import compiled
+    chain = tmp / "chain.toml"
+    chain.write_text(_chain_toml(-(-compiled.SPARSE_FROM // 5), 3, 2))
+    _run(chain, "simulation.integrator=genalpha")
+    _run(CONFIGS / "heavy-top.toml", short)
+    _run(CONFIGS / "iltis.toml", "simulation.t_end=0.01", "simulation.adapt.rtol=1.0", "simulation.adapt.atol=1.0",
+         "simulation.adapt.dt_max=5e-3")
+
+
+if __name__ == "__main__":
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="parmbs-warm-") as d:
+        main(Path(d))

@@ -156,7 +156,10 @@ def test_options_nothing_read_are_one_warning_line():
 
 @pytest.mark.skipif(shutil.which("mpirun") is None, reason="no mpirun")
 def test_two_ranks_log_view_and_bad_option():
-    r = cli("simulate", PENDULUM, *SHORT, "-log_view", mpi=2)
+    # the numpy path: with a cold numba cache both ranks first compile the planar step
+    # kernels (measured: past the 120 s time-out on a loaded machine); -log_view does not
+    # depend on the step's evaluation
+    r = cli("simulate", PENDULUM, *SHORT, "--set", "simulation.compiled=off", "-log_view", mpi=2)
     assert r.returncode == 0, r.stderr
     assert r.stdout.count("PETSc Performance Summary") == 1 and "with 2 processors" in r.stdout
     r = cli("simulate", PENDULUM, *SHORT, "-parmbs_ksp_type", "bogus", mpi=2)

@@ -37,6 +37,16 @@ MMA replaces the iterate by x_prev + ½ (x − x_prev), up to ``MMA_HALVINGS`` t
 row, and writes that state with the count of halvings so far before evaluating it (a
 restart continues from both: the same trials, the same point of giving up).  A
 failing initial design still ends the run (exit 1).
+
+Descent guard (``optimize.descent = true``, MMA): MMA is not a descent method — its
+separable model is monotone in each variable unless the asymptotes are near, so with no
+active constraint every variable steps to its move limit, and a ψ curved on a shorter
+scale than the move limit zigzags across its valley with ψ rising (the double wishbone,
+benchmarks/README.md).  With the guard, a trial iterate k whose ψ is above iterate
+k − 1's while its violation did not fall is rejected like a failed trial: the step is
+halved towards iterate k − 1 (same asymptotes), up to ``MMA_HALVINGS`` times; after that
+the trial is taken.  Iterate k − 1 is read from the record's history, so a resumed run
+rejects the same trials.
 """
 from __future__ import annotations
 
@@ -58,9 +68,10 @@ from .log import HIST_COLS, EvaluationLog, MMAState, fail_hook, kill_hook
 from .mma import MMA, vec_from
 
 TAO_TYPES = {"tao-blmvm": "blmvm", "tao-bqnls": "bqnls", "tao-lmvm": "lmvm"}
-#: [optimize] keys that only say how long to run, and MMA's asymptote bound (how the
-#: same problem is stepped, not which problem: a continuation): a restart may change them
-RUN_LENGTH_KEYS = ("max_it", "gatol", "grtol", "xtol", "ctol", "asymax")
+#: [optimize] keys that only say how long to run, and MMA's asymptote bound and descent
+#: guard (how the same problem is stepped, not which problem: a continuation): a restart
+#: may change them
+RUN_LENGTH_KEYS = ("max_it", "gatol", "grtol", "xtol", "ctol", "asymax", "descent")
 #: MMA history columns (TAO's are log.HIST_COLS)
 #: MMA: how many times the step to a failing trial design is halved before giving up
 MMA_HALVINGS = 4
@@ -516,6 +527,16 @@ class Optimization:
         x, xp = mma.x.getArray(), mma.xold1.getArray(readonly=True)
         mma.x.setArray(xp + 0.5 * (x - xp))
 
+    def _rose(self, f, viol, k):
+        """``optimize.descent``: why the trial iterate k is rejected (ψ rose above iterate
+        k − 1's while the violation did not fall), or None to accept it.  Iterate k − 1's
+        ψ and violation are history row k − 1 (on disk, so a resumed run decides alike)."""
+        prev = self.log.history()[k - 1]
+        fp, vp = float(prev[1]), float(prev[2])
+        if f > fp and viol >= vp:
+            return f"psi {f:.6e} > {fp:.6e} of iterate {k - 1} (violation {viol:.2e}, was {vp:.2e})"
+        return None
+
     def _run_mma(self):
         """MMA iterations k = 0, 1, …: evaluate at x_k, record (evaluation row k, history
         row k, one progress line), stop if converged or k = max_it, else update to x_{k+1}
@@ -571,9 +592,18 @@ class Optimization:
                         self.out(f"trial failed: {msg}, backtracking (MMA iterate {k}: step halved "
                                  f"towards iterate {k - 1}, {halvings} of {MMA_HALVINGS})")
                         continue
-                    halvings = 0
                     vals, grads = res
                     fc, dfc = cons.evaluate(phys, vals, grads)      # constraints on x̃ ...
+                    if opt.descent and k >= 1 and halvings < MMA_HALVINGS:
+                        rose = self._rose(vals[self.objective], violation(fc), k)
+                        if rose is not None:
+                            halvings += 1
+                            self._halve_step(mma)
+                            store.save(mma.it, self._mma_state(mma), fscale, self.log.evaluations, halvings)
+                            self.out(f"trial rejected: {rose}, backtracking (MMA iterate {k}: step halved "
+                                     f"towards iterate {k - 1}, {halvings} of {MMA_HALVINGS})")
+                            continue
+                    halvings = 0
                     gobj = grads[self.objective]
                     if self.filter:                                 # ... chained to ρ
                         dfc, gobj = self.filter.transpose(dfc), self.filter.transpose(gobj)

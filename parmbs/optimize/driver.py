@@ -30,7 +30,7 @@ and exits 0 with the command that resumes it.  Ranks agree on stopping through o
 allreduce per evaluation, so no rank is left in a collective call.
 
 Failed trial designs (``try_evaluate_all``): a StepError, LinAlgError or non-finite ψ/∇ψ
-at a trial design is a bad point, not the end of the run (all ranks agree through one
+(MMA also: a ModelError of the initial assembly) at a trial design is a bad point, not the end of the run (all ranks agree through one
 allgather).  TAO gets a penalty value above ψ(ρ⁰) with zero gradient, so its line search
 backtracks; the trial is logged like any evaluation (replayed identically on restart).
 MMA replaces the iterate by x_prev + ½ (x − x_prev), up to ``MMA_HALVINGS`` times in a
@@ -350,9 +350,12 @@ class Optimization:
         vals, grads = self.evaluate_all(rho)
         return vals[self.objective], grads[self.objective]
 
-    def try_evaluate_all(self, rho, physical=False):
+    def try_evaluate_all(self, rho, physical=False, trial=False):
         """``evaluate_all`` that turns a computation failure of this design (StepError,
-        LinAlgError, non-finite ψ or gradient) into ``(None, message)`` — the same on
+        LinAlgError, non-finite ψ or gradient; with ``trial`` — an MMA iterate after the
+        first — also a ModelError of the initial assembly, a singular or redundant-looking
+        constraint Jacobian at the trial's geometry: the design, not the file, is at
+        fault, as the initial design's assembly worked) into ``(None, message)`` — the same on
         every rank: the failure flag and the first failing rank's message are gathered
         over the communicator, so no rank is left waiting in a collective of the next
         evaluation.  (This covers failures every rank raises together — the Newton
@@ -372,6 +375,10 @@ class Optimization:
             msg = str(e)
         except np.linalg.LinAlgError as e:
             msg = f"singular matrix ({e})"
+        except ModelError as e:
+            if not (trial and "initial assembly" in str(e)):
+                raise
+            msg = " ".join(str(e).split())
         # a rank that failed alone in the middle of the evaluation (the others wait in a
         # collective of the forward/adjoint) cannot be judged together: it aborts the job
         # after a bounded wait instead of waiting here forever (parmbs/agreement.py)
@@ -579,7 +586,7 @@ class Optimization:
                         raise StopRequested(stop or "signal on another rank")
                     rho = self._gather(mma.x)
                     phys = self.filter.apply(rho) if self.filter else rho
-                    res, msg = self.try_evaluate_all(rho, physical=True)
+                    res, msg = self.try_evaluate_all(rho, physical=True, trial=k >= 1)
                     if msg is not None:
                         if k == 0 or halvings >= MMA_HALVINGS:
                             from ..integrators.newmark import StepError

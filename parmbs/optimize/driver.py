@@ -534,6 +534,17 @@ class Optimization:
         x, xp = mma.x.getArray(), mma.xold1.getArray(readonly=True)
         mma.x.setArray(xp + 0.5 * (x - xp))
 
+    def _back_off(self, mma, store, fscale, halvings, why):
+        """Step back from trial iterate mma.it (failed or rejected): halve the step, write
+        the state with the halvings so far (a restart continues from both), say ``why``.
+        Returns the new count of halvings."""
+        k, halvings = mma.it, halvings + 1
+        self._halve_step(mma)
+        store.save(mma.it, self._mma_state(mma), fscale, self.log.evaluations, halvings)
+        self.out(f"{why}, backtracking (MMA iterate {k}: step halved towards iterate {k - 1}, "
+                 f"{halvings} of {MMA_HALVINGS})")
+        return halvings
+
     def _rose(self, f, viol, k):
         """``optimize.descent``: why the trial iterate k is rejected (ψ rose above iterate
         k − 1's while the violation did not fall), or None to accept it.  Iterate k − 1's
@@ -593,22 +604,14 @@ class Optimization:
                             raise StepError(f"initial design: {msg}" if k == 0 else
                                             f"MMA iterate {k}: {msg} (still after {halvings} halvings "
                                             "of the step)")
-                        halvings += 1
-                        self._halve_step(mma)
-                        store.save(mma.it, self._mma_state(mma), fscale, self.log.evaluations, halvings)
-                        self.out(f"trial failed: {msg}, backtracking (MMA iterate {k}: step halved "
-                                 f"towards iterate {k - 1}, {halvings} of {MMA_HALVINGS})")
+                        halvings = self._back_off(mma, store, fscale, halvings, f"trial failed: {msg}")
                         continue
                     vals, grads = res
                     fc, dfc = cons.evaluate(phys, vals, grads)      # constraints on x̃ ...
                     if opt.descent and k >= 1 and halvings < MMA_HALVINGS:
                         rose = self._rose(vals[self.objective], violation(fc), k)
                         if rose is not None:
-                            halvings += 1
-                            self._halve_step(mma)
-                            store.save(mma.it, self._mma_state(mma), fscale, self.log.evaluations, halvings)
-                            self.out(f"trial rejected: {rose}, backtracking (MMA iterate {k}: step halved "
-                                     f"towards iterate {k - 1}, {halvings} of {MMA_HALVINGS})")
+                            halvings = self._back_off(mma, store, fscale, halvings, f"trial rejected: {rose}")
                             continue
                     halvings = 0
                     gobj = grads[self.objective]

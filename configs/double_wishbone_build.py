@@ -259,7 +259,7 @@ def text(opt=False):
 
 def point_design(w, g):
     """The 48 chassis-point coordinates (Table 1, body frame = global − CM at t₀); each X
-    drives its tube's length, root and root direction, the first tube of a wishbone also the weld angle."""
+    drives its tube's length and root, the first tube of a wishbone also the weld angle."""
     cm = CHASSIS_CM
     for m in g:
         for k in range(4):
@@ -271,11 +271,6 @@ def point_design(w, g):
                     d = [f'{{ path = "spatial.beams.b{j}.length", expression = "L{j}" }}']
                     d += [f'{{ path = "spatial.beams.b{j}.initial.position.{y.lower()}", '
                           f'expression = "{y}{j} + {f(cm[e])}" }}' for e, y in enumerate("XYZ")]
-                    # the root's direction towards the apex: only the assembly's starting
-                    # guess, but a stale one fails it (0.3 s MMA trials, benchmarks/README.md)
-                    a = m["apex"][k // 2]
-                    d += [f'{{ path = "spatial.beams.b{j}.initial.direction.{y.lower()}", '
-                          f'expression = "({f(a[e] - cm[e])} - {y}{j}) / L{j}" }}' for e, y in enumerate("XYZ")]
                     if k % 2 == 0:
                         d.append(f'{{ path = "spatial.joints.weld{j}_{j + 1}.angle", expression = "TH{j}" }}')
                     w("drives = [\n  " + ",\n  ".join(d) + "]")

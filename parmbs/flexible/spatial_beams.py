@@ -8,9 +8,8 @@ consecutive coordinates, node k at offset 6k: (r_x, r_y, r_z, ∂r_x/∂x, ∂r_
 Parameters (config paths, so any can be a design variable):
 ``spatial.beams.B.length|density|E``, ``spatial.beams.B.section.side|radius|
 outer_radius|inner_radius``, ``spatial.beams.B.points.P`` (arclength),
-``spatial.beams.B.initial.position.x|y|z``, ``spatial.beams.B.initial.direction.x|y|z``
-(the assembly's starting guess only: zero derivative).  The direction (normalised), the
-two unit normals n₁, n₂ ⊥ it and the initial tangent rate ω × d are constant entries.
+``spatial.beams.B.initial.position.x|y|z``.  The direction (normalised), the two unit
+normals n₁, n₂ ⊥ it and the initial tangent rate ω × d are constant entries.
 
 Initial configuration (as the planar beams, ``beams.py``): straight and unstretched —
 rows "node k = root + s_k·tangent, slope_k = slope_0" (6 n_el) and |r′_0| = 1 (1; not
@@ -56,13 +55,6 @@ class _Beam3(_Beam):
         self.position = [P.add(f"{base}.initial.position.{c}", cfg.initial.position[i]) for i, c in enumerate(XYZ)]
         self.velocity = [P.add(f"{base}.initial_velocity.velocity.{c}", cfg.initial_velocity.velocity[i])
                          for i, c in enumerate(XYZ)]
-        # a parameter only so that a design can drive it: it enters no row (the independent
-        # direction rows below take the config's), only the assembly's starting guess, which
-        # a linked design rebuilds from the config with the design's values written in
-        # (sensitivity/problem.py _follow_design) — a root moved far with the old direction
-        # kept can leave Newton without a solution (the double wishbone's MMA trials)
-        for i, c in enumerate(XYZ):
-            P.add(f"{base}.initial.direction.{c}", cfg.initial.direction[i])
         d = np.array(cfg.initial.direction, float)
         self.direction = d = d / np.linalg.norm(d)
         # constant entries of the independent rows (p is built before the rows are)

@@ -114,3 +114,26 @@ def test_mma_gives_up_after_halvings(tmp_path):
     n = driver.MMA_HALVINGS
     with pytest.raises(StepError, match=f"MMA iterate 1: .*after {n} halvings"):
         run_api(PLATE, MMA_SETS, tmp_path / "g.h5", fail=range(2, 3 + n))
+
+
+def test_mma_trial_whose_assembly_fails_is_a_failed_trial(tmp_path, monkeypatch):
+    """A trial design whose initial assembly fails (ModelError "initial assembly: ...", as
+    the double wishbone's redundant-looking Jacobian at an MMA iterate) is a bad point,
+    stepped back from like a StepError; at the initial design it still ends the run."""
+    from parmbs.model.system import ModelError
+    real, calls = Optimization.evaluate_all, []
+
+    def failing(self, rho, physical=False):
+        calls.append(1)
+        if len(calls) in self.fail_at:
+            raise ModelError("joints", "initial assembly: the constraint rows a[0] depend on the rows before them")
+        return real(self, rho, physical=physical)
+
+    monkeypatch.setattr(Optimization, "evaluate_all", failing)
+    monkeypatch.setattr(Optimization, "fail_at", {2}, raising=False)
+    rho, (x, f, g), hist, lines = run_api(PLATE, MMA_SETS, tmp_path / "a.h5", extra=["optimize.max_it=2"])
+    failed = [l for l in lines if l.startswith("trial failed")]
+    assert len(failed) == 1 and "initial assembly" in failed[0] and len(hist) == 3
+    monkeypatch.setattr(Optimization, "fail_at", {len(calls) + 1}, raising=False)
+    with pytest.raises(ModelError, match="initial assembly"):
+        run_api(PLATE, MMA_SETS, tmp_path / "b.h5", extra=["optimize.max_it=2"])

@@ -243,3 +243,35 @@ def test_tao_refuses_constraints():
     with pytest.raises(ConfigError) as e:
         load_config(str(PLATE), ["optimize.constraints=[{objective='tip',upper=1.0}]"])
     assert e.value.key == "optimize.constraints" and "mma" in e.value.message
+
+
+PENDULUM_SETS = ["optimize.method=mma", "optimize.objective=tip_deviation", "optimize.move=1.0",
+                 "optimize.max_it=1", "simulation.t_end=0.05", "simulation.dt=1e-2", "simulation.progress=false",
+                 "design=[{name='theta0', path='bodies.bar.initial.angle', lower=-3.0, upper=0.0}]"]
+
+
+def _pendulum_run(path, descent):
+    lines = []
+    sets = PENDULUM_SETS + [f"optimize.descent={str(descent).lower()}"]
+    opt = Optimization(load_config(str(CONFIGS / "pendulum.toml"), sets), path, out=lines.append)
+    opt.run()
+    with h5py.File(record_file(path), "r") as f:
+        x = f["optimize/x"][:2, 0]
+    return opt.history, x, [l for l in lines if l.startswith("trial rejected")]
+
+
+def test_descent_guard_rejects_a_rising_iterate(tmp_path):
+    """optimize.descent: the pendulum's ∫|r_tip − r_tip(0)|² dt over 5 steps is ≈ ∝ cos²θ₀
+    (least at hanging, θ₀ = −π/2); from θ₀ = −60° MMA's first step (monotone model, move 1,
+    asyinit 0.5) goes 0.9·0.5 of the range [−3, 0] to −2.4 rad, beyond hanging, where ψ is
+    2.2× higher.  Without the guard that is iterate 1; with it the trial is rejected and
+    iterate 1 is the halved step x⁰ + ½(x¹ − x⁰) (the same trial: equal to rounding), below ψ(x⁰)."""
+    hist, x, rejected = _pendulum_run(tmp_path / "plain.h5", False)
+    hist_d, x_d, rejected_d = _pendulum_run(tmp_path / "descent.h5", True)
+    print(f"psi {hist[0, 1]:.4e} -> {hist[1, 1]:.4e} (plain), {hist_d[1, 1]:.4e} (descent); "
+          f"theta0 {x[0]:.6f} -> {x[1]:.6f}, {x_d[1]:.6f}")
+    assert hist[1, 1] > 2 * hist[0, 1] and not rejected          # the overshoot the guard is for
+    assert abs(x[1] - (-np.pi / 3 - 0.45 * 3.0)) < 0.01            # MMA's step to its asymptote bound
+    assert len(rejected_d) == 1 and "of iterate 0" in rejected_d[0]
+    assert hist_d[1, 1] < hist_d[0, 1]
+    assert abs(x_d[1] - (x[0] + 0.5 * (x[1] - x[0]))) <= 4 * np.finfo(float).eps * abs(x[1])

@@ -30,13 +30,23 @@ and exits 0 with the command that resumes it.  Ranks agree on stopping through o
 allreduce per evaluation, so no rank is left in a collective call.
 
 Failed trial designs (``try_evaluate_all``): a StepError, LinAlgError or non-finite ψ/∇ψ
-at a trial design is a bad point, not the end of the run (all ranks agree through one
+(MMA also: a ModelError of the initial assembly) at a trial design is a bad point, not the end of the run (all ranks agree through one
 allgather).  TAO gets a penalty value above ψ(ρ⁰) with zero gradient, so its line search
 backtracks; the trial is logged like any evaluation (replayed identically on restart).
 MMA replaces the iterate by x_prev + ½ (x − x_prev), up to ``MMA_HALVINGS`` times in a
 row, and writes that state with the count of halvings so far before evaluating it (a
 restart continues from both: the same trials, the same point of giving up).  A
 failing initial design still ends the run (exit 1).
+
+Descent guard (``optimize.descent = true``, MMA): MMA is not a descent method — its
+separable model is monotone in each variable unless the asymptotes are near, so with no
+active constraint every variable steps to its move limit, and a ψ curved on a shorter
+scale than the move limit zigzags across its valley with ψ rising (the double wishbone,
+benchmarks/README.md).  With the guard, a trial iterate k whose ψ is above iterate
+k − 1's while its violation did not fall is rejected like a failed trial: the step is
+halved towards iterate k − 1 (same asymptotes), up to ``MMA_HALVINGS`` times; after that
+the trial is taken.  Iterate k − 1 is read from the record's history, so a resumed run
+rejects the same trials.
 """
 from __future__ import annotations
 
@@ -58,9 +68,10 @@ from .log import HIST_COLS, EvaluationLog, MMAState, fail_hook, kill_hook
 from .mma import MMA, vec_from
 
 TAO_TYPES = {"tao-blmvm": "blmvm", "tao-bqnls": "bqnls", "tao-lmvm": "lmvm"}
-#: [optimize] keys that only say how long to run, and MMA's asymptote bound (how the
-#: same problem is stepped, not which problem: a continuation): a restart may change them
-RUN_LENGTH_KEYS = ("max_it", "gatol", "grtol", "xtol", "ctol", "asymax")
+#: [optimize] keys that only say how long to run, and MMA's asymptote bound and descent
+#: guard (how the same problem is stepped, not which problem: a continuation): a restart
+#: may change them
+RUN_LENGTH_KEYS = ("max_it", "gatol", "grtol", "xtol", "ctol", "asymax", "descent")
 #: MMA history columns (TAO's are log.HIST_COLS)
 #: MMA: how many times the step to a failing trial design is halved before giving up
 MMA_HALVINGS = 4
@@ -339,9 +350,12 @@ class Optimization:
         vals, grads = self.evaluate_all(rho)
         return vals[self.objective], grads[self.objective]
 
-    def try_evaluate_all(self, rho, physical=False):
+    def try_evaluate_all(self, rho, physical=False, trial=False):
         """``evaluate_all`` that turns a computation failure of this design (StepError,
-        LinAlgError, non-finite ψ or gradient) into ``(None, message)`` — the same on
+        LinAlgError, non-finite ψ or gradient; with ``trial`` — an MMA iterate after the
+        first — also a ModelError of the initial assembly, a singular or redundant-looking
+        constraint Jacobian at the trial's geometry: the design, not the file, is at
+        fault, as the initial design's assembly worked) into ``(None, message)`` — the same on
         every rank: the failure flag and the first failing rank's message are gathered
         over the communicator, so no rank is left waiting in a collective of the next
         evaluation.  (This covers failures every rank raises together — the Newton
@@ -361,6 +375,10 @@ class Optimization:
             msg = str(e)
         except np.linalg.LinAlgError as e:
             msg = f"singular matrix ({e})"
+        except ModelError as e:
+            if not (trial and "initial assembly" in str(e)):
+                raise
+            msg = " ".join(str(e).split())
         # a rank that failed alone in the middle of the evaluation (the others wait in a
         # collective of the forward/adjoint) cannot be judged together: it aborts the job
         # after a bounded wait instead of waiting here forever (parmbs/agreement.py)
@@ -516,6 +534,27 @@ class Optimization:
         x, xp = mma.x.getArray(), mma.xold1.getArray(readonly=True)
         mma.x.setArray(xp + 0.5 * (x - xp))
 
+    def _back_off(self, mma, store, fscale, halvings, why):
+        """Step back from trial iterate mma.it (failed or rejected): halve the step, write
+        the state with the halvings so far (a restart continues from both), say ``why``.
+        Returns the new count of halvings."""
+        k, halvings = mma.it, halvings + 1
+        self._halve_step(mma)
+        store.save(mma.it, self._mma_state(mma), fscale, self.log.evaluations, halvings)
+        self.out(f"{why}, backtracking (MMA iterate {k}: step halved towards iterate {k - 1}, "
+                 f"{halvings} of {MMA_HALVINGS})")
+        return halvings
+
+    def _rose(self, f, viol, k):
+        """``optimize.descent``: why the trial iterate k is rejected (ψ rose above iterate
+        k − 1's while the violation did not fall), or None to accept it.  Iterate k − 1's
+        ψ and violation are history row k − 1 (on disk, so a resumed run decides alike)."""
+        prev = self.log.history()[k - 1]
+        fp, vp = float(prev[1]), float(prev[2])
+        if f > fp and viol >= vp:
+            return f"psi {f:.6e} > {fp:.6e} of iterate {k - 1} (violation {viol:.2e}, was {vp:.2e})"
+        return None
+
     def _run_mma(self):
         """MMA iterations k = 0, 1, …: evaluate at x_k, record (evaluation row k, history
         row k, one progress line), stop if converged or k = max_it, else update to x_{k+1}
@@ -558,22 +597,23 @@ class Optimization:
                         raise StopRequested(stop or "signal on another rank")
                     rho = self._gather(mma.x)
                     phys = self.filter.apply(rho) if self.filter else rho
-                    res, msg = self.try_evaluate_all(rho, physical=True)
+                    res, msg = self.try_evaluate_all(rho, physical=True, trial=k >= 1)
                     if msg is not None:
                         if k == 0 or halvings >= MMA_HALVINGS:
                             from ..integrators.newmark import StepError
                             raise StepError(f"initial design: {msg}" if k == 0 else
                                             f"MMA iterate {k}: {msg} (still after {halvings} halvings "
                                             "of the step)")
-                        halvings += 1
-                        self._halve_step(mma)
-                        store.save(mma.it, self._mma_state(mma), fscale, self.log.evaluations, halvings)
-                        self.out(f"trial failed: {msg}, backtracking (MMA iterate {k}: step halved "
-                                 f"towards iterate {k - 1}, {halvings} of {MMA_HALVINGS})")
+                        halvings = self._back_off(mma, store, fscale, halvings, f"trial failed: {msg}")
                         continue
-                    halvings = 0
                     vals, grads = res
                     fc, dfc = cons.evaluate(phys, vals, grads)      # constraints on x̃ ...
+                    if opt.descent and k >= 1 and halvings < MMA_HALVINGS:
+                        rose = self._rose(vals[self.objective], violation(fc), k)
+                        if rose is not None:
+                            halvings = self._back_off(mma, store, fscale, halvings, f"trial rejected: {rose}")
+                            continue
+                    halvings = 0
                     gobj = grads[self.objective]
                     if self.filter:                                 # ... chained to ρ
                         dfc, gobj = self.filter.transpose(dfc), self.filter.transpose(gobj)

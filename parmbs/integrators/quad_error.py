@@ -69,9 +69,12 @@ class QuadratureError:
     integrals (module docstring).  ``f(t, x)`` gives the weighted integrand values
     (one per integral objective) at an accepted or trial state."""
 
-    def __init__(self, f, nq, rtol, atol_q, horizon, t_start, noise=None):
+    def __init__(self, f, nq, rtol, atol_q, horizon, t_start, noise=None, unit_noise=None):
         self.f, self.nq = f, nq
         self.noise = noise                   # noise(t, x, h) → δf per objective (module docstring), or None
+        # unit_noise(t, x) → g(h): δf per objective of a unit position noise δq = 1 on every
+        # component at step h (newton_cap), or None
+        self.unit_noise = unit_noise
         self.rtol, self.atol_q, self.horizon, self.t_start = rtol, atol_q, horizon, t_start
         self.hist = []                       # (t, f) of the last three accepted states
         self.S = np.zeros(nq)                # ∫|f| dt up to the last accepted state
@@ -125,6 +128,21 @@ class QuadratureError:
         del self.hist[:-3]
         self.S = S1
         self._new = None
+
+    def newton_cap(self, t, x, h):
+        """The largest Newton position update δq (every component) of the step of size h
+        from the accepted state x at t whose acceleration noise h·δf stays below κ of the
+        weight rtol·h·|f(x)| + objective_atol·h/T (module docstring, "Newton"); None
+        without ``unit_noise``.  A function of (t, x, h) only, so a replay of the step
+        sequence (checkpoint recomputation, frozen runs: timeloop.newton_cap) stops Newton
+        where the forward run did and recomputes its states bit for bit."""
+        if self.unit_noise is None:
+            return None
+        from .newton_tol import KAPPA
+        g = np.real(np.asarray(self.unit_noise(t, x)(h), dtype=float))
+        sc = self.rtol * h * np.abs(self._values(t, x)) + self.atol_q * h / self.horizon
+        ok = g > 0
+        return float(np.min(KAPPA * sc[ok] / (h * g[ok]))) if np.any(ok) else None
 
     # -- restart (MarchState.control's extra columns) ------------------------------------
     def pack(self):

@@ -47,6 +47,19 @@ quadratures" by taking the larger).
   enlarge the weights — and on the first step; it costs a gradient of each integrand): without it the Iltis' first steps chased their own noise (at
   h ≈ 1e-5 s the round-off 4ε|q| is already 1e-4 of z̈²; the step fell below dt_min).
   Multipliers' noise is not modelled (∂f/∂λ left out: no scale for δλ here).
+* Newton: the noise allowance above is only as honest as δq.  With Newton stopped by
+  the state test alone, δq (its bound, κ/2 of the position weight) made h δf 20–300× the
+  rtol part of the weight over the Iltis' first 20 ms (0.04 s case, rtol 1e-6), and the
+  steps accepted quadrature errors of that size — which the estimate had measured
+  correctly (its window sums within ~20 % of the true local errors against a converged
+  reference; benchmarks/README.md, "Iltis: where the remaining error was").  So Newton's
+  stopping test is tied to these weights too, as newton_tol ties it to the state's:
+  ``newton_cap(t, x, h)`` is the δq with h·δf(δq) = κ (rtol·h·|f(x)| + objective_atol·h/T)
+  at the state x the step starts from (κ = 0.1, Hairer & Wanner II §IV.8; CVODE), and
+  every forward step of such a run — adaptive, frozen replay, checkpoint recomputation —
+  passes it to AdaptiveNewton.limit (timeloop.newton_cap), so replays recompute the
+  same states bit for bit.  Where it lies below round-off Newton stops by its stall
+  test and δq is the measured round-off.
 
 What it does not change: the integrand values, the weights of ψ, the sweeps.  It only
 chooses the step sequence, which the sensitivities freeze (timeloop module docstring),

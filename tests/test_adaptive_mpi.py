@@ -60,7 +60,8 @@ def test_distributed_quadrature_control_takes_the_serial_steps():
     from mpi4py import MPI
     from parmbs._petsc import PETSc
     comm = MPI.COMM_WORLD
-    cfg = load_config(FIVEBAR, ADAPT + GGL + ["simulation.adapt.objective_atol=1e-8"])
+    short = ["simulation.t_end=0.03"]           # ~200 steps: the random walk below is shorter
+    cfg = load_config(FIVEBAR, ADAPT + GGL + short + ["simulation.adapt.objective_atol=1e-8"])
     pd = Problem(cfg, comm=PETSc.COMM_WORLD)
     assert pd.quad_objectives()                                # the quadratures are in the test
     td = pd.forward()
@@ -68,7 +69,7 @@ def test_distributed_quadrature_control_takes_the_serial_steps():
     ps = Problem(cfg, comm=PETSc.COMM_SELF)
     ts = ps.forward()
     gs = ps.adjoint()
-    plain = Problem(load_config(FIVEBAR, ADAPT + GGL), comm=PETSc.COMM_SELF).forward()
+    plain = Problem(load_config(FIVEBAR, ADAPT + GGL + short), comm=PETSc.COMM_SELF).forward()
     assert ts.grid.steps > plain.grid.steps                    # the quadrature test chose steps
     hs = comm.allgather(td.grid.h)
     assert all(np.array_equal(h, hs[0]) for h in hs)

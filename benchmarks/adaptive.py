@@ -20,7 +20,11 @@ error bound.  --set applies to every run (e.g. a shortened horizon).
 The peer runs in its own interpreter (casadi is not a parmbs dependency): give it with
 --peer-python (a venv with casadi, e.g. `python -m venv /tmp/peer && /tmp/peer/bin/pip
 install casadi numpy`); its CPU time for the gradient (CVODES adjoint, median of 3
-calls after the build) is printed beside parmbs's, with the ratio.
+calls after the build; CPU time of its process, ``time.process_time``, as parmbs's — wall
+time on a loaded machine inflated it 16× in one run) is printed beside parmbs's, with the
+ratio.  ``--peer-eq-tol``: the peer once more at a looser tolerance, its error against the
+reference and its CPU — the "equal accuracy" comparison of issue 18 (CasADi at the tolerance
+where its ∇ψ error is that of the parmbs row).
 
     PYTHONPATH=$PWD .venv/bin/python benchmarks/adaptive.py --peer-python /tmp/venv-kernels/bin/python \
         [--plot /tmp/work-precision.png]
@@ -90,6 +94,7 @@ def main():
     ap.add_argument("--peer-python", help="an interpreter with casadi (the reference); without it the "
                                            "reference is trapezoidal+GGL at --ref-dt, Richardson-extrapolated")
     ap.add_argument("--peer-tol", type=float, default=1e-12)
+    ap.add_argument("--peer-eq-tol", default="", help="comma list: the peer's error and CPU at these tolerances")
     ap.add_argument("--ref-dt", type=float, default=5e-5)
     ap.add_argument("--dts", default="4e-3,2e-3,1e-3,5e-4")
     ap.add_argument("--rtols", default="1e-5,1e-6,1e-7,1e-8")
@@ -110,7 +115,13 @@ def main():
         print(f"reference: CasADi CVODES, tol {a.peer_tol:g}, {pk['steps']} steps; gradient CPU {pk['t_rev']:.3f} s "
               f"(median of 3); its own error (tol vs tol/100): psi {errors(ref, tight)[0]:.1e}, "
               f"grad {errors(ref, tight)[1]:.1e}")
-        t_peer = pk["t_rev"]
+        t_peer = pk.get("t_rev_cpu", pk["t_rev"])
+        print(f"  its gradient CPU (process_time): {t_peer:.3f} s")
+        for tol in (float(x) for x in a.peer_eq_tol.split(",") if x):
+            pe = peer(a.peer_python, tol)
+            ep, eg = errors(dict(psi=np.array(pe["psi"]), grad=np.array(pe["grad"])), ref)
+            print(f"  peer at tol {tol:g}: {pe['steps']} steps, err psi {ep:.1e}, err grad {eg:.1e}, "
+                  f"gradient CPU {pe.get('t_rev_cpu', pe['t_rev']):.3f} s (median of 3)", flush=True)
     else:
         h = a.ref_dt
         r1, r2 = (run(a.set + STEPPERS[a.ref_stepper] + [f"simulation.dt={d}"], a.config, fixed=True)

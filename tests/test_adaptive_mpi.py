@@ -45,3 +45,39 @@ def test_distributed_adaptive_run_takes_the_serial_steps():
     for o in gs:
         assert abs(vd[o] - vs[o]) <= 1e-10 * abs(vs[o]), o
         assert np.max(np.abs(gd[o] - gs[o])) <= 1e-10 * np.max(np.abs(gs[o])), o
+
+
+@pytest.mark.mpi(min_size=2)
+def test_distributed_quadrature_control_takes_the_serial_steps():
+    """simulation.adapt.objective_atol (integrators/quad_error.py) on 2 ranks: the
+    quadrature norm and Newton's cap (QuadratureError.newton_cap) join the one allreduced
+    verdict, so both ranks take one step sequence, the serial one in count; ψ, ∇ψ as
+    above (1e-10).  Step sizes: the quadrature estimate is a second difference of
+    f = |r̈|², whose ranks' noise is δf/f ≈ 2 δq/(βh²|r̈|) ≈ 1e-9 (δq ≈ 1e-15, h ≈ 1e-3,
+    |r̈| ≈ 10) — against a weight of rtol f = 1e-5 f that moves e by δe/e ≈ 1e-4 and h by
+    K_I δe/e ≈ 4e-5 per step, a random walk over ~1 250 steps: ≲ 1.4e-3; bound 1e-2
+    (measured 3.1e-7 over 1 255 steps; printed with -s)."""
+    from mpi4py import MPI
+    from parmbs._petsc import PETSc
+    comm = MPI.COMM_WORLD
+    short = ["simulation.t_end=0.03"]           # ~200 steps: the random walk below is shorter
+    cfg = load_config(FIVEBAR, ADAPT + GGL + short + ["simulation.adapt.objective_atol=1e-8"])
+    pd = Problem(cfg, comm=PETSc.COMM_WORLD)
+    assert pd.quad_objectives()                                # the quadratures are in the test
+    td = pd.forward()
+    gd = pd.adjoint()
+    ps = Problem(cfg, comm=PETSc.COMM_SELF)
+    ts = ps.forward()
+    gs = ps.adjoint()
+    plain = Problem(load_config(FIVEBAR, ADAPT + GGL + short), comm=PETSc.COMM_SELF).forward()
+    assert ts.grid.steps > plain.grid.steps                    # the quadrature test chose steps
+    hs = comm.allgather(td.grid.h)
+    assert all(np.array_equal(h, hs[0]) for h in hs)
+    assert td.grid.steps == ts.grid.steps
+    dh = float(np.max(np.abs(td.grid.h - ts.grid.h) / ts.grid.h))
+    print(f"max relative step-size difference, 2 ranks vs serial: {dh:.1e} over {ts.grid.steps} steps")
+    assert dh <= 1e-2
+    vd, vs = pd.objective_values(), ps.objective_values()
+    for o in gs:
+        assert abs(vd[o] - vs[o]) <= 1e-10 * abs(vs[o]), o
+        assert np.max(np.abs(gd[o] - gs[o])) <= 1e-10 * np.max(np.abs(gs[o])), o

@@ -68,6 +68,34 @@ def test_alternating_integrand_widens_the_weight():
         assert nrm < 1e-9
 
 
+def test_newton_cap_keeps_the_acceleration_noise_at_kappa_of_the_weight():
+    """QuadratureError.newton_cap(t, x, h): the δq whose noise h·g(h)·δq is κ of the
+    step's weight rtol h |f(x)| + atol_Q h/T (g, f at the state the step starts from);
+    AdaptiveNewton.limit lowers both of Newton's tests to it, never raises them."""
+    from parmbs.config.schema import Newton
+    from parmbs.integrators.newton_tol import KAPPA, AdaptiveNewton
+    G = 3.0                                           # |∂f/∂q̈| of f = 3 q̈: δf = G δq/(βh²)
+    qe = QuadratureError(lambda t, x: [2.0 + t], 1, 1e-6, 1e-9, 0.5, 0.0,
+                         unit_noise=lambda t, x: (lambda h: np.array([G / (0.25 * h * h)])))
+    assert QuadratureError(lambda t, x: [1.0], 1, 1e-6, 0.0, 1.0, 0.0).newton_cap(0.0, None, 1e-3) is None
+    h = 1e-3
+    sc = 1e-6 * h * 2.02 + 1e-9 * h / 0.5
+    cap = qe.newton_cap(0.02, None, h)
+    assert cap == pytest.approx(KAPPA * sc / (h * G / (0.25 * h * h)), rel=1e-12)
+    nt = AdaptiveNewton(Newton(atol=1e-12, rtol=1e-12, max_it=25), rtol=1e-4, atol=1e-4, horizon=1.0, v_gain=2.0)
+    nt.set_h(h)
+    loose = nt.atol
+    nt.limit(cap)
+    assert nt.atol == min(loose, cap)
+    q, v = np.ones(2), np.zeros(2)
+    # an update between the cap and the state test's allowance (and simulation.newton's
+    # 2e-12 here) no longer stops Newton
+    assert 10 * cap < 1e-12 and not nt.done(np.full(2, 10 * cap), q, v, np.inf)
+    assert nt.done(np.full(2, 0.5 * cap), q, v, np.inf)
+    nt.set_h(h)                                       # the next step starts without a cap
+    assert nt.cap is None and nt.atol == loose
+
+
 def test_quadrature_control_takes_more_steps_and_moves_psi3(runs):
     _, g0, v0, _, _ = runs["plain"]
     _, g1, v1, _, _ = runs["quad"]

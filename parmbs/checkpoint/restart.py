@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..integrators.timeloop import MarchState, TimeGrid, march, set_step
+from ..integrators.timeloop import MarchState, TimeGrid, march, newton_cap, set_step
 from ..integrators.trajectory import Trajectory
 from ..model.system import ModelError
 from .schedules import revolve_split
@@ -228,7 +228,7 @@ class CheckpointedRun:
                 on_step(k, t, xk[:4])
 
         (_, its), _ = march(pr.stepper, p, T[-1], x, k0, T[k0], kept, grid=pr.grid, guard=pr.guard,
-                            progress=progress)
+                            progress=progress, quad=pr.quadrature_error(p, x0))
         x = prev[0]
         if self.sched.kind == "all":
             st.sync()
@@ -375,11 +375,12 @@ class _Provider:
         self.st, self.pr, self.T = run.store, run.pr, run.T
         self.recomputed = 0
         self.held = {j: x for j, x in run.held.items() if j < k}
+        self.quad = self.pr.quadrature_error(p, x0)     # Newton's bound of the forward (timeloop.newton_cap)
 
     def advance(self, j, x, to):
         """x_to from x_j by recomputing forward steps."""
         for i in range(j, to):
-            set_step(self.pr.stepper, self.pr.grid.h[i])
+            set_step(self.pr.stepper, self.pr.grid.h[i], newton_cap(self.quad, self.T[i], x, self.pr.grid.h[i]))
             x, _ = self.pr.stepper.step(i, self.T[i], x, self.p)
             self.recomputed += 1
         return x

@@ -66,6 +66,7 @@ class AdaptiveNewton:
         self.atol, self.rtol = newton.atol, newton.rtol
         self.h = None
         self.last_dq = None
+        self.cap = None
 
     def set_h(self, h):
         """Step size of the next step: the scalar test and a fresh noise record."""
@@ -73,6 +74,15 @@ class AdaptiveNewton:
         self.atol = min(self.user_atol, self._allowed(self.err_atol, self.err_atol))
         self.rtol = min(self.user_rtol, ROUNDOFF)
         self.last_dq = None
+        self.cap = None
+
+    def limit(self, cap):
+        """A further bound on every |Δq_i| of the next step's last update (after
+        ``set_h``): the quadratures' error test (quad_error.QuadratureError.newton_cap)
+        asks that the acceleration noise δq/(βh²) of an integrand stay below κ of its
+        weight."""
+        self.cap = float(cap)
+        self.atol = min(self.atol, self.cap)
 
     def _allowed(self, wq, wv):
         """Largest |Δq_i| whose noise is ≤ κ of the weights wq (position), wv (velocity)."""
@@ -93,6 +103,8 @@ class AdaptiveNewton:
             self.last_dq = dq
             return True
         allowed = self._allowed(self.err_atol + self.err_rtol * qabs, self.err_atol + self.err_rtol * np.abs(v1))
+        if self.cap is not None:
+            allowed = np.minimum(allowed, self.cap)
         if np.all(dq <= allowed + ROUNDOFF * qmax) or dmax > 0.5 * prev:
             self.last_dq = dq
             return True

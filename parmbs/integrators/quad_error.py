@@ -47,6 +47,19 @@ quadratures" by taking the larger).
   enlarge the weights — and on the first step; it costs a gradient of each integrand): without it the Iltis' first steps chased their own noise (at
   h ≈ 1e-5 s the round-off 4ε|q| is already 1e-4 of z̈²; the step fell below dt_min).
   Multipliers' noise is not modelled (∂f/∂λ left out: no scale for δλ here).
+* Newton: the noise allowance above is only as honest as δq.  With Newton stopped by
+  the state test alone, δq (its bound, κ/2 of the position weight) made h δf 20–300× the
+  rtol part of the weight over the Iltis' first 20 ms (0.04 s case, rtol 1e-6), and the
+  steps accepted quadrature errors of that size — which the estimate had measured
+  correctly (its window sums within ~20 % of the true local errors against a converged
+  reference; benchmarks/README.md, "Iltis: where the remaining error was").  So Newton's
+  stopping test is tied to these weights too, as newton_tol ties it to the state's:
+  ``newton_cap(t, x, h)`` is the δq with h·δf(δq) = κ (rtol·h·|f(x)| + objective_atol·h/T)
+  at the state x the step starts from (κ = 0.1, Hairer & Wanner II §IV.8; CVODE), and
+  every forward step of such a run — adaptive, frozen replay, checkpoint recomputation —
+  passes it to AdaptiveNewton.limit (timeloop.newton_cap), so replays recompute the
+  same states bit for bit.  Where it lies below round-off Newton stops by its stall
+  test and δq is the measured round-off.
 
 What it does not change: the integrand values, the weights of ψ, the sweeps.  It only
 chooses the step sequence, which the sensitivities freeze (timeloop module docstring),
@@ -69,9 +82,12 @@ class QuadratureError:
     integrals (module docstring).  ``f(t, x)`` gives the weighted integrand values
     (one per integral objective) at an accepted or trial state."""
 
-    def __init__(self, f, nq, rtol, atol_q, horizon, t_start, noise=None):
+    def __init__(self, f, nq, rtol, atol_q, horizon, t_start, noise=None, unit_noise=None):
         self.f, self.nq = f, nq
         self.noise = noise                   # noise(t, x, h) → δf per objective (module docstring), or None
+        # unit_noise(t, x) → g(h): δf per objective of a unit position noise δq = 1 on every
+        # component at step h (newton_cap), or None
+        self.unit_noise = unit_noise
         self.rtol, self.atol_q, self.horizon, self.t_start = rtol, atol_q, horizon, t_start
         self.hist = []                       # (t, f) of the last three accepted states
         self.S = np.zeros(nq)                # ∫|f| dt up to the last accepted state
@@ -125,6 +141,21 @@ class QuadratureError:
         del self.hist[:-3]
         self.S = S1
         self._new = None
+
+    def newton_cap(self, t, x, h):
+        """The largest Newton position update δq (every component) of the step of size h
+        from the accepted state x at t whose acceleration noise h·δf stays below κ of the
+        weight rtol·h·|f(x)| + objective_atol·h/T (module docstring, "Newton"); None
+        without ``unit_noise``.  A function of (t, x, h) only, so a replay of the step
+        sequence (checkpoint recomputation, frozen runs: timeloop.newton_cap) stops Newton
+        where the forward run did and recomputes its states bit for bit."""
+        if self.unit_noise is None:
+            return None
+        from .newton_tol import KAPPA
+        g = np.real(np.asarray(self.unit_noise(t, x)(h), dtype=float))
+        sc = self.rtol * h * np.abs(self._values(t, x)) + self.atol_q * h / self.horizon
+        ok = g > 0
+        return float(np.min(KAPPA * sc[ok] / (h * g[ok]))) if np.any(ok) else None
 
     # -- restart (MarchState.control's extra columns) ------------------------------------
     def pack(self):

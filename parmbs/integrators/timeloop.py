@@ -393,23 +393,34 @@ def march(stepper, p, t_end, x, k0, t0, keep, *, dt=None, adapt=None, grid=None,
     if adapt is None:
         if grid is None:
             grid = TimeGrid.fixed(t0, dt, int(round((t_end - t0) / dt)))
-        return _march_fixed(stepper, p, x, k0, grid, keep, guard, progress), 0
+        return _march_fixed(stepper, p, x, k0, grid, keep, guard, progress, quad), 0
     own = getattr(stepper, "march_adaptive", None)
     if own is not None:          # PETSc TSALPHA2: TSAdapt chooses the steps (integrators/ts_alpha2.py)
         return own(p, t_end, x, k0, t0, keep, adapt, guard, progress, state)
     return _march_adaptive(stepper, p, t_end, x, k0, t0, keep, adapt, guard, progress, h_prev, comm, state, quad)
 
 
-def set_step(stepper, h):
+def set_step(stepper, h, cap=None):
     """The step size of the stepper's next step/tangent/adjoint call (steppers read
-    ``self.h`` at every call)."""
+    ``self.h`` at every call); ``cap``: a further bound on Newton's last position
+    update (newton_cap)."""
     stepper.h = h
     nt = getattr(stepper, "newton", None)
     if isinstance(nt, AdaptiveNewton):
         nt.set_h(h)
+        if cap is not None:
+            nt.limit(cap)
 
 
-def _march_fixed(stepper, p, x, k0, grid, keep, guard, progress):
+def newton_cap(quad, t, x, h):
+    """Newton's bound from the objectives' quadrature test for the step of size h from x
+    at t (quad_error.QuadratureError.newton_cap), or None (no ``quad``).  Every forward
+    step of a run with ``simulation.adapt.objective_atol`` — adaptive, frozen replay,
+    checkpoint recomputation — takes it, so they stop Newton alike."""
+    return quad.newton_cap(t, x, h) if quad is not None else None
+
+
+def _march_fixed(stepper, p, x, k0, grid, keep, guard, progress, quad=None):
     """Steps k0 … N of ``grid`` (fixed dt, or a frozen replay); returns (grid, Newton
     iterations of these steps).  A whole-run stepper that owns its time loop (PETSc
     TSALPHA2: integrators/ts_alpha2.py) takes the steps itself (``march_fixed``, same
@@ -420,7 +431,7 @@ def _march_fixed(stepper, p, x, k0, grid, keep, guard, progress):
     N = grid.steps
     its = np.zeros(N - k0, np.int64)
     for k in range(k0, N):
-        set_step(stepper, grid.h[k])
+        set_step(stepper, grid.h[k], newton_cap(quad, grid.t[k], x, grid.h[k]))
         x, its[k - k0] = stepper.step(k, grid.t[k], x, p)
         x = rank_fault("forward", k + 1, x)           # test hook (parmbs/faults.py); off: x
         if guard is not None:
@@ -473,7 +484,7 @@ def _march_adaptive(stepper, p, t_end, x, k0, t0, keep, ad, guard, progress, h_p
     while t_end - t > tiny:
         last = t + 1.1 * h >= t_end - tiny          # no sliver of a step at the end
         hk = t_end - t if last else h
-        set_step(stepper, hk)
+        set_step(stepper, hk, newton_cap(quad, t, x, hk))
         try:
             x1, it = stepper.step(k, t, x, p)
             failed = None

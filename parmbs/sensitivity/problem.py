@@ -211,7 +211,8 @@ class Problem:
             if on_step:
                 on_step(k, t, physical(x))
 
-        quad = self.quadrature_error(p, x) if "adapt" in steps else None
+        # adaptive runs: the quadratures' error test; frozen replays: its Newton bound (timeloop.newton_cap)
+        quad = self.quadrature_error(p, x) if "adapt" in steps or self.frozen_grid is not None else None
         (grid, its), rejected = march(self.stepper, p, self.config.simulation.t_end, x, 0, self.t0, keep,
                                       guard=self.guard, progress=progress, comm=self._mpi_if_distributed(),
                                       quad=quad, **steps)
@@ -243,6 +244,14 @@ class Problem:
         v_gain = newton_data(st)[1]
         dm, nd = self.design.map, self.design.ncols
 
+        def gains(t, x):
+            """|w ∂f/∂q|, |w ∂f/∂v|, |w ∂f/∂q̈| of each objective's integrand (rows)."""
+            out = []
+            for ob, ref in zip(obs, refs):
+                dx = ob.integrand.grads(sys_, t, physical(x), p, ref, dm, nd)[0]
+                out.append([abs(ob.weight) * np.abs(np.real(dx[j])) for j in range(3)])
+            return out
+
         def noise(t, x, h):
             """δf of each objective from the position noise δq (quad_error.py docstring)."""
             q = np.real(x[0])
@@ -252,14 +261,15 @@ class Problem:
                 tol = newton_data(st)[0]
                 dq = tol[0] + tol[1] * float(np.max(np.abs(q)))
             dq = np.broadcast_to(np.asarray(dq, dtype=float), q.shape)
-            out = []
-            for ob, ref in zip(obs, refs):
-                dx = ob.integrand.grads(sys_, t, physical(x), p, ref, dm, nd)[0]
-                out.append(abs(ob.weight) * float(np.abs(np.real(dx[0])) @ dq + np.abs(np.real(dx[1])) @ dq * v_gain / h
-                                                  + np.abs(np.real(dx[2])) @ dq / (beta * h * h)))
-            return out
+            return [float(gq @ dq + gv @ dq * v_gain / h + ga @ dq / (beta * h * h)) for gq, gv, ga in gains(t, x)]
+
+        def unit_noise(t, x):
+            """h ↦ δf of each objective for δq = 1 on every component (QuadratureError.newton_cap)."""
+            G = np.array([[float(np.sum(g)) for g in row] for row in gains(t, x)])
+            return lambda h: G[:, 0] + G[:, 1] * v_gain / h + G[:, 2] / (beta * h * h)
         a = self.adapt
-        return QuadratureError(f, len(obs), a.rtol, a.objective_atol, a.horizon, self.t0, noise)
+        return QuadratureError(f, len(obs), a.rtol, a.objective_atol, a.horizon, self.t0, noise,
+                               unit_noise if isinstance(nt, AdaptiveNewton) else None)
 
     def state_blocks(self):
         """(name, width) of the stepper's state blocks (module function state_blocks)."""

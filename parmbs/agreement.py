@@ -72,7 +72,11 @@ def abort(comm, message, exc=None):
     if exc is not None:
         import traceback
         traceback.print_exception(type(exc), exc, exc.__traceback__)
-    print(message, file=sys.stderr, flush=True)
+    # one write with its newline: Python's stderr writes through, so print() would send the
+    # text and "\n" in two writes, and mpirun's abort banner can land between them (seen:
+    # the line ran on into the banner's dashes, tests/test_rank_failure.py)
+    sys.stderr.write(message + "\n")
+    sys.stderr.flush()
     comm.Abort(1)
 
 

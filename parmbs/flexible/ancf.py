@@ -50,7 +50,7 @@ of motion, height in-plane).  Parameters per element, in this order:
 """
 import numpy as np
 
-from ..model.component import Force, register
+from ..model.component import ClosedFormJacobians, Force, register
 from ..model.kinematics import dot, stack
 
 
@@ -207,7 +207,7 @@ class AncfGravity(_AncfElement):
 
 
 @register
-class AncfElastic(_AncfElement):
+class AncfElastic(ClosedFormJacobians, _AncfElement):
     """Seed 000 elastic force with errata E1–E3 fixed: r = EA ε P e + EI K e.
 
     The analytic tangent (``jacobians``) is the exact, non-symmetric derivative."""
@@ -239,12 +239,9 @@ class AncfElastic(_AncfElement):
              + (E * A)[..., None, None] * Pq[..., :, None] * deps[..., None, :])
         return J, None, None
 
-    def r_q(self, t, q, v, a, p):
-        return self.jacobians(t, q, v, a, p)[0]
-
 
 @register
-class AncfElasticConservative(_AncfElement):
+class AncfElasticConservative(ClosedFormJacobians, _AncfElement):
     """Gradient of U = ½EAlε² + ½EI eᵀKe: r = EA ε ∂d/∂e + EI K e (symmetric tangent)."""
     nq, np_ = 8, 6
 
@@ -281,9 +278,6 @@ class AncfElasticConservative(_AncfElement):
         J[..., j, i] -= B
         J[..., j, j] += B
         return J, None, None
-
-    def r_q(self, t, q, v, a, p):
-        return self.jacobians(t, q, v, a, p)[0]
 
 
 # -- points on a beam ------------------------------------------------------------------------

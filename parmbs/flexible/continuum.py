@@ -44,7 +44,7 @@ Parameters per element (indices into p, set by ``continua.py``):
 """
 import numpy as np
 
-from ..model.component import Constraint, Force, register
+from ..model.component import ClosedFormJacobians, Constraint, Force, register
 from ..model.kinematics import rot, drot, concat
 from .plate import _N, _DN, _G, LAWS, density_factor
 from .simp import SimpElastic
@@ -127,7 +127,7 @@ def _frame_tangent(th, c, s, abar, dabar):
 
 
 @register
-class ContinuumInertia(Force):
+class ContinuumInertia(ClosedFormJacobians, Force):
     """M_e(q) a + h_ω(q, v) of one FFR element (seed 003 Eq. 66–70): r = Σ_g m_g L̄_gᵀ ā_g."""
     nq, np_ = 11, 11
     inertial = True
@@ -255,18 +255,9 @@ class ContinuumInertia(Force):
         s = _gauss_positions(q, p)
         return _frame_residual(q[..., 2], dc, s, self._abar(q, v, a, s))[..., None]
 
-    def r_q(self, t, q, v, a, p):
-        return self.jacobians(t, q, v, a, p)[0]
-
-    def r_v(self, t, q, v, a, p):
-        return self.jacobians(t, q, v, a, p)[1]
-
-    def r_a(self, t, q, v, a, p):
-        return self.jacobians(t, q, v, a, p)[2]
-
 
 @register
-class ContinuumGravity(Force):
+class ContinuumGravity(ClosedFormJacobians, Force):
     """Weight of one FFR element: r = −Σ_g m_g L̄_gᵀ Aᵀ g (seed 003 Eq. 76 with b = g);
     p = (inertia parameters, g_x, g_y)."""
     nq, np_ = 11, 13
@@ -297,9 +288,6 @@ class ContinuumGravity(Force):
         D = np.zeros(abar.shape[:-2] + (4, 2, 11), dtype=abar.dtype)
         D[..., 2] = -_jvec(abar)                 # ∂(−Aᵀg)/∂θ = J Aᵀg = −J ā  (d Aᵀ/dθ = −J Aᵀ)
         return _frame_tangent(th, _gauss_mass(p, self.law), s, abar, D), None, None
-
-    def r_q(self, t, q, v, a, p):
-        return self.jacobians(t, q, v, a, p)[0]
 
 
 def unit_stiffness(nu, t, hx, hy):

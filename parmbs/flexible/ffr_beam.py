@@ -58,7 +58,7 @@ Fibre stress (``fibre_stress``): σ = E (u′ ∓ (h/2) v″) at the upper (+h/2
 """
 import numpy as np
 
-from ..model.component import Force, register, cs_jacobian
+from ..model.component import ClosedFormJacobians, Force, register, cs_jacobian
 from ..model.kinematics import rot, stack, concat
 from .ancf import shape, dshape
 
@@ -165,7 +165,7 @@ class _SectionLinear(Force):
 
 
 @register
-class FfrInertia(_SectionLinear):
+class FfrInertia(ClosedFormJacobians, _SectionLinear):
     """M(q) a + Q_v(q, v) of one FFR beam element (module docstring; seed 001 Eq. 33).
     Section coefficients (ρA, ρI)."""
     nq, np_ = 9, ELEM_NP
@@ -242,12 +242,6 @@ class FfrInertia(_SectionLinear):
         Ma = Ma + np.einsum("...g,...gi,...gj->...ij", Wr, Nr, Nr)
         return Jq, Jv, Ma
 
-    def r_q(self, t, q, v, a, p):
-        return self.jacobians(t, q, v, a, p)[0]
-
-    def r_v(self, t, q, v, a, p):
-        return self.jacobians(t, q, v, a, p)[1]
-
     def mass(self, q, p):
         """M(q) (…, 9, 9) = ∫ρA LᵀL dx̄ + ∫ρI (rotary) — the analytic ∂r/∂a."""
         A, I = section(p)
@@ -282,7 +276,7 @@ class FfrInertia(_SectionLinear):
 
 
 @register
-class FfrGravity(_SectionLinear):
+class FfrGravity(ClosedFormJacobians, _SectionLinear):
     """r = −∫ρA Lᵀ g dx̄ = −ρA [g l; ∫(J̃ū)·Aᵀg; ∫Sᵀ Aᵀg];  p = (element params, g_x, g_y).
     Section coefficient ρA."""
     nq, np_ = 9, ELEM_NP + 2
@@ -317,9 +311,6 @@ class FfrGravity(_SectionLinear):
         J[..., 2, 3:] = c
         J[..., 3:, 2] = c
         return J, None, None
-
-    def r_q(self, t, q, v, a, p):
-        return self.jacobians(t, q, v, a, p)[0]
 
     def energy(self, t, q, v, p):
         """V = −∫ρA g·r dx̄ (exact: r is cubic in ξ)."""

@@ -32,7 +32,7 @@ Every class takes ``modes`` = K; ``sizes(modes)`` gives (nq, np) for the block t
 """
 import numpy as np
 
-from ..model.component import Constraint, Force, register
+from ..model.component import ClosedFormJacobians, Constraint, Force, register
 from ..model.kinematics import rot, drot
 
 
@@ -197,7 +197,7 @@ class ReducedGravity(_Modal, Force):
 
 
 @register
-class ReducedElastic(_Modal, Force):
+class ReducedElastic(ClosedFormJacobians, _Modal, Force):
     """Elastic force of a reduced body r = K̂ η, K̂ = Vᵀ K_ff V; q = η, p = K̂ (K²)."""
     nq, np_ = 1, 1
 
@@ -237,9 +237,6 @@ class ReducedElastic(_Modal, Force):
     def jacobians(self, t, q, v, a, p):
         Kh = self._k(p)
         return np.broadcast_to(Kh, np.broadcast_shapes(q.shape[:-1], Kh.shape[:-2]) + Kh.shape[-2:]), None, None
-
-    def r_q(self, t, q, v, a, p):
-        return self.jacobians(t, q, v, a, p)[0]
 
 
 @register

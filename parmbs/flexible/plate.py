@@ -40,7 +40,7 @@ Parameters per element (indices into p, see ``plates.py``):
 """
 import numpy as np
 
-from ..model.component import Constraint, Force, register
+from ..model.component import ClosedFormJacobians, Constraint, Force, register
 from ..model.kinematics import dot
 from .hexa import box
 
@@ -151,7 +151,7 @@ class PlateGravity(_Law, Force):
 
 
 @register
-class PlateElastic(Force):
+class PlateElastic(ClosedFormJacobians, Force):
     """SVK plane-stress internal force r = ∫ t F S ∇N dA with E(x) = x^s E0 (SIMP).
 
     Analytic tangent, a_{k,i} = (F ∇N_k)_i:
@@ -193,9 +193,6 @@ class PlateElastic(Force):
              + np.einsum("...gkl,ij->...kilj", NSN, np.eye(2)))
         K = w[..., None, None, None, None] * K
         return K.reshape(K.shape[:-4] + (8, 8)), None, None
-
-    def r_q(self, t, q, v, a, p):
-        return self.jacobians(t, q, v, a, p)[0]
 
 
 # -- initial assembly: an undeformed plate in a pose ----------------------------------------------

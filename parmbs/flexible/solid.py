@@ -41,7 +41,7 @@ attach at the frame or at clamped nodes, solids.py).
 """
 import numpy as np
 
-from ..model.component import Constraint, Force, register
+from ..model.component import ClosedFormJacobians, Constraint, Force, register
 from ..spatial.body_kernels import _Y
 from ..spatial.kinematics import (E0 as PID, G_matrix, bilinear, cross, mv, rotation, rotation_dot, rotation_jacobian,
                                   skew)
@@ -110,7 +110,7 @@ def frame_residual(e, m, s, abar):
 
 
 @register
-class SolidInertia(_Law, Force):
+class SolidInertia(ClosedFormJacobians, _Law, Force):
     """M_e(q) a + h_ω(q, v) of one hexahedral FFR element (module docstring)."""
     nq, np_ = 31, 14
     inertial = True
@@ -178,15 +178,6 @@ class SolidInertia(_Law, Force):
         mm = m[..., None, None]
         return frame_tangent(e, s, m, L, abar, Dq), mm * _ltd(L, Dv), mm * _ltd(L, L)
 
-    def r_q(self, t, q, v, a, p):
-        return self.jacobians(t, q, v, a, p)[0]
-
-    def r_v(self, t, q, v, a, p):
-        return self.jacobians(t, q, v, a, p)[1]
-
-    def r_a(self, t, q, v, a, p):
-        return self.jacobians(t, q, v, a, p)[2]
-
 
 def _ltd(L, D):
     """Σ_g L_gᵀ D_g (..., 31, 31) as one batched matrix product."""
@@ -212,7 +203,7 @@ def _nt_rows(Y):
 
 
 @register
-class SolidGravity(_Law, Force):
+class SolidGravity(ClosedFormJacobians, _Law, Force):
     """Weight of one hexahedral FFR element: the inertia kernel with ā_g = −Aᵀg
     (seed 003 Eq. 76, b = g); p = (inertia parameters, g_x, g_y, g_z)."""
     nq, np_ = 31, 17
@@ -235,9 +226,6 @@ class SolidGravity(_Law, Force):
         conj = np.array([1.0, -1.0, -1.0, -1.0])
         Dq[..., 3:7] = -(rotation_jacobian(e * conj, p[..., 14:17]) * conj)[..., None, :, :]
         return frame_tangent(e, s, gauss_mass(p, self.law), L, abar, Dq), None, None
-
-    def r_q(self, t, q, v, a, p):
-        return self.jacobians(t, q, v, a, p)[0]
 
 
 @register

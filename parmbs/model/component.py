@@ -197,3 +197,41 @@ class Force(Component):
 
     def r_p(self, t, q, v, a, p, cols=None):
         return cs_jacobian(self.r, [t, q, v, a, p], 4, cols)
+
+
+class ClosedFormJacobians:
+    """Mixin, listed before ``Force``, for a force whose ``jacobians`` is written in
+    closed form (one geometry evaluation shared by ∂r/∂q, ∂r/∂v, ∂r/∂a): the single
+    blocks ``r_q``, ``r_v``, ``r_a`` are read from it.
+
+    Why: the steppers call only ``jacobians`` (model/evaluation.py); the single blocks
+    are what the generic block test (tests/test_components.py) holds against central
+    differences, so reading them from ``jacobians`` makes that test check the code the
+    Newton tangent runs, not a complex-step stand-in.  A block whose ``uses_*`` flag is
+    off, and every block at a state where ``closed_form`` says no, stays the complex
+    step of ``Force`` (an off flag then still has its zero checked).  A ``jacobians``
+    that falls back to ``super().jacobians`` where ``closed_form`` is False thus ends
+    in the complex step instead of calling itself again."""
+
+    def closed_form(self, q, v, a, p):
+        """Whether ``jacobians`` is the closed form here: at a real state (the closed
+        forms are written for real arguments; a complex state gets the complex step)."""
+        return not any(np.iscomplexobj(x) for x in (q, v, a, p))
+
+    def _block(self, k, t, q, v, a, p):
+        """Block k (0: q, 1: v, 2: a) of ``jacobians``, None where it is not used."""
+        if getattr(self, ("uses_q", "uses_v", "uses_a")[k]) and self.closed_form(q, v, a, p):
+            return self.jacobians(t, q, v, a, p)[k]
+        return None
+
+    def r_q(self, t, q, v, a, p):
+        J = self._block(0, t, q, v, a, p)
+        return super().r_q(t, q, v, a, p) if J is None else J
+
+    def r_v(self, t, q, v, a, p):
+        J = self._block(1, t, q, v, a, p)
+        return super().r_v(t, q, v, a, p) if J is None else J
+
+    def r_a(self, t, q, v, a, p):
+        J = self._block(2, t, q, v, a, p)
+        return super().r_a(t, q, v, a, p) if J is None else J

@@ -5,7 +5,7 @@ body is constant, M = diag(m, m, I_G), and gravity acts at q itself.
 """
 import numpy as np
 
-from .component import Force, register
+from .component import ClosedFormJacobians, Force, register
 from .kinematics import rot, drot, dot, stack, concat
 
 
@@ -53,7 +53,7 @@ def _offsets(p, k0):
 
 
 @register
-class Spring(Force):
+class Spring(ClosedFormJacobians, Force):
     """Point-to-point spring-damper between P_a and P_b.
 
     l = |d|, d = r_Pb − r_Pa, e = d/l, l̇ = e·ḋ, F = k (l − l₀) + c l̇ (tension > 0).
@@ -112,12 +112,6 @@ class Spring(Force):
         dF = k[..., None] * G + c[..., None] * np.einsum("...kl,...l->...k", H, v)
         GG = G[..., :, None] * G[..., None, :]
         return G[..., :, None] * dF[..., None, :] + F[..., None, None] * H, c[..., None, None] * GG, None
-
-    def r_q(self, t, q, v, a, p):
-        return self.jacobians(t, q, v, a, p)[0]
-
-    def r_v(self, t, q, v, a, p):
-        return self.jacobians(t, q, v, a, p)[1]
 
 
 @register

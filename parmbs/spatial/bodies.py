@@ -61,7 +61,7 @@ analysis and change the solver that the rest of parmbs relies on for small model
 """
 import numpy as np
 
-from ..model.component import Constraint, Force, register
+from ..model.component import ClosedFormJacobians, Constraint, Force, register
 from . import body_kernels
 from .kinematics import G_matrix, cross, dot, mv
 
@@ -136,7 +136,7 @@ class SpatialGyroscopic(Force):
 
 
 @register
-class EulerRegularization(Force):
+class EulerRegularization(ClosedFormJacobians, Force):
     """r = c p pᵀp̈, c = 4 (J'_xx + J'_yy + J'_zz)/3 (module docstring): regularises the
     singular Euler-parameter mass block (4GᵀJ'G + c ppᵀ is positive definite); along p, so
     absorbed by the normalisation multiplier at the same state.  ``inertial``: the
@@ -156,12 +156,6 @@ class EulerRegularization(Force):
         c = (4.0 / 3.0 * (p[..., 0] + p[..., 1] + p[..., 2]))[..., None, None]
         qq = q[..., :, None]
         return c * (dot(q, a)[..., None, None] * np.eye(4) + qq * a[..., None, :]), None, c * qq * q[..., None, :]
-
-    def r_q(self, t, q, v, a, p):
-        return self.jacobians(t, q, v, a, p)[0]
-
-    def r_a(self, t, q, v, a, p):
-        return self.jacobians(t, q, v, a, p)[2]
 
 
 @register

@@ -28,7 +28,7 @@ L, eq. 5.3), so those become T = −F here.
 import numpy as np
 
 from ..config.spatial_forces_schema import ILTIS_SPRING_DAMPER  # seed 004 eq. 5.5, the config's defaults
-from ..model.component import CS_H, Force, register
+from ..model.component import CS_H, ClosedFormJacobians, Force, register
 from ..model.timefunctions import Constant
 from .kinematics import rotation, quat_product, dot, mv
 from ..model import smooth
@@ -130,7 +130,7 @@ class SpatialElement(Force):
         return out[..., :nq], (out[..., nq:] if self.uses_v else None), None
 
 
-class PointToPoint(SpatialElement):
+class PointToPoint(ClosedFormJacobians, SpatialElement):
     """A force along the line between P_a (body a, p[0:3]) and P_b (body b, p[3:6]).
     Subclasses give the tension T(l, l̇, p) and the potential V(l, p); the law's
     parameters start at p[8]."""
@@ -170,18 +170,16 @@ class PointToPoint(SpatialElement):
         Te = self.tension(l, ldot, p)[..., None] * e
         return np.concatenate([-point_load(qa, sa, Te), point_load(qb, sb, Te)], -1)
 
+    def closed_form(self, q, v, a, p):
+        """``analytic`` and a real state (ClosedFormJacobians)."""
+        return self.analytic and super().closed_form(q, v, a, p)
+
     def jacobians(self, t, q, v, a, p):
         if not self.analytic or any(np.iscomplexobj(x) for x in (q, v, p)):
             return super().jacobians(t, q, v, a, p)
         G = self._kgeometry(q, v, p)
         rq, rv = force_kernels.jacobians(G, *force_kernels.law_derivatives(self.tension, G, p))
         return rq, rv, None
-
-    def r_q(self, t, q, v, a, p):
-        return self.jacobians(t, q, v, a, p)[0] if self.analytic else super().r_q(t, q, v, a, p)
-
-    def r_v(self, t, q, v, a, p):
-        return self.jacobians(t, q, v, a, p)[1] if self.analytic else super().r_v(t, q, v, a, p)
 
     def length(self, q, p):
         return self.geometry(q, 0.0 * q, p)[4]

@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 from parmbs.config.loader import validate
-from parmbs.flexible.continuum import ContinuumInertia, ContinuumElastic, unit_stiffness
+from parmbs.flexible.continuum import ContinuumInertia, unit_stiffness
 from parmbs.model.system import System, ModelError
 from parmbs.sensitivity.problem import Problem
+from gradient_checks import central_difference, taylor_orders
 
 CONFIG = "configs/topopt-crank.toml"
 
@@ -156,14 +157,19 @@ def random_density(n, rng):
     return np.where(np.abs(x - 0.1) < 0.02, x + 0.05, x)
 
 
-@pytest.fixture(scope="module")
-def coarse_crank():
-    rng = np.random.default_rng(5)
-    data = crank_data(E=2e9, density=random_density(20, rng).tolist())
+def coarse_density_run(crank_data, problem):
+    """The density-gradient tests' problem, run forward: a coarse crank's 20 elements at
+    random densities (seed 5), E = 2 GPa, 10 steps of 0.02 s (also tests/test_solid_model.py)."""
+    data = crank_data(E=2e9, density=random_density(20, np.random.default_rng(5)).tolist())
     data["simulation"].update(t_end=0.2, dt=0.02)
     pr = problem(data)
     pr.forward()
     return pr
+
+
+@pytest.fixture(scope="module")
+def coarse_crank():
+    return coarse_density_run(crank_data, problem)
 
 
 def test_adjoint_matches_direct_and_finite_differences(coarse_crank):
@@ -178,16 +184,8 @@ def test_adjoint_matches_direct_and_finite_differences(coarse_crank):
     cols = rng.choice(len(pr.design), 10, replace=False)
     p0 = pr.sys.p.copy()
     rho = pr.design.values(p0)
-    fd = []
-    for j in cols:
-        h = 1e-4 * rho[j]                                    # central: O(h²) truncation ≪ 1e-6
-        vals = []
-        for s in (1, -1):
-            r = rho.copy()
-            r[j] += s * h
-            p = pr.design.apply(p0, r)
-            vals.append(pr.objective_values(pr.forward(p), p)["compliance"])
-        fd.append((vals[0] - vals[1]) / (2 * h))
+    # central, h = 1e-4 ρ_j: O(h²) truncation ≪ 1e-6
+    fd = [central_difference(pr, p0, rho, j, 1e-4 * rho[j], "compliance") for j in cols]
     pr.forward(p0)
     err_fd = np.max(np.abs(g[cols] - fd) / np.abs(g[cols]))
     print(f"adjoint vs central FD on 10 entries: {err_fd:.2e}")
@@ -196,20 +194,7 @@ def test_adjoint_matches_direct_and_finite_differences(coarse_crank):
 
 def test_taylor_order_two(coarse_crank):
     """|ψ(ρ + εd) − ψ(ρ) − ε ∇ψ·d| = O(ε²) along a random direction."""
-    pr = coarse_crank
-    p0 = pr.sys.p.copy()
-    rho = pr.design.values(p0)
-    g = pr.adjoint(p0)["compliance"]
-    psi0 = pr.objective_values(pr.traj, p0)["compliance"]
-    d = np.random.default_rng(2).uniform(-1, 1, len(rho)) * rho
-    res = []
-    eps = [4e-3, 2e-3, 1e-3, 5e-4]
-    for e in eps:
-        p = pr.design.apply(p0, rho + e * d)
-        res.append(abs(pr.objective_values(pr.forward(p), p)["compliance"] - psi0 - e * g @ d))
-    pr.forward(p0)
-    orders = np.log2(np.array(res[:-1]) / np.array(res[1:]))
-    print("Taylor remainders", ", ".join(f"{r:.3e}" for r in res), "observed orders", orders)
+    orders = taylor_orders(coarse_crank, "compliance")
     assert np.all(np.abs(orders - 2.0) < 0.15)
 
 
@@ -263,24 +248,6 @@ def test_bad_continuum_input_is_one_line_exit_2(sets, key):
     assert r.returncode == 2, r.stderr
     assert f"{CONFIG}: {key}:" in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
-
-
-def test_energy_partials_equal_complex_step():
-    """ContinuumElastic.energy_partials (the strain-energy objective's ∂U/∂p and ∂U/∂u)
-    equals the complex-step derivative of the element energies, shared and per-element K̂."""
-    from parmbs.model.component import cs_jacobian
-    rng = np.random.default_rng(9)
-    g = ContinuumElastic([f"e{k}" for k in range(5)], np.zeros((5, 8)), np.zeros((5, 9)))
-    q = rng.uniform(-1, 1, (5, 8))
-    for shared in (True, False):
-        p = rng.uniform(0.5, 1.5, (5, 9))
-        p[:, 2] = 0.3
-        if shared:
-            p[:, 2:8] = p[0, 2:8]
-        U, dq, dp = g.energy_partials(q, p)
-        np.testing.assert_allclose(U, g.energy(0.0, q, None, p), rtol=1e-13)
-        np.testing.assert_allclose(dq, g.r(0.0, q, None, None, p), rtol=1e-13)
-        np.testing.assert_allclose(dp, cs_jacobian(g.energy, [0.0, q, None, p], 3), rtol=1e-12, atol=1e-14)
 
 
 def test_genalpha_with_gravity_adjoint_equals_direct():

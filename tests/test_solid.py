@@ -131,22 +131,3 @@ def test_power_balance():
     dT = T.imag / h
     P = v @ comp.r(0.0, q, v, a, p).sum(0)
     assert abs(dT - P) < 1e-11 * max(abs(dT), 1.0), (dT, P)
-
-
-def test_energy_partials_equal_complex_step():
-    """SolidElastic.energy_partials (the strain-energy objective's ∂U/∂p, ∂U/∂u; simp.py)
-    equals the complex-step derivative of the element energies, shared and per-element K̂
-    (round-off of sums of O(10²) terms: 1e-12)."""
-    from parmbs.model.component import cs_jacobian
-    rng = np.random.default_rng(9)
-    g = solid.SolidElastic([f"e{k}" for k in range(5)], np.zeros((5, 24)), np.zeros((5, 10)))
-    q = rng.uniform(-1, 1, (5, 24))
-    for shared in (True, False):
-        p = rng.uniform(0.5, 1.5, (5, 10))
-        p[:, 2] = 0.3
-        if shared:
-            p[:, 2:9] = p[0, 2:9]
-        U, dq, dp = g.energy_partials(q, p)
-        np.testing.assert_allclose(U, g.energy(0.0, q, None, p), rtol=1e-13)
-        np.testing.assert_allclose(dq, g.r(0.0, q, None, None, p), rtol=1e-13)
-        np.testing.assert_allclose(dp, cs_jacobian(g.energy, [0.0, q, None, p], 3), rtol=1e-12, atol=1e-14)

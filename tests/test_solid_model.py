@@ -21,6 +21,7 @@ import pytest
 from parmbs.config.loader import validate
 from parmbs.sensitivity.problem import Problem
 from gradient_checks import central_difference, taylor_orders
+from test_continuum import coarse_density_run
 
 CONFIG = "configs/spatial-crank.toml"
 
@@ -39,12 +40,6 @@ def crank_data(nx=10, ny=2, nz=1, **solid):
 
 def problem(data):
     return Problem(validate(copy.deepcopy(data), CONFIG))
-
-
-def random_density(n, rng):
-    """Densities in [0.02, 1], away from the seed-003 law's kink at 0.1."""
-    x = rng.uniform(0.02, 1.0, n)
-    return np.where(np.abs(x - 0.1) < 0.02, x + 0.05, x)
 
 
 # -- rigid-body motion --------------------------------------------------------------------------
@@ -126,12 +121,7 @@ def test_rigid_motion_of_a_fully_clamped_solid_is_the_rigid_body():
 
 @pytest.fixture(scope="module")
 def coarse_crank():
-    rng = np.random.default_rng(5)
-    data = crank_data(E=2e9, density=random_density(20, rng).tolist())
-    data["simulation"].update(t_end=0.2, dt=0.02)
-    pr = problem(data)
-    pr.forward()
-    return pr
+    return coarse_density_run(crank_data, problem)
 
 
 def _central(pr, p0, rho, j, h):

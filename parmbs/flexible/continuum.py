@@ -47,7 +47,7 @@ import numpy as np
 from ..model.component import ClosedFormJacobians, Constraint, Force, register
 from ..model.kinematics import rot, drot, concat
 from .plate import _N, _DN, _G, LAWS, density_factor
-from .simp import SimpElastic
+from .simp import SimpElastic, shared_geometry
 
 _J = np.array([[0.0, -1.0], [1.0, 0.0]])                   # 90° rotation: dA/dθ = A J
 _NG = np.zeros((4, 2, 8))                                  # N_g (g, i, 8): u(X_g)_i = N_g[i] · u_e
@@ -317,9 +317,7 @@ class ContinuumElastic(SimpElastic, Force):
     def stiffness(self, p):
         """(x^s E0 (...), K̂ (..., 8, 8) or one shared (lead..., 1, 8, 8))."""
         fac = p[..., 0] ** p[..., 8] * p[..., 1]
-        geo = p[..., 2:8]
-        if geo.shape[-2] > 1 and np.all(geo == geo[..., :1, :]):
-            geo = geo[..., :1, :]               # structured mesh: one K̂ for every element
+        geo = shared_geometry(p[..., 2:8])       # structured mesh: one K̂ for every element
         nu, t, Lx, Ly, nx, ny = (geo[..., k] for k in range(6))
         return fac, unit_stiffness(nu, t, Lx / nx, Ly / ny)
 

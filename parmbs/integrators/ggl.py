@@ -80,7 +80,7 @@ import numpy as np
 from ..model.assembly import SparseOperator
 from ..model.evaluation import EvalPlan, LocalOperator, StateEval
 from .initial import InitialState
-from .newmark import NewmarkParameterSets, StepError, _singular, saddle_point_pattern
+from .newmark import NewmarkParameterSets, StepError, _singular, family_member, saddle_point_pattern
 
 
 def _shift(idx, off):
@@ -320,14 +320,7 @@ class GGLNewmarkFamily(NewmarkParameterSets):
 def make_ggl_stepper(system, sim, **kw):
     """The GGL stepper for ``simulation.stabilization = "ggl"`` (index3 formulation;
     integrator trapezoidal, newmark, genalpha, hht or wbz)."""
-    h = sim.dt
-    common = dict(newton=sim.newton, petsc_options=sim.petsc_options, **kw)
-    if sim.integrator == "trapezoidal":
-        return GGLNewmarkFamily.trapezoidal(system, h, **common)
-    if sim.integrator == "newmark":
-        return GGLNewmarkFamily.newmark(system, h, sim.beta, sim.gamma, **common)
-    if sim.integrator == "genalpha":
-        return GGLNewmarkFamily.genalpha(system, h, sim.rho_inf, **common)
-    if sim.integrator in ("hht", "wbz"):
-        return getattr(GGLNewmarkFamily, sim.integrator)(system, h, sim.rho_inf, **common)
-    raise ValueError(f"no GGL stepper for integrator {sim.integrator!r}")
+    st = family_member(GGLNewmarkFamily, system, sim, newton=sim.newton, petsc_options=sim.petsc_options, **kw)
+    if st is None:
+        raise ValueError(f"no GGL stepper for integrator {sim.integrator!r}")
+    return st

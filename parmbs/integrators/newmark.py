@@ -321,16 +321,27 @@ class NewmarkFamily(NewmarkParameterSets):
         return (mq, mv, ma, ml), grad
 
 
+def family_member(family, system, sim, **common):
+    """The member of a Newmark-family stepper class (``NewmarkFamily``, or
+    ``GGLNewmarkFamily`` in ggl.py) named by ``simulation.integrator``, with its
+    parameters from ``sim``; None for an integrator outside the family.  One dispatch, so
+    the index-3 and GGL steppers cannot come to read different parameters."""
+    h = sim.dt
+    if sim.integrator == "trapezoidal":
+        return family.trapezoidal(system, h, **common)
+    if sim.integrator == "newmark":
+        return family.newmark(system, h, sim.beta, sim.gamma, **common)
+    if sim.integrator == "genalpha":
+        return family.genalpha(system, h, sim.rho_inf, **common)
+    if sim.integrator in ("hht", "wbz"):
+        return getattr(family, sim.integrator)(system, h, sim.rho_inf, **common)
+    return None
+
+
 def make_stepper(system, sim, **kw):
     """The stepper named by ``simulation.integrator`` (index3 formulation)."""
-    h = sim.dt
-    common = dict(newton=sim.newton, petsc_options=sim.petsc_options, compiled=sim.compiled, **kw)
-    if sim.integrator == "trapezoidal":
-        return NewmarkFamily.trapezoidal(system, h, **common)
-    if sim.integrator == "newmark":
-        return NewmarkFamily.newmark(system, h, sim.beta, sim.gamma, **common)
-    if sim.integrator == "genalpha":
-        return NewmarkFamily.genalpha(system, h, sim.rho_inf, **common)
-    if sim.integrator in ("hht", "wbz"):
-        return getattr(NewmarkFamily, sim.integrator)(system, h, sim.rho_inf, **common)
-    raise ValueError(f"no index3 stepper {sim.integrator!r}")
+    st = family_member(NewmarkFamily, system, sim, newton=sim.newton, petsc_options=sim.petsc_options,
+                       compiled=sim.compiled, **kw)
+    if st is None:
+        raise ValueError(f"no index3 stepper {sim.integrator!r}")
+    return st

@@ -308,6 +308,21 @@ def _scatter_rows(idx, rw, phi, Gq, lr, H, n, R, J, wf, bh2, hw, want_J):
 
 
 @njit(cache=True)
+def _sides(q, p, idx, pe):
+    """(local q, p_a, p_b, s'_a, s'_b) of a two-body element (ground mask applied): the
+    start of every two-body constraint kernel here and in vehicle.py."""
+    ql = _as(_loc(q, idx), p)
+    pa, pb = ql[3:7].copy(), ql[10:14].copy()
+    pa[0] += p[pe[3]]
+    pb[0] += p[pe[7]]
+    sa = np.zeros(3, p.dtype)
+    sb = np.zeros(3, p.dtype)
+    for k in range(3):
+        sa[k], sb[k] = p[pe[k]], p[pe[4 + k]]
+    return ql, pa, pb, sa, sb
+
+
+@njit(cache=True)
 def joint(q, lam, p, qidx, pidx, rows, ndot, n, R, J, wf, bh2, hw, want_J):
     """joints.SpatialSpherical (ndot = 0) and SpatialRevolute (ndot = 2): the spherical
     rows Φ = P_a − P_b, then dot-1 rows Φ = (A_a u'_k)ᵀ(A_b w') with (u'_k, w') the
@@ -324,14 +339,7 @@ def joint(q, lam, p, qidx, pidx, rows, ndot, n, R, J, wf, bh2, hw, want_J):
     ls = np.zeros(3, p.dtype)
     for e in range(qidx.shape[0]):
         idx, pe, rw = qidx[e], pidx[e], rows[e]
-        ql = _as(_loc(q, idx), p)
-        pa, pb = ql[3:7].copy(), ql[10:14].copy()
-        pa[0] += p[pe[3]]
-        pb[0] += p[pe[7]]
-        sa = np.zeros(3, p.dtype)
-        sb = np.zeros(3, p.dtype)
-        for k in range(3):
-            sa[k], sb[k] = p[pe[k]], p[pe[4 + k]]
+        ql, pa, pb, sa, sb = _sides(q, p, idx, pe)
         Ja, Jb = _rotjac(pa, sa), _rotjac(pb, sb)
         Asa, Asb = 0.5 * _mv(Ja, pa), 0.5 * _mv(Jb, pb)
         lr = np.zeros(me, p.dtype)

@@ -33,7 +33,7 @@ from numba import njit
 
 from ..model.component import CS_H
 from .planar import _add, _add_block, _loc, _timefn
-from .spatial import _as, _hess, _mtm, _mtv, _mv, _rotjac, _scatter_rows
+from .spatial import _as, _hess, _mtm, _mtv, _mv, _rotjac, _scatter_rows, _sides
 
 #: point-to-point force laws (``p2p``'s law argument)
 LINEAR, ILTIS_STRUT, BUMP_STOP = 0, 1, 2
@@ -306,20 +306,6 @@ def force(kind, q, v, p, qidx, pidx, rp, R, J, w, cq, cv, want_J):
 
 
 # ----------------------------------------------------------------------------- constraints
-
-@njit(cache=True)
-def _sides(q, p, idx, pe):
-    """(local q, p_a, p_b, s'_a, s'_b) of a two-body element (ground mask applied)."""
-    ql = _as(_loc(q, idx), p)
-    pa, pb = ql[3:7].copy(), ql[10:14].copy()
-    pa[0] += p[pe[3]]
-    pb[0] += p[pe[7]]
-    sa = np.zeros(3, p.dtype)
-    sb = np.zeros(3, p.dtype)
-    for k in range(3):
-        sa[k], sb[k] = p[pe[k]], p[pe[4 + k]]
-    return ql, pa, pb, sa, sb
-
 
 @njit(cache=True)
 def _vec(p, pe, i):

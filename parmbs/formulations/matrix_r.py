@@ -329,43 +329,70 @@ class MatrixRStepper:
         ev = StateEval(self.view, t, q, v[0], a[0], xi[3], p, self.design_map, self.plan)   # q: no ż axis
         return np.r_[v[1:] @ ev.residual(), ev.phi() / (self.beta * self.h ** 2)]
 
+    # -- the Newton hooks (matrix_r_independent.py adds its unknowns) -----------------------------
+    def _unknowns(self, zdd0, l0):
+        """Newton's unknowns y at the start of a step: (z̈, λ_c) = the last step's."""
+        return np.r_[zdd0, l0]
+
+    def _states(self, zp, zdp, y):
+        """ξ_{n+1} = (z, ż, z̈, λ_c) from the predictors and y = (z̈, λ_c)."""
+        h, b, g, nz = self.h, self.beta, self.gamma, self.nz
+        zdd = y[:nz]
+        return (zp + b * h * h * zdd, zdp + g * h * zdd, zdd, y[nz:])
+
+    def _newton_lin(self, t, xi, p):
+        """(residual, exact Newton matrix) at ξ: (F₁, Φ_c/(βh²)) and J."""
+        h, b = self.h, self.beta
+        L = self._lin(t, xi, p)
+        return np.r_[L.F1, L.phi / (b * h * h)], L.J
+
+    def _newton_residual(self, t, xi, p):
+        return self._residual(t, xi, p)
+
+    def _update_size(self, dy):
+        """The position update βh² max|Δz̈| held against Newton's tolerance."""
+        return self.beta * self.h * self.h * np.max(np.abs(dy[:self.nz]), initial=0.0)
+
+    def _singular_matrix(self):
+        return "singular Newton matrix"
+
     def step(self, k, t, x, p):
         """x_{k+1} from x_k at t = t_k; returns (x_{k+1}, Newton iterations).
 
         Modified Newton: the (exact) matrix J is built and factored at the first
         iterate and rebuilt only when an update shrinks by less than a factor 4; the
         other iterations evaluate the residual alone (one real kinematics pass and the
-        components' residuals), which costs a fraction of J's complex-step Jacobians."""
+        components' residuals), which costs a fraction of J's complex-step Jacobians.
+        The unknowns, residual and update size are the hooks above, so the loop is
+        one for both matrix-R formulations."""
         h, b, g = self.h, self.beta, self.gamma
         t1 = t + h
         z0, zd0, zdd0, l0 = self._xi(x, p)
         zp = z0 + h * zd0 + (0.5 - b) * h * h * zdd0
         zdp = zd0 + (1 - g) * h * zdd0
-        zdd, lam = zdd0.copy(), l0.copy()
-        nz, tol = self.nz, self.newton
-        lu, last = None, np.inf
+        y = self._unknowns(zdd0, l0)
+        tol = self.newton
+        dz, last, lu = np.inf, np.inf, None
         for it in range(1, tol.max_it + 1):
-            xi = (zp + b * h * h * zdd, zdp + g * h * zdd, zdd, lam)
+            xi = self._states(zp, zdp, y)
             if lu is None:
-                L = self._lin(t1, xi, p)
-                F = np.r_[L.F1, L.phi / (b * h * h)]
+                F, J = self._newton_lin(t1, xi, p)
                 with warnings.catch_warnings():
                     warnings.simplefilter("error", LinAlgWarning)
                     try:
-                        lu = lu_factor(L.J, check_finite=False)
+                        lu = lu_factor(J, check_finite=False)
                     except (LinAlgWarning, ValueError):
-                        raise StepError(f"step {k + 1} (t = {t1:.6g}): singular Newton matrix") from None
+                        raise StepError(f"step {k + 1} (t = {t1:.6g}): {self._singular_matrix()}") from None
             else:
-                F = self._residual(t1, xi, p)
-            du = lu_solve(lu, -F, check_finite=False)
-            if not np.all(np.isfinite(du)):
+                F = self._newton_residual(t1, xi, p)
+            dy = lu_solve(lu, -F, check_finite=False)
+            if not np.all(np.isfinite(dy)):
                 dz = np.inf
                 break
-            zdd = zdd + du[:nz]
-            lam = lam + du[nz:]
-            dz = b * h * h * np.max(np.abs(du[:nz]), initial=0.0)
+            y = y + dy
+            dz = self._update_size(dy)
             if dz <= tol.atol + tol.rtol * np.max(np.abs(xi[0]), initial=0.0):
-                xi1 = (zp + b * h * h * zdd, zdp + g * h * zdd, zdd, lam)
+                xi1 = self._states(zp, zdp, y)
                 x1 = self._present(t1, xi1, p)
                 self._remember(_key(x1, p), xi1)
                 return x1, it

@@ -59,15 +59,12 @@ Drift: none beyond Newton's tolerance.  E₃, E₄ hold at every step:
 rtol = atol = 1e-12 tests/test_matrix_r_independent.py checks max_k |Φ| ≤ 1e-10 and
 max_k |Φ_q v + Φ_t| ≤ 1e-9 on every row of the model.
 """
-import warnings
-
 import numpy as np
-from scipy.linalg import lu_factor, lu_solve, LinAlgWarning
+from scipy.linalg import lu_factor, lu_solve
 
-from ..integrators.newmark import StepError
 from ..model.evaluation import StateEval
 from ..model.system import ModelError
-from .matrix_r import MatrixRStepper, _key, dense
+from .matrix_r import MatrixRStepper, dense
 
 KEY = "simulation.matrix_r.independent"
 
@@ -186,51 +183,27 @@ class MatrixRIndependent(MatrixRStepper):
         return np.r_[v[1:] @ ev.residual(), ev.phi_q_dot(a[0]) + ev.gamma(), ev.phi() / (self.beta * h * h),
                      (ev.phi_q_dot(v[0]) + ev.phi_t()) / (self.gamma * h)]
 
-    def step(self, k, t, x, p):
-        """x_{k+1} from x_k at t = t_k; returns (x_{k+1}, Newton iterations).
+    # -- the Newton hooks of MatrixRStepper.step (modified Newton, one loop) ---------------------
+    def _unknowns(self, zdd0, l0):
+        """y = (z̈, λ_c, x_z, x_ż) at the start of a step: the last step's, corrections 0."""
+        return np.r_[zdd0, l0, np.zeros(2 * self.mc)]
 
-        Modified Newton as matrix_r.py's step: the exact J is built and factored at the
-        first iterate and rebuilt only when an update shrinks by less than a factor 4;
-        the other iterations evaluate E alone."""
-        h, b, g = self.h, self.beta, self.gamma
-        t1 = t + h
-        z0, zd0, zdd0, l0 = self._xi(x, p)
-        zp = z0 + h * zd0 + (0.5 - b) * h * h * zdd0
-        zdp = zd0 + (1 - g) * h * zdd0
-        y = np.r_[zdd0, l0, np.zeros(2 * self.mc)]
-        tol, nz, mc = self.newton, self.nz, self.mc
-        dz, last, lu = np.inf, np.inf, None
-        for it in range(1, tol.max_it + 1):
-            xi = self._states(zp, zdp, y)
-            if lu is None:
-                L = self._elin(t1, xi, p)
-                E = L.E
-                with warnings.catch_warnings():
-                    warnings.simplefilter("error", LinAlgWarning)
-                    try:
-                        lu = lu_factor(L.J, check_finite=False)
-                    except (LinAlgWarning, ValueError):
-                        raise StepError(f"step {k + 1} (t = {t1:.6g}): singular Newton matrix (independent "
-                                        f"coordinates {', '.join(self.ind_names) or 'none'} near a singular "
-                                        "configuration?)") from None
-            else:
-                E = self._eresidual(t1, xi, p)
-            dy = lu_solve(lu, -E, check_finite=False)
-            if not np.all(np.isfinite(dy)):
-                break
-            y = y + dy
-            dz = b * h * h * max(np.max(np.abs(dy[:nz]), initial=0.0),
-                                 np.max(np.abs(dy[nz + mc:nz + 2 * mc]), initial=0.0))
-            if dz <= tol.atol + tol.rtol * np.max(np.abs(xi[0]), initial=0.0):
-                xi1 = self._states(zp, zdp, y)
-                x1 = self._present(t1, xi1, p)
-                self._remember(_key(x1, p), xi1)
-                return x1, it
-            if dz > 0.25 * last:
-                lu = None                      # slow contraction: rebuild J at the next iterate
-            last = dz
-        raise StepError(f"step {k + 1} (t = {t1:.6g}): Newton did not converge in {tol.max_it} "
-                        f"iterations (last position update {dz:.2e})")
+    def _newton_lin(self, t, xi, p):
+        L = self._elin(t, xi, p)
+        return L.E, L.J
+
+    def _newton_residual(self, t, xi, p):
+        return self._eresidual(t, xi, p)
+
+    def _update_size(self, dy):
+        """βh² max(|Δz̈|, |Δx_z|): the position update held against Newton's tolerance."""
+        nz, mc = self.nz, self.mc
+        return self.beta * self.h * self.h * max(np.max(np.abs(dy[:nz]), initial=0.0),
+                                                 np.max(np.abs(dy[nz + mc:nz + 2 * mc]), initial=0.0))
+
+    def _singular_matrix(self):
+        return (f"singular Newton matrix (independent coordinates {', '.join(self.ind_names) or 'none'} "
+                "near a singular configuration?)")
 
     # -- tangent (direct differentiation) --------------------------------------------------------
     def tangent_step(self, t, x0, x1, dx0, p):

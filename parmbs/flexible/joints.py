@@ -66,12 +66,26 @@ def _side(kind, q, v, p):
 class _PointPair(Constraint):
     kinds = ("rigid", "beam")
     weld = False
+    side_nq, side_np = SIDE_NQ, SIDE_NP        # coordinates, parameters of a side kind
 
     def __init__(self, names, qidx, pidx, rows):
         ka, kb = self.kinds
-        self.na, self.nb = SIDE_NQ[ka], SIDE_NQ[kb]
-        self.pa, self.pb = SIDE_NP[ka], SIDE_NP[kb]
+        self.na, self.nb = self.side_nq[ka], self.side_nq[kb]
+        self.pa, self.pb = self.side_np[ka], self.side_np[kb]
         super().__init__(names, qidx, pidx, rows)
+
+    @classmethod
+    def pair(cls, kinds, weld):
+        """Register the joint of this family for side kinds (a, b), named e.g.
+        ``RigidBeamWeld``: a revolute (2 rows) or a weld (3 rows, one more parameter,
+        θ₀).  One rule for the beam joints here and the plate joints (plate_joints.py)."""
+        ka, kb = kinds
+        attrs = dict(kinds=kinds, weld=weld, nq=cls.side_nq[ka] + cls.side_nq[kb],
+                     np_=cls.side_np[ka] + cls.side_np[kb] + (1 if weld else 0), m=3 if weld else 2,
+                     __doc__=f"{'Weld' if weld else 'Revolute'} joint, side a {ka}, side b {kb}.",
+                     __module__=cls.__module__)
+        name = f"{ka.capitalize()}{kb.capitalize()}{'Weld' if weld else 'Revolute'}"
+        return register(type(name, (cls,), attrs))
 
     def _split(self, x, n1):
         return x[..., :n1], x[..., n1:]
@@ -139,16 +153,7 @@ def _bcast_last(arrays, axis=-1):
     return [np.broadcast_to(a, tuple(a.shape[i] if i == ax else lead[i] for i in range(nd))) for a in arrays]
 
 
-def _pair(kinds, weld):
-    ka, kb = kinds
-    attrs = dict(kinds=kinds, weld=weld, nq=SIDE_NQ[ka] + SIDE_NQ[kb],
-                 np_=SIDE_NP[ka] + SIDE_NP[kb] + (1 if weld else 0), m=3 if weld else 2,
-                 __doc__=f"{'Weld' if weld else 'Revolute'} joint, side a {ka}, side b {kb}.")
-    name = f"{ka.capitalize()}{kb.capitalize()}{'Weld' if weld else 'Revolute'}"
-    return register(type(name, (_PointPair,), attrs))
-
-
-JOINT_CLASSES = {(kinds, weld): _pair(kinds, weld)
+JOINT_CLASSES = {(kinds, weld): _PointPair.pair(kinds, weld)
                  for kinds in (("rigid", "beam"), ("beam", "rigid"), ("beam", "beam"))
                  for weld in (False, True)}
 RigidBeamRevolute = JOINT_CLASSES[(("rigid", "beam"), False)]

@@ -10,7 +10,6 @@ revolute's Hessian.
 """
 import numpy as np
 
-from ..model.component import register
 from .joints import _PointPair, _side
 
 PLATE_NQ, PLATE_NP = 4, 1
@@ -37,11 +36,7 @@ def _plate_side(q, v, p):
 
 
 class _PlatePair(_PointPair):
-    def __init__(self, names, qidx, pidx, rows):
-        ka, kb = self.kinds
-        self.na, self.nb = _NQ[ka], _NQ[kb]
-        self.pa, self.pb = _NP[ka], _NP[kb]
-        super(_PointPair, self).__init__(names, qidx, pidx, rows)
+    side_nq, side_np = _NQ, _NP
 
     def _sides(self, q, p, v=None):
         qa, qb = self._split(q, self.na)
@@ -51,15 +46,6 @@ class _PlatePair(_PointPair):
                      for kind, qs, vs, ps in zip(self.kinds, (qa, qb), (va, vb), (pa, pb)))
 
 
-def _pair(kinds, weld):
-    ka, kb = kinds
-    attrs = dict(kinds=kinds, weld=weld, nq=_NQ[ka] + _NQ[kb],
-                 np_=_NP[ka] + _NP[kb] + (1 if weld else 0), m=3 if weld else 2,
-                 __doc__=f"{'Weld' if weld else 'Revolute'} joint, side a {ka}, side b {kb}.")
-    name = f"{ka.capitalize()}{kb.capitalize()}{'Weld' if weld else 'Revolute'}"
-    return register(type(name, (_PlatePair,), attrs))
-
-
-PLATE_JOINT_CLASSES = {(kinds, weld): _pair(kinds, weld)
+PLATE_JOINT_CLASSES = {(kinds, weld): _PlatePair.pair(kinds, weld)
                        for kinds in (("rigid", "plate"), ("plate", "rigid"), ("plate", "plate"))
                        for weld in (False, True)}

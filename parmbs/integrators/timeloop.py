@@ -95,6 +95,7 @@ import numpy as np
 
 from ..faults import rank_fault
 from .newmark import StepError
+from .local_error_fast import FastNorm
 from .newton_tol import NOISE_GAIN, AdaptiveNewton
 
 SAFETY = 0.9
@@ -194,11 +195,13 @@ class LocalError:
         self._floor = (False, False)
         self.hist = []                       # (t, q, v) of the last accepted states
         self.v0a0 = None                     # (v_0, a_0) at t_0: confluent data
+        self._fast = FastNorm()              # norm() of a full history by updates (local_error_fast.py)
 
     def start(self, t, x, initial):
         self.hist = [(t, np.asarray(x[0]), np.asarray(x[1]))]
         self.t0 = t
         self.v0a0 = (np.asarray(x[1]), np.asarray(x[2])) if initial else None
+        self._fast.reset()
 
     def accept(self, t, x):
         self.floor_hits += self._floor[0]
@@ -206,12 +209,17 @@ class LocalError:
         self._floor = (False, False)
         self.hist.append((t, np.asarray(x[0]), np.asarray(x[1])))
         del self.hist[:-4]
+        self._fast.accept(t, self.hist[-1])
 
     def norm(self, t1, x1, h):
         """‖e‖ of the step to (t1, x1); None when there is no estimate yet (a run
         resumed from one state without its history: the first step is then taken
         at the stored h, which the interrupted run had accepted)."""
         q1, v1 = np.asarray(x1[0]), np.asarray(x1[1])
+        if len(self.hist) >= 4:
+            fast = self._fast.norm(self, t1, q1, v1, h)
+            if fast is not None:
+                return fast
         d3q = self._third(t1, q1, 1)
         d3v = self._third(t1, v1, 2)
         if d3q is None:

@@ -53,6 +53,19 @@ ROUNDOFF = 4.0 * np.finfo(float).eps
 NOISE_GAIN = 2.0
 
 
+def _timeloop():
+    """The timeloop module (it imports this one; a function-level ``from .timeloop import``
+    at every step cost more than the rest of ``set_h``)."""
+    global _TL
+    if _TL is None:
+        from . import timeloop
+        _TL = timeloop
+    return _TL
+
+
+_TL = None
+
+
 class AdaptiveNewton:
     """Newton settings of an adaptive run (module docstring).  Duck-types
     config.schema.Newton (``atol``, ``rtol``, ``max_it``: the scalar test, reset per
@@ -86,9 +99,8 @@ class AdaptiveNewton:
 
     def _allowed(self, wq, wv):
         """Largest |Δq_i| whose noise is ≤ κ of the weights wq (position), wv (velocity)."""
-        from .timeloop import V_PER_STEP
         h, s = self.h, self.h / self.horizon
-        return (KAPPA / NOISE_GAIN) * np.minimum(wq * s, wv * (1.0 if V_PER_STEP else s) * h / self.v_gain)
+        return (KAPPA / NOISE_GAIN) * np.minimum(wq * s, wv * (1.0 if _timeloop().V_PER_STEP else s) * h / self.v_gain)
 
     def done(self, dq, q1, v1, prev):
         """Stop after this update?  ``dq``: |Δq_i| of the update (per component), ``q1``,

@@ -88,6 +88,7 @@ to 6.5e-6 without, 1 rejection and h ≥ 3.4e-4 with; after a rejection no growt
 """
 from __future__ import annotations
 
+import cmath
 import math
 from dataclasses import dataclass
 
@@ -450,6 +451,13 @@ def _march_fixed(stepper, p, x, k0, grid, keep, guard, progress, quad=None):
     return grid, its
 
 
+def _finite(x):
+    """Every entry of every block of x finite: one dot per block (a non-finite entry makes
+    it non-finite), the exact per-entry test only when some dot is not finite (an
+    overflowing but finite block) — as guard.py's check."""
+    return all(cmath.isfinite(np.dot(y, y)) for y in x) or all(np.all(np.isfinite(y)) for y in x)
+
+
 def _probe(stepper, p, k, t, x, h, t_end):
     """(t + h, x_{k+1}) of one more step of h from a trial state, or None (past t_end, or
     Newton failed): the first step's quadrature estimate (quad_error.py).  The step size
@@ -501,7 +509,7 @@ def _march_adaptive(stepper, p, t_end, x, k0, t0, keep, ad, guard, progress, h_p
         t1 = t_end if last else t + hk
         if failed is None:
             x1 = rank_fault("forward", k + 1, x1)
-            finite = all(np.all(np.isfinite(y)) for y in x1)
+            finite = _finite(x1)
             err = est.norm(t1, x1, hk) if finite else math.inf
             if quad is not None and err is not None and finite:
                 eq = quad.norm(t1, x1, hk, lambda: _probe(stepper, p, k + 1, t1, x1, hk, t_end))

@@ -92,6 +92,7 @@ class QuadratureError:
         self.hist = []                       # (t, f) of the last three accepted states
         self.S = np.zeros(nq)                # ∫|f| dt up to the last accepted state
         self._new = None                     # (t, f, S) of the step under test
+        self._last = None                    # (t, x, f) of the last state norm() evaluated
 
     def start(self, t, x):
         self.hist = [(t, self._values(t, x))]
@@ -105,6 +106,7 @@ class QuadratureError:
         from x1, or None: used for the first step (module docstring).  None without an
         estimate."""
         f1 = self._values(t1, x1)
+        self._last = (t1, x1, f1)
         t0, f0 = self.hist[-1]
         S1 = self.S + 0.5 * h * (np.abs(f0) + np.abs(f1))
         self._new = (t1, f1, S1)
@@ -153,7 +155,9 @@ class QuadratureError:
             return None
         from .newton_tol import KAPPA
         g = np.real(np.asarray(self.unit_noise(t, x)(h), dtype=float))
-        sc = self.rtol * h * np.abs(self._values(t, x)) + self.atol_q * h / self.horizon
+        c = self._last                       # the accepted state's values from norm(), if it is x
+        f = c[2] if c is not None and c[0] == t and c[1] is x else self._values(t, x)
+        sc = self.rtol * h * np.abs(f) + self.atol_q * h / self.horizon
         ok = g > 0
         return float(np.min(KAPPA * sc[ok] / (h * g[ok]))) if np.any(ok) else None
 

@@ -35,8 +35,9 @@ F64 = np.dtype(np.float64)
 
 class FastNorm:
     """The newest divided-difference diagonal of the accepted states (y = (q, v) stacked):
-    y_k, y[z_{k−1}, z_k], y[z_{k−2}, z_{k−1}, z_k], y[z_{k−3}, …, z_k], valid for the
-    history entry ``key`` (LocalError.hist[-1], by identity)."""
+    y_k, y[z_{k−1}, z_k], y[z_{k−2}, z_{k−1}, z_k], y[z_{k−3}, …, z_k] and |y_k| (the
+    weights' scale), valid for the history entry ``key`` (LocalError.hist[-1], by
+    identity)."""
 
     def __init__(self):
         from .timeloop import V_PER_STEP      # (timeloop imports this module)
@@ -64,7 +65,7 @@ class FastNorm:
         l1 = [(ys[i + 1] - ys[i]) / (z[i + 1] - z[i]) for i in range(3)]
         l2 = [(l1[i + 1] - l1[i]) / (z[i + 2] - z[i]) for i in range(2)]
         l3 = (l2[1] - l2[0]) / (z[3] - z[0])
-        self.key, self.diag = hist[-1], (ys[3], l1[2], l2[1], l3)
+        self.key, self.diag = hist[-1], (ys[3], l1[2], l2[1], l3, np.abs(ys[3]))
 
     def norm(self, est, t1, q1, v1, h):
         """LocalError.norm(t1, (q1, v1, …), h) with a full history, or None (its general
@@ -74,7 +75,7 @@ class FastNorm:
             return None
         if self.key is not hist[-1]:
             self._rebuild(hist)
-        y0, d1o, d2o, d3o = self.diag
+        y0, d1o, d2o, d3o, abs0 = self.diag
         n = q1.shape[0]
         if y0.shape[0] != n + v1.shape[0]:
             return None
@@ -82,14 +83,15 @@ class FastNorm:
         d1 = (y1 - y0) / (t1 - hist[-1][0])
         d2 = (d1 - d1o) / (t1 - hist[-2][0])
         d3 = (d2 - d2o) / (t1 - hist[-3][0])
-        self.cand = (t1, q1, v1, (y1, d1, d2, d3))
+        abs1 = np.abs(y1)
+        self.cand = (t1, q1, v1, (y1, d1, d2, d3, abs1))
         e = est.C * h ** 3 * 6.0 * (0.5 * (d3 + d3o))
         if est.noise is not None:
             dq = np.real(est.noise(q1))
         else:
             dq = est.ntol[0] + est.ntol[1] * float(np.max(np.abs(q1)))
         share = h / est.horizon
-        tol = est.atol + est.rtol * np.maximum(np.abs(y0), np.abs(y1))
+        tol = est.atol + est.rtol * np.maximum(abs0, abs1)
         tol[:n] *= share
         if not self.v_per_step:
             tol[n:] *= share

@@ -125,7 +125,7 @@ class AdaptiveNewton:
     def noise(self, q1):
         """Per-component position noise δq_i of the step just taken: the recorded last
         update, or (a compiled kernel's step) the scalar test it met."""
-        floor = ROUNDOFF * float(np.max(np.abs(q1)))
+        qmax = float(np.max(np.abs(q1)))
         if self.last_dq is not None:
-            return np.maximum(self.last_dq, floor)
-        return self.atol + max(self.rtol, ROUNDOFF) * float(np.max(np.abs(q1)))
+            return np.maximum(self.last_dq, ROUNDOFF * qmax)
+        return self.atol + max(self.rtol, ROUNDOFF) * qmax

@@ -54,6 +54,16 @@ Name = Annotated[str, Strict(), AfterValidator(_check_name)]
 PointRef = Annotated[str, Strict(), AfterValidator(_check_point_ref)]
 
 
+def _check_dof_name(v: str) -> str:
+    # a joint name, or a natural coordinate BODY.POINT.x|y / BODY.angle (matrix_r.independent)
+    if not all(_NAME_RE.match(s) for s in v.split(".")) or v.count(".") > 2:
+        raise ValueError(f"invalid coordinate name {v!r} (a joint name, BODY.POINT.x|y or BODY.angle)")
+    return v
+
+
+DofName = Annotated[str, Strict(), AfterValidator(_check_dof_name)]
+
+
 class _Model(BaseModel):
     """Base for all config models: unknown keys are errors, defaults are validated."""
 
@@ -663,7 +673,7 @@ class MatrixR(_Model):
 
     cut: Annotated[list[Name], AfterValidator(_no_duplicates)] | None = None
     coordinates: Literal["dependent", "independent"] = "dependent"
-    independent: Annotated[list[Name], AfterValidator(_no_duplicates)] | None = None
+    independent: Annotated[list[DofName], AfterValidator(_no_duplicates)] | None = None
 
     @model_validator(mode="after")
     def _independent_needs_coordinates(self) -> "MatrixR":

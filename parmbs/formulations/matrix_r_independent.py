@@ -245,6 +245,11 @@ def make_matrix_r_independent_stepper(system, sim, design_map=None, ndesign=0, c
     ``simulation.matrix_r.coordinates = "independent"`` (trapezoidal rule only)."""
     if sim.integrator != "trapezoidal":
         raise ValueError(f"matrix-r runs the trapezoidal rule, not {sim.integrator!r}")
+    names = sim.matrix_r.independent
+    if names is not None and any("." in nm for nm in names):     # natural coordinates as DOF (eqs. 12–15)
+        from .matrix_r_natural import MatrixRNatural
+        return MatrixRNatural(system, sim.dt, sim.newton, cut=sim.matrix_r.cut, independent=names,
+                              petsc_options=sim.petsc_options, design_map=design_map, ndesign=ndesign, comm=comm)
     return MatrixRIndependent(system, sim.dt, sim.newton, cut=sim.matrix_r.cut,
                               independent=sim.matrix_r.independent, petsc_options=sim.petsc_options,
                               design_map=design_map, ndesign=ndesign, comm=comm)

@@ -232,12 +232,13 @@ def test_rtw_z_matches_complex_step(tmp_path, swapped):
     assert np.max(np.abs(st.tree.rtw_z(z, p, w) - H_cs)) <= 1e-13 * np.max(np.abs(H_cs))
 
 
-@pytest.mark.parametrize("config,what", [("spatial-flexible-pendulum", "spatial beams or natural-coordinate"),
-                                         ("flexible-pendulum", "flexible bodies")])
+@pytest.mark.parametrize("config,what", [("spatial-flexible-pendulum",
+                                          "this model has spatial beams (1), natural-coordinate bodies (1):"),
+                                         ("flexible-pendulum", "this model has planar beams (1):")])
 def test_refusal_names_what_the_model_has(config, what):
     """matrix-r takes planar or spatial rigid bodies (spatial: spatial/relative_tree.py):
-    the refusal says what else the model has (it said "flexible bodies" for any spatial
-    model)."""
+    the refusal names the model's body kinds (it said "flexible bodies" for any spatial
+    model, then "spatial beams or natural-coordinate bodies" for either)."""
     with pytest.raises(ModelError) as e:
         Problem(load_config(str(CONFIGS / f"{config}.toml"),
                             ["simulation.formulation=matrix-r", "simulation.integrator=trapezoidal",

@@ -252,12 +252,36 @@ class Tree:
         return np.where(self.isrev > 0, th - thp, slide)
 
 
+#: body kinds (System.describe keys) as the refusal names them; matrix-r takes a model
+#: of only the first (planar rigid) or only the fifth (spatial Euler-parameter rigid)
+KINDS = (("bodies", "planar rigid bodies"), ("beams", "planar beams"), ("plates", "plates"),
+         ("continua", "continua"), ("spatial bodies", "spatial rigid bodies"), ("spatial beams", "spatial beams"),
+         ("natural bodies", "natural-coordinate bodies"), ("solids", "spatial solids"))
+
+
+def refusal(system):
+    """None if matrix-r can build a relative-coordinate tree of the model, else the
+    ModelError naming its body kinds: the tree's joints move rigid bodies of one kind,
+    planar (Tree) or spatial Euler-parameter (SpatialTree); flexible bodies have no
+    relative-coordinate description, and natural-coordinate bodies (spatial/natural.py),
+    rigid as they are, are not described by the spatial tree."""
+    d = system.describe()
+    has = [(k, label) for k, label in KINDS if d.get(k)]
+    if [k for k, _ in has] in (["bodies"], ["spatial bodies"]):
+        return None
+    what = ", ".join(f"{label} ({d[k]})" for k, label in has) or "no bodies"
+    return ModelError("simulation.formulation", "matrix-r takes planar rigid bodies or spatial Euler-parameter "
+                      f"rigid bodies, one kind per model; this model has {what}: use formulation = \"index3\"")
+
+
 def make_tree(system, cut=None):
     """The relative-coordinate tree of a model: planar (Tree) or, for a model of spatial
-    rigid bodies only, spatial/relative_tree.SpatialTree (the 3-D semi-recursive method)."""
-    sp = getattr(system.config, "spatial", None)
-    if sp is not None and not system.body_names and any(getattr(sp, k, None) for k in
-                                                         ("bodies", "beams", "natural_bodies")):
+    rigid bodies only, spatial/relative_tree.SpatialTree (the 3-D semi-recursive method);
+    any other model is refused with its body kinds named (``refusal``)."""
+    err = refusal(system)
+    if err is not None:
+        raise err
+    if not system.body_names:
         from ..spatial.relative_tree import SpatialTree
         return SpatialTree(system, cut)
     return Tree(system, cut)

@@ -667,7 +667,10 @@ class MatrixR(_Model):
     ``independent``: with "independent", the tree joints whose relative coordinates
     form z^i (a joint names the coordinate of the body it attaches to its parent;
     spatial multi-coordinate joints JOINT-angle/-slide, JOINT-1/-2, JOINT-rz/-ry/-rx,
-    free roots BODY-x/-y/-z/-rz/-ry/-rx).
+    free roots BODY-x/-y/-z/-rz/-ry/-rx).  Planar models also take natural coordinates
+    as degrees of freedom (seed 002 §2.2.3, eqs. 12–15): ``BODY.POINT.x|y`` (a point's
+    global coordinate; ``POINT`` may be ``com``) and ``BODY.angle``, mixed with tree
+    joints; then z^i = h(z) with a non-constant B = h_z (matrix_r_natural.py).
     Default: chosen automatically at the initial state by column pivoting on the
     cut-constraint Jacobian Φ_z (the best-conditioned columns become dependent)."""
 

@@ -315,8 +315,9 @@ CLASS = {
     "MatrixR.cut": ("", "joints opened to make a kinematic tree; absent: chosen automatically"),
     "MatrixR.coordinates": ("", "`dependent` (all relative coordinates, loop closure by multipliers) "
                                 "or `independent` (the projection of [López Varela 2025] eqs. 24–29)"),
-    "MatrixR.independent": ("", "tree joints whose coordinates are independent; absent: chosen by "
-                                "column pivoting at the initial state"),
+    "MatrixR.independent": ("", "the degrees of freedom: tree joints (their relative coordinates) or natural "
+                                "coordinates `BODY.POINT.x|y`, `BODY.angle` (planar); absent: tree joints "
+                                "chosen by column pivoting at the initial state"),
     "Parallel.distribute": ("", "several ranks, groups = 1: `auto` distributes the state only for "
                                 "large models (small ones run replicated); `always` distributes"),
     "Parallel.groups": ("", "parallel groups G: gradients split into G batches of design "

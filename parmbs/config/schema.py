@@ -55,9 +55,9 @@ PointRef = Annotated[str, Strict(), AfterValidator(_check_point_ref)]
 
 
 def _check_dof_name(v: str) -> str:
-    # a joint name, or a natural coordinate BODY.POINT.x|y / BODY.angle (matrix_r.independent)
+    # a joint name, or a natural coordinate BODY.POINT.x|y|z / BODY.angle (matrix_r.independent)
     if not all(_NAME_RE.match(s) for s in v.split(".")) or v.count(".") > 2:
-        raise ValueError(f"invalid coordinate name {v!r} (a joint name, BODY.POINT.x|y or BODY.angle)")
+        raise ValueError(f"invalid coordinate name {v!r} (a joint name, BODY.POINT.x|y|z or BODY.angle)")
     return v
 
 
@@ -667,10 +667,10 @@ class MatrixR(_Model):
     ``independent``: with "independent", the tree joints whose relative coordinates
     form z^i (a joint names the coordinate of the body it attaches to its parent;
     spatial multi-coordinate joints JOINT-angle/-slide, JOINT-1/-2, JOINT-rz/-ry/-rx,
-    free roots BODY-x/-y/-z/-rz/-ry/-rx).  Planar models also take natural coordinates
-    as degrees of freedom (seed 002 §2.2.3, eqs. 12–15): ``BODY.POINT.x|y`` (a point's
-    global coordinate; ``POINT`` may be ``com``) and ``BODY.angle``, mixed with tree
-    joints; then z^i = h(z) with a non-constant B = h_z (matrix_r_natural.py).
+    free roots BODY-x/-y/-z/-rz/-ry/-rx).  Natural coordinates may be degrees of
+    freedom too (seed 002 §2.2.3, eqs. 12–15): a point's global coordinate
+    ``BODY.POINT.x|y`` (planar; ``POINT`` may be ``com``) or ``BODY.POINT.x|y|z``
+    (spatial), and ``BODY.angle`` (planar), mixed with tree joints; then z^i = h(z) with a non-constant B = h_z (matrix_r_natural.py).
     Default: chosen automatically at the initial state by column pivoting on the
     cut-constraint Jacobian Φ_z (the best-conditioned columns become dependent)."""
 

@@ -316,7 +316,7 @@ CLASS = {
     "MatrixR.coordinates": ("", "`dependent` (all relative coordinates, loop closure by multipliers) "
                                 "or `independent` (the projection of [López Varela 2025] eqs. 24–29)"),
     "MatrixR.independent": ("", "the degrees of freedom: tree joints (their relative coordinates) or natural "
-                                "coordinates `BODY.POINT.x|y`, `BODY.angle` (planar); absent: tree joints "
+                                "coordinates `BODY.POINT.x|y|z`, `BODY.angle` (planar); absent: tree joints "
                                 "chosen by column pivoting at the initial state"),
     "Parallel.distribute": ("", "several ranks, groups = 1: `auto` distributes the state only for "
                                 "large models (small ones run replicated); `always` distributes"),

@@ -56,7 +56,7 @@ _VALIDATORS = {
     "_check_axis_ref": "`BODY.AXIS`",
     "_axis_ref": "`BODY.AXIS`",
     "_check_coordinate": "`BODY.x`, `BODY.y` or `BODY.angle`",
-    "_check_dof_name": "a joint name, `BODY.POINT.x`, `BODY.POINT.y` or `BODY.angle`",
+    "_check_dof_name": "a joint name, `BODY.POINT.x|y|z` or `BODY.angle`",
     "_check_schedule": "`all`, `every:K` or `revolve:C`",
     "_nonempty": "not empty",
     "_no_duplicates": "no duplicates",

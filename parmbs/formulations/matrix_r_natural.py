@@ -3,8 +3,8 @@
 rule on z^i = h(z), forward, direct and adjoint steps.
 
 ``simulation.matrix_r.coordinates = "independent"`` with ``independent`` naming at
-least one natural coordinate (natural_dof.py: ``BODY.POINT.x|y``, ``BODY.angle``; the
-other entries tree joints).  matrix_r_independent.py integrates z^i = B z with a 0/1
+least one natural coordinate (natural_dof.py: ``BODY.POINT.x|y``, ``BODY.angle`` on planar
+models, ``BODY.POINT.x|y|z`` on spatial rigid ones; the other entries tree joints).  matrix_r_independent.py integrates z^i = B z with a 0/1
 B; here z^i = h(z; p) is a nonlinear function of z, so the trapezoidal rule is written
 on the DOF values themselves, unknowns y = (z̈_{n+1}, λ_c, δ_z, δ_ż) with
 
@@ -51,9 +51,6 @@ class MatrixRNatural(MatrixRIndependent):
         MatrixRStepper.__init__(self, system, h, newton, cut=cut, **kw)
         nz, mc = self.nz, self.mc
         self.nind = nz - mc
-        if hasattr(self.tree, "tree_names"):
-            raise ModelError(KEY, "natural coordinates as degrees of freedom are implemented for planar models "
-                                  "only; name tree joints")
         self.dof = DofMap(system, self.tree, independent, self.nd, self.Ep)
         if self.dof.d != self.nind:
             raise ModelError(KEY, f"the model has {self.nind} degrees of freedom ({nz} relative coordinates, "

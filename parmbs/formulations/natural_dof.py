@@ -4,23 +4,25 @@ relative coordinates of the tree: seed 002 §2.2.3, eqs. 12–15.
 
     z^i = h(z; p),   ż^i = B ż,   z̈^i = B z̈ + Ḃ ż,   B = h_z            (eqs. 12, 14, 15)
 
-Here h(z) = H(f(z)) with f the tree kinematics (relative.Tree) and H a point of a planar
-body, r_P = r + A(θ) s (s = P̄ − c̄, the point's offset from the centre of mass):
+Here h(z) = H(f(z)) with f the tree kinematics (relative.Tree, spatial/relative_tree.py)
+and H a point of a body, r_P = r + A s (planar: s = P̄ − c̄, the point's offset from the
+centre of mass; spatial Euler-parameter bodies: s' from the body's points, A = A(e)):
 
-    z^i = r_P,k,   ż^i = ṙ_P,k = ṙ_k + θ̇ (A' s)_k,
-    z̈^i = r̈_P,k = r̈_k + θ̈ (A' s)_k − θ̇² (A s)_k                           (model/kinematics.py)
+    z^i = r_P,k,   ż^i = ṙ_P,k = ṙ_k + (Ȧ s)_k,   z̈^i = r̈_P,k = r̈_k + (Ä s)_k
 
-so Ḃ ż is not formed: z̈^i is the point's exact acceleration at (q, v, a) =
-kin(z, ż, z̈), and the −θ̇² A s term with the Ṙ ż inside a is seed 002's Ḃ ż.  A
+(planar Ȧ s = θ̇ A' s, Ä s = θ̈ A' s − θ̇² A s, model/kinematics.py; spatial Ȧ = 2B(e, ė),
+Ä = 2B(ė, ė) + 2B(e, ë), spatial/kinematics.py), so Ḃ ż is not formed: z̈^i is the
+point's exact acceleration at (q, v, a) = kin(z, ż, z̈), and the Ȧ, Ä terms with the
+Ṙ ż inside a are seed 002's Ḃ ż.  A
 relative coordinate named as DOF (a tree joint) is the constant-B case (eq. 9): z^i = z_j.
 
 Names (``simulation.matrix_r.independent``): a tree joint (its relative coordinate),
-``BODY.POINT.x`` / ``BODY.POINT.y`` (``POINT`` may be ``com``, the body's reference
-point) or ``BODY.angle``.
+``BODY.POINT.x|y`` (planar; ``POINT`` may be ``com``, the body's reference point),
+``BODY.angle`` (planar), ``BODY.POINT.x|y|z`` (spatial).
 
 ``DofMap.evaluate`` returns g = (z^i, ż^i, z̈^i) at a state ξ = (z, ż, z̈, ·) and the
 Jacobians with respect to z, ż, z̈ and the design variables: the point map's own
-derivatives (complex step on its 11 inputs q_b, v_b, a_b, s: exact to round-off) chained
+derivatives (complex step on its inputs q_b, v_b, a_b, s: exact to round-off) chained
 with the tree's (R = q_z, v_z, a_z, a_ż and f_p, v_p, a_p of matrix_r._kin).
 
 Reference point: the tree kinematics refer every body to its centre of mass (seed 002
@@ -32,6 +34,7 @@ import numpy as np
 from ..model.component import CS_H
 from ..model.kinematics import point_acceleration, point_position, point_velocity
 from ..model.system import ModelError
+from ..spatial.kinematics import rotation, rotation_ddot, rotation_dot
 
 KEY = "simulation.matrix_r.independent"
 
@@ -40,6 +43,21 @@ def _point_map(u):
     """(r_P, ṙ_P, r̈_P) (…, 2 each) from u = (q_b, v_b, a_b, s) (…, 11)."""
     qb, vb, ab, s = u[..., 0:3], u[..., 3:6], u[..., 6:9], u[..., 9:11]
     return point_position(qb, s), point_velocity(qb, vb, s), point_acceleration(qb, vb, ab, s)
+
+
+def _spatial_point_map(u):
+    """(r_P, ṙ_P, r̈_P) (…, 3 each) of an Euler-parameter body from u = (q_b, v_b, a_b, s')
+    (…, 24), q_b = (r, e): r + A s', ṙ + Ȧ s', r̈ + Ä s' (Ȧ = 2B(e, ė), Ä = 2B(ė, ė) +
+    2B(e, ë), spatial/kinematics.py)."""
+    qb, vb, ab, s = u[..., 0:7], u[..., 7:14], u[..., 14:21], u[..., 21:24]
+    e, ed, edd = qb[..., 3:], vb[..., 3:], ab[..., 3:]
+    Av = lambda M: np.einsum("...ij,...j->...i", M, s)      # noqa: E731
+    return (qb[..., :3] + Av(rotation(e)), vb[..., :3] + Av(rotation_dot(e, ed)),
+            ab[..., :3] + Av(rotation_ddot(e, ed, edd)))
+
+
+#: (map, coordinates per body, point components) for planar and spatial bodies
+_MAPS = {"point": (_point_map, 3, "xy"), "spoint": (_spatial_point_map, 7, "xyz")}
 
 
 class DofMap:
@@ -51,6 +69,8 @@ class DofMap:
         self.kind = []          # ("z", j) | ("angle", qb) | ("point", qb, pidx(4), k)
         joints = tree.tree_joints
         bodies = set(system.body_names)
+        sp = getattr(system, "spatial", None)
+        sbodies = sp.bodies if sp is not None and len(sp) else {}
         for nm in self.names:
             parts = nm.split(".")
             if len(parts) == 1 and nm in joints:
@@ -61,10 +81,14 @@ class DofMap:
                     and parts[1] in system.body_p[parts[0]]["points"]:
                 qb, _, idx = system.point_offset(f"{parts[0]}.{parts[1]}")
                 self.kind.append(("point", list(qb), list(idx), "xy".index(parts[2])))
+            elif len(parts) == 3 and parts[0] in sbodies and parts[2] in ("x", "y", "z") \
+                    and parts[1] in sbodies[parts[0]].points:
+                idx = list(sbodies[parts[0]].points[parts[1]])          # s' (3), no COM offset
+                self.kind.append(("spoint", sbodies[parts[0]].qidx(), idx + idx, "xyz".index(parts[2])))
             else:
                 raise ModelError(KEY, f"{nm!r} is neither a joint of the relative-coordinate tree (tree joints: "
-                                      f"{', '.join(joints)}) nor a natural coordinate BODY.POINT.x|y or "
-                                      "BODY.angle of a body")
+                                      f"{', '.join(joints)}) nor a natural coordinate BODY.POINT.x|y(|z) or "
+                                      "BODY.angle (planar) of a body")
         self.d = len(self.names)
         self.constant = all(k[0] == "z" for k in self.kind)
 
@@ -93,21 +117,23 @@ class DofMap:
                 self._chain(G, i, K, None, e, None, level=1)
                 self._chain(G, i, K, None, None, e, level=2)
                 continue
-            _, qb, idx, k = kd
-            s = np.asarray(p, float)[idx[0:2]] - np.asarray(p, float)[idx[2:4]]
+            kind, qb, idx, k = kd
+            fmap, nb, _ = _MAPS[kind]
+            ns = len(idx) // 2
+            s = self._offset(p, idx, kind)
             u = np.r_[K.q[qb], K.v[qb], K.a[qb], s]
-            U = u + 1j * CS_H * np.vstack([np.zeros(11), np.eye(11)])
-            pos, vel, acc = _point_map(U)
+            U = u + 1j * CS_H * np.vstack([np.zeros(len(u)), np.eye(len(u))])
+            pos, vel, acc = fmap(U)
             g[:, i] = pos[0, k].real, vel[0, k].real, acc[0, k].real
             n = len(K.q)
             for level, val in enumerate((pos, vel, acc)):
-                du = val[1:, k].imag / CS_H                   # ∂(level)/∂u (11)
+                du = val[1:, k].imag / CS_H                   # ∂(level)/∂u
                 wq, wv, wa = (np.zeros(n) for _ in range(3))
-                wq[qb], wv[qb], wa[qb] = du[0:3], du[3:6], du[6:9]
+                wq[qb], wv[qb], wa[qb] = du[0:nb], du[nb:2 * nb], du[2 * nb:3 * nb]
                 self._chain(G, i, K, wq, wv if level else None, wa if level == 2 else None, level)
                 if with_p and nd:
-                    ds = self.Ep[:, idx[0:2]] - self.Ep[:, idx[2:4]]          # (nd, 2): ∂s/∂ρ
-                    getattr(G, ("p", "dp", "ddp")[level])[i] += ds @ du[9:11]
+                    ds = self.Ep[:, idx[:ns]] - (self.Ep[:, idx[ns:]] if kind == "point" else 0.0)   # ∂s/∂ρ
+                    getattr(G, ("p", "dp", "ddp")[level])[i] += ds @ du[3 * nb:]
         return g, G
 
     def _chain(self, G, i, K, wq, wv, wa, level):
@@ -143,7 +169,15 @@ class DofMap:
                 c = kd[1][2]
                 g[:, i] = q[c], v[c], a[c]
             else:
-                _, qb, idx, k = kd
-                pos, vel, acc = _point_map(np.r_[q[qb], v[qb], a[qb], pv[idx[0:2]] - pv[idx[2:4]]])
+                kind, qb, idx, k = kd
+                pos, vel, acc = _MAPS[kind][0](np.r_[q[qb], v[qb], a[qb], self._offset(pv, idx, kind)])
                 g[:, i] = pos[k], vel[k], acc[k]
         return g
+
+    @staticmethod
+    def _offset(p, idx, kind="point"):
+        """The point's offset from the centre of mass: planar s = P̄ − c̄ (idx = P̄, c̄),
+        spatial s' (idx = s', s')."""
+        pv = np.asarray(p, float)
+        ns = len(idx) // 2
+        return pv[idx[:ns]] - pv[idx[ns:]] if kind == "point" else pv[idx[:ns]]

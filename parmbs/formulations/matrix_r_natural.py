@@ -31,15 +31,12 @@ counterpart of seed 002 eqs. 35–38: B_ρ, Ḃ, B̈ enter through those Jacobia
 adjoint its exact transpose; states presented as x = (q, v, a, λ) by matrix_r.py's P
 and its left inverse, so adjoint = direct to round-off.
 """
-import warnings
-
 import numpy as np
-from scipy.linalg import lu_factor, lu_solve, LinAlgWarning
+from scipy.linalg import lu_factor, lu_solve
 
-from ..integrators.newmark import StepError
 from ..model.evaluation import StateEval
 from ..model.system import ModelError
-from .matrix_r import MatrixRStepper, _key
+from .matrix_r import MatrixRStepper
 from .matrix_r_independent import MatrixRIndependent
 from .natural_dof import KEY, DofMap
 
@@ -110,55 +107,30 @@ class MatrixRNatural(MatrixRIndependent):
                      (ev.phi_q_dot(v[0]) + ev.phi_t()) / (gm * h),
                      (g[0] - hat[0]) / (b * h * h) - g[2], (g[1] - hat[1]) / (gm * h) - g[2]]
 
-    def _g_at(self, x, xi, p):
-        q, v, a = self.tree.kin(xi[0], xi[1], xi[2], p)
-        return self.dof.values(q, v, a, xi, p)
-
-    # -- forward ---------------------------------------------------------------------------
+    # -- forward: MatrixRStepper.step's loop with these hooks ---------------------------------
     def step(self, k, t, x, p):
-        """x_{k+1} from x_k at t = t_k; returns (x_{k+1}, Newton iterations); modified
-        Newton as matrix_r_independent.py's step."""
-        h, b, g = self.h, self.beta, self.gamma
-        t1 = t + h
+        """x_{k+1} from x_k (matrix_r.py's modified Newton); first (ĥ, ĥ') from ξ_n."""
         xi0 = self._xi(x, p)
-        z0, zd0, zdd0, l0 = xi0
-        hat = self._hat(self._g_at(x, xi0, p))
-        zp = z0 + h * zd0 + (0.5 - b) * h * h * zdd0
-        zdp = zd0 + (1 - g) * h * zdd0
+        q, v, a = self.tree.kin(xi0[0], xi0[1], xi0[2], p)
+        self._step_hat = self._hat(self.dof.values(q, v, a, xi0, p))
+        return super().step(k, t, x, p)
+
+    def _unknowns(self, zdd0, l0):
+        """y = (z̈, λ_c, δ_z, δ_ż) at the start of a step: the last step's, corrections 0."""
+        return np.r_[zdd0, l0, np.zeros(2 * self.nz)]
+
+    def _newton_lin(self, t, xi, p):
+        L = self._nlin(t, xi, p, self._step_hat)
+        return L.E, L.J
+
+    def _newton_residual(self, t, xi, p):
+        return self._nresidual(t, xi, p, self._step_hat)
+
+    def _update_size(self, dy):
+        """βh² max(|Δz̈|, |Δδ_z|)."""
         nz, mc = self.nz, self.mc
-        y = np.r_[zdd0, l0, np.zeros(2 * nz)]
-        tol = self.newton
-        dz, last, lu = np.inf, np.inf, None
-        for it in range(1, tol.max_it + 1):
-            xi = self._states(zp, zdp, y)
-            if lu is None:
-                E = (L := self._nlin(t1, xi, p, hat)).E
-                with warnings.catch_warnings():
-                    warnings.simplefilter("error", LinAlgWarning)
-                    try:
-                        lu = lu_factor(L.J, check_finite=False)
-                    except (LinAlgWarning, ValueError):
-                        raise StepError(f"step {k + 1} (t = {t1:.6g}): singular Newton matrix (independent "
-                                        f"coordinates {', '.join(self.ind_names)} near a singular "
-                                        "configuration?)") from None
-            else:
-                E = self._nresidual(t1, xi, p, hat)
-            dy = lu_solve(lu, -E, check_finite=False)
-            if not np.all(np.isfinite(dy)):
-                break
-            y = y + dy
-            dz = b * h * h * max(np.max(np.abs(dy[:nz]), initial=0.0),
-                                 np.max(np.abs(dy[nz + mc:2 * nz + mc]), initial=0.0))
-            if dz <= tol.atol + tol.rtol * np.max(np.abs(xi[0]), initial=0.0):
-                xi1 = self._states(zp, zdp, y)
-                x1 = self._present(t1, xi1, p)
-                self._remember(_key(x1, p), xi1)
-                return x1, it
-            if dz > 0.25 * last:
-                lu = None
-            last = dz
-        raise StepError(f"step {k + 1} (t = {t1:.6g}): Newton did not converge in {tol.max_it} "
-                        f"iterations (last position update {dz:.2e})")
+        return self.beta * self.h * self.h * max(np.max(np.abs(dy[:nz]), initial=0.0),
+                                                 np.max(np.abs(dy[nz + mc:2 * nz + mc]), initial=0.0))
 
     # -- tangent (direct differentiation) --------------------------------------------------------
     def _dof_tangent(self, G0, dz, dzd, dzdd):

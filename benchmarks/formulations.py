@@ -11,9 +11,10 @@ are CPU seconds of this process (time.process_time), so other jobs sharing the m
 do not inflate them.
 With ``--table1`` it instead runs the five-bar with matrix-r over 5 s at dt = 1e-3 and
 prints its adjoint gradients beside seed 002 Table 1 (SR Matrix-R direct and Reference
-columns).
+columns); ``--independent A,B`` runs it with independent coordinates A, B (tree joints or
+natural coordinates such as B12.P2.x, seed 002 §2.2.3).
 Usage: python benchmarks/formulations.py [--links 20] [--t-fivebar 1] [--dt 1e-2] [--t-chain 0.1]
-       [--dt-chain 1e-3] [--profile] [--table1]
+       [--dt-chain 1e-3] [--profile] [--table1 [--independent A,B]]
 """
 import argparse
 import pathlib
@@ -122,12 +123,18 @@ TABLE1 = {"psi1": ([-4.2288, 3.2116, 0.31866, 0.44235, 3.3598], [-4.2288, 3.2116
           "psi3": ([221.64, 2436.6, -32.497, -85.658, -2546.6], [221.64, 2436.6, -32.497, -85.657, -2546.6])}
 
 
-def table1(root):
-    pr = Problem(load_config(str(root / "configs" / "fivebar.toml"),
-                             FORMULATIONS["matrix-r"] + ["simulation.progress=false"]))
+def table1(root, independent=None):
+    ov = FORMULATIONS["matrix-r"] + ["simulation.progress=false"]
+    label = "matrix-r"
+    if independent:
+        names = independent.split(",")
+        ov = FORMULATIONS["matrix-r independent"] + ["simulation.progress=false",
+                                                     "simulation.matrix_r.independent=" + repr(names).replace("'", '"')]
+        label = f"matrix-r independent {', '.join(names)}"
+    pr = Problem(load_config(str(root / "configs" / "fivebar.toml"), ov))
     _, tf = timed(pr.forward)
     g, ta = timed(pr.adjoint)
-    print(f"five-bar, matrix-r, 5 s at dt = 1e-3: forward {tf:.1f} s, adjoint {ta:.1f} s (CPU)")
+    print(f"five-bar, {label}, 5 s at dt = 1e-3: forward {tf:.1f} s, adjoint {ta:.1f} s (CPU)")
     print(f"{'':>5} {'design':>6} {'matrix-r':>12} {'SR direct':>10} {'rel':>9} {'Reference':>10} {'rel':>9}")
     for name, (srd, ref) in TABLE1.items():
         for j, d in enumerate(pr.design.names):
@@ -168,11 +175,12 @@ def main():
     ap.add_argument("--dt", type=float, default=1e-2, help="five-bar time step")
     ap.add_argument("--dt-chain", type=float, default=1e-3)
     ap.add_argument("--table1", action="store_true", help="matrix-r five-bar against seed 002 Table 1")
+    ap.add_argument("--independent", help="with --table1: comma-separated independent coordinates")
     ap.add_argument("--profile", action="store_true", help="also: where matrix-r's time goes (both models)")
     args = ap.parse_args()
     root = pathlib.Path(__file__).resolve().parents[1]
     if args.table1:
-        return table1(root)
+        return table1(root, args.independent)
     run_model("five-bar (4 bodies, 5 joints, 2 DOF; 5 design variables, 3 objectives)",
               str(root / "configs" / "fivebar.toml"), args.t_fivebar, args.dt)
     tmp = pathlib.Path(tempfile.mkdtemp())

@@ -65,11 +65,6 @@ LAYER = {name: k for k, names in enumerate(LAYERS) for name in names}
 
 # (importer, imported): why it is still there.  May only shrink.
 KNOWN_UPWARD = {
-    # the point-naming rules of flexible configs (beams.point_names, plates.node_of,
-    # ffr_beams.node_of) belong in config/ or behind a registry of point validators;
-    # left while flexible/plates.node_of is being extended to solids (closes
-    # config -> flexible -> spatial -> config)
-    ("config", "flexible"): "config/*checks.py validate flexible point names by importing flexible/",
     # steppers build their own checkpointed run (checkpoint_run) and the TS path subclasses
     # checkpoint.restart's providers; inverting it is the one-time-loop-driver split
     # (schedules as data, STYLE.md item 1), not an import move

@@ -10,6 +10,7 @@ import re
 from typing import TYPE_CHECKING, Iterable
 
 from .errors import ConfigError
+from .points import beam_point_names, ffr_node, mesh_node, mesh_point_names
 from .schema import (ANGLE_KINDS, RIDE_KINDS, FORMULATION_INTEGRATORS, GGL_INTEGRATORS, POINT_KINDS, SPATIAL_OBJECTIVE_KINDS,
                      Driver, Spring)
 
@@ -61,20 +62,17 @@ class _Checker:
                 raise self.fail(key, f"point {ref!r} is on ground; it must be on a body")
             known = list(self.cfg.ground.points)
         elif body in self.beams:
-            from ..flexible.beams import point_names
-            known = point_names(self.beams[body])
+            known = beam_point_names(self.beams[body])
             if self.beams[body].type == "ffr" and point in known:
-                from ..flexible.ffr_beams import node_of as ffr_node
                 if ffr_node(self.beams[body], point) is None:
                     raise self.fail(key, f"point {point!r} of FFR beam {body!r} is not at a node "
                                     "(joints, loads and outputs of FFR beams act at nodes)")
         elif body in self.plates or body in self.continua:
             # one rule for both structured meshes: node_I_J, origin and named nodes
-            from ..flexible.plates import node_of, point_names
             what, mesh = ("plate", self.plates[body]) if body in self.plates else ("continuum", self.continua[body])
-            if node_of(mesh, point) is None:
+            if mesh_node(mesh, point) is None:
                 raise self.fail(key, f"unknown point {point!r} on {what} {body!r} (known: node_I_J with "
-                                f"I <= {mesh.nx}, J <= {mesh.ny}, {', '.join(point_names(mesh))})")
+                                f"I <= {mesh.nx}, J <= {mesh.ny}, {', '.join(mesh_point_names(mesh))})")
             return body
         else:
             self.body(body, key, allow_ground=True)

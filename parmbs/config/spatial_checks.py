@@ -5,6 +5,7 @@ Each failure names the referencing key with entity names, e.g.
 """
 from __future__ import annotations
 
+from .points import beam_point_names, mesh_node
 from .spatial_schema import PREDEFINED_AXES
 
 
@@ -58,15 +59,13 @@ def check_spatial(ck) -> None:
         body, name = ref.split(".")
         body_of(ref, key, beam_ok=True)
         if body in solids:
-            from ..flexible.plates import node_of
-            if node_of(solids[body], name, origin="origin") is None:
+            if mesh_node(solids[body], name, origin="origin") is None:
                 raise ck.fail(key, f"unknown point {name!r} on solid {body!r} (known: origin, node_i_j_k with "
                               f"i ≤ {solids[body].nx}, j ≤ {solids[body].ny}, k ≤ {solids[body].nz}"
                               f"{', ' if solids[body].points else ''}{', '.join(solids[body].points)})")
             return body
         if body in beams:
-            from ..flexible.beams import point_names
-            known = point_names(beams[body])
+            known = beam_point_names(beams[body])
         elif body in natural:
             known = ["com", *natural[body].points]
         else:

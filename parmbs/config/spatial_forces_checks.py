@@ -5,6 +5,8 @@ Each failure names the referencing key with entity names, e.g.
 """
 from __future__ import annotations
 
+from .points import beam_point_names
+
 PREDEFINED_AXES = ("x", "y", "z")
 
 
@@ -32,8 +34,7 @@ def check_spatial_forces(ck) -> None:
     def point(ref, key, ground_ok=True, flexible_ok=False):
         body, name = ref.split(".")
         if flexible_ok and body in beams:                 # spring_damper: beam points too
-            from ..flexible.beams import point_names
-            known = point_names(beams[body])
+            known = beam_point_names(beams[body])
         elif flexible_ok and body in natural:             # ... and natural-coordinate bodies
             known = ["com", *natural[body].points]
         else:

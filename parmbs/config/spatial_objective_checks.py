@@ -14,6 +14,7 @@ Each failure names ``objectives.NAME.KEY`` and what is known.
 """
 from __future__ import annotations
 
+from .points import beam_point_names
 from .spatial_schema import PREDEFINED_AXES
 
 #: objective kinds at points of spatial beams (flexible/spatial_beam_objectives.py)
@@ -60,8 +61,7 @@ def check_spatial_objective(ck, o, kind: str) -> None:
             raise ck.fail(f"{prefix}.point", needs)
         bname, pname = o.point.split(".", 1)
         if bname in beams or bname in natural:
-            from ..flexible.beams import point_names
-            known = point_names(beams[bname]) if bname in beams else ["com", *natural[bname].points]
+            known = beam_point_names(beams[bname]) if bname in beams else ["com", *natural[bname].points]
             if pname not in known:
                 raise ck.fail(f"{prefix}.point", f"unknown point {pname!r} on {bname!r} (known: {', '.join(known)})")
             if o.axis is not None:

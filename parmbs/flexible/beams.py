@@ -86,11 +86,6 @@ def const(P, value):
     return P.add(f"<const {float(value)!r}>", float(value))
 
 
-def point_names(cfg):
-    """Every point name of a beam config (for reference checks)."""
-    return ["root", "tip", *(f"node{k}" for k in range(cfg.elements + 1)), *cfg.points]
-
-
 @body_kind("beams", order=10)  # ANCF beams: coordinates after the rigid bodies
 class BeamSet:
     """All beams of a model."""

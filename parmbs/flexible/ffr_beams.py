@@ -23,6 +23,7 @@ frame *is* the body's coordinate set, so ``model.joints.Driver`` with c̄ = 0 se
 """
 import numpy as np
 
+from ..config.points import ffr_node as node_of  # the point-name rule (config/points.py)
 from ..model.parameters import ZERO
 from ..model.body_kinds import body_kind
 from .ffr_beam import FfrInertia, FfrGravity, FfrElastic, FfrDamping, fibre_stress
@@ -34,23 +35,6 @@ NODE_DOF = 3
 def const(P, value):
     """A constant entry of the parameter vector (not a config path)."""
     return P.add(f"<const {float(value)!r}>", value)
-
-
-def node_of(cfg, name):
-    """Node index of a point name on an FFR beam config, None if it is not at a node."""
-    nel = cfg.elements
-    if name == "root":
-        return 0
-    if name == "tip":
-        return nel
-    if name.startswith("node") and name[4:].isdigit():
-        k = int(name[4:])
-        return k if k <= nel else None
-    if name in cfg.points:
-        x = cfg.points[name] * nel / cfg.length
-        k = int(round(x))
-        return k if abs(x - k) <= 1e-9 * max(1.0, x) else None
-    return None
 
 
 class _FfrBeam:

@@ -15,41 +15,14 @@ Element groups are added in bulk (numpy index arrays), not one element at a time
 Points: ``P.node_i_j`` (any node), ``P.origin`` (= node_0_0, the pose reference),
 and ``points = { NAME = [i, j] }``.
 """
-import re
-
 import numpy as np
 
+from ..config.points import mesh_node as node_of  # the point-name rule (config/points.py)
 from ..model.parameters import ZERO
 from ..model.body_kinds import body_kind
 from . import plate
 from .plate_joints import PLATE_JOINT_CLASSES
 from .beams import const
-
-_NODE_RE = re.compile(r"^node_([0-9]+(?:_[0-9]+)*)$")
-
-
-def point_names(cfg):
-    """Known point names of a plate config (for reference checks), without the node_i_j
-    family, which ``node_of`` resolves."""
-    return ["origin", *cfg.points]
-
-
-def node_of(cfg, name, origin=(0, 0)):
-    """(i, j) — (i, j, k) for a mesh with ``nz`` (a solid) — of a point name of a
-    structured mesh (plate, continuum or solid), ``origin`` for "origin" (a plate's
-    node_0_0; a continuum or solid passes its frame origin), None if unknown."""
-    if name == "origin":
-        return origin
-    if name in cfg.points:
-        return tuple(int(v) for v in cfg.points[name])
-    m = _NODE_RE.match(name)
-    if m:
-        ijk = tuple(int(v) for v in m.group(1).split("_"))
-        dims = (cfg.nx, cfg.ny) + ((cfg.nz,) if hasattr(cfg, "nz") else ())
-        if len(ijk) == len(dims) and all(a <= b for a, b in zip(ijk, dims)):
-            return ijk
-    return None
-
 
 class _Plate:
     def __init__(self, cfg, P, offset):

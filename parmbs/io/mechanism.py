@@ -23,6 +23,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..config.points import mesh_node
+
+
 #: cubic Hermite shape functions on ξ ∈ [0, 1]
 def _hermite(xi):
     xi = np.asarray(xi, float)
@@ -165,9 +168,8 @@ class Mechanism:
                 return line[:, k] + (s - k) * (line[:, k + 1] - line[:, k])
             return None
         if body in self.plates or body in self.continua:
-            from ..flexible.plates import node_of
             m = self.plates.get(body) or self.continua[body]
-            ij = node_of(m, name, origin="origin")
+            ij = mesh_node(m, name, origin="origin")
             if ij is None:
                 return None
             if ij == "origin":

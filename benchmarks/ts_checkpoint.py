@@ -2,7 +2,7 @@
 and schedule, the five-bar's forward + adjoint through an HDF5 checkpoint file beside
 the in-memory TS run — wall time, forward steps recomputed by the schedule's provider,
 and whether ψ and ∇ψ are bit-identical.  For the TSAdjoint schemes the count includes
-the TS re-runs TSAdjoint needs for the stages (integrators/ts_checkpoint.py: N for all
+the TS re-runs TSAdjoint needs for the stages (checkpoint/ts_run.py: N for all
 and every:K, revolve's recomputations + N); the own steppers' count of the schedule
 (``sched.recomputations``) beside it.  Engines whose sweep is our own adjoint step
 (ts-alpha2, ts-arkimex, ts-rk 5dp) recompute the schedule's count only.

@@ -323,13 +323,14 @@ def _checkpoint_run(pr, cfg, args, method="adjoint"):
     The returned run has ``path`` (working file), ``final`` (the result, None for a
     temporary file) and ``origin`` (fresh, resume, copy, temp: what ``_after_failure``
     may delete).  A whole-run PETSc TS stepper checkpoints when it has
-    ``checkpoint_run`` and no ``checkpoint_refusal()`` (integrators/ts_alpha2.py,
-    ts_checkpoint.py); else it keeps its trajectory in memory: only ``all``, no --restart.  Finite differences and complex step do not use a file."""
+    ``checkpoint_sweep`` and no ``checkpoint_refusal()`` (checkpoint.open_run); else it
+    keeps its trajectory in memory: only ``all``, no --restart.  Finite differences and
+    complex step do not use a file."""
     from .io.outputs import final_of, partial_of, same_file, temp_of
     restart, output = getattr(args, "restart", None), getattr(args, "output", None)
     sched = cfg.checkpoint.schedule
     why = getattr(pr.stepper, "checkpoint_refusal", lambda: None)()
-    if hasattr(pr.stepper, "forward") and (why or not hasattr(pr.stepper, "checkpoint_run")):
+    if hasattr(pr.stepper, "forward") and (why or getattr(pr.stepper, "checkpoint_sweep", None) is None):
         from .config import ConfigError
         why = why or (f"{cfg.simulation.integrator!r} (PETSc TS) keeps its trajectory in memory")
         if sched != "all":

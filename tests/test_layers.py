@@ -64,12 +64,7 @@ LAYERS = [
 LAYER = {name: k for k, names in enumerate(LAYERS) for name in names}
 
 # (importer, imported): why it is still there.  May only shrink.
-KNOWN_UPWARD = {
-    # steppers build their own checkpointed run (checkpoint_run) and the TS path subclasses
-    # checkpoint.restart's providers; inverting it is the one-time-loop-driver split
-    # (schedules as data, STYLE.md item 1), not an import move
-    ("integrators", "checkpoint"): "ts_checkpoint.py, ts_alpha2.py use checkpoint.restart.CheckpointedRun",
-}
+KNOWN_UPWARD = {}
 
 
 def _node(dotted, root=ROOT):

@@ -1,5 +1,5 @@
 """HDF5 checkpoints and --restart for PETSc TS runs (issue 20 item 5;
-integrators/ts_checkpoint.py, integrators/ts_alpha2.py).
+checkpoint/ts_run.py, integrators/ts_alpha2.py).
 
 * ts-alpha2 (TSALPHA2, our generalized-α adjoint) goes through parmbs's own
   CheckpointedRun: its forward run is one TSALPHA2 from the resume state, its

@@ -4,6 +4,7 @@
                     progress markers published after a flush (safe under SIGKILL)
 * ``schedules.py``  ``all`` | ``every:K`` | ``revolve:C`` and their recomputation counts
 * ``restart.py``    forward run and adjoint sweep through the file, resumable
+* ``ts_run.py``     the same for PETSc TS steppers: TS re-runs for TSAdjoint's stages
 
 Revolve: why our own 40 lines and not a package.  ``pyrevolve`` (2.2.8) ships only as
 an sdist with a Cython/C++ extension (a compiler and Cython ≥ 3 at install time, on
@@ -27,19 +28,21 @@ from .store import CheckpointStore, HDF5Error, SimulatedKill, resolved_sha256  #
 def open_run(problem, path, comm=None, interval=None):
     """A CheckpointedRun of ``problem`` on the file ``path`` (created or resumed).
 
-    A whole-run PETSc TS stepper makes its own run (``stepper.checkpoint_run(problem,
-    store)``; integrators/ts_alpha2.py, integrators/ts_checkpoint.py) or is refused:
-    ConfigError (key ``checkpoint.schedule``) naming why.  Raises HDF5Error for a file that cannot be
+    A whole-run PETSc TS stepper says how its reverse sweep goes (``checkpoint_sweep``):
+    ``"ts"`` (integrators/ts.py: TS re-runs and TSAdjoint, ts_run.py) or ``"adjoint_step"``
+    (integrators/ts_alpha2.py: the one-step steppers' CheckpointedRun), or is refused: ConfigError
+    (key ``checkpoint.schedule``) naming why.  The checkpoint layer builds the run around
+    the stepper; the stepper never imports it.  Raises HDF5Error for a file that cannot be
     resumed (another config, corrupt)."""
     from ..config import ConfigError
     from .restart import CheckpointedRun
+    from .ts_run import TSCheckpointedRun
     cfg = problem.config
     sched = parse_schedule(cfg.checkpoint.schedule)
-    # a whole-run stepper (PETSc TS) says how it checkpoints (checkpoint_run), or refuses
-    make_run = getattr(problem.stepper, "checkpoint_run", None)
+    sweep = getattr(problem.stepper, "checkpoint_sweep", None)
     if hasattr(problem.stepper, "forward"):
         why = getattr(problem.stepper, "checkpoint_refusal", lambda: None)()
-        if make_run is None or why:
+        if sweep is None or why:
             raise ConfigError(cfg.source or "<config>", "checkpoint.schedule",
                               why or f"the {cfg.simulation.integrator} integrator (PETSc TS) keeps its trajectory "
                               "in memory: only schedule 'all' without a checkpoint file or --restart is supported")
@@ -49,4 +52,4 @@ def open_run(problem, path, comm=None, interval=None):
                           "in-memory trajectory (parmbs/formulations/maggi_avm.py): a checkpoint file or "
                           "--restart serves only 'discrete'")
     store = CheckpointStore(path, cfg, problem, sched, comm=comm, interval=interval)
-    return (make_run or CheckpointedRun)(problem, store)
+    return (TSCheckpointedRun if sweep == "ts" else CheckpointedRun)(problem, store)

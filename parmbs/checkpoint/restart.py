@@ -298,7 +298,7 @@ class CheckpointedRun:
 
     def _adjoint_seed(self, N, x, p, refs):
         """The adjoint record at k = N: (μ_N blocks, ∂ψ/∂ρ, ∂ψ/∂ref) per objective column
-        (a PETSc TS run stores its own: integrators/ts_checkpoint.py)."""
+        (a PETSc TS run stores its own: checkpoint/ts_run.py)."""
         return self.pr._adjoint_local(N, self.T[N], x, p, refs)
 
     def _names(self):

@@ -79,7 +79,7 @@ def short_names(names, k=4):
 class ManifoldGuess:
     """The manifold Newton's first guess of a reduced ODE — its last solution, the
     attribute named ``_GUESS``, ``guess_size`` long: part of a checkpointed state, since
-    the converged point's last bits depend on it (integrators/ts_checkpoint.py)."""
+    the converged point's last bits depend on it (checkpoint/ts_run.py)."""
 
     _GUESS = "_q"
 
@@ -115,7 +115,7 @@ class MaggiODE(ManifoldGuess):
     def y_of(self, q, v, p):
         """y of a consistent (q, v); q becomes the manifold Newton's first guess, so a run
         from (q_0, v_0) does not depend on what the model evaluated before (bitwise
-        restarts: integrators/ts_checkpoint.py)."""
+        restarts: checkpoint/ts_run.py)."""
         self._q = np.array(q, dtype=float)
         return np.concatenate([q[self.ind], v[self.ind]])
 

@@ -35,7 +35,7 @@ TSAdjoint to round-off, which for the penalty matrix M + αΦ_qᵀΦ_q grows ∝
 
 The TS lives on the problem's communicator (ts_layout.py: distributed Vecs and
 Jacobians on several ranks); runs checkpoint to HDF5 with every schedule, fixed or
-adaptive steps, and restart bit for bit (ts_checkpoint.py; ``fixed_times``: the times
+adaptive steps, and restart bit for bit (checkpoint/ts_run.py; ``fixed_times``: the times
 a TS started at a stored state reaches; ``march_adaptive``: the exact accepted steps).
 """
 import numpy as np
@@ -47,6 +47,7 @@ from ..model.assembly import SparseOperator
 from ..model.system import ModelError
 from .newmark import StepError, saddle_point_pattern
 from .timeloop import StepSizeError, TimeGrid
+from .rerun import Rerun
 from .trajectory import Trajectory, quadrature_weights
 from .initial import InitialState
 from .ts_layout import TSLayout
@@ -314,7 +315,7 @@ class TSStepper(ARKIMEXSteps):
         a reduced ODE's y itself and its manifold Newton's first guess (the last solution).
         y is not recovered bit for bit from x = (q, v, a, λ), and the converged manifold
         point's last bits depend on the guess, so both are part of the state a TS
-        restarts from (integrators/ts_checkpoint.py)."""
+        restarts from (checkpoint/ts_run.py)."""
         blocks = (("y", self.mod.N), ("guess", self.mod.guess_size)) if self.reduced else ()
         return blocks + ((("h_next", 1),) if self.replays_attempts else ())
 
@@ -333,7 +334,7 @@ class TSStepper(ARKIMEXSteps):
         rejects and rolls back the same attempts from the same bits (its choice reads
         only this step's attempts: TSAdaptChoose_Basic), then accepts h_k.  Each re-run
         step's h is checked against the stored h_k and its state against the stored one
-        (RuntimeError otherwise: integrators/ts_checkpoint.py)."""
+        (RuntimeError otherwise: checkpoint/ts_run.py)."""
         return self.sim.adapt is not None and self.kind in ("ts-rk", "ts-arkimex")
 
     def ystate(self, x):
@@ -378,7 +379,7 @@ class TSStepper(ARKIMEXSteps):
         sum PETSc forms (ts->ptime += ts->time_step; an IEEE double add here as there).
         The run ends at t_N (no MATCHSTEP sliver), so every t_k is the TS's own time and
         a TS started at a stored t_k with y_k repeats the run's steps bit for bit — what
-        the checkpointed runs rely on (integrators/ts_checkpoint.py).  t_N differs from
+        the checkpointed runs rely on (checkpoint/ts_run.py).  t_N differs from
         t_0 + N h by the round-off of N additions (≤ N ε t_N)."""
         N = self._nsteps(problem)
         T = np.empty(N + 1)
@@ -493,7 +494,7 @@ class TSStepper(ARKIMEXSteps):
         ts.setFromOptions()
         self.solves.note_solver(ts, self.kind)
         if save and steps is not None:
-            # a checkpointed run's one-step TSAdjoint (ts_checkpoint.py): in memory whatever
+            # a checkpointed run's one-step TSAdjoint (checkpoint/ts_run.py): in memory whatever
             # the options say (-ts_trajectory_type basic would write a file per step)
             set_trajectory_type(ts, "memory")
         if attempts:
@@ -514,7 +515,7 @@ class TSStepper(ARKIMEXSteps):
             if not self.adaptive:
                 # every step is h: TSAdapt's MATCHSTEP end game ("none" too) sets the last
                 # step to t_N − t_{N−1}, which is not h in the last bits; a TS started at
-                # t_{N−1} (checkpoints: ts_checkpoint.py) would take h (fixed_times)
+                # t_{N−1} (checkpoints: checkpoint/ts_run.py) would take h (fixed_times)
                 ts.setPreStep(lambda ts_: ts_.setTimeStep(h))
         if self.kind == "ts-rk":
             A, b, c, embedded = rk_tableau(ts)
@@ -701,7 +702,7 @@ class TSStepper(ARKIMEXSteps):
         traj.h = np.array(H[1:])                # h_0 … h_{N−1} as the TS took them
         # the objective's trapezoid weights on the computed times (Problem reads problem.w);
         # an adaptive run's from its exact step sizes (TimeGrid.weights: the same bits as a
-        # checkpointed run's, integrators/ts_checkpoint.py)
+        # checkpointed run's, checkpoint/ts_run.py)
         if self.adaptive:
             traj.w = TimeGrid(T, traj.h).weights()
         else:
@@ -715,10 +716,10 @@ class TSStepper(ARKIMEXSteps):
         ts.destroy()
         return traj
 
-    # -- the one-step interface of checkpointed runs (integrators/ts_checkpoint.py) ---------------
+    # -- the one-step interface of checkpointed runs (checkpoint/ts_run.py) ---------------
     def checkpoint_refusal(self):
         """Why this run cannot checkpoint (None: it can).  Every scheme, formulation and
-        schedule checkpoints (integrators/ts_checkpoint.py); an adaptive run's steps follow
+        schedule checkpoints (checkpoint/ts_run.py); an adaptive run's steps follow
         simulation.adapt (TSAdapt basic), so -parmbs_ts_adapt_type must not contradict it."""
         kind = PETSc.Options().getString(PREFIX + "adapt_type", "")
         if kind and (kind != "none") != (self.sim.adapt is not None):
@@ -726,9 +727,10 @@ class TSStepper(ARKIMEXSteps):
                     "(TSAdapt): set or remove [simulation.adapt] instead")
         return None
 
-    def checkpoint_run(self, problem, store):
-        from .ts_checkpoint import TSCheckpointedRun
-        return TSCheckpointedRun(problem, store)
+    #: how a checkpointed run's reverse sweep goes (checkpoint.open_run picks the run by it):
+    #: TS re-runs from stored states and TSAdjoint back through them, or our own adjoint
+    #: steps (``uses_own_adjoint``): checkpoint/ts_run.py
+    checkpoint_sweep = "ts"
 
     def initial(self, t0, p):
         """x_0 = (q_0, v_0, a_0, λ_0) as the forward run's first state."""
@@ -761,7 +763,6 @@ class TSStepper(ARKIMEXSteps):
         same bits — its x_k0 and t_k0 checked against the stored ones (RuntimeError if a
         bit differs), and only the steps after k0 are kept (as ts_alpha2.py)."""
         import math
-        from .ts_checkpoint import Rerun
 
         def note(k):
             if state is not None:

@@ -84,6 +84,7 @@ from .._log import stage, instrument
 from ..model.system import ModelError
 from ..petsc_options import _libpetsc, adapt_type, set_config_options
 from .newmark import NewmarkFamily, StepError
+from .rerun import Rerun
 from .timeloop import Adapt, StepSizeError, TimeGrid
 from .trajectory import Trajectory
 from .ts import PREFIX, TS_PREFIX
@@ -569,7 +570,6 @@ class TSAlpha2Stepper:
         gets the next h and the rejections; there is no own controller state to keep."""
         t_start = state.t_start if state is not None else t0
         x_start = x if k0 == 0 else self.nm.initial(t_start, p)
-        from .ts_checkpoint import Rerun
 
         def note(k):
             if state is not None:
@@ -611,12 +611,10 @@ class TSAlpha2Stepper:
                     "set or remove [simulation.adapt] instead")
         return None
 
-    def checkpoint_run(self, problem, store):
-        """Checkpointed runs (every schedule, --restart): parmbs's own CheckpointedRun —
-        its forward run takes the steps through ``march_fixed``, its providers recompute
-        through ``step``, its reverse sweep is our adjoint (``adjoint_step``)."""
-        from ..checkpoint.restart import CheckpointedRun
-        return CheckpointedRun(problem, store)
+    #: Checkpointed runs (every schedule, --restart): parmbs's own CheckpointedRun —
+    #: its forward run takes the steps through ``march_fixed``, its providers recompute
+    #: through ``step``, its reverse sweep is our adjoint (``adjoint_step``; checkpoint.open_run).
+    checkpoint_sweep = "adjoint_step"
 
     def initial(self, t0, p):
         return self.nm.initial(t0, p)

@@ -1,7 +1,7 @@
 """Distributed TS solves that repeat, and the check of a recomputed TS stretch (issue 20).
 
 Why.  A checkpointed TS run re-runs stretches of the forward integration from stored
-states for TSAdjoint (ts_checkpoint.py) and compares each re-run state with the stored
+states for TSAdjoint (checkpoint/ts_run.py) and compares each re-run state with the stored
 one.  Parallel MUMPS on 2 ranks is not bitwise repeatable when the ranks' timing
 varies (its contribution blocks are summed in the order they arrive): 40 fresh
 factorizations of one distributed 36 × 36 matrix gave 5 distinct solutions up to

@@ -57,15 +57,15 @@ at that step size, repeating the rejected attempts and their rollbacks bit for b
 before it accepts h_k (checked against the stored h_k).  TSAdapt's estimate
 reads the scheme's previous steps (TSTHETA: y_{k−1}), which a TS started at a stored
 state lacks, so a forward run killed part-way is re-run from x_0 and checked bitwise at
-the state it resumes from.  -parmbs_ts_adapt_type contradicting simulation.adapt is
-refused (``TSStepper.checkpoint_refusal``).
+the state it resumes from (integrators/rerun.py).  -parmbs_ts_adapt_type contradicting
+simulation.adapt is refused (``TSStepper.checkpoint_refusal``).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..checkpoint.restart import CheckpointedRun, _EveryProvider, _Provider, _RevolveProvider
-from .timeloop import TimeGrid
+from ..integrators.timeloop import TimeGrid
+from .restart import CheckpointedRun, _EveryProvider, _Provider, _RevolveProvider
 
 #: steps of one forward re-run of an ``all`` sweep (the TS keeps that many states' stages)
 SEGMENT = 32
@@ -108,40 +108,6 @@ def _pack(stepper, ly, n, m):
 def _unpack(stepper, mu):
     d = stepper.mod.n
     return np.r_[np.asarray(mu[0])[:d], np.asarray(mu[1])[:d]]
-
-
-class Rerun:
-    """keep() of an adaptive TS forward run resumed at k0 by re-running it from x_0
-    (TSAdapt's history is not in the file: ts.py and ts_alpha2.py ``march_adaptive``):
-    the steps before k0 are dropped, x_k0 and t_k0 checked against the stored ones bit
-    for bit (RuntimeError naming the step otherwise), each later step goes to ``keep``
-    with its t, h collected in T, H (``note(k)`` first: the loop state).  ``done()``
-    after the run: the re-run reached k0."""
-
-    def __init__(self, what, k0, t0, x, keep, note=None):
-        self.what, self.k0, self.t0, self.x, self.keep, self.note = what, k0, t0, x, keep, note
-        self.T, self.H, self.seen = [t0], [], k0 == 0
-
-    def __call__(self, k, t, h, xk):
-        if k < self.k0:
-            return
-        if k == self.k0:
-            if k > 0 and (t != self.t0 or not all(np.array_equal(a, b) for a, b in zip(xk, self.x))):
-                raise RuntimeError(f"step {k} (t = {t:.6g}): the adaptive {self.what} run re-run from the initial "
-                                   "state differs from the stored state it resumes from")
-            self.seen = True
-            return
-        if self.note is not None:
-            self.note(k)
-        self.T.append(t)
-        self.H.append(h)
-        self.keep(k, t, h, xk)
-
-    def done(self):
-        if not self.seen:
-            raise RuntimeError(f"the adaptive {self.what} run re-run from the initial state has fewer than the "
-                               f"{self.k0} steps it resumes from")
-        return TimeGrid(np.array(self.T), np.array(self.H))
 
 
 class _RowProvider(_Provider):

@@ -100,7 +100,7 @@ class ContinuumSchurOperator(ColumnSolves):
     ``SparseOperator``.  Counters: ``nfactor`` (F factorizations), ``nfsolve`` (F
     solves), ``nrefine`` (refinement sweeps)."""
 
-    def __init__(self, system, plan, comm=None, options_prefix="parmbs_schur_", structure=None):
+    def __init__(self, system, plan, comm=None, options_prefix="parmbs_schur_", structure=None, pattern=None):
         self.sys, self.plan = system, plan
         self.comm = comm or PETSc.COMM_WORLD
         n, m = system.n, system.m
@@ -132,7 +132,10 @@ class ContinuumSchurOperator(ColumnSolves):
         nl, r0 = local_size(st.nf, self.comm)
         self.fr0, self.fr1 = r0, r0 + nl
         blocks = [(u, u) for u in st.uf_in] + [(u, u) for u in st.uf_el] + small_ff
-        self.fpat = BlockPattern(st.nf, blocks, (self.fr0, self.fr1))
+        # this rank's rows and their elements only (BlockPattern by_element); shared with
+        # another operator of the same system and communicator (the initial state's)
+        self.fpat = pattern if pattern is not None else \
+            BlockPattern(st.nf, blocks, (self.fr0, self.fr1), by_element=True)
         self._nstruct = len(st.uf_in) + len(st.uf_el)
         self._small_ff = small_ff
         ksp = PETSc.KSP().create(self.comm)
@@ -268,7 +271,7 @@ class ContinuumSchurOperator(ColumnSolves):
         x /= np.linalg.norm(x)
         r = 0.0
         for _ in range(2):
-            y = self._fsolve(sum(M @ x for M in st.M))
+            y = self._fsolve(st.M_product(x))
             self.nfsolve_factor += 1
             r = np.linalg.norm(y)
             if r == 0.0 or not np.isfinite(r):
@@ -278,17 +281,20 @@ class ContinuumSchurOperator(ColumnSolves):
 
     def _factor(self):
         """F = the current J_ff (structured blocks by element, once per refactor)."""
-        st = self.st
+        st, pat = self.st, self.fpat
         vals = []
-        for g, uf, fo in zip(st.inertia, st.uf_in, st.frame_of):
+        ni = len(st.inertia)
+        from .continuum import _gauss_mass, _CM, _CJ
+        for i, (g, uf, fo) in enumerate(zip(st.inertia, st.uf_in, st.frame_of)):
+            fo = pat.pick(i, fo)             # this rank's rows' elements only
             cMe = np.array([fr[4] for fr in self.Jc.frames])[fo]
             cGe = np.array([fr[5] for fr in self.Jc.frames])[fo]
-            from .continuum import _gauss_mass, _CM, _CJ
-            c = _gauss_mass(st._p[g.pidx], g.law)
+            c = pat.pick(i, _gauss_mass(st._p[g.pidx], g.law))
             vals.append((c * cMe)[:, None, None] * _CM + (c * cGe)[:, None, None] * _CJ)
-        for g in st.elastic:
+        for j, g in enumerate(st.elastic):
             fac, Kh = g.stiffness(st._p[g.pidx])
-            vals.append(self.Jc.cK * fac[:, None, None] * Kh)
+            Kh = Kh if Kh.shape[0] == 1 else pat.pick(ni + j, Kh)
+            vals.append(self.Jc.cK * pat.pick(ni + j, fac)[:, None, None] * Kh)
         vals += self._small_vals[:len(self._small_ff)]
         data = self.fpat.values(vals)
         self.F.setValuesCSR(self.fpat.indptr, self.fpat.indices, data)

@@ -44,35 +44,66 @@ class BlockPattern:
     into the CSR data of the locally owned rows, summing duplicates, with one
     ``bincount`` and no Python loop over elements: every local entry has a slot
     (dropped and off-rank entries the spare slot ``nnz``), so no masking per call.
+
+    ``by_element=True`` keeps slots only for the elements of each block that have a
+    row in [r0, r1) (``elements[i]``: their indices), so a rank's pattern and its
+    ``values`` input are O(its rows), not O(all elements): the FFR continua's F
+    (flexible/continuum_schur.py) and M, G, K (continuum_structured.py) hold 64–128
+    entries per element, ≈ 1 GB of int64 slots per pattern at 10⁶ elements if every
+    rank kept them all.  ``values`` then takes, per block, either the whole (ne, a, b)
+    array (its local elements are picked) or the local (len(elements[i]), a, b) one —
+    what lets a caller evaluate only its own elements.  Slots are int32 when nnz fits.
     """
 
-    def __init__(self, N, blocks, row_range=None):
+    def __init__(self, N, blocks, row_range=None, by_element=False):
         self.N = N
         r0, r1 = row_range if row_range is not None else (0, N)
-        keys, masks = [], []
+        keys, masks, self.elements = [], [], []
         for rows, cols in blocks:
+            sel = None
+            if by_element and (r0, r1) != (0, N):
+                own = ((rows >= r0) & (rows < r1)).any(axis=1)
+                if not own.all():
+                    sel = np.nonzero(own)[0]
+                    rows, cols = rows[sel], cols[sel]
+            self.elements.append(sel)
             R = np.broadcast_to(rows[:, :, None], rows.shape + (cols.shape[1],))
             C = np.broadcast_to(cols[:, None, :], R.shape)
             mask = ((R >= r0) & (R < r1) & (C >= 0)).ravel()
             masks.append(mask)
-            keys.append((R.ravel() * N + C.ravel())[mask])
+            keys.append(R.ravel()[mask].astype(np.int64) * N + C.ravel()[mask])
         keys = np.concatenate(keys) if keys else np.zeros(0, np.int64)
         uniq, inverse = np.unique(keys, return_inverse=True)
-        self.masks = masks
+        del keys
         self.nnz = len(uniq)
         mask = np.concatenate(masks) if masks else np.zeros(0, bool)
-        self.slots = np.full(len(mask), self.nnz, np.int64)
-        self.slots[mask] = inverse.ravel()
         self.sizes = [len(m) for m in masks]
+        del masks
+        self.slots = np.full(len(mask), self.nnz, np.int32 if self.nnz < 2 ** 31 - 1 else np.int64)
+        self.slots[mask] = inverse.ravel()
+        del mask, inverse
         rows, cols = uniq // N, uniq % N
         self.indices = cols.astype(PETSc.IntType)
         counts = np.bincount(rows - r0, minlength=r1 - r0)
         self.indptr = np.concatenate([[0], np.cumsum(counts)]).astype(PETSc.IntType)
 
+    def pick(self, i, v):
+        """Entries of block i's this-pattern elements of a whole per-element array ``v`` (ne, …)."""
+        sel = self.elements[i]
+        return v if sel is None else np.asarray(v)[sel]
+
+    def local(self, i, v):
+        """Block i's values of this pattern's elements: ``v`` whole (ne, …) or already local."""
+        sel = self.elements[i]
+        v = np.asarray(v)
+        if sel is None or v.size == self.sizes[i]:         # (len(sel) < ne: no ambiguity)
+            return v
+        return v[sel]
+
     def values(self, vals):
         if not vals:
             return np.zeros(self.nnz)
-        data = np.concatenate([np.ravel(v) for v in vals])
+        data = np.concatenate([np.ravel(self.local(i, v)) for i, v in enumerate(vals)])
         if data.shape != self.slots.shape:
             raise ValueError(f"{data.size} local values for a pattern of {self.slots.size}")
         if np.iscomplexobj(data):

@@ -55,10 +55,15 @@ class BlockPattern:
     what lets a caller evaluate only its own elements.  Slots are int32 when nnz fits.
     """
 
+    #: entries per np.unique call when the pattern is built (its sort needs ~40 bytes per
+    #: entry: 8·10⁶ entries ≈ 0.3 GB; a 10⁶-element continuum has 6.4·10⁷ per rank on 2)
+    CHUNK = 8_000_000
+
     def __init__(self, N, blocks, row_range=None, by_element=False):
         self.N = N
         r0, r1 = row_range if row_range is not None else (0, N)
-        keys, masks, self.elements = [], [], []
+        it = np.int32 if N < 2 ** 31 - 1 else np.int64
+        Rs, Cs, masks, self.elements = [], [], [], []
         for rows, cols in blocks:
             sel = None
             if by_element and (r0, r1) != (0, N):
@@ -67,23 +72,45 @@ class BlockPattern:
                     sel = np.nonzero(own)[0]
                     rows, cols = rows[sel], cols[sel]
             self.elements.append(sel)
-            R = np.broadcast_to(rows[:, :, None], rows.shape + (cols.shape[1],))
-            C = np.broadcast_to(cols[:, None, :], R.shape)
+            R = np.broadcast_to(rows.astype(it, copy=False)[:, :, None], rows.shape + (cols.shape[1],))
+            C = np.broadcast_to(cols.astype(it, copy=False)[:, None, :], R.shape)
             mask = ((R >= r0) & (R < r1) & (C >= 0)).ravel()
             masks.append(mask)
-            keys.append(R.ravel()[mask].astype(np.int64) * N + C.ravel()[mask])
-        keys = np.concatenate(keys) if keys else np.zeros(0, np.int64)
-        uniq, inverse = np.unique(keys, return_inverse=True)
-        del keys
-        self.nnz = len(uniq)
-        mask = np.concatenate(masks) if masks else np.zeros(0, bool)
+            Rs.append(R.ravel()[mask])
+            Cs.append(C.ravel()[mask])
         self.sizes = [len(m) for m in masks]
+        mask = np.concatenate(masks) if masks else np.zeros(0, bool)
         del masks
+        R = np.concatenate(Rs) if Rs else np.zeros(0, it)
+        del Rs
+        C = np.concatenate(Cs) if Cs else np.zeros(0, it)
+        del Cs
+        # the unique (row, col) keys and every entry's slot, by chunks of rows so that the
+        # sort's temporaries stay O(CHUNK) (row-major keys: chunks in row order are in
+        # key order, their unique sets concatenate)
+        counts = np.bincount(R - r0, minlength=r1 - r0) if len(R) else np.zeros(r1 - r0, np.int64)
+        ends = np.searchsorted(np.cumsum(counts), np.arange(self.CHUNK, len(R), self.CHUNK), side="right")
+        bounds = np.unique(np.r_[0, ends, r1 - r0]) + r0
+        inv_all = np.empty(len(R), np.int64 if len(R) >= 2 ** 31 - 1 else np.int32)
+        uniq_rows, uniq_cols, nnz = [], [], 0
+        for ra, rb in zip(bounds[:-1], bounds[1:]):
+            pos = np.nonzero((R >= ra) & (R < rb))[0]
+            keys = R[pos].astype(np.int64) * N + C[pos]
+            u, inv = np.unique(keys, return_inverse=True)
+            del keys
+            inv_all[pos] = inv.ravel() + nnz
+            del inv, pos
+            uniq_rows.append((u // N).astype(it))
+            uniq_cols.append((u % N).astype(it))
+            nnz += len(u)
+            del u
+        del R, C
+        self.nnz = nnz
         self.slots = np.full(len(mask), self.nnz, np.int32 if self.nnz < 2 ** 31 - 1 else np.int64)
-        self.slots[mask] = inverse.ravel()
-        del mask, inverse
-        rows, cols = uniq // N, uniq % N
-        self.indices = cols.astype(PETSc.IntType)
+        self.slots[mask] = inv_all
+        del mask, inv_all
+        rows = np.concatenate(uniq_rows) if uniq_rows else np.zeros(0, it)
+        self.indices = (np.concatenate(uniq_cols) if uniq_cols else np.zeros(0, it)).astype(PETSc.IntType)
         counts = np.bincount(rows - r0, minlength=r1 - r0)
         self.indptr = np.concatenate([[0], np.cumsum(counts)]).astype(PETSc.IntType)
 

@@ -103,7 +103,10 @@ class ContinuumStructure:
     def distribute(self, comm):
         """Compute the O(nnz) products by f rows over the ranks of ``comm`` (a petsc4py
         communicator; the split of continuum_schur.py's F), gathered once per evaluation."""
-        self.rows = RowSplit(self.nf, comm)
+        rows = RowSplit(self.nf, comm)
+        if (rows.r0, rows.r1, rows.size) == (self.rows.r0, self.rows.r1, self.rows.size):
+            return                           # already split so (the operators share this structure)
+        self.rows = rows
         self._loc, self._last = None, None
         self._pattern, self._p = None, None  # M, G, K again, by this rank's rows
 

@@ -39,3 +39,15 @@ def test_chunks_and_element_selection_equal_dense_scatter(monkeypatch):
                 sel = b.elements[0]
                 assert sel is not None and len(sel) < 2000       # only the rows' elements kept
                 assert np.array_equal(b.values([vals[0][sel], vals[1]]), d)   # local input = whole input
+
+
+def test_none_block_is_zero_bit_for_bit():
+    """A block given as None sums as explicit zeros (continuum_structured.py's M, G, K)."""
+    rng = np.random.default_rng(2)
+    N = 500
+    u = rng.integers(-1, N, (400, 8))
+    pat = BlockPattern(N, [(u, u), (u, u)], (100, 350), by_element=True)
+    v = rng.standard_normal((400, 8, 8))
+    assert np.array_equal(pat.values([v, None]), pat.values([v, np.zeros_like(v)]))
+    assert np.array_equal(pat.values([None, v]), pat.values([np.zeros_like(v), v]))
+    assert not np.any(pat.values([None, None]))

@@ -140,8 +140,7 @@ class ContinuumStructure:
         self.version += 1                    # factorizations of older designs are stale
         nf, nk = self.nf, len(self.frames)
         pat, ni = self.pattern, len(self.inertia)
-        zin = [np.zeros((len(pat.pick(i, g.pidx)), 8, 8)) for i, g in enumerate(self.inertia)]
-        zel = [np.zeros((len(pat.pick(ni + j, g.pidx)), 8, 8)) for j, g in enumerate(self.elastic)]
+        zin, zel = [None] * ni, [None] * len(self.elastic)       # zero blocks (BlockPattern.values)
         self.M, self.G, self.B, self.bX, self.bJX = [], [], [], [], []
         self.m0, self.x0, self.I0 = np.zeros(nk), np.zeros((nk, 2)), np.zeros(nk)
         for k in range(nk):

@@ -41,6 +41,7 @@ it refactors F, so a lag never causes a refactorization.
 import numpy as np
 import scipy.sparse as sp
 
+from .._memory import release
 from .._petsc import PETSc
 from ..model.assembly import BlockPattern, ColumnSolves, local_size
 from . import continuum_amg as amg
@@ -203,6 +204,7 @@ class ContinuumSchurOperator(ColumnSolves):
         self.nfsolve_factor = 0     # of nfsolve: once per factorization (probe, Z)
         self._Y, self._Z, self._rem = {}, {}, {}
         self.exact = True        # refine to round-off; the stepper's Newton solves set False
+        release()
 
     def _border_maps(self, n, m):
         """Sort the entries of the small pattern into the f × f CSR, the border blocks U
@@ -332,6 +334,7 @@ class ContinuumSchurOperator(ColumnSolves):
         self._Y, self._Z, self._rem = {}, {}, {}
         self._cF = self._coefficients()
         self._rho = self._probe()
+        release()                            # freed set-up temporaries back to the OS (_memory.py)
 
     def _fsolve(self, R, transpose=False):
         """F⁻¹ R (or F⁻ᵀ R) for an (nf,) or (nf, k) numpy array, replicated."""

@@ -45,6 +45,7 @@ replicated.
 import numpy as np
 import scipy.sparse as sp
 
+from .._memory import release
 from ..model.assembly import BlockPattern, scatter_add_cols
 from .continuum_split import RowSplit
 from .continuum import ContinuumInertia, ContinuumElastic, _NG, _NBAR, _CM, _CJ, _GPOS, _cells, _gauss_mass
@@ -118,6 +119,7 @@ class ContinuumStructure:
         if self._pattern is None:
             self._pattern = BlockPattern(self.nf, [(u, u) for u in self.uf_in] + [(u, u) for u in self.uf_el],
                                          (self.rows.r0, self.rows.r1), by_element=True)
+            release()
         return self._pattern
 
     def local_rows(self):
@@ -172,6 +174,7 @@ class ContinuumStructure:
             fac, Kh = g.stiffness(p[g.pidx])
             kb.append(pat.pick(ni + j, fac)[:, None, None] * (Kh if Kh.shape[0] == 1 else pat.pick(ni + j, Kh)))
         self.K = self._csr(self.pattern.values(zin + kb))
+        release()                            # the set-up's freed temporaries back to the OS (_memory.py)
         return True
 
     def rigid_modes(self, p):

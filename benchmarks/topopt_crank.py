@@ -207,6 +207,10 @@ def main():
         say(f"EXTRAPOLATED, first steps once (they hold the factorization) and the later steps' mean: "
             f"forward step {fs_:.2f} s, adjoint step {as_:.2f} s (ratio {as_ / fs_:.2f}); forward ≈ {fwd2:.0f} s, "
             f"adjoint ≈ {adj2:.0f} s, design iteration ≈ {fwd2 + adj2:.0f} s")
+    import resource                       # peak memory of every rank (Linux: ru_maxrss in KiB)
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20
+    rss = comm.tompi4py().allgather(rss) if comm.getSize() > 1 else [rss]
+    say("max RSS per rank (forward + adjoint): " + ", ".join(f"rank {r} {x:.2f} GiB" for r, x in enumerate(rss)))
     if a.check:
         p0 = pr.sys.p.copy()
         rho = pr.design.values(p0)

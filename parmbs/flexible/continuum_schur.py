@@ -41,6 +41,7 @@ it refactors F, so a lag never causes a refactorization.
 import numpy as np
 import scipy.sparse as sp
 
+from .._memory import release
 from .._petsc import PETSc
 from ..model.assembly import BlockPattern, ColumnSolves, local_size
 from . import continuum_amg as amg
@@ -86,6 +87,43 @@ REM_LAG = 0.1
 BACKWARD_TOL = 1e-12
 
 
+class FPattern:
+    """The CSR pattern of F = Σ_k (cM_k M_k + cG_k G_k) + cK K + S on this rank's f rows
+    [r0, r1): that of M, G, K (``ContinuumStructure.pattern``, which they share) with the
+    other groups' few f × f entries S (the pin joint's) merged in.  F's values are then
+    O(nnz) combinations of the design's M, G, K data — no per-element blocks and no second
+    element pattern (at 10⁶ elements 6.4·10⁷ slots and as many values per rank)."""
+
+    def __init__(self, st, small_ff, r0, r1):
+        P, nf, nl = st.pattern, st.nf, r1 - r0
+        self.small = BlockPattern(nf, small_ff, (r0, r1))
+        S = self.small
+        key = lambda ip, ind: np.repeat(np.arange(nl, dtype=np.int64), np.diff(ip)) * nf + ind
+        kP, kS = key(P.indptr, P.indices), key(S.indptr, S.indices)    # sorted: row-major CSR
+        new = np.setdiff1d(kS, kP, assume_unique=True)
+        if len(new):
+            k = np.union1d(kP, new)
+            self.pos = np.searchsorted(k, kP)
+            rows, cols = k // nf, k % nf
+            self.indices = cols.astype(PETSc.IntType)
+            self.indptr = np.r_[0, np.cumsum(np.bincount(rows, minlength=nl))].astype(PETSc.IntType)
+        else:
+            k, self.pos = kP, None           # S within M, G, K's pattern (the crank's pin)
+            self.indices, self.indptr = P.indices, P.indptr
+        self.spos = np.searchsorted(k, kS)
+        self.nnz = len(k)
+
+    def values(self, d, small_vals):
+        """F's CSR data from M, G, K's combined data ``d`` and the small groups' blocks."""
+        if self.pos is None:
+            data = np.array(d, float)
+        else:
+            data = np.zeros(self.nnz)
+            data[self.pos] = d
+        data[self.spos] += self.small.values(small_vals)
+        return data
+
+
 def usable(system):
     """True when the system has continua whose groups this solver can take over."""
     return bool(structured_groups(system))
@@ -100,7 +138,7 @@ class ContinuumSchurOperator(ColumnSolves):
     ``SparseOperator``.  Counters: ``nfactor`` (F factorizations), ``nfsolve`` (F
     solves), ``nrefine`` (refinement sweeps)."""
 
-    def __init__(self, system, plan, comm=None, options_prefix="parmbs_schur_", structure=None):
+    def __init__(self, system, plan, comm=None, options_prefix="parmbs_schur_", structure=None, pattern=None):
         self.sys, self.plan = system, plan
         self.comm = comm or PETSc.COMM_WORLD
         n, m = system.n, system.m
@@ -131,9 +169,11 @@ class ContinuumSchurOperator(ColumnSolves):
         small_ff = [(fp(r), fp(c)) for r, c in fi + [(r, r) for r, _ in ci]]
         nl, r0 = local_size(st.nf, self.comm)
         self.fr0, self.fr1 = r0, r0 + nl
-        blocks = [(u, u) for u in st.uf_in] + [(u, u) for u in st.uf_el] + small_ff
-        self.fpat = BlockPattern(st.nf, blocks, (self.fr0, self.fr1))
-        self._nstruct = len(st.uf_in) + len(st.uf_el)
+        st.distribute(self.comm)             # M, G, K by F's rows (a no-op when they already are)
+        # F's pattern: M, G, K's rows of this rank with the few other f × f entries merged
+        # in; shared with another operator of the same system and communicator (the
+        # initial state's)
+        self.fpat = pattern if pattern is not None else FPattern(st, small_ff, self.fr0, self.fr1)
         self._small_ff = small_ff
         ksp = PETSc.KSP().create(self.comm)
         ksp.setType("preonly")
@@ -164,6 +204,7 @@ class ContinuumSchurOperator(ColumnSolves):
         self.nfsolve_factor = 0     # of nfsolve: once per factorization (probe, Z)
         self._Y, self._Z, self._rem = {}, {}, {}
         self.exact = True        # refine to round-off; the stepper's Newton solves set False
+        release()
 
     def _border_maps(self, n, m):
         """Sort the entries of the small pattern into the f × f CSR, the border blocks U
@@ -268,7 +309,7 @@ class ContinuumSchurOperator(ColumnSolves):
         x /= np.linalg.norm(x)
         r = 0.0
         for _ in range(2):
-            y = self._fsolve(sum(M @ x for M in st.M))
+            y = self._fsolve(st.M_product(x))
             self.nfsolve_factor += 1
             r = np.linalg.norm(y)
             if r == 0.0 or not np.isfinite(r):
@@ -278,20 +319,13 @@ class ContinuumSchurOperator(ColumnSolves):
 
     def _factor(self):
         """F = the current J_ff (structured blocks by element, once per refactor)."""
-        st = self.st
-        vals = []
-        for g, uf, fo in zip(st.inertia, st.uf_in, st.frame_of):
-            cMe = np.array([fr[4] for fr in self.Jc.frames])[fo]
-            cGe = np.array([fr[5] for fr in self.Jc.frames])[fo]
-            from .continuum import _gauss_mass, _CM, _CJ
-            c = _gauss_mass(st._p[g.pidx], g.law)
-            vals.append((c * cMe)[:, None, None] * _CM + (c * cGe)[:, None, None] * _CJ)
-        for g in st.elastic:
-            fac, Kh = g.stiffness(st._p[g.pidx])
-            vals.append(self.Jc.cK * fac[:, None, None] * Kh)
-        vals += self._small_vals[:len(self._small_ff)]
-        data = self.fpat.values(vals)
-        self.F.setValuesCSR(self.fpat.indptr, self.fpat.indices, data)
+        st, pat = self.st, self.fpat
+        Ml, Gl, Kl, _ = st.local_rows()      # this rank's rows of the design's M_k, G_k, K
+        d = self.Jc.cK * Kl.data
+        for k, fr in enumerate(self.Jc.frames):
+            d = d + fr[4] * Ml[k].data + fr[5] * Gl[k].data
+        data = pat.values(d, self._small_vals[:len(self._small_ff)])
+        self.F.setValuesCSR(pat.indptr, pat.indices, data)
         self.F.assemble()
         self._Fvalid = True
         self._Fversion = self.st.version
@@ -300,6 +334,7 @@ class ContinuumSchurOperator(ColumnSolves):
         self._Y, self._Z, self._rem = {}, {}, {}
         self._cF = self._coefficients()
         self._rho = self._probe()
+        release()                            # freed set-up temporaries back to the OS (_memory.py)
 
     def _fsolve(self, R, transpose=False):
         """F⁻¹ R (or F⁻ᵀ R) for an (nf,) or (nf, k) numpy array, replicated."""

@@ -45,6 +45,7 @@ replicated.
 import numpy as np
 import scipy.sparse as sp
 
+from .._memory import release
 from ..model.assembly import BlockPattern, scatter_add_cols
 from .continuum_split import RowSplit
 from .continuum import ContinuumInertia, ContinuumElastic, _NG, _NBAR, _CM, _CJ, _GPOS, _cells, _gauss_mass
@@ -94,7 +95,7 @@ class ContinuumStructure:
         inv = inv.ravel()
         splits = np.cumsum([g.ne for g in self.inertia])[:-1]
         self.frame_of = np.split(inv, splits)            # per inertia group: frame of each element
-        self.pattern = BlockPattern(self.nf, [(u, u) for u in self.uf_in] + [(u, u) for u in self.uf_el])
+        self._pattern = None                 # M, G, K's pattern: this rank's rows, built at set_design
         self._p = None
         self.version = 0
         self.rows = RowSplit(self.nf, None, serial=True)
@@ -103,23 +104,35 @@ class ContinuumStructure:
     def distribute(self, comm):
         """Compute the O(nnz) products by f rows over the ranks of ``comm`` (a petsc4py
         communicator; the split of continuum_schur.py's F), gathered once per evaluation."""
-        self.rows = RowSplit(self.nf, comm)
+        rows = RowSplit(self.nf, comm)
+        if (rows.r0, rows.r1, rows.size) == (self.rows.r0, self.rows.r1, self.rows.size):
+            return                           # already split so (the operators share this structure)
+        self.rows = rows
         self._loc, self._last = None, None
+        self._pattern, self._p = None, None  # M, G, K again, by this rank's rows
+
+    @property
+    def pattern(self):
+        """The pattern of M, G, K: this rank's f rows [r0, r1) and only the elements that
+        touch them (BlockPattern ``by_element``), so no rank holds or assembles the whole
+        matrices (issue 21 item 3: at 10⁶ elements each is ≈ 36 M entries)."""
+        if self._pattern is None:
+            self._pattern = BlockPattern(self.nf, [(u, u) for u in self.uf_in] + [(u, u) for u in self.uf_el],
+                                         (self.rows.r0, self.rows.r1), by_element=True)
+            release()
+        return self._pattern
 
     def local_rows(self):
-        """(M_k, G_k per frame, K) restricted to this rank's f rows (CSR, all nf columns),
-        once per design: the matrices share one pattern, so the rows are index slices."""
-        if self._loc is None or self._loc[0] != self.version:
-            r0, r1 = self.rows.r0, self.rows.r1
-            ip = self.K.indptr
-            a, b = ip[r0], ip[r1]
-            ind, ptr = self.K.indices[a:b], ip[r0:r1 + 1] - a
-            mk = lambda A: sp.csr_matrix((A.data[a:b], ind, ptr), shape=(r1 - r0, self.nf))
-            self._loc = (self.version, [mk(M) for M in self.M], [mk(G) for G in self.G], mk(self.K), (a, b))
-        return self._loc[1:]
+        """(M_k, G_k per frame, K) of this rank's f rows (CSR, (r1 − r0) × nf), per design."""
+        return self.M, self.G, self.K, None
 
     def _csr(self, data):
-        return sp.csr_matrix((data, self.pattern.indices, self.pattern.indptr), shape=(self.nf, self.nf))
+        return sp.csr_matrix((data, self.pattern.indices, self.pattern.indptr),
+                             shape=(self.rows.r1 - self.rows.r0, self.nf))
+
+    def M_product(self, x):
+        """Σ_k M_k x (nf,) whole on every rank: this rank's rows and one gather."""
+        return self.rows.gather(sum(M @ x for M in self.M))
 
     def set_design(self, p):
         """Recompute the constant matrices when p changed (once per design)."""
@@ -128,22 +141,23 @@ class ContinuumStructure:
         self._p = p.copy()
         self.version += 1                    # factorizations of older designs are stale
         nf, nk = self.nf, len(self.frames)
-        zin = [np.zeros((g.ne, 8, 8)) for g in self.inertia]
-        zel = [np.zeros((g.ne, 8, 8)) for g in self.elastic]
+        pat, ni = self.pattern, len(self.inertia)
+        zin, zel = [None] * ni, [None] * len(self.elastic)       # zero blocks (BlockPattern.values)
         self.M, self.G, self.B, self.bX, self.bJX = [], [], [], [], []
         self.m0, self.x0, self.I0 = np.zeros(nk), np.zeros((nk, 2)), np.zeros(nk)
         for k in range(nk):
             mb, gb = [], []
             B = np.zeros((nf, 2))
             bX, bJX = np.zeros(nf), np.zeros(nf)
-            for g, uf, fo in zip(self.inertia, self.uf_in, self.frame_of):
+            for i, (g, uf, fo) in enumerate(zip(self.inertia, self.uf_in, self.frame_of)):
                 P = p[g.pidx]
                 c = np.where(fo == k, _gauss_mass(P, g.law), 0.0)
                 hx, hy, cx, cy = _cells(P)
                 X = np.stack([cx[:, None] + _GPOS[:, 0] * hx[:, None],
                               cy[:, None] + _GPOS[:, 1] * hy[:, None]], -1)          # (ne, 4, 2)
-                mb.append(c[:, None, None] * _CM)
-                gb.append(c[:, None, None] * _CJ)
+                cl = pat.pick(i, c)          # this rank's rows' elements
+                mb.append(cl[:, None, None] * _CM)
+                gb.append(cl[:, None, None] * _CJ)
                 B += scatter_add_cols(nf, uf, c[:, None, None] * _NBAR.T[None])
                 bX += scatter_add_cols(nf, uf, (c[:, None] * np.einsum("gik,egi->ek", _NG, X))[..., None])[:, 0]
                 bJX += scatter_add_cols(nf, uf, (c[:, None] * np.einsum("gik,egi->ek", _NG, X @ _J2.T))[..., None])[:, 0]
@@ -156,10 +170,11 @@ class ContinuumStructure:
             self.bX.append(bX)
             self.bJX.append(bJX)
         kb = []
-        for g in self.elastic:
+        for j, g in enumerate(self.elastic):
             fac, Kh = g.stiffness(p[g.pidx])
-            kb.append(fac[:, None, None] * Kh)
+            kb.append(pat.pick(ni + j, fac)[:, None, None] * (Kh if Kh.shape[0] == 1 else pat.pick(ni + j, Kh)))
         self.K = self._csr(self.pattern.values(zin + kb))
+        release()                            # the set-up's freed temporaries back to the OS (_memory.py)
         return True
 
     def rigid_modes(self, p):

@@ -168,15 +168,17 @@ class NewmarkFamily(NewmarkParameterSets):
         self.design_map = design_map if design_map is not None else -np.ones(len(system.p), np.int64)
         self.nd = ndesign
         self.blocks, self.zero_diag = saddle_point_pattern(system)
-        self.op = SparseOperator(n + m, self.blocks, comm=comm, options=petsc_options)
+        self._op, self._op_args = None, (n + m, comm, petsc_options)
         self.plan = EvalPlan(system, self.design_map)     # index arrays shared by every state
         # FFR continua: Newton matrices as structured operators, solved with a lagged
         # factorization of the elastic block + Schur border + refinement (exact;
         # flexible/continuum_schur.py); off with petsc option continuum_schur = false
-        self.lin, self.schur = self.op, None
+        self.schur = None
         from ..flexible import continuum_schur
         from .._petsc import PETSc
-        if continuum_schur.usable(system) and PETSc.Options().getBool("parmbs_continuum_schur", True):
+        if not (continuum_schur.usable(system) and PETSc.Options().getBool("parmbs_continuum_schur", True)):
+            self.lin = self.op
+        else:
             self.schur = self.lin = continuum_schur.ContinuumSchurOperator(system, self.plan, comm=comm)
             self.plan.structured = self.schur.st
             # issue 5: the O(nnz) products by F's row split, ∂r/∂x of the adjoint by elements
@@ -190,12 +192,27 @@ class NewmarkFamily(NewmarkParameterSets):
         # factorization twice per design (initial state, initial-state adjoint)
         init_op = self.op if self.schur is None else \
             continuum_schur.ContinuumSchurOperator(system, self.plan, comm=comm, options_prefix="parmbs_schur0_",
-                                                   structure=self.schur.st)
+                                                   structure=self.schur.st, pattern=self.schur.fpat)
         self.init = InitialState(system, init_op, self.design_map, ndesign, newton, comm=comm)
         # issue 19: small planar rigid models take one compiled call per step (parmbs/compiled)
         from .. import compiled as _compiled
         self.compiled, self.compiled_note = (None, None) if self.schur is not None else \
             _compiled.make(system, compiled, self.op)
+
+    @property
+    def op(self):
+        """The assembled (n + m) Newton matrix (SparseOperator), built on first use.  The
+        continuum Schur path (``self.schur``) never assembles it: its pattern holds every
+        element block of the continua (11 × 11 + 8 × 8 per element; at 10⁶ elements ≈ 1.5 GB
+        of slots and the same again in temporaries while it is built), on every rank."""
+        if self._op is None:
+            N, comm, options = self._op_args
+            self._op = SparseOperator(N, self.blocks, comm=comm, options=options)
+        return self._op
+
+    @op.setter
+    def op(self, value):
+        self._op = value
 
     # -- pieces shared by the three steps ---------------------------------------------------------
     def _eval(self, t, x, p):

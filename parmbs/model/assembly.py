@@ -44,40 +44,119 @@ class BlockPattern:
     into the CSR data of the locally owned rows, summing duplicates, with one
     ``bincount`` and no Python loop over elements: every local entry has a slot
     (dropped and off-rank entries the spare slot ``nnz``), so no masking per call.
+
+    ``by_element=True`` keeps slots only for the elements of each block that have a
+    row in [r0, r1) (``elements[i]``: their indices), so a rank's pattern and its
+    ``values`` input are O(its rows), not O(all elements): the FFR continua's F
+    (flexible/continuum_schur.py) and M, G, K (continuum_structured.py) hold 64–128
+    entries per element, ≈ 1 GB of int64 slots per pattern at 10⁶ elements if every
+    rank kept them all.  ``values`` then takes, per block, either the whole (ne, a, b)
+    array (its local elements are picked) or the local (len(elements[i]), a, b) one —
+    what lets a caller evaluate only its own elements.  Slots are int32 when nnz fits.
     """
 
-    def __init__(self, N, blocks, row_range=None):
+    #: entries per np.unique call when the pattern is built (its sort needs ~40 bytes per
+    #: entry: 8·10⁶ entries ≈ 0.3 GB; a 10⁶-element continuum has 6.4·10⁷ per rank on 2)
+    CHUNK = 8_000_000
+
+    def __init__(self, N, blocks, row_range=None, by_element=False):
         self.N = N
         r0, r1 = row_range if row_range is not None else (0, N)
-        keys, masks = [], []
+        it = np.int32 if N < 2 ** 31 - 1 else np.int64
+        Rs, Cs, masks, self.elements = [], [], [], []
         for rows, cols in blocks:
-            R = np.broadcast_to(rows[:, :, None], rows.shape + (cols.shape[1],))
-            C = np.broadcast_to(cols[:, None, :], R.shape)
+            sel = None
+            if by_element and (r0, r1) != (0, N):
+                own = ((rows >= r0) & (rows < r1)).any(axis=1)
+                if not own.all():
+                    sel = np.nonzero(own)[0]
+                    rows, cols = rows[sel], cols[sel]
+            self.elements.append(sel)
+            R = np.broadcast_to(rows.astype(it, copy=False)[:, :, None], rows.shape + (cols.shape[1],))
+            C = np.broadcast_to(cols.astype(it, copy=False)[:, None, :], R.shape)
             mask = ((R >= r0) & (R < r1) & (C >= 0)).ravel()
             masks.append(mask)
-            keys.append((R.ravel() * N + C.ravel())[mask])
-        keys = np.concatenate(keys) if keys else np.zeros(0, np.int64)
-        uniq, inverse = np.unique(keys, return_inverse=True)
-        self.masks = masks
-        self.nnz = len(uniq)
-        mask = np.concatenate(masks) if masks else np.zeros(0, bool)
-        self.slots = np.full(len(mask), self.nnz, np.int64)
-        self.slots[mask] = inverse.ravel()
+            Rs.append(R.ravel()[mask])
+            Cs.append(C.ravel()[mask])
         self.sizes = [len(m) for m in masks]
-        rows, cols = uniq // N, uniq % N
-        self.indices = cols.astype(PETSc.IntType)
+        mask = np.concatenate(masks) if masks else np.zeros(0, bool)
+        del masks
+        R = np.concatenate(Rs) if Rs else np.zeros(0, it)
+        del Rs
+        C = np.concatenate(Cs) if Cs else np.zeros(0, it)
+        del Cs
+        # the unique (row, col) keys and every entry's slot, by chunks of rows so that the
+        # sort's temporaries stay O(CHUNK) (row-major keys: chunks in row order are in
+        # key order, their unique sets concatenate)
+        counts = np.bincount(R - r0, minlength=r1 - r0) if len(R) else np.zeros(r1 - r0, np.int64)
+        ends = np.searchsorted(np.cumsum(counts), np.arange(self.CHUNK, len(R), self.CHUNK), side="right")
+        bounds = np.unique(np.r_[0, ends, r1 - r0]) + r0
+        inv_all = np.empty(len(R), np.int64 if len(R) >= 2 ** 31 - 1 else np.int32)
+        uniq_rows, uniq_cols, nnz = [], [], 0
+        for ra, rb in zip(bounds[:-1], bounds[1:]):
+            pos = np.nonzero((R >= ra) & (R < rb))[0]
+            keys = R[pos].astype(np.int64) * N + C[pos]
+            u, inv = np.unique(keys, return_inverse=True)
+            del keys
+            inv_all[pos] = inv.ravel() + nnz
+            del inv, pos
+            uniq_rows.append((u // N).astype(it))
+            uniq_cols.append((u % N).astype(it))
+            nnz += len(u)
+            del u
+        del R, C
+        self.nnz = nnz
+        self.slots = np.full(len(mask), self.nnz, np.int32 if self.nnz < 2 ** 31 - 1 else np.int64)
+        self.slots[mask] = inv_all
+        del mask, inv_all
+        rows = np.concatenate(uniq_rows) if uniq_rows else np.zeros(0, it)
+        self.indices = (np.concatenate(uniq_cols) if uniq_cols else np.zeros(0, it)).astype(PETSc.IntType)
         counts = np.bincount(rows - r0, minlength=r1 - r0)
         self.indptr = np.concatenate([[0], np.cumsum(counts)]).astype(PETSc.IntType)
 
+    def pick(self, i, v):
+        """Entries of block i's this-pattern elements of a whole per-element array ``v`` (ne, …)."""
+        sel = self.elements[i]
+        return v if sel is None else np.asarray(v)[sel]
+
+    def local(self, i, v):
+        """Block i's values of this pattern's elements: ``v`` whole (ne, …) or already local."""
+        sel = self.elements[i]
+        v = np.asarray(v)
+        if sel is None or v.size == self.sizes[i]:         # (len(sel) < ne: no ambiguity)
+            return v
+        return v[sel]
+
     def values(self, vals):
+        """CSR data of Σ blocks, duplicates summed in entry order.  A block given as None is
+        zero: then the others are summed block by block, so that the temporaries are one
+        block's (M, G, K of continuum_structured.py: at 10⁶ elements 6.4·10⁷ values per
+        rank, and only the inertia or only the elastic blocks are nonzero in each — the
+        same sums as with explicit zeros, bit for bit)."""
         if not vals:
             return np.zeros(self.nnz)
-        data = np.concatenate([np.ravel(v) for v in vals])
-        if data.shape != self.slots.shape:
-            raise ValueError(f"{data.size} local values for a pattern of {self.slots.size}")
-        if np.iscomplexobj(data):
-            raise TypeError("matrix blocks must be real: evaluate them at StateEval.real()")
-        return np.bincount(self.slots, weights=data, minlength=self.nnz + 1)[:self.nnz]
+        if all(v is not None for v in vals):
+            data = np.concatenate([np.ravel(self.local(i, v)) for i, v in enumerate(vals)])
+            if data.shape != self.slots.shape:
+                raise ValueError(f"{data.size} local values for a pattern of {self.slots.size}")
+            if np.iscomplexobj(data):
+                raise TypeError("matrix blocks must be real: evaluate them at StateEval.real()")
+            return np.bincount(self.slots, weights=data, minlength=self.nnz + 1)[:self.nnz]
+        if len(vals) != len(self.sizes):
+            raise ValueError(f"{len(vals)} blocks for a pattern of {len(self.sizes)}")
+        out, o = None, 0
+        for i, v in enumerate(vals):
+            size = self.sizes[i]
+            if v is not None:
+                d = np.ravel(self.local(i, v))
+                if d.size != size:
+                    raise ValueError(f"{d.size} local values for a block of {size}")
+                if np.iscomplexobj(d):
+                    raise TypeError("matrix blocks must be real: evaluate them at StateEval.real()")
+                part = np.bincount(self.slots[o:o + size], weights=d, minlength=self.nnz + 1)
+                out = part if out is None else out.__iadd__(part)
+            o += size
+        return np.zeros(self.nnz) if out is None else out[:self.nnz]
 
 
 def split_counts(N, size):

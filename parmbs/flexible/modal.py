@@ -253,6 +253,29 @@ class ModalBasis:
         """(inertia block size, stiffness block size, point block size) of the flat D."""
         return self._ninertia(), self.nb ** 2, self.dof * self.nb
 
+    def register_data(self, P):
+        """Enter the body data (inertia, stiffness blocks) into p at the nominal parameters:
+        entries ``<KEY.reduced.*[k]>`` (not config paths: they are driven by the densities,
+        sensitivity/design.py).  Returns their indices (inertia, stiffness)."""
+        D = self.data(np.array(P.values))
+        ni, nk, _ = self.layout()
+        base = f"<{self.key}.reduced"
+        ip = np.array([P.add(f"{base}.inertia[{k}]>", D[k]) for k in range(ni)], np.int64)
+        kp = np.array([P.add(f"{base}.stiffness[{k}]>", D[ni + k]) for k in range(nk)], np.int64)
+        self.data_index = np.concatenate([ip, kp])
+        self.point_p = {}
+        return ip, kp
+
+    def node_data(self, P, k):
+        """Parameter indices of Φ_k (dof·K) of node k (entered on first use)."""
+        if k not in self.point_p:
+            self.points.append(k)
+            rows = self._node_rows(self.state(np.array(P.values))["V"], k).ravel()
+            self.point_p[k] = np.array([P.add(f"<{self.key}.reduced.node[{k}][{m}]>", v) for m, v in enumerate(rows)],
+                                       np.int64)
+            self.data_index = np.concatenate([self.data_index, self.point_p[k]])
+        return self.point_p[k]
+
     def data(self, p):
         """D at p; a complex p (complex step in the densities) gives D(Re) + i·δD[Im ρ]/h·h,
         exact to first order in the imaginary part (which is what the complex step reads)."""

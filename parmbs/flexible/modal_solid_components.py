@@ -35,9 +35,9 @@ every residual is linear in them.  Every class takes ``modes`` = K; ``sizes(K)``
 """
 import numpy as np
 
-from ..model.component import Constraint, Force, register
+from ..model.component import Constraint, register
 from ..spatial.kinematics import G_matrix, cross, mv, rotation, skew
-from .modal_components import _Modal
+from .modal_components import ModalInertia, ReducedGravity, _Modal, block_layout, unpack_blocks
 from .solid import SolidSpherical
 
 _EPS = np.zeros((3, 3, 3))
@@ -45,26 +45,18 @@ _EPS[0, 1, 2] = _EPS[1, 2, 0] = _EPS[2, 0, 1] = 1.0
 _EPS[0, 2, 1] = _EPS[2, 1, 0] = _EPS[1, 0, 2] = -1.0
 
 
+def _blocks(K):
+    return (("m", ()), ("S0", (3,)), ("J0", (3, 3)), ("Sbar", (3, K)), ("C1", (3, 3, K)), ("C2", (3, K, 3, K)))
+
+
 def solid_layout(K):
     """Slices of the ReducedSolidInertia parameter block: m, S0, J0, S̄, C1, C2."""
-    o, out = 0, {}
-    for name, n in (("m", 1), ("S0", 3), ("J0", 9), ("Sbar", 3 * K), ("C1", 9 * K), ("C2", 9 * K * K)):
-        out[name] = slice(o, o + n)
-        o += n
-    return out, o
-
-
-def _unpack(p, K):
-    lay, _ = solid_layout(K)
-    sh = p.shape[:-1]
-    return (p[..., lay["m"]][..., 0], p[..., lay["S0"]], p[..., lay["J0"]].reshape(sh + (3, 3)),
-            p[..., lay["Sbar"]].reshape(sh + (3, K)), p[..., lay["C1"]].reshape(sh + (3, 3, K)),
-            p[..., lay["C2"]].reshape(sh + (3, K, 3, K)))
+    return block_layout(_blocks(K))
 
 
 def _moments(p, K, eta):
     """(m, S1, J(η), P(η), S̄, C2) of the module docstring."""
-    m, S0, J0, Sb, C1, C2 = _unpack(p, K)
+    m, S0, J0, Sb, C1, C2 = unpack_blocks(p, _blocks(K))
     S1 = S0 + mv(Sb, eta)
     C1e = np.einsum("...ijk,...k->...ij", C1, eta)
     C2e = np.einsum("...iljk,...l->...ijk", C2, eta)                    # Σ m (Φη)_i Φ_jk
@@ -72,27 +64,27 @@ def _moments(p, K, eta):
     return m, S1, J, C1 + C2e, Sb, C2
 
 
+def _frame(q, v, a):
+    """(A, G, b = AᵀR̈, ω̃, W = α̃ + ω̃ω̃) with ω = 2Gṗ, α = 2Gp̈."""
+    e = q[..., 3:7]
+    A, G = rotation(e), G_matrix(e)
+    w, al = 2.0 * mv(G, v[..., 3:7]), 2.0 * mv(G, a[..., 3:7])
+    Wt = skew(w)
+    return A, G, mv(np.swapaxes(A, -1, -2), a[..., 0:3]), Wt, skew(al) + Wt @ Wt
+
+
 @register
-class ReducedSolidInertia(_Modal, Force):
+class ReducedSolidInertia(ModalInertia):
     """M(q) a + h_ω(q, v) of a reduced hexahedral FFR solid (module docstring);
     q = (R, p, η) (7 + K), p = (m, S0, J0, S̄, C1, C2) (13 + 12K + 9K²)."""
     nq, np_ = 8, 34
-    inertial = True
-    uses_q = uses_v = uses_a = True
-
-    @staticmethod
-    def sizes(K):
-        return 7 + K, solid_layout(K)[1]
+    nframe, layout = 7, staticmethod(solid_layout)
 
     def r(self, t, q, v, a, p):
         K = self.K
-        e, eta, etad, etadd = q[..., 3:7], q[..., 7:], v[..., 7:], a[..., 7:]
+        eta, etad, etadd = q[..., 7:], v[..., 7:], a[..., 7:]
         m, S1, J, P, Sb, C2 = _moments(p, K, eta)
-        A, G = rotation(e), G_matrix(e)
-        w, al = 2.0 * mv(G, v[..., 3:7]), 2.0 * mv(G, a[..., 3:7])
-        b = mv(np.swapaxes(A, -1, -2), a[..., 0:3])
-        Wt = skew(w)
-        W = skew(al) + Wt @ Wt
+        A, G, b, Wt, W = _frame(q, v, a)
         Pd = np.einsum("...bdk,...k->...bd", P, etad)
         Pa = np.einsum("...bck,...k->...bc", P, etadd)
         sa = m[..., None] * b + mv(W, S1) + 2.0 * mv(Wt, mv(Sb, etad)) + mv(Sb, etadd)
@@ -119,13 +111,9 @@ class ReducedSolidInertia(_Modal, Force):
         lay, npar = solid_layout(K)
         sh = np.broadcast_shapes(q.shape[:-1], v.shape[:-1], a.shape[:-1], p.shape[:-1])
         dt = np.result_type(q, v, a, p)
-        e, eta, etad, etadd = q[..., 3:7], q[..., 7:], v[..., 7:], a[..., 7:]
-        A, G = rotation(e), G_matrix(e)
+        eta, etad, etadd = q[..., 7:], v[..., 7:], a[..., 7:]
+        A, G, b, Wt, W = _frame(q, v, a)
         T = 2.0 * np.swapaxes(G, -1, -2)
-        w, al = 2.0 * mv(G, v[..., 3:7]), 2.0 * mv(G, a[..., 3:7])
-        b = mv(np.swapaxes(A, -1, -2), a[..., 0:3])
-        Wt = skew(w)
-        W = skew(al) + Wt @ Wt
         E1 = np.einsum("abc,...cd->...abd", _EPS, W)
         E2 = np.einsum("abc,...cd->...abd", _EPS, Wt)
         bt = skew(b)
@@ -183,21 +171,11 @@ class ReducedSolidInertia(_Modal, Force):
 
 
 @register
-class ReducedSolidGravity(_Modal, Force):
+class ReducedSolidGravity(ReducedGravity):
     """Weight of a reduced solid (ā_g = −Aᵀg): r_R = −m g, r_p = −2Gᵀ (S1 × Aᵀg),
     r_η = −S̄ᵀAᵀg; q = (R, p, η), p = (m, S0, S̄, g) (7 + 3K)."""
     nq, np_ = 8, 10
-
-    @staticmethod
-    def sizes(K):
-        return 7 + K, 7 + 3 * K
-
-    def _parts(self, q, p):
-        K = self.K
-        m, S0 = p[..., 0], p[..., 1:4]
-        Sb = p[..., 4:4 + 3 * K].reshape(p.shape[:-1] + (3, K))
-        g = p[..., 4 + 3 * K:7 + 3 * K]
-        return m, S0 + mv(Sb, q[..., 7:]), Sb, g
+    dim, nframe = 3, 7
 
     def r(self, t, q, v, a, p):
         m, S1, Sb, g = self._parts(q, p)

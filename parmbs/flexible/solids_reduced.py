@@ -53,33 +53,9 @@ def coordinate_names(s):
         [f"{s.name}.eta_{k}" for k in range(s.nelastic)]
 
 
-def register_data(s, P):
-    """Enter the body data (inertia, stiffness blocks) into p at the nominal parameters."""
-    red = s.reduction
-    D = red.data(np.array(P.values))
-    ni, nk, _ = red.layout()
-    base = f"<{s.base}.reduced"
-    s.inertia_p = np.array([P.add(f"{base}.inertia[{k}]>", D[k]) for k in range(ni)], np.int64)
-    s.stiffness_p = np.array([P.add(f"{base}.stiffness[{k}]>", D[ni + k]) for k in range(nk)], np.int64)
-    red.data_index = np.concatenate([s.inertia_p, s.stiffness_p])
-    s.point_p = {}
-
-
-def node_data(s, P, k):
-    """Parameter indices of Φ_k (3K) of node k (entered on first use)."""
-    red = s.reduction
-    if k not in s.point_p:
-        red.points.append(k)
-        rows = red._node_rows(red.state(np.array(P.values))["V"], k).ravel()
-        s.point_p[k] = np.array([P.add(f"<{s.base}.reduced.node[{k}][{m}]>", v) for m, v in enumerate(rows)],
-                                np.int64)
-        red.data_index = np.concatenate([red.data_index, s.point_p[k]])
-    return s.point_p[k]
-
-
 def add_forces(system, s, P, gravity, g_acts):
     """One ReducedSolidInertia, ReducedElastic (and ReducedSolidGravity) element."""
-    register_data(s, P)
+    s.inertia_p, s.stiffness_p = s.reduction.register_data(P)
     K = s.nelastic
     q = s.qidx() + eta(s)
     system._add_force(("ReducedSolidInertia", K), msc.ReducedSolidInertia, {"modes": K}, s.name, q,
@@ -98,4 +74,4 @@ def add_spherical(system, s, m, name, qo, po, P):
     i, j, k = np.unravel_index(m, (s.n[2] + 1, s.n[1] + 1, s.n[0] + 1))[::-1]
     pc = list(s.geo[6:9]) + list(s.geo[0:3]) + [int(s.frac[0][i]), int(s.frac[1][j]), int(s.frac[2][k])]
     system._group(("ReducedSolidSpherical", K), msc.ReducedSolidSpherical, {"modes": K}, name,
-                  s.qidx() + eta(s) + qo, pc + list(node_data(s, P, m)) + po, 3)
+                  s.qidx() + eta(s) + qo, pc + list(s.reduction.node_data(P, m)) + po, 3)

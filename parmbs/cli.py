@@ -596,7 +596,8 @@ def cmd_info(args):
     if len(so):                             # hexahedral floating-frame solids (flexible/solids.py)
         out(f"{'solids':<13} {len(so)}: " + ", ".join(
             f"{b.name} ({b.nel} hexahedra, {b.ncoord} coordinates: frame x, y, z, e0..e3; "
-            f"u_x, u_y, u_z of {b.nfree} free nodes)" for b in so.solids.values()))
+            + (f"u_x, u_y, u_z of {b.nfree} free nodes)" if b.reduction is None
+               else f"{b.nelastic} modal coordinates of {b.nfree} free nodes)") for b in so.solids.values()))
     nrigid = 3 * d['bodies']
     nodal = d['coordinates'] - nrigid - 7 * nsp - 12 * len(nb)
     out(f"coordinates   {d['coordinates']}  ({nrigid} rigid: x, y, angle of each centre of mass"

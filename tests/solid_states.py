@@ -28,3 +28,16 @@ def _spherical(comp, rng, q, v, a, p):
 STATES = {"SolidInertia": _frame, "SolidGravity": _frame, "SolidElastic": _elastic, "SolidSpherical": _spherical}
 VARIANTS = {"SolidInertia": [{"law": law} for law in ("seed003", "linear")],
             "SolidGravity": [{"law": law} for law in ("seed003", "linear")]}
+
+
+def _reduced_spherical(comp, rng, q, v, a, p):
+    K = comp.K
+    _unit(q[:, 3:7])
+    _unit(q[:, 7 + K:14 + K][:, 3:7])
+    p[:, 12 + 3 * K] = [0.0, 0.0, 1.0]
+    q[2, 7 + K:14 + K] = 0.0               # ground on side b (mask g_b = 1)
+
+
+STATES.update(ReducedSolidInertia=_frame, ReducedSolidGravity=_frame, ReducedSolidSpherical=_reduced_spherical)
+VARIANTS.update({n: [{"modes": k} for k in (1, 3)]
+                 for n in ("ReducedSolidInertia", "ReducedSolidGravity", "ReducedSolidSpherical")})

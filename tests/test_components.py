@@ -11,6 +11,7 @@ from parmbs.flexible import plate, plate_joints  # noqa: F401  (plane-stress pla
 from parmbs.flexible import continuum  # noqa: F401  (floating-frame plane-stress continua)
 from parmbs.flexible import solid  # noqa: F401  (floating-frame hexahedral solids)
 from parmbs.flexible import modal_components  # noqa: F401  (modally reduced continua)
+from parmbs.flexible import modal_solid_components  # noqa: F401  (modally reduced solids)
 from parmbs.flexible import ffr_beam, ffr_joints  # noqa: F401  (floating-frame beams)
 from parmbs.spatial import bodies as spatial_bodies, joints as spatial_joints, drivers  # noqa: F401  (spatial rigid)
 from parmbs.spatial import forces as spatial_forces, contact, tyre  # noqa: F401  (spatial force elements)
@@ -197,7 +198,8 @@ def test_registry_is_complete():
             "SpatialBeamBeamWeld", "SpatialRigidNaturalDistance", "SpatialRigidBeamDistance",
             "SpatialNaturalNaturalDistance", "SpatialNaturalBeamDistance", "SpatialBeamBeamDistance",
             "PlanarContact", "RotationalStop", "StanceLock",
-            "SolidInertia", "SolidGravity", "SolidElastic", "SolidSpherical"} <= set(REGISTRY)
+            "SolidInertia", "SolidGravity", "SolidElastic", "SolidSpherical",
+            "ReducedSolidInertia", "ReducedSolidGravity", "ReducedSolidSpherical"} <= set(REGISTRY)
 
 
 def test_potential_energies_match_forces():

@@ -19,7 +19,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, Strict, model_validator
 
-from .schema import Name, PosInt, PosReal, Real, _Model, _no_duplicates
+from .schema import ModalReduction, Name, PosInt, PosReal, Real, _Model, _no_duplicates
 from .spatial_schema import SpatialPose, SpatialVelocity   # defined before spatial_schema imports this module
 
 _Index = Annotated[int, Strict(), Field(ge=0)]
@@ -38,7 +38,8 @@ class SpatialSolid(_Model):
     (a hexahedron's node carries no rotation).  ``initial``: the frame's pose;
     ``initial_velocity``: its velocity and angular velocity (global frame);
     ``independent`` (required, possibly empty): frame coordinates x, y, z, rx, ry, rz the
-    initial assembly holds.  The body is undeformed at t = 0."""
+    initial assembly holds.  The body is undeformed at t = 0.  ``reduction``: modal
+    reduction as ``continua.NAME.reduction`` (flexible/modal_solid.py)."""
 
     name: Name               # solid name
     size: tuple[PosReal, PosReal, PosReal]   # box edges Lx, Ly, Lz along the frame axes [m]
@@ -57,6 +58,7 @@ class SpatialSolid(_Model):
     initial: SpatialPose = Field(default_factory=SpatialPose)   # pose of the frame (origin position, orientation)
     initial_velocity: SpatialVelocity = Field(default_factory=SpatialVelocity)   # frame velocity and angular velocity, global frame
     independent: Annotated[list[Literal["x", "y", "z", "rx", "ry", "rz"]], AfterValidator(_no_duplicates)]   # frame coordinates the initial assembly holds (required, possibly empty)
+    reduction: ModalReduction | None = None   # modal reduction { modes = K, attachment = true }: the nodal displacements become K modal coordinates (lowest eigenmodes of the solid clamped at its hub, + 3 static modes per free joint node; flexible/modal_solid.py); omit for the full-order solid (load: planar continua only)
 
     @model_validator(mode="after")
     def _mesh_checks(self):

@@ -117,12 +117,13 @@ CLASS = {
                                 "`flexible/modal.py`); omit for the full-order body"),
     "ModalReduction.modes": ("", "number K of eigenmodes kept (1 ≤ K ≤ elastic coordinates; equal "
                                  "eigenvalues among λ_1..λ_K+1 are refused)"),
-    "ModalReduction.attachment": ("", "add two static (attachment) modes per joint node — the response "
+    "ModalReduction.attachment": ("", "add two (planar) or three (solid) static (attachment) modes per free joint node — the response "
                                       "to unit forces there, M-orthogonal to the eigenmodes; strongly "
                                       "recommended when joint forces load the body"),
     "ModalReduction.load": ("", "HDF5 file of `parmbs reduce` (relative to the config): the body's "
                                 "densities and basis are the file's, no eigensolve at them; mesh, "
-                                "material, modes and attachment must match it, `density` must be omitted"),
+                                "material, modes and attachment must match it, `density` must be omitted "
+                                "(planar continua only)"),
     # joints
     "Revolute.a": ("", "point on the first body (`BODY.POINT` or `ground.POINT`)"),
     "Revolute.b": ("", "point on the second body; a and b coincide"),

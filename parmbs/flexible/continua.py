@@ -138,29 +138,12 @@ class _Continuum:
         return list(range(self.offset + 3, self.offset + 3 + self.nelastic))
 
     def register_data(self, P):
-        """Enter the reduced body data (inertia, stiffness blocks) into p at the nominal
-        parameters: entries ``<continua.C.reduced.*[k]>`` (not config paths: they are
-        driven by the densities, sensitivity/design.py)."""
-        red = self.reduction
-        D = red.data(np.array(P.values))
-        ni, nk, _ = red.layout()
-        base = f"<continua.{self.name}.reduced"
-        self.inertia_p = np.array([P.add(f"{base}.inertia[{k}]>", D[k]) for k in range(ni)], np.int64)
-        self.stiffness_p = np.array([P.add(f"{base}.stiffness[{k}]>", D[ni + k]) for k in range(nk)], np.int64)
-        red.data_index = np.concatenate([self.inertia_p, self.stiffness_p])
-        self.point_p = {}
+        """Enter the reduced body data into p (modal.ModalBasis.register_data)."""
+        self.inertia_p, self.stiffness_p = self.reduction.register_data(P)
 
     def node_data(self, P, k):
         """Parameter indices of Φ_k (2K) of node k of a reduced body (entered on first use)."""
-        red = self.reduction
-        if k not in self.point_p:
-            red.points.append(k)
-            rows = red._node_rows(red.state(np.array(P.values))["V"], k).ravel()
-            idx = np.array([P.add(f"<continua.{self.name}.reduced.node[{k}][{m}]>", v) for m, v in enumerate(rows)],
-                           np.int64)
-            self.point_p[k] = idx
-            red.data_index = np.concatenate([red.data_index, idx])
-        return self.point_p[k]
+        return self.reduction.node_data(P, k)
 
     def coordinate_names(self):
         names = [f"{self.name}.{k}" for k in ("x", "y", "angle")]

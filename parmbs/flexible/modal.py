@@ -65,68 +65,65 @@ _PARAMS = ("E", "nu", "thickness", "rho0", "penalization", "Lx", "Ly", "X0", "Y0
 _J = np.array([[0.0, -1.0], [1.0, 0.0]])
 
 
-class Reduction:
-    """Basis, body data and their sensitivities for one continuum ``c`` (continua._Continuum)
-    with ``modes`` = K.  ``src`` holds the parameter indices it reads (densities, material,
-    geometry); ``points`` the node numbers whose rows Φ_k are data."""
+class ModalBasis:
+    """Basis, body data and their sensitivities of one floating-frame mesh body, whatever
+    its element: the eigenproblem, the attachment modes, Nelson's method and its adjoint
+    (module docstring).  A subclass supplies the element: ``dof`` (displacement
+    components per node), ``CM`` (Σ_g N_gᵀN_g of one element), ``PARAMS`` (the scalar
+    parameters read, in ``pidx``), ``_body(p)`` -> (g, X_g, K̂, w) (material/geometry
+    numbers, Gauss positions, unit stiffness, Gauss mass per unit density), and the body
+    data ``_data``/``_data_bar``/``_ninertia`` (its reduced equations' "standard input
+    data" and their pull-back).  ``key`` is the config path of the body (messages)."""
+    dof, CM, PARAMS = 2, None, ()
 
-    def __init__(self, c, modes, attach=()):
-        self.name, self.K, self.law = c.name, int(modes), c.cfg.density_law
-        self.nf = 2 * c.nfree
+    def _setup(self, key, name, modes, law, nel, clamped, enodes, attach, pidx):
+        self.key, self.name, self.K, self.law = key, name, int(modes), law
+        d = self.dof
+        nfree = int((~clamped).sum())
+        self.nf = d * nfree
         if self.K > self.nf:
-            raise ModelError(f"continua.{c.name}.reduction.modes",
+            raise ModelError(f"{key}.reduction.modes",
                              f"{self.K} modes exceed the body's {self.nf} elastic coordinates")
-        self.nel, self.nx, self.ny = c.nel, c.nx, c.ny
-        fidx = -np.ones(c.nnode, np.int64)
-        fidx[~c.clamped] = np.arange(c.nfree)
-        en = c.element_nodes()                                     # (nel, 4)
-        f = fidx[en]
-        edof = np.stack([2 * f, 2 * f + 1], -1).reshape(self.nel, 8)
-        self.edof = np.where(np.repeat(f, 2, -1) >= 0, edof, self.nf)   # clamped -> dummy row nf
+        self.nel = nel
+        fidx = -np.ones(len(clamped), np.int64)
+        fidx[~clamped] = np.arange(nfree)
+        f = fidx[enodes]                                                    # (nel, nodes)
+        edof = (d * f[..., None] + np.arange(d)).reshape(nel, -1)
+        self.edof = np.where(np.repeat(f, d, -1) >= 0, edof, self.nf)       # clamped -> dummy row nf
         self.fidx = fidx
         # attachment modes: static responses to unit forces at the free joint nodes
         self.attach = [int(k) for k in dict.fromkeys(attach) if fidx[k] >= 0]
-        self.adofs = np.array([2 * fidx[k] + i for k in self.attach for i in (0, 1)], np.int64)
+        self.adofs = np.array([d * fidx[k] + i for k in self.attach for i in range(d)], np.int64)
         self.nb = self.K + len(self.adofs)                       # basis size = modal coordinates
         self._ascale = None
         if self.nb > self.nf:
-            raise ModelError(f"continua.{c.name}.reduction.modes",
+            raise ModelError(f"{key}.reduction.modes",
                              f"{self.K} modes and {len(self.adofs)} attachment modes exceed the body's "
                              f"{self.nf} elastic coordinates")
-        self.pidx = {"density": c.density, **{k: c.p[k] for k in ("E", "nu", "thickness", "rho0", "penalization",
-                                                                    "Lx", "Ly", "X0", "Y0")}}
+        self.pidx = pidx
         self.points = []                                           # node numbers k with Φ_k data
         self._cache = None
         self._seed = None                                          # a stored body (modal_io.py, ``seed``)
 
     # -- material and matrices ------------------------------------------------------------------
-    def _geometry(self, p):
-        g = {k: float(np.real(p[self.pidx[k]])) for k in ("E", "nu", "thickness", "rho0", "penalization",
-                                                          "Lx", "Ly", "X0", "Y0")}
-        hx, hy = g["Lx"] / self.nx, g["Ly"] / self.ny
-        j, i = np.divmod(np.arange(self.nel), self.nx)
-        cx, cy = g["X0"] + i * hx, g["Y0"] + j * hy
-        Xg = np.stack([cx[:, None] + _GPOS[:, 0] * hx, cy[:, None] + _GPOS[:, 1] * hy], -1)   # (nel, 4, 2)
-        return g, hx, hy, Xg
-
-    def _factors(self, x, g, hx, hy):
-        """(m_e, k_e) = (ρ(x)ρ0 t hx hy/4, x^s E0) and their x-derivatives (complex-safe in x)."""
-        w = g["rho0"] * g["thickness"] * hx * hy / 4.0
+    def _factors(self, x, g, w):
+        """(m_e, k_e) = (ρ(x) w, x^s E0) and their x-derivatives (complex-safe in x);
+        w the Gauss mass of a full element."""
         s = g["penalization"]
         xr = np.real(x)
         dfac = density_factor(xr + 1j * 1e-30, self.law).imag / 1e-30
         return (density_factor(x, self.law) * w, x ** s * g["E"], dfac * w, s * xr ** (s - 1.0) * g["E"])
 
     def _assemble(self, me, ke, Ku):
-        n = self.nf
-        rows = np.repeat(self.edof, 8, 1).ravel()
-        cols = np.tile(self.edof, (1, 8)).ravel()
+        n, ne = self.nf, self.edof.shape[1]
+        rows = np.repeat(self.edof, ne, 1).ravel()
+        cols = np.tile(self.edof, (1, ne)).ravel()
         keep = (rows < n) & (cols < n)
 
         def mat(fac, E):
             vals = (fac[:, None, None] * E).reshape(-1)
             return sp.csc_matrix((vals[keep], (rows[keep], cols[keep])), shape=(n, n))
-        return mat(ke, Ku), mat(me, _CM)
+        return mat(ke, Ku), mat(me, self.CM)
 
     def _sign_probe(self):
         """w with sign(wᵀφ_i) fixing the sign of φ_i: fixed pseudo-random entries, so
@@ -140,19 +137,15 @@ class Reduction:
     def state(self, p):
         """Eigenpairs and factors at the (real) densities of p, cached on the last one."""
         x = np.real(np.asarray(p)[self.pidx["density"]]).astype(float)
-        key = (x.tobytes(), np.real(np.asarray(p)[[self.pidx[k] for k in ("E", "nu", "thickness", "rho0",
-                                                                              "penalization", "Lx", "Ly", "X0",
-                                                                              "Y0")]]).tobytes())
+        key = (x.tobytes(), np.real(np.asarray(p)[[self.pidx[k] for k in self.PARAMS]]).tobytes())
         if self._cache is not None and self._cache["key"] == key:
             return self._cache
-        g, hx, hy, Xg = self._geometry(p)
-        me, ke, dme, dke = self._factors(x, g, hx, hy)
-        Ku = unit_stiffness(np.float64(g["nu"]), np.float64(g["thickness"]), np.float64(hx), np.float64(hy))
+        g, Xg, Ku, w = self._body(p)
+        me, ke, dme, dke = self._factors(x, g, w)
         Kf, Mf = self._assemble(me, ke, Ku)
-        K = self.K
         seed = self._seed
         seeded = seed is not None and seed["density"].tobytes() == x.tobytes() and all(
-            seed["parameters"][i] == g[k] for i, k in enumerate(_PARAMS))
+            seed["parameters"][i] == g[k] for i, k in enumerate(self.PARAMS))
         if seeded:           # the body loaded from a file at exactly these numbers (modal_io.py)
             lam, Phi, lam_next, Kfac = seed["lambda"], seed["Phi"], float(seed["lambda_next"]), None
         else:
@@ -200,7 +193,7 @@ class Reduction:
         bad = np.nonzero(gap < GAP_MIN)[0]
         if len(bad):
             i = int(bad[0])
-            raise ModelError(f"continua.{self.name}.reduction.modes",
+            raise ModelError(f"{self.key}.reduction.modes",
                              f"eigenvalues {i + 1} and {i + 2} of the clamped body coincide (relative gap "
                              f"{gap[i]:.1e} < {GAP_MIN:g}): the modal basis is not differentiable there — "
                              "choose K so that λ_K and λ_K+1 are distinct (repeated modes are refused)")
@@ -240,42 +233,48 @@ class Reduction:
 
     # -- data -------------------------------------------------------------------------------------------
     def _elem(self, V):
-        """V (nf, K) -> per-element rows (nel, 8, K) (clamped rows zero)."""
+        """V (nf, K) -> per-element rows (nel, dofs per element, K) (clamped rows zero)."""
         Vz = np.concatenate([V, np.zeros((1, V.shape[1]), V.dtype)], 0)
         return Vz[self.edof]
 
-    def _data(self, st, me, ke, V):
-        """D as one flat vector in the order of ``layout`` (complex-safe in me, ke, V)."""
-        K = self.K
-        Xg = st["Xg"]
-        Ve = self._elem(V)
-        NV = np.einsum("gik,ekl->egil", _NG, Ve)                         # N_g V_e (nel, 4, 2, K)
-        m = 4.0 * np.sum(me)
-        S0 = np.einsum("e,egi->i", me, Xg)
-        I0 = np.einsum("e,egi,egi->", me, Xg, Xg)
-        Sb = np.einsum("e,egil->il", me, NV)
-        b = np.einsum("e,egil,egi->l", me, NV, Xg)
-        a = np.einsum("e,egil,egi->l", me, NV, Xg @ _J.T)
-        CMV = np.einsum("kj,ejl->ekl", _CM, Ve)
-        CJV = np.einsum("kj,ejl->ekl", _CJ, Ve)
-        KV = np.einsum("kj,ejl->ekl", st["Ku"], Ve)
-        Mh = np.einsum("e,ekm,ekl->ml", me, Ve, CMV)
-        Gh = np.einsum("e,ekm,ekl->ml", me, Ve, CJV)
-        Kh = np.einsum("e,ekm,ekl->ml", ke, Ve, KV)
-        inertia = np.concatenate([[m], S0, [I0], Sb.ravel(), b, a, Mh.ravel(), Gh.ravel()])
+    def _node_rows(self, V, k):
+        """Φ_k (dof, K): the node's rows of V (zero for a clamped node)."""
+        f, d = self.fidx[k], self.dof
+        if f < 0:
+            return np.zeros((d, V.shape[1]), V.dtype)
+        return V[d * f:d * f + d]
+
+    def _with_points(self, V, inertia, Kh):
+        """The flat D: inertia block, K̂ = Vᵀ K_ff V (flattened), then Φ_k of every data point."""
         pts = [self._node_rows(V, k).ravel() for k in self.points]
         return np.concatenate([inertia, Kh.ravel(), *pts])
 
-    def _node_rows(self, V, k):
-        """Φ_k (2, K): the node's rows of V (zero for a clamped node)."""
-        f = self.fidx[k]
-        if f < 0:
-            return np.zeros((2, V.shape[1]), V.dtype)
-        return V[2 * f:2 * f + 2]
-
     def layout(self):
         """(inertia block size, stiffness block size, point block size) of the flat D."""
-        return inertia_layout(self.nb)[1], self.nb ** 2, 2 * self.nb
+        return self._ninertia(), self.nb ** 2, self.dof * self.nb
+
+    def register_data(self, P):
+        """Enter the body data (inertia, stiffness blocks) into p at the nominal parameters:
+        entries ``<KEY.reduced.*[k]>`` (not config paths: they are driven by the densities,
+        sensitivity/design.py).  Returns their indices (inertia, stiffness)."""
+        D = self.data(np.array(P.values))
+        ni, nk, _ = self.layout()
+        base = f"<{self.key}.reduced"
+        ip = np.array([P.add(f"{base}.inertia[{k}]>", D[k]) for k in range(ni)], np.int64)
+        kp = np.array([P.add(f"{base}.stiffness[{k}]>", D[ni + k]) for k in range(nk)], np.int64)
+        self.data_index = np.concatenate([ip, kp])
+        self.point_p = {}
+        return ip, kp
+
+    def node_data(self, P, k):
+        """Parameter indices of Φ_k (dof·K) of node k (entered on first use)."""
+        if k not in self.point_p:
+            self.points.append(k)
+            rows = self._node_rows(self.state(np.array(P.values))["V"], k).ravel()
+            self.point_p[k] = np.array([P.add(f"<{self.key}.reduced.node[{k}][{m}]>", v) for m, v in enumerate(rows)],
+                                       np.int64)
+            self.data_index = np.concatenate([self.data_index, self.point_p[k]])
+        return self.point_p[k]
 
     def data(self, p):
         """D at p; a complex p (complex step in the densities) gives D(Re) + i·δD[Im ρ]/h·h,
@@ -326,8 +325,8 @@ class Reduction:
 
     # -- adjoint -----------------------------------------------------------------------------------------
     def vjp(self, p, Dbar):
-        """ρ̄ = (dD/dρ)ᵀ D̄ (nel,): explicit terms in (m_e, k_e), V̄ from every V-dependent
-        datum, then one bordered solve per mode (module docstring)."""
+        """ρ̄ = (dD/dρ)ᵀ D̄ (nel,): explicit terms in (m_e, k_e) and V̄ from every
+        V-dependent datum (``_data_bar``), then one bordered solve per mode (module docstring)."""
         st = self.state(p)
         D = self._data(st, st["me"], st["ke"], st["V"])
         Dp = np.real(np.asarray(p)[self.data_index])
@@ -335,35 +334,12 @@ class Reduction:
         cuts = np.cumsum([0, ni, nk] + [npt] * len(self.points))
         if any(np.max(np.abs(D[a:b] - Dp[a:b]), initial=0.0) > 1e-8 * np.max(np.abs(D[a:b]), initial=0.0)
                for a, b in zip(cuts[:-1], cuts[1:])):            # per block: a flipped mode shows in S̄, Φ_k
-            raise RuntimeError(f"continua.{self.name}: the reduced body data in p are not those of the basis at "
+            raise RuntimeError(f"{self.key}: the reduced body data in p are not those of the basis at "
                                "its densities (p was not made by DesignSpace.apply)")
-        K, Xg, me, ke, V = self.nb, st["Xg"], st["me"], st["ke"], st["V"]
-        ni, nk, npt = self.layout()
-        lay, _ = inertia_layout(K)
+        K, V, d = self.nb, st["V"], self.dof
         Db = np.asarray(Dbar, float)
-        di, dk = Db[:ni], Db[ni:ni + nk]
-        mb, S0b, I0b = di[lay["m"]][0], di[lay["S0"]], di[lay["I0"]][0]
-        Sbb = di[lay["Sbar"]].reshape(2, K)
-        bb, ab = di[lay["b"]], di[lay["a"]]
-        Mb, Gb, Kb = di[lay["M"]].reshape(K, K), di[lay["G"]].reshape(K, K), dk.reshape(K, K)
         Ve = self._elem(V)
-        NV = np.einsum("gik,ekl->egil", _NG, Ve)
-        XJ = Xg @ _J.T
-        CMV = np.einsum("kj,ejl->ekl", _CM, Ve)
-        CJV = np.einsum("kj,ejl->ekl", _CJ, Ve)
-        KV = np.einsum("kj,ejl->ekl", st["Ku"], Ve)
-        # explicit: m̄_e, k̄_e
-        meb = (4.0 * mb + np.einsum("i,egi->e", S0b, Xg) + I0b * np.einsum("egi,egi->e", Xg, Xg)
-               + np.einsum("il,egil->e", Sbb, NV) + np.einsum("l,egil,egi->e", bb, NV, Xg)
-               + np.einsum("l,egil,egi->e", ab, NV, XJ)
-               + np.einsum("ml,ekm,ekl->e", Mb, Ve, CMV) + np.einsum("ml,ekm,ekl->e", Gb, Ve, CJV))
-        keb = np.einsum("ml,ekm,ekl->e", Kb, Ve, KV)
-        # V̄ per element (8, K); d/dV_e ⟨B, V_eᵀ C V_e⟩ = C V_e Bᵀ + Cᵀ V_e B (_quad_bar)
-        Veb = (np.einsum("e,gik,il->ekl", me, _NG, Sbb)
-               + np.einsum("e,gik,egi,l->ekl", me, _NG, Xg, bb)
-               + np.einsum("e,gik,egi,l->ekl", me, _NG, XJ, ab)
-               + me[:, None, None] * (_quad_bar(_CM, Ve, Mb) + _quad_bar(_CJ, Ve, Gb))
-               + ke[:, None, None] * _quad_bar(st["Ku"], Ve, Kb))
+        meb, keb, Veb = self._data_bar(st, Ve, Db[:ni], Db[ni:ni + nk].reshape(K, K))
         Vb = np.zeros((self.nf + 1, K))
         np.add.at(Vb, self.edof, Veb)
         Vb = Vb[:self.nf]
@@ -371,7 +347,7 @@ class Reduction:
         for k in self.points:
             f = self.fidx[k]
             if f >= 0:
-                Vb[2 * f:2 * f + 2] += Db[off:off + npt].reshape(2, K)
+                Vb[d * f:d * f + d] += Db[off:off + npt].reshape(d, K)
             off += npt
         # attachment modes: Ψ_r = Ψ − Φ C, C = ΦᵀMΨ (R̄ the cotangent of Ψ_r): Ψ̄ = R̄ + MΦC̄,
         # Φ̄ −= R̄Cᵀ − MΨC̄ᵀ, C̄ = −ΦᵀR̄, m̄_e += ⟨C̄, Φ_eᵀC_MΨ_e⟩; then Ψ = K⁻¹E: Z = K⁻¹Ψ̄
@@ -384,21 +360,93 @@ class Reduction:
             Pb = Rb + Mf @ (Phi @ Cb)
             Vb[:, :self.K] += -Rb @ C.T + (Mf @ Psi) @ Cb.T
             z1 = np.zeros((1, Psi.shape[1]))
-            Pe = np.vstack([Psi, z1])[self.edof]                                        # (nel, 8, na)
-            meb += np.einsum("ij,eki,kl,elj->e", Cb, Ve[:, :, :self.K], _CM, Pe)
+            Pe = np.vstack([Psi, z1])[self.edof]                                        # (nel, ne, na)
+            meb += np.einsum("ij,eki,kl,elj->e", Cb, Ve[:, :, :self.K], self.CM, Pe)
             Z = np.vstack([_kfac(st).solve(Pb), z1])[self.edof]
             keb -= np.einsum("ekj,kl,elj->e", Z, st["Ku"], Pe)
         # eigen-adjoint: one bordered solve per mode
-        Phe = Ve
         Wall = np.vstack([self._mode_solves(st, Vb[:, :self.K]), np.zeros((1, self.K))])
         for i in range(self.K):
             phi, pb = V[:, i], Vb[:, i]                              # (the first K columns: Φ)
-            w = Wall[self.edof, i]                                          # (nel, 8)
-            ph = Phe[:, :, i]
+            w = Wall[self.edof, i]                                          # (nel, ne)
+            ph = Ve[:, :, i]
             keb -= np.einsum("ek,kl,el->e", w, st["Ku"], ph)
-            meb += st["lam"][i] * np.einsum("ek,kl,el->e", w, _CM, ph)
-            meb -= 0.5 * (pb @ phi) * np.einsum("ek,kl,el->e", ph, _CM, ph)
+            meb += st["lam"][i] * np.einsum("ek,kl,el->e", w, self.CM, ph)
+            meb -= 0.5 * (pb @ phi) * np.einsum("ek,kl,el->e", ph, self.CM, ph)
         return meb * st["dme"] + keb * st["dke"]
+
+
+class Reduction(ModalBasis):
+    """The planar continuum ``c`` (continua._Continuum) reduced to ``modes`` = K
+    eigenmodes (+ attachment modes): its body data are those of modal_components.py.
+    ``pidx`` holds the parameter indices it reads (densities, material, geometry);
+    ``points`` the node numbers whose rows Φ_k are data."""
+    dof, CM, PARAMS = 2, _CM, _PARAMS
+
+    def __init__(self, c, modes, attach=()):
+        self.nx, self.ny = c.nx, c.ny
+        pidx = {"density": c.density, **{k: c.p[k] for k in _PARAMS}}
+        self._setup(f"continua.{c.name}", c.name, modes, c.cfg.density_law, c.nel, c.clamped, c.element_nodes(),
+                    attach, pidx)
+
+    def _body(self, p):
+        """(g, X_g (nel, 4, 2), K̂ (8, 8), Gauss mass per unit density ρ0 t hx hy/4)."""
+        g = {k: float(np.real(p[self.pidx[k]])) for k in _PARAMS}
+        hx, hy = g["Lx"] / self.nx, g["Ly"] / self.ny
+        j, i = np.divmod(np.arange(self.nel), self.nx)
+        cx, cy = g["X0"] + i * hx, g["Y0"] + j * hy
+        Xg = np.stack([cx[:, None] + _GPOS[:, 0] * hx, cy[:, None] + _GPOS[:, 1] * hy], -1)   # (nel, 4, 2)
+        Ku = unit_stiffness(np.float64(g["nu"]), np.float64(g["thickness"]), np.float64(hx), np.float64(hy))
+        return g, Xg, Ku, g["rho0"] * g["thickness"] * hx * hy / 4.0
+
+    def _ninertia(self):
+        return inertia_layout(self.nb)[1]
+
+    def _data(self, st, me, ke, V):
+        """D as one flat vector in the order of ``layout`` (complex-safe in me, ke, V)."""
+        Xg = st["Xg"]
+        Ve = self._elem(V)
+        NV = np.einsum("gik,ekl->egil", _NG, Ve)                         # N_g V_e (nel, 4, 2, K)
+        m = 4.0 * np.sum(me)
+        S0 = np.einsum("e,egi->i", me, Xg)
+        I0 = np.einsum("e,egi,egi->", me, Xg, Xg)
+        Sb = np.einsum("e,egil->il", me, NV)
+        b = np.einsum("e,egil,egi->l", me, NV, Xg)
+        a = np.einsum("e,egil,egi->l", me, NV, Xg @ _J.T)
+        CMV = np.einsum("kj,ejl->ekl", _CM, Ve)
+        CJV = np.einsum("kj,ejl->ekl", _CJ, Ve)
+        KV = np.einsum("kj,ejl->ekl", st["Ku"], Ve)
+        Mh = np.einsum("e,ekm,ekl->ml", me, Ve, CMV)
+        Gh = np.einsum("e,ekm,ekl->ml", me, Ve, CJV)
+        Kh = np.einsum("e,ekm,ekl->ml", ke, Ve, KV)
+        inertia = np.concatenate([[m], S0, [I0], Sb.ravel(), b, a, Mh.ravel(), Gh.ravel()])
+        return self._with_points(V, inertia, Kh)
+
+    def _data_bar(self, st, Ve, di, Kb):
+        """(m̄_e, k̄_e, V̄_e) of ⟨D̄, D⟩ for the inertia cotangent ``di`` and K̂̄ = ``Kb``."""
+        K, Xg, me, ke = self.nb, st["Xg"], st["me"], st["ke"]
+        lay, _ = inertia_layout(K)
+        mb, S0b, I0b = di[lay["m"]][0], di[lay["S0"]], di[lay["I0"]][0]
+        Sbb = di[lay["Sbar"]].reshape(2, K)
+        bb, ab = di[lay["b"]], di[lay["a"]]
+        Mb, Gb = di[lay["M"]].reshape(K, K), di[lay["G"]].reshape(K, K)
+        NV = np.einsum("gik,ekl->egil", _NG, Ve)
+        XJ = Xg @ _J.T
+        CMV = np.einsum("kj,ejl->ekl", _CM, Ve)
+        CJV = np.einsum("kj,ejl->ekl", _CJ, Ve)
+        KV = np.einsum("kj,ejl->ekl", st["Ku"], Ve)
+        meb = (4.0 * mb + np.einsum("i,egi->e", S0b, Xg) + I0b * np.einsum("egi,egi->e", Xg, Xg)
+               + np.einsum("il,egil->e", Sbb, NV) + np.einsum("l,egil,egi->e", bb, NV, Xg)
+               + np.einsum("l,egil,egi->e", ab, NV, XJ)
+               + np.einsum("ml,ekm,ekl->e", Mb, Ve, CMV) + np.einsum("ml,ekm,ekl->e", Gb, Ve, CJV))
+        keb = np.einsum("ml,ekm,ekl->e", Kb, Ve, KV)
+        # d/dV_e ⟨B, V_eᵀ C V_e⟩ = C V_e Bᵀ + Cᵀ V_e B (_quad_bar)
+        Veb = (np.einsum("e,gik,il->ekl", me, _NG, Sbb)
+               + np.einsum("e,gik,egi,l->ekl", me, _NG, Xg, bb)
+               + np.einsum("e,gik,egi,l->ekl", me, _NG, XJ, ab)
+               + me[:, None, None] * (_quad_bar(_CM, Ve, Mb) + _quad_bar(_CJ, Ve, Gb))
+               + ke[:, None, None] * _quad_bar(st["Ku"], Ve, Kb))
+        return meb, keb, Veb
 
 
 PCG_RTOL = 1e-13          # deflated CG: preconditioned residual, relative (module docstring)

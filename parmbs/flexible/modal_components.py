@@ -45,22 +45,34 @@ def _mv(Mat, x):
     return np.einsum("...kl,...l->...k", Mat, x)
 
 
-def inertia_layout(K):
-    """Slices of the ReducedInertia parameter block: m, S0, I0, S̄, b, a, M̂, Ĝ."""
+def block_layout(shapes):
+    """(name -> slice, total size) of a parameter block of named arrays [(name, shape), …]."""
     o, out = 0, {}
-    for name, n in (("m", 1), ("S0", 2), ("I0", 1), ("Sbar", 2 * K), ("b", K), ("a", K),
-                    ("M", K * K), ("G", K * K)):
+    for name, shape in shapes:
+        n = int(np.prod(shape))
         out[name] = slice(o, o + n)
         o += n
     return out, o
 
 
+def unpack_blocks(p, shapes):
+    """The named arrays of p's last axis (leading axes kept), in the order of ``shapes``."""
+    lay, _ = block_layout(shapes)
+    return tuple(p[..., lay[name]].reshape(p.shape[:-1] + tuple(shape)) for name, shape in shapes)
+
+
+def _blocks(K):
+    return (("m", ()), ("S0", (2,)), ("I0", ()), ("Sbar", (2, K)), ("b", (K,)), ("a", (K,)), ("M", (K, K)),
+            ("G", (K, K)))
+
+
+def inertia_layout(K):
+    """Slices of the ReducedInertia parameter block: m, S0, I0, S̄, b, a, M̂, Ĝ."""
+    return block_layout(_blocks(K))
+
+
 def _unpack(p, K):
-    lay, _ = inertia_layout(K)
-    sh = p.shape[:-1]
-    return (p[..., lay["m"]][..., 0], p[..., lay["S0"]], p[..., lay["I0"]][..., 0],
-            p[..., lay["Sbar"]].reshape(sh + (2, K)), p[..., lay["b"]], p[..., lay["a"]],
-            p[..., lay["M"]].reshape(sh + (K, K)), p[..., lay["G"]].reshape(sh + (K, K)))
+    return unpack_blocks(p, _blocks(K))
 
 
 class _Modal:
@@ -72,17 +84,23 @@ class _Modal:
         super().__init__(names, qidx, pidx, *rest, **kw)
 
 
-@register
-class ReducedInertia(_Modal, Force):
-    """M(q) a + h_ω(q, v) of a reduced FFR body (module docstring); q = (R, θ, η),
-    p = (m, S0, I0, S̄, b, a, M̂, Ĝ) (4 + 4K + 2K²)."""
-    nq, np_ = 4, 10
+class ModalInertia(_Modal, Force):
+    """The inertia force of a reduced body: q = (frame (``nframe``), η (K)), p the body
+    data block of ``layout(K)`` (planar here, spatial in modal_solid_components.py)."""
     inertial = True
     uses_q = uses_v = uses_a = True
 
-    @staticmethod
-    def sizes(K):
-        return 3 + K, inertia_layout(K)[1]
+    @classmethod
+    def sizes(cls, K):
+        return cls.nframe + K, cls.layout(K)[1]
+
+
+@register
+class ReducedInertia(ModalInertia):
+    """M(q) a + h_ω(q, v) of a reduced FFR body (module docstring); q = (R, θ, η),
+    p = (m, S0, I0, S̄, b, a, M̂, Ĝ) (4 + 4K + 2K²)."""
+    nq, np_ = 4, 10
+    nframe, layout = 3, staticmethod(inertia_layout)
 
     def r(self, t, q, v, a, p):
         K = self.K
@@ -170,17 +188,19 @@ class ReducedGravity(_Modal, Force):
     """Weight of a reduced FFR body, r = −Σ_g m_g L̄_gᵀ Aᵀg: r_R = −m g,
     r_θ = −(J S1)ᵀAᵀg, r_η = −S̄ᵀAᵀg; p = (m, S0, S̄, g) (5 + 2K)."""
     nq, np_ = 4, 7
+    dim, nframe = 2, 3           # the spatial solid's subclass (modal_solid_components.py): 3, 7
 
-    @staticmethod
-    def sizes(K):
-        return 3 + K, 5 + 2 * K
+    @classmethod
+    def sizes(cls, K):
+        return cls.nframe + K, 1 + 2 * cls.dim + cls.dim * K
 
     def _parts(self, q, p):
-        K = self.K
-        m, S0 = p[..., 0], p[..., 1:3]
-        Sb = p[..., 3:3 + 2 * K].reshape(p.shape[:-1] + (2, K))
-        g = p[..., 3 + 2 * K:5 + 2 * K]
-        return m, S0 + _mv(Sb, q[..., 3:]), Sb, g
+        """(m, S1 = S0 + S̄η, S̄, g) from p = (m, S0, S̄, g)."""
+        K, d = self.K, self.dim
+        m, S0 = p[..., 0], p[..., 1:1 + d]
+        Sb = p[..., 1 + d:1 + d + d * K].reshape(p.shape[:-1] + (d, K))
+        g = p[..., 1 + d + d * K:1 + 2 * d + d * K]
+        return m, S0 + _mv(Sb, q[..., self.nframe:]), Sb, g
 
     def r(self, t, q, v, a, p):
         m, S1, Sb, g = self._parts(q, p)

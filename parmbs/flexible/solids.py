@@ -34,7 +34,7 @@ from ..model.body_kinds import body_kind
 from ..model.parameters import ZERO
 from ..spatial.bodies import EulerRegularization, Normalization
 from ..spatial.kinematics import pose_euler_parameters, rotation
-from . import solid
+from . import solid, solids_reduced
 from .beams import const
 from .continua import _bulk
 from .plates import node_of
@@ -43,7 +43,7 @@ XYZ = ("x", "y", "z")
 
 
 class _Solid:
-    def __init__(self, cfg, P, offset):
+    def __init__(self, cfg, P, offset, joint_refs=()):
         from ..model.system import ModelError
         from ..spatial.spatial_set import _axes
         self.cfg, self.name, self.offset = cfg, cfg.name, offset
@@ -75,7 +75,9 @@ class _Solid:
                              "of the frame origin have no elastic displacement)")
         self.clamped = clamped
         self.nfree = int((~clamped).sum())
-        self.ncoord = 7 + 3 * self.nfree
+        self.reduction = solids_reduced.reduction(self, cfg, joint_refs)    # modal reduction (solids_reduced.py)
+        self.nelastic = 3 * self.nfree if self.reduction is None else self.reduction.nb
+        self.ncoord = 7 + self.nelastic
         slot = -np.ones(self.nnode, np.int64)
         slot[~clamped] = offset + 7 + 3 * np.arange(self.nfree)
         self.slot = slot
@@ -113,6 +115,8 @@ class _Solid:
         return i, j, k
 
     def coordinate_names(self):
+        if self.reduction is not None:
+            return solids_reduced.coordinate_names(self)
         names = [f"{self.name}.{c}" for c in ("x", "y", "z", "e0", "e1", "e2", "e3")]
         nx, ny = self.n[0] + 1, self.n[1] + 1
         for m in np.nonzero(~self.clamped)[0]:
@@ -131,12 +135,18 @@ class SolidSet:
         sp = getattr(config, "spatial", None)
         self.solids = {}
         for c in (sp.solids if sp is not None else []):
-            self.solids[c.name] = _Solid(c, P, offset)
+            refs = [r.split(".", 1)[1] for j in sp.joints for r in (getattr(j, "a", None), getattr(j, "b", None))
+                    if r and r.split(".")[0] == c.name]
+            self.solids[c.name] = _Solid(c, P, offset, refs)
             offset += self.solids[c.name].ncoord
         self.ncoord = sum(s.ncoord for s in self.solids.values())
 
     def __len__(self):
         return len(self.solids)
+
+    def reductions(self):
+        """The SolidReduction of every reduced solid (modal_solid.py)."""
+        return [s.reduction for s in self.solids.values() if s.reduction is not None]
 
     def is_solid(self, body):
         return body in self.solids
@@ -174,11 +184,14 @@ class SolidSet:
             ela = np.hstack([x, ones * s.p["E"], ones * s.p["nu"], geo[:, :6], ones * s.p["penalization"]])
             law = s.cfg.density_law
             names = [f"{s.name}[{e}]" for e in range(s.nel)]
-            _bulk(system, ("SolidInertia", law), solid.SolidInertia, {"law": law}, names, qidx, mat)
-            if g_acts:
-                _bulk(system, ("SolidGravity", law), solid.SolidGravity, {"law": law}, names, qidx,
-                      np.hstack([mat, ones * np.array(gravity)]))
-            _bulk(system, ("SolidElastic",), solid.SolidElastic, {}, names, u, ela)
+            if s.reduction is not None:
+                solids_reduced.add_forces(system, s, P, gravity, g_acts)
+            else:
+                _bulk(system, ("SolidInertia", law), solid.SolidInertia, {"law": law}, names, qidx, mat)
+                if g_acts:
+                    _bulk(system, ("SolidGravity", law), solid.SolidGravity, {"law": law}, names, qidx,
+                          np.hstack([mat, ones * np.array(gravity)]))
+                _bulk(system, ("SolidElastic",), solid.SolidElastic, {}, names, u, ela)
             # c = 4 tr(J)/3 of the undeformed nominal body about the frame origin (any c > 0)
             pv = np.array(P.values)
             sg = solid.gauss_positions(np.zeros((s.nel, 31)), pv[mat])
@@ -225,6 +238,8 @@ class SolidSet:
         s, m = self._node(cref)
         ijk = node_of(s.cfg, cref.split(".", 1)[1])
         qo, po = spatial.side(oref)
+        if s.reduction is not None:
+            return solids_reduced.add_spherical(system, s, m, j.name, qo, po, self.P)
         qc = s.qidx() + list(s.node_coords(system.ground_slots[0])[m])
         pc = list(s.geo[6:9]) + list(s.geo[0:3]) + [int(s.frac[d][ijk[d]]) for d in range(3)]
         system._group(("SolidSpherical",), solid.SolidSpherical, {}, j.name, qc + qo, pc + po, 3)
@@ -237,7 +252,7 @@ class SolidSet:
         for s in self.solids.values():
             q0[s.offset:s.offset + 3] = s.cfg.initial.position
             q0[s.offset + 3:s.offset + 7] = s.p0
-            ne = 3 * s.nfree
+            ne = s.nelastic
             if ne:
                 idx = (s.offset + 7 + np.arange(ne))[:, None]
                 g = ContinuumClamp([f"{s.name}.u[{k}]" for k in range(ne)], idx, np.zeros((ne, 1), np.int64),

@@ -20,7 +20,8 @@ gradient to the design variables, dψ/dρ = Jᵀ ∂ψ/∂p_cols with J = [I; �
 (``jacobian``: complex step of the expressions, exact to rounding).  Without drives
 ncols = len(self) and ``chain`` is the identity.
 
-Reduced continua (``continua.C.reduction``, flexible/modal.py) are drives of the same
+Reduced continua and solids (``continua.C.reduction``, ``spatial.solids.S.reduction``;
+flexible/modal.py, modal_solid.py) are drives of the same
 kind: designing the density field of a reduced body makes its body data (the entries
 ``<continua.C.reduced.*>`` of p) driven columns.  ``apply`` recomputes them (eigenproblem
 at the new densities; a complex ρ gets D + i·δD, the forward eigen-derivative), and
@@ -76,11 +77,12 @@ class DesignSpace:
         self._nlinks = len(driven)
         # reduced continua (flexible/modal.py): designing their densities drives their body data
         self._reductions = []
-        cont = getattr(system, "continua", None)
-        for red in (cont.reductions() if cont is not None else []):
+        reds = [r for kind in ("continua", "solids") if getattr(system, kind, None) is not None
+                for r in getattr(system, kind).reductions()]        # planar continua, hexahedral solids
+        for red in reds:
             other = [k for k, i in red.pidx.items() if k != "density" and int(i) in set(index)]
             if other:
-                raise ModelError("design", f"continua.{red.name}.{other[0]} of a reduced continuum cannot be "
+                raise ModelError("design", f"{red.key}.{other[0]} of a reduced continuum cannot be "
                                            "designed (its reduction differentiates the density field only)")
             if np.isin(red.pidx["density"], index).any():
                 self._reductions.append((red, slice(len(self.names) + len(driven),

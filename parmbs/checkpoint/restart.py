@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..integrators import quadrature
 from ..integrators.timeloop import MarchState, TimeGrid, march, newton_cap, set_step
 from ..integrators.trajectory import Trajectory
 from ..model.system import ModelError
@@ -74,6 +75,9 @@ class CheckpointedRun:
         self.recomputed = 0            # forward steps recomputed by the reverse sweep (this job)
         self.adjoint_steps = 0
         check_ride_schedule(self)          # ride objectives: schedule 'all' only
+        why = quadrature.checkpoint_refusal(problem.quadrature) if self.adaptive else None
+        if why:                            # w_k must be known once h_k is (_weight)
+            raise ModelError("simulation.quadrature", why)
 
     # -- forward ------------------------------------------------------------------------------
     def resume_point(self):

@@ -714,6 +714,8 @@ class Simulation(_Model):
     output_every: PosInt = 1
     guard: Bool = True     # instability guard of fixed-step runs (integrators/guard.py)
     adapt: Adapt | None = None   # error-controlled variable steps; absent: fixed dt
+    # weights of the integral objectives on the accepted times (integrators/quadrature.py)
+    quadrature: Literal["trapezoid", "cubic"] = "trapezoid"
     compiled: Literal["auto", "on", "off"] = "auto"   # one numba call per step for small rigid models (planar kinds; spatial bodies, spherical and revolute joints: parmbs/compiled) and, in the Arnold-Bruls form, the vehicle models (tyres, spring-dampers, bump stops, universal/rigid joints, revolute drivers); "on": say why not; "off": numpy path
 
 

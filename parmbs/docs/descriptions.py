@@ -226,6 +226,14 @@ CLASS = {
                                      "`\"arnold-bruls\"` puts the equations of motion and constraints at "
                                      "t_{n+1} with the α-recursion on a pseudo-acceleration (Arnold & Brüls "
                                      "2007), second order for any M(q)"),
+    "Simulation.quadrature": ("", "weights w_k of the integral objectives ψ = Σ_k w_k g(t_k, x_k) on the run's "
+                                  "accepted times: `\"trapezoid\"` (second order); `\"cubic\"`: over each step the "
+                                  "cubic through the four nearest accepted times (composite interpolatory rule, "
+                                  "fourth order on any grid, exact for cubics; for high-order schemes such as "
+                                  "`ts-rk`, whose ψ the trapezoid caps at second order). Exact derivatives either way "
+                                  "(fixed weights of the frozen step sequence); `\"cubic\"` is refused with ride "
+                                  "measures and with a checkpointed adaptive run (w_k needs t_{k+3}); "
+                                  "`adapt.objective_atol` still estimates the trapezoid's error"),
     "Simulation.newton": ("", "Newton iteration of the implicit step"),
     "Simulation.penalty": ("", "options of the penalty formulation"),
     "Simulation.index1": ("", "options of the index-1 formulation"),

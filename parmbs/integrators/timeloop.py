@@ -97,6 +97,7 @@ import numpy as np
 from ..faults import rank_fault
 from .newmark import StepError
 from .local_error_fast import FastNorm
+from .quadrature import cubic_weights
 from .newton_tol import NOISE_GAIN, AdaptiveNewton
 
 SAFETY = 0.9
@@ -136,10 +137,12 @@ class TimeGrid:
     def steps(self):
         return len(self.h)
 
-    def weights(self):
-        """Trapezoidal quadrature weights of ∫ f dt on this grid: w_0 = h_0/2,
-        w_k = (h_{k−1} + h_k)/2, w_N = h_{N−1}/2 (equal to dt, dt/2 at the ends on a
-        fixed grid, bit for bit)."""
+    def weights(self, rule="trapezoid"):
+        """Quadrature weights of ∫ f dt on this grid (``simulation.quadrature``,
+        integrators/quadrature.py).  Trapezoid: w_0 = h_0/2, w_k = (h_{k−1} + h_k)/2,
+        w_N = h_{N−1}/2 (equal to dt, dt/2 at the ends on a fixed grid, bit for bit)."""
+        if rule == "cubic":
+            return cubic_weights(self.t, self.h)
         w = np.zeros(self.steps + 1)
         if self.steps:
             w[:-1] += 0.5 * self.h

@@ -700,11 +700,13 @@ class TSStepper(ARKIMEXSteps):
         traj.y = Y
         traj.guess = np.array(G) if self.reduced else None
         traj.h = np.array(H[1:])                # h_0 … h_{N−1} as the TS took them
-        # the objective's trapezoid weights on the computed times (Problem reads problem.w);
+        # the objective's weights on the computed times (Problem reads problem.w; simulation.quadrature);
         # an adaptive run's from its exact step sizes (TimeGrid.weights: the same bits as a
         # checkpointed run's, checkpoint/ts_run.py)
         if self.adaptive:
-            traj.w = TimeGrid(T, traj.h).weights()
+            traj.w = TimeGrid(T, traj.h).weights(problem.quadrature)
+        elif problem.quadrature != "trapezoid":     # the cubic rule (quadrature.py) on the same h as below
+            traj.w = TimeGrid(T, np.diff(T) if variable else np.full(N, float(self.dt))).weights(problem.quadrature)
         else:
             traj.w = time_weights(T) if variable else quadrature_weights(N, self.dt)
         problem.w = traj.w

@@ -33,7 +33,7 @@ def objective_values_complex(problem, p):
                          "use --method fd (or an index3 integrator) for complex step")
     # the step sequence of the last real run (adaptive runs: the accepted steps, frozen)
     grid = problem.grid
-    N, w = grid.steps, grid.weights()
+    N, w = grid.steps, grid.weights(problem.quadrature)
     t = problem.t0
     x = stepper.initial(t, p)
     refs = [ob.reference(sysm, x[0], p) for ob in problem.objectives]

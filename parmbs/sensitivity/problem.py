@@ -26,7 +26,7 @@ from .. import _log
 from ..config import resources
 from ..faults import rank_fault
 from . import adjoint_batch
-from ..model.system import System
+from ..model.system import ModelError, System
 from ..formulations import make_stepper
 from .design import DesignSpace
 from .objectives import Objective
@@ -77,6 +77,7 @@ class Problem:
         self.stepper = make_stepper(self.sys, sim, design_map=self.design.map, ndesign=self.design.ncols,
                                     comm=comm)
         self.objectives = [Objective(self.sys, o) for o in config.objectives]
+        self.quadrature = sim.quadrature      # weights of Σ w_k g_k (integrators/quadrature.py)
         self._check_history_objectives(config)
         self._comm = comm
         self._memory_checked = False
@@ -112,6 +113,10 @@ class Problem:
         from .ride import check_usable
         for ob in self._history():
             check_usable(self, ob)
+            if self.quadrature != "trapezoid":     # ISO 2631-1 measures: their own trapezoid sums (ride.py)
+                raise ModelError("simulation.quadrature",
+                                 f"{self.quadrature!r} is for integral objectives; objective {ob.name!r} "
+                                 f"({ob.integrand.kind!r}) sums its filtered history with the trapezoid")
 
     def _prepare_history(self, traj, p):
         """m_k = ∂ψ/∂s_k of every ride objective along the in-memory ``traj``."""
@@ -124,7 +129,7 @@ class Problem:
         """The step sequence the sweeps and objective sums use (that of the last run)."""
         self.grid = grid
         self.nsteps = grid.steps
-        self.w = grid.weights()
+        self.w = grid.weights(self.quadrature)
 
     def frozen_steps(self):
         """``with problem.frozen_steps():`` forward runs inside replay the step sequence
@@ -312,7 +317,7 @@ class Problem:
             return dict(traj.values)
         out = {}
         g = getattr(traj, "grid", None)
-        w = self.w if g is None or g is self.grid else g.weights()
+        w = self.w if g is None or g is self.grid else g.weights(self.quadrature)
         for ob in self.objectives:
             ref = ob.reference(self.sys, traj.q[0], p)
             val = 0.0

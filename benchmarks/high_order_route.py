@@ -1,18 +1,19 @@
 """The high-order route to the CasADi goal of issue 18, measured beside the peer in one run:
 the five-bar's index-1 ODE on PETSc TSRK (Dormand–Prince 5(4), TSAdapt) with the objectives'
-quadrature on the accepted grid by the trapezoidal rule (what parmbs does) and by a
-fourth-order rule (a prototype, this script only), against the best second-order
+quadrature on the accepted grid by the trapezoidal rule (the default) and by the
+fourth-order rule ``simulation.quadrature = "cubic"``, against the best second-order
 configuration (Arnold–Brüls generalized-α, fixed steps, compiled) and CasADi/CVODES.
 
 Why: at ∇ψ ≈ 1e-6 second-order schemes need ~10⁴ steps where CVODES takes ~300.  An
 explicit fifth-order RK takes a few hundred steps for its states, but ψ = Σ w_k f(x_k) is
 summed with trapezoid weights on the accepted grid (TimeGrid.weights, ts.time_weights): a
 second-order error in ψ whatever the scheme's order, which at RK's large steps (h ≈ 10 ms)
-dominates (ψ 1e-3 off).  The prototype replaces w_k by the weights of the composite rule
+dominates (ψ 1e-3 off).  ``simulation.quadrature = "cubic"`` (parmbs/integrators/quadrature.py;
+a prototype in this script before) replaces w_k by the weights of the composite rule
 integrating, over each [t_k, t_{k+1}], the cubic through the four nearest accepted nodes
 (t_{k−1} … t_{k+2}; one-sided at the ends): fourth order on a variable grid, and still a
 fixed linear combination of the f(x_k), so the sweeps' w_k ∂f/∂x_k terms differentiate it
-unchanged (the ``--check`` rows: adjoint vs direct with these weights).
+unchanged (the ``--check`` row: adjoint vs direct with these weights).
 
 Columns as benchmarks/adaptive.py (errors against CVODES at tol 1e-12; CPU =
 time.process_time of forward + adjoint; CasADi's gradient CPU likewise).
@@ -33,49 +34,18 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import adaptive as A  # noqa: E402
 
 from parmbs.config.loader import load_config  # noqa: E402
-from parmbs.integrators import timeloop as tl, ts  # noqa: E402
 from parmbs.sensitivity.problem import Problem  # noqa: E402
 
 RK = ['simulation.formulation="index1"', 'simulation.integrator="ts-rk"']
 
 
-def cubic_weights(t):
-    """w_k of Σ_k w_k f(t_k) = Σ_intervals ∫ of the cubic through the four nearest nodes
-    (t_{k−1} … t_{k+2}, shifted inward at the ends); the trapezoid for fewer than 4 nodes.
-    Per interval: local u = (t − t_k)/h_k, ∫₀¹ Σ_j f_j L_j(u) du h_k = h_k m·V⁻¹ f (V the
-    Vandermonde matrix of the nodes' u, m = (1, ½, ⅓, ¼))."""
-    t = np.asarray(t, float)
-    n = len(t) - 1
-    w = np.zeros(n + 1)
-    if n < 3:
-        w[:-1] += 0.5 * np.diff(t)
-        w[1:] += 0.5 * np.diff(t)
-        return w
-    mom = 1.0 / np.arange(1, 5)
-    for k in range(n):
-        j0 = min(max(k - 1, 0), n - 3)
-        idx = np.arange(j0, j0 + 4)
-        h = t[k + 1] - t[k]
-        w[idx] += h * (mom @ np.linalg.inv(np.vander((t[idx] - t[k]) / h, 4, increasing=True)))
-    return w
-
-
-class Quadrature:
-    """Swap the accepted grid's weights (TimeGrid.weights, ts.time_weights) for the rows
-    that ask for the fourth-order rule."""
-
-    def __init__(self):
-        self.tw, self.gw = ts.time_weights, tl.TimeGrid.weights
-
-    def set(self, order4):
-        ts.time_weights = cubic_weights if order4 else self.tw
-        tl.TimeGrid.weights = (lambda g: cubic_weights(g.t)) if order4 else self.gw
+CUBIC = ['simulation.quadrature="cubic"']     # fourth-order weights (parmbs/integrators/quadrature.py)
 
 
 def check(rtol, t_end):
     """max relative gap adjoint vs direct, fourth-order weights, index-1 TSRK at rtol, t_end."""
-    pr = Problem(load_config(A.CONFIG, RK + [f"simulation.adapt.rtol={rtol}", f"simulation.adapt.atol={rtol}",
-                                             f"simulation.t_end={t_end}"]))
+    pr = Problem(load_config(A.CONFIG, RK + CUBIC + [f"simulation.adapt.rtol={rtol}", f"simulation.adapt.atol={rtol}",
+                                                     f"simulation.t_end={t_end}"]))
     pr.forward()
     ga, gd = pr.adjoint(), pr.direct()
     return max(float(np.max(np.abs(ga[o] - gd[o])) / np.max(np.abs(gd[o]))) for o in ga)
@@ -98,14 +68,9 @@ def main():
         print(f"  peer at tol {tol:g}: {pe['steps']} steps, err psi {ep:.1e}, err grad {eg:.1e}, "
               f"gradient CPU {pe.get('t_rev_cpu', pe['t_rev']):.3f} s (median of 3)", flush=True)
     print(f"\n{'run':<44} {'steps':>6} {'fwd s':>7} {'fwd+adj s':>10} {'s/step':>8} {'err psi':>9} {'err grad':>9}")
-    quad = Quadrature()
 
-    def row(label, ov, order4=False):
-        quad.set(order4)
-        try:
-            r = A.run(ov)
-        finally:
-            quad.set(False)
+    def row(label, ov):
+        r = A.run(ov)
         ep, eg = A.errors(r, ref)
         print(f"{label:<44} {r['steps']:>6} {r['t_fwd']:>7.2f} {r['t_grad']:>10.2f} {r['t_grad'] / r['steps']:>8.1e} "
               f"{ep:>9.1e} {eg:>9.1e}", flush=True)
@@ -115,13 +80,11 @@ def main():
     for rt in (float(x) for x in a.rtols.split(",") if x):
         tol = [f"simulation.adapt.rtol={rt}", f"simulation.adapt.atol={rt}"]
         row(f"index1 ts-rk 5dp rtol={rt:g}, trapezoid", RK + tol)
-        row(f"index1 ts-rk 5dp rtol={rt:g}, 4th-order quad", RK + tol, order4=True)
+        row(f"index1 ts-rk 5dp rtol={rt:g}, cubic quad", RK + tol + CUBIC)
     if a.check:
-        quad.set(True)
         c0 = time.process_time()
         gap = check(1e-8, 0.5)
-        quad.set(False)
-        print(f"\nadjoint vs direct, 4th-order weights, index1 ts-rk rtol 1e-8, 0.5 s: max rel. gap {gap:.1e} "
+        print(f"\nadjoint vs direct, cubic quadrature, index1 ts-rk rtol 1e-8, 0.5 s: max rel. gap {gap:.1e} "
               f"({time.process_time() - c0:.1f} s CPU)")
 
 

@@ -122,3 +122,9 @@ def test_cubic_refused_for_a_checkpointed_adaptive_run(tmp_path):
     cli_one_line_error(["gradient", FIVEBAR, "--set", "simulation.t_end=0.05", "--set", 'simulation.formulation="index1"',
                         "--set", 'simulation.integrator="ts-rk"', "--set", ADAPT, "--set", CUBIC,
                         "--set", "checkpoint.schedule=every:5"], tmp_path, "simulation.quadrature", "t_{k+3}")
+
+
+def test_cubic_refused_with_ride_measures(tmp_path):
+    from test_iso2631 import PENDULUM, RIDE
+    cli_one_line_error(["gradient", PENDULUM, "--set", "simulation.t_end=0.03", "--set", "simulation.dt=3e-3",
+                        "--set", RIDE, "--set", CUBIC], tmp_path, "simulation.quadrature", "'aw'", "trapezoid")

@@ -9,7 +9,8 @@ see model/body_kinds.py).
 
 Intended layer order, lowest first; a module may import only from layers below its own:
 
-    base          _determinism (before numpy loads) and errors (ModelError, StepError),
+    base          _determinism (before numpy loads), errors (ModelError, StepError) and
+                  _memory (glibc malloc_trim after large set-ups),
                   then _petsc (PETSc start-up), then
                   _log, agreement, faults, parallel, petsc_options (leaf helpers)
     config        TOML, schema, --set overrides, one-line errors: data, no physics
@@ -43,7 +44,7 @@ import pathlib
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "parmbs"
 
 LAYERS = [
-    {"_determinism", "errors"},
+    {"_determinism", "errors", "_memory"},
     {"_petsc"},
     {"_log", "agreement", "faults", "parallel", "petsc_options"},
     {"config"},

@@ -36,6 +36,18 @@ two iterations, afterwards ``lⱼ = xⱼ − γⱼ (xⱼ^{k−1} − lⱼ^{k−1
 oscillate, 1 otherwise, clipped to asymin…asymax times the range (u alike).  Move
 limits α ≤ x ≤ β: α = max(xmin, l + albefa (x − l), x − move (xmax − xmin)), β alike.
 
+The raa0 term is not in the 1987 approximation (pᵢⱼ = (uⱼ − xⱼ)² (∂fᵢ/∂xⱼ)⁺ there); the
+2007 notes add it (raa0 = 10⁻⁵) so that every f̃ᵢ is strictly convex, for problems scaled
+as the notes ask (values and gradients of order one).  It is an absolute curvature:
+at the expansion point f̃ᵢ'' = 2 (1.002 |∂fᵢ/∂xⱼ| + 2 raa0/(xmaxⱼ − xminⱼ)) / (uⱼ − xⱼ)
+(symmetric asymptotes).  A function that is an integral or a mean over n elements, scaled
+to O(1) (ψ/|ψ⁰|, the volume fraction), has |∂f/∂xⱼ| ~ 1/n; at n = 10⁵ that is 10⁻⁶…10⁻⁵,
+so the raa0 term, not the gradient, sets the curvature and every step is shortened by
+(Σᵢ λᵢ|∂fᵢ/∂xⱼ|) / (Σᵢ λᵢ|∂fᵢ/∂xⱼ| + 2 raa0 Σᵢ λᵢ) (λ₀ = 1) — a damping that grows with
+the mesh (measured on the 10⁵-density crank: the step 0.022 with 10⁻⁵, 0.072 with 10⁻⁷,
+0.074 with 0; benchmarks/README.md).  ``raa0`` (``optimize.raa0``) is therefore a
+parameter: Svanberg's 10⁻⁵ by default, ≪ the typical gradient component otherwise.
+
 The convex subproblem is solved by the primal-dual interior-point (Newton) method of
 the notes' "primal-dual method" section (``subsolv``): relaxed KKT conditions with barrier ε = 1 → 10⁻⁷ (×0.1),
 Newton steps reduced to the (m+1)×(m+1) system in (Δλ, Δz) because m ≪ n::

@@ -830,7 +830,8 @@ class Optimize(_Model):
     constraints: list[Constraint] = []  # MMA only (TAO: bounds only)
     move: Annotated[float, Strict(), Field(allow_inf_nan=False, gt=0, le=1)] = 0.5  # MMA move limit
     asymax: Annotated[float, Strict(), Field(allow_inf_nan=False, gt=0.01, le=10)] | None = None  # MMA: asymptotes within asymax·(upper − lower) of x (Svanberg's 10 if not set; a restart may change it)
-    raa0: Annotated[float, Strict(), Field(allow_inf_nan=False, gt=0, le=1)] | None = None  # MMA: the convexity term raa0/(upper − lower) added to every gradient part of the approximations (Svanberg's 1e-5 if not set; set it ≪ the typical |∂f/∂ρ_j|, e.g. 1e-7 at 10^5 densities; a restart may change it)
+    raa0: Annotated[float, Strict(), Field(allow_inf_nan=False, gt=0, le=1)] | None = None  # MMA: the convexity term raa0/(upper − lower) added to every gradient part of the approximations (Svanberg's 1e-5 if not set; keep it ≪ the typical |∂f/∂ρ_j|: 1e-10 at 10^5 densities; a restart may change it)
+    epsimin: Annotated[float, Strict(), Field(allow_inf_nan=False, gt=0, le=1e-3)] | None = None  # MMA: the last barrier ε of the subproblem solve; a variable stops ≈ ε/|∂L/∂ρ_j| short of its bound or move limit (Svanberg's 1e-7 if not set; 1e-12 at 10^5 densities; a restart may change it)
     descent: Bool = False     # MMA: reject an iterate whose objective rose while its violation did not fall, halve the step (a restart may change it)
     xtol: NonNegReal = 1e-6   # MMA stops when max |Δρ_j|/(upper_j − lower_j) <= xtol ...
     ctol: NonNegReal = 1e-6   # ... and the largest relative constraint violation <= ctol

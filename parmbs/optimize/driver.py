@@ -69,9 +69,9 @@ from .mma import MMA, vec_from
 
 TAO_TYPES = {"tao-blmvm": "blmvm", "tao-bqnls": "bqnls", "tao-lmvm": "lmvm"}
 #: [optimize] keys that only say how long to run, and MMA's asymptote bound, convexity
-#: term and descent guard (how the same problem is stepped, not which problem: a
+#: term, subproblem accuracy and descent guard (how the same problem is stepped, not which problem: a
 #: continuation): a restart may change them
-RUN_LENGTH_KEYS = ("max_it", "gatol", "grtol", "xtol", "ctol", "asymax", "raa0", "descent")
+RUN_LENGTH_KEYS = ("max_it", "gatol", "grtol", "xtol", "ctol", "asymax", "raa0", "epsimin", "descent")
 #: MMA history columns (TAO's are log.HIST_COLS)
 #: MMA: how many times the step to a failing trial design is halved before giving up
 MMA_HALVINGS = 4
@@ -566,7 +566,7 @@ class Optimization:
         lo, hi = x0.getOwnershipRange()
         bounds = [vec_from(comm, pr.design.lower), vec_from(comm, pr.design.upper)]
         mma = MMA(x0, *bounds, m, move=opt.move,          # MMA keeps copies
-                  **{k: getattr(opt, k) for k in ("asymax", "raa0") if getattr(opt, k) is not None})
+                  **{k: getattr(opt, k) for k in ("asymax", "raa0", "epsimin") if getattr(opt, k) is not None})
         for v in bounds:
             v.destroy()
         store = MMAState(self.log)

@@ -123,3 +123,64 @@ def test_beam_optimum():
 @pytest.mark.parametrize("name", ["quadratic", "toy"])
 def test_same_iterates_as_mmapy_mpi(name):
     _compare(name)
+
+
+def _mean_compliance(n=100, seed=2):
+    """A separable stand-in for a density problem scaled like parmbs's (ψ/|ψ⁰| and the
+    volume fraction: values O(1), gradients O(1/n)):  min (1/n) Σ cⱼ/xⱼ  s.t.  (mean x − 0.5)/0.5 ≤ 0,
+    0.01 ≤ x ≤ 1; a quarter of the cⱼ are 0 (material that only costs volume: optimum at the
+    bound).  Its KKT point: xⱼ = √(cⱼ/2)/κ for cⱼ > 0, 0.01 else, κ from the active volume."""
+    c = np.where(np.arange(n) % 4 == 0, 0.0, np.random.default_rng(seed).uniform(0.5, 2.0, n))
+    pos = c > 0
+    kappa = np.sqrt(c[pos] / 2).sum() / (0.5 * n - 0.01 * (~pos).sum())
+    xstar = np.full(n, 0.01)
+    xstar[pos] = np.sqrt(c[pos] / 2) / kappa
+
+    def fn(x):
+        return -c / x**2 / n, np.array([(x.mean() - 0.5) / 0.5]), np.full((1, n), 2.0 / n)
+    return fn, xstar, pos
+
+
+def _run_scaled(fn, n, s, iters=30, **params):
+    """MMA (move 0.2) on s·f₀, s·f₁ from x⁰ = 0.5: the iterates and the steps."""
+    comm = PETSc.COMM_SELF
+    mma = MMA(vec_from(comm, np.full(n, 0.5)), vec_from(comm, np.full(n, 0.01)), vec_from(comm, np.ones(n)),
+              1, move=0.2, **params)
+    xs, steps = [], []
+    for _ in range(iters):
+        g0, f1, g1 = fn(mma.x.getArray(readonly=True).copy())
+        steps.append(mma.update(s * g0, s * f1, s * g1))
+        xs.append(mma.x.getArray(readonly=True).copy())
+    mma.destroy()
+    return np.array(xs), steps
+
+
+def test_absolute_constants_need_scaling_with_the_gradients():
+    """Svanberg's raa0 = 1e-5 (convexity term) and epsimin = 1e-7 (last barrier of the
+    subproblem) are absolute, chosen for gradients of order one (Svanberg 2007, "MMA and
+    GCMMA", the scaling advice; mma.py docstring).  With the functions scaled by s = 1e-5
+    — the gradient size of a mean over 10⁵ densities, the 10⁵ crank's |∂f/∂ρⱼ| ~ 4.5e-6 —
+    the raa0 term dominates the model's curvature (steps shortened) and the barrier holds
+    every variable ≈ epsimin/|∂L/∂xⱼ| off its bound: after 30 updates the iterates are
+    still far from the KKT point and still moving (the 10⁵ run's stall).  With raa0 and
+    epsimin scaled by s too (``optimize.raa0``/``epsimin``) MMA is invariant to the scale:
+    the same iterates as the unscaled run."""
+    n = 100
+    fn, xstar, pos = _mean_compliance(n)
+    X1, _ = _run_scaled(fn, n, 1.0)
+    s = 1e-5
+    X2, steps2 = _run_scaled(fn, n, s)
+    X3, _ = _run_scaled(fn, n, s, raa0=1e-5 * s, epsimin=1e-7 * s)
+    err1, err2 = np.abs(X1[-1] - xstar).max(), np.abs(X2[-1] - xstar).max()
+    print(f"after 30 updates max|x - x*|: unscaled {err1:.2e}; scaled by {s:g}: {err2:.2e} "
+          f"(bound-held variables at {X2[-1][~pos].min():.3f}, last steps {np.round(steps2[-3:], 4)}); "
+          f"scaled with raa0, epsimin scaled: max|x - x_unscaled| {np.abs(X3 - X1).max():.1e}")
+    # unscaled: converged; what remains is the barrier's offset epsimin/|dL/dx| ~ 4e-6 at the
+    # bound-held variables (λ·2/n ~ 0.03), so 1e-4 is 25x that
+    assert err1 < 1e-4
+    # scaled, Svanberg's constants: far off (measured 0.17) and still moving (steps ~1e-2)
+    assert err2 > 0.05 and X2[-1][~pos].min() > 0.05 and max(steps2[-3:]) > 1e-3
+    # scaled constants: the subproblems are s-scaled copies (x-rows, barrier, convexity term);
+    # the Newton solves stop at residual <= 0.9 epsi, so x agrees to well below epsimin = 1e-7
+    # on O(1) curvature (measured 1.4e-11)
+    assert np.abs(X3 - X1).max() < 1e-8

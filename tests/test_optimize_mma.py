@@ -148,6 +148,21 @@ def test_asymax_bounds_the_asymptotes_and_a_restart_may_change_it(reference, tmp
     assert narrow <= 0.2 * (1 + 1e-12)                  # clipped: x − (x − 0.2·range), rounding only
 
 
+def test_raa0_and_epsimin_reach_mma_and_a_restart_may_change_them(reference, tmp_path):
+    """optimize.raa0 / optimize.epsimin (MMA's convexity term and last barrier, mma.py) reach
+    the update, and a restart may set them (how the same problem is stepped): the record is
+    accepted, the iterates before the change are the reference run's, those after differ."""
+    path = tmp_path / "r.h5"
+    run_api(path, extra=["optimize.max_it=4"])
+    rho, x, hist, lines = run_api(path, restart=True, extra=["optimize.max_it=8", "optimize.raa0=0.1",
+                                                             "optimize.epsimin=1e-4"])
+    assert "resumed: MMA state after 4 updates" in lines[0]
+    assert np.array_equal(x[:5], reference[1][:5])
+    diff = np.max(np.abs(x[5:7] - reference[1][5:7]))
+    print(f"max |x - x_ref| at iterates 5-6 after the change: {diff:.2e}")
+    assert len(x) >= 7 and diff > 1e-3       # raa0 = 0.1, 10^4 x the default: a much stiffer model (measured 3.7e-2)
+
+
 def _as_if_older(path, cfg, keys):
     """Make the record look written before the [optimize] ``keys`` existed: drop them from
     its /config and store the hash that code computed (the same resolved config without them)."""

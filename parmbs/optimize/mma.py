@@ -138,6 +138,16 @@ def mmasub(red, it, x, xmin, xmax, xold1, xold2, df0dx, fval, dfdx, low, upp, a0
     (shape (n_loc,)); ``dfdx`` is (m, n_loc); ``fval``, a, c, d are (m,) replicated."""
     low, upp = asymptotes(it, x, xold1, xold2, low, upp, xmin, xmax, asyinit, asydecr, asyincr,
                           asymin, asymax)
+    xnew, lam = subproblem(red, x, xmin, xmax, df0dx, fval, dfdx, low, upp, a0, a, c, d, move=move,
+                           raa0=raa0, albefa=albefa, epsimin=epsimin)
+    return xnew, low, upp, lam
+
+
+def subproblem(red, x, xmin, xmax, df0dx, fval, dfdx, low, upp, a0, a, c, d, *, move=0.5, raa0=1e-5,
+               albefa=0.1, epsimin=1e-7):
+    """The MMA subproblem at x with the asymptotes (low, upp) given, solved: (x_new, λ).
+    (``mmasub`` after its asymptote update; ``benchmarks/mma_replay.py`` re-solves a
+    record's last update with other constants through it.)"""
     alfa = np.maximum(np.maximum(low + albefa * (x - low), x - move * (xmax - xmin)), xmin)
     beta = np.minimum(np.minimum(upp - albefa * (upp - x), x + move * (xmax - xmin)), xmax)
     xmami_inv = 1.0 / np.maximum(xmax - xmin, 1e-5)
@@ -152,8 +162,7 @@ def mmasub(red, it, x, xmin, xmax, xold1, xold2, df0dx, fval, dfdx, low, upp, a0
     P = (P + PQ) * ux2[None, :]
     Q = (Q + PQ) * xl2[None, :]
     b = red.sum(P @ (1.0 / ux1) + Q @ (1.0 / xl1)) - fval
-    xnew, lam = subsolv(red, epsimin, low, upp, alfa, beta, p0, q0, P, Q, a0, a, b, c, d)
-    return xnew, low, upp, lam
+    return subsolv(red, epsimin, low, upp, alfa, beta, p0, q0, P, Q, a0, a, b, c, d)
 
 
 def subsolv(red, epsimin, low, upp, alfa, beta, p0, q0, P, Q, a0, a, b, c, d):

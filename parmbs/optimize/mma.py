@@ -45,8 +45,13 @@ to O(1) (ψ/|ψ⁰|, the volume fraction), has |∂f/∂xⱼ| ~ 1/n; at n = 10�
 so the raa0 term, not the gradient, sets the curvature and every step is shortened by
 (Σᵢ λᵢ|∂fᵢ/∂xⱼ|) / (Σᵢ λᵢ|∂fᵢ/∂xⱼ| + 2 raa0 Σᵢ λᵢ) (λ₀ = 1) — a damping that grows with
 the mesh (measured on the 10⁵-density crank: the step 0.022 with 10⁻⁵, 0.072 with 10⁻⁷,
-0.074 with 0; benchmarks/README.md).  ``raa0`` (``optimize.raa0``) is therefore a
-parameter: Svanberg's 10⁻⁵ by default, ≪ the typical gradient component otherwise.
+0.074 with 0; benchmarks/README.md).  The subproblem's last barrier ε = epsimin (10⁻⁷)
+is absolute too: a variable whose Lagrangian pushes it to a bound or move limit stops
+where ξ = ε/(x − α) balances ∂L/∂x, i.e. ε/|∂L/∂xⱼ| short of it — 0.02 at 10⁵ densities
+(the crank's void densities sat at 0.03, not 0.01).  Both are therefore parameters
+(``optimize.raa0``, ``optimize.epsimin``): Svanberg's values by default, about the same
+fraction of the typical gradient component otherwise (tests/test_mma.py: scaled with
+the functions, the iterates are scale-invariant).
 
 The convex subproblem is solved by the primal-dual interior-point (Newton) method of
 the notes' "primal-dual method" section (``subsolv``): relaxed KKT conditions with barrier ε = 1 → 10⁻⁷ (×0.1),

@@ -123,11 +123,11 @@ def test_mma_trial_whose_assembly_fails_is_a_failed_trial(tmp_path, monkeypatch)
     from parmbs.model.system import ModelError
     real, calls = Optimization.evaluate_all, []
 
-    def failing(self, rho, physical=False):
+    def failing(self, rho, physical=False, wanted=None):
         calls.append(1)
         if len(calls) in self.fail_at:
             raise ModelError("joints", "initial assembly: the constraint rows a[0] depend on the rows before them")
-        return real(self, rho, physical=physical)
+        return real(self, rho, physical=physical, wanted=wanted)
 
     monkeypatch.setattr(Optimization, "evaluate_all", failing)
     monkeypatch.setattr(Optimization, "fail_at", {2}, raising=False)

@@ -269,10 +269,12 @@ def _pendulum_run(path, descent):
     lines = []
     sets = PENDULUM_SETS + [f"optimize.descent={str(descent).lower()}"]
     opt = Optimization(load_config(str(CONFIGS / "pendulum.toml"), sets), path, out=lines.append)
+    adjoint, sweeps = opt.problem.adjoint, []
+    opt.problem.adjoint = lambda *a, **k: sweeps.append(1) or adjoint(*a, **k)
     opt.run()
     with h5py.File(record_file(path), "r") as f:
         x = f["optimize/x"][:2, 0]
-    return opt.history, x, [l for l in lines if l.startswith("trial rejected")]
+    return opt.history, x, [l for l in lines if l.startswith("trial rejected")], len(sweeps)
 
 
 def test_descent_guard_rejects_a_rising_iterate(tmp_path):
@@ -281,8 +283,8 @@ def test_descent_guard_rejects_a_rising_iterate(tmp_path):
     asyinit 0.5) goes 0.9·0.5 of the range [−3, 0] to −2.4 rad, beyond hanging, where ψ is
     2.2× higher.  Without the guard that is iterate 1; with it the trial is rejected and
     iterate 1 is the halved step x⁰ + ½(x¹ − x⁰) (the same trial: equal to rounding), below ψ(x⁰)."""
-    hist, x, rejected = _pendulum_run(tmp_path / "plain.h5", False)
-    hist_d, x_d, rejected_d = _pendulum_run(tmp_path / "descent.h5", True)
+    hist, x, rejected, sweeps = _pendulum_run(tmp_path / "plain.h5", False)
+    hist_d, x_d, rejected_d, sweeps_d = _pendulum_run(tmp_path / "descent.h5", True)
     print(f"psi {hist[0, 1]:.4e} -> {hist[1, 1]:.4e} (plain), {hist_d[1, 1]:.4e} (descent); "
           f"theta0 {x[0]:.6f} -> {x[1]:.6f}, {x_d[1]:.6f}")
     assert hist[1, 1] > 2 * hist[0, 1] and not rejected          # the overshoot the guard is for
@@ -290,3 +292,5 @@ def test_descent_guard_rejects_a_rising_iterate(tmp_path):
     assert len(rejected_d) == 1 and "of iterate 0" in rejected_d[0]
     assert hist_d[1, 1] < hist_d[0, 1]
     assert abs(x_d[1] - (x[0] + 0.5 * (x[1] - x[0]))) <= 4 * np.finfo(float).eps * abs(x[1])
+    # the rejected trial paid its forward run only: adjoint sweeps at iterates 0 and 1, none for it
+    assert sweeps == 2 and sweeps_d == 2

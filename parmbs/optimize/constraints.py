@@ -60,12 +60,14 @@ class Constraints:
         return [r[0] for r in self.rows]
 
     def evaluate(self, rho, values, grads):
-        """(f (m,), ∂f/∂ρ (m, nd)) at ρ from the objective ``values``/``grads`` dicts."""
+        """(f (m,), ∂f/∂ρ (m, nd)) at ρ from the objective ``values``/``grads`` dicts;
+        ``grads=None``: (f, None), from the values alone (the descent guard decides on the
+        violation before the adjoint sweep is paid for)."""
         m = len(self.rows)
-        f, df = np.zeros(m), np.zeros((m, self.nd))
+        f, df = np.zeros(m), (None if grads is None else np.zeros((m, self.nd)))
         for i, (_, kind, ref, sign, bound, scale) in enumerate(self.rows):
             if kind == "objective":
-                c, dc = values[ref], np.asarray(grads[ref], float)
+                c, dc = values[ref], (None if grads is None else np.asarray(grads[ref], float))
             elif kind == "parameter":
                 c, dc = self.parameter(rho, ref)
             else:
@@ -74,7 +76,8 @@ class Constraints:
                 dc = np.zeros(self.nd)
                 dc[ref] = 1.0 / n
             f[i] = sign * (c - bound) / scale
-            df[i] = (sign / scale) * dc
+            if df is not None:
+                df[i] = (sign / scale) * dc
         return f, df
 
     def values(self, rho, values):

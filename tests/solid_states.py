@@ -25,7 +25,8 @@ def _spherical(comp, rng, q, v, a, p):
     q[2, 10:17] = 0.0                      # ground reads zero slots; its pose is the mask's identity
 
 
-STATES = {"SolidInertia": _frame, "SolidGravity": _frame, "SolidElastic": _elastic, "SolidSpherical": _spherical}
+STATES = {"SolidInertia": _frame, "SolidGravity": _frame, "SolidElastic": _elastic, "SolidDamping": _elastic,
+          "SolidSpherical": _spherical}
 VARIANTS = {"SolidInertia": [{"law": law} for law in ("seed003", "linear")],
             "SolidGravity": [{"law": law} for law in ("seed003", "linear")]}
 

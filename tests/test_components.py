@@ -198,7 +198,7 @@ def test_registry_is_complete():
             "SpatialBeamBeamWeld", "SpatialRigidNaturalDistance", "SpatialRigidBeamDistance",
             "SpatialNaturalNaturalDistance", "SpatialNaturalBeamDistance", "SpatialBeamBeamDistance",
             "PlanarContact", "RotationalStop", "StanceLock",
-            "SolidInertia", "SolidGravity", "SolidElastic", "SolidSpherical",
+            "SolidInertia", "SolidGravity", "SolidElastic", "SolidDamping", "SolidSpherical",
             "ReducedSolidInertia", "ReducedSolidGravity", "ReducedSolidSpherical"} <= set(REGISTRY)
 
 

@@ -27,13 +27,13 @@ def tip_history(beta_k):
     return tr.t, tr.q[:, pr.sys.ffr.coord("B", 4, "v")]
 
 
-def damping_ratio(t, v):
-    """ζ and ω_d from the extrema of v after the first two periods: successive
-    peak-to-peak differences fall as e^{−ζω T/2} (the static offset cancels), the
-    extrema are T/2 apart."""
+def damping_ratio(t, v, skip=2 * 2 * np.pi / OMEGA1):
+    """ζ and ω_d from the extrema of v after ``skip`` (default: the first two periods):
+    successive peak-to-peak differences fall as e^{−ζω T/2} (the static offset
+    cancels), the extrema are T/2 apart.  Also used by tests/test_solid_damping.py."""
     d = np.diff(v)
     k = np.nonzero(d[:-1] * d[1:] < 0)[0] + 1
-    k = k[t[k] > 2 * 2 * np.pi / OMEGA1]
+    k = k[t[k] > skip]
     amp = np.abs(np.diff(v[k]))
     sigma = -np.polyfit(t[k[1:]], np.log(amp), 1)[0]
     wd = np.pi / np.mean(np.diff(t[k]))

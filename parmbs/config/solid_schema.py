@@ -8,6 +8,7 @@
     offset = [-0.02, -0.02, -0.01]      # the box's corner in the frame
     clamp_radius = 0.025                # reference condition: nodes within it have u = 0
     E = 2.1e11; nu = 0.3; rho0 = 7850.0
+    stiffness_damping = 0.0             # Rayleigh β_K [s]: ζ = β_K ω/2 per elastic mode
     density = 1.0                       # x_e: one number or nx·ny·nz values, e = (k·ny + j)·nx + i
     points = { tip = [10, 1, 0] }       # named nodes [i, j, k]; origin, node_i_j_k predefined
     initial = { position = [0, 0, 0] }  # the frame's pose (not the centre of mass)
@@ -19,7 +20,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, Strict, model_validator
 
-from .schema import ModalReduction, Name, PosInt, PosReal, Real, _Model, _no_duplicates
+from .schema import ModalReduction, Name, NonNegReal, PosInt, PosReal, Real, _Model, _no_duplicates
 from .spatial_schema import SpatialPose, SpatialVelocity   # defined before spatial_schema imports this module
 
 _Index = Annotated[int, Strict(), Field(ge=0)]
@@ -53,6 +54,7 @@ class SpatialSolid(_Model):
     rho0: PosReal            # mass density of solid material (x = 1) [kg/m³]
     density: PosReal | list[PosReal] = 1.0   # element density field x_e: one number (uniform) or nx·ny·nz numbers, e = (k·ny + j)·nx + i
     penalization: PosReal = 3.0   # SIMP exponent s: E(x) = x^s E
+    stiffness_damping: NonNegReal = 0.0   # stiffness-proportional (Rayleigh) damping β_K: elastic force K_ff(x) (u + β_K u̇), damping ratio β_K ω/2 in a mode of angular frequency ω (parmbs/flexible/solid.py `SolidDamping`); 0: none [s]
     density_law: Literal["seed003", "linear"] = "seed003"   # ρ(x): "seed003" (1e5 x⁶ ρ0 below 0.1, x ρ0 above) or "linear" (x ρ0)
     points: dict[Name, tuple[_Index, _Index, _Index]] = {}   # named nodes { NAME = [i, j, k] } (origin, node_i_j_k predefined)
     initial: SpatialPose = Field(default_factory=SpatialPose)   # pose of the frame (origin position, orientation)
@@ -71,5 +73,7 @@ class SpatialSolid(_Model):
             if i > self.nx or j > self.ny or l > self.nz:
                 raise ValueError(f"point {k!r} = [{i}, {j}, {l}] is outside the mesh "
                                  f"(nodes 0..{self.nx} × 0..{self.ny} × 0..{self.nz})")
+        if self.stiffness_damping and self.reduction is not None:
+            raise ValueError("stiffness_damping is implemented for the full-order solid only (no reduction)")
         return self
 

@@ -27,6 +27,8 @@ rigid body's; the body set adds the same ``EulerRegularization`` and ``Normaliza
 
 Elastic force (Eq. 71–74): r = x^s E0 K̂ u_e, K̂ the unit-modulus trilinear stiffness
 (hexa.unit_stiffness3; shared by every element of the structured mesh).
+Structural damping (optional, ``SolidDamping``): r = β_K x^s E0 K̂ u̇_e (Rayleigh,
+stiffness-proportional: ζ_i = β_K ω_i / 2 in elastic mode i).
 Gravity (Eq. 76, b = g): the inertia kernel with ā_g = −Aᵀ g.
 Density law per element x (seed 003 Eq. 78): ``plate.density_factor``.
 
@@ -34,6 +36,7 @@ Parameters per element (indices into p, set by ``solids.py``):
   SolidInertia  (x, ρ0, Lx, Ly, Lz, nx, ny, nz, X0, Y0, Z0, i/nx, j/ny, k/nz)   14
   SolidGravity  (same, g_x, g_y, g_z)                                           17
   SolidElastic  (x, E0, ν, Lx, Ly, Lz, nx, ny, nz, s)                            10
+  SolidDamping  (same, β_K)                                                     11
 Markers (seed 003 §2.3): ``SolidSpherical`` holds a node of the mesh on a point of a
 rigid body or ground (the nodal position R + A(X + u), Eq. 33; hex nodes carry no
 rotation, so a node marker has no orientation of its own — locked and revolute joints
@@ -41,13 +44,13 @@ attach at the frame or at clamped nodes, solids.py).
 """
 import numpy as np
 
-from ..model.component import ClosedFormJacobians, Constraint, Force, register
+from ..model.component import ClosedFormJacobians, Constraint, Force, cs_jacobian, register
 from ..spatial.body_kernels import _Y
 from ..spatial.kinematics import (E0 as PID, G_matrix, bilinear, cross, mv, rotation, rotation_dot, rotation_jacobian,
                                   skew)
 from .hexa import G3, N3, unit_stiffness3
 from .plate import _Law, density_factor
-from .simp import SimpElastic
+from .simp import SimpElastic, shared_geometry
 
 _NG = np.zeros((8, 3, 24))                                  # N_g (g, i, 24): u(X_g)_i = N_g[i] · u_e
 for _i in range(3):
@@ -228,6 +231,15 @@ class SolidGravity(ClosedFormJacobians, _Law, Force):
         return frame_tangent(e, s, gauss_mass(p, self.law), L, abar, Dq), None, None
 
 
+def simp_stiffness(p):
+    """(x^s E0 (...), K̂ (..., 24, 24) — one shared (…, 1, 24, 24) on a structured mesh)
+    from p = (x, E0, ν, Lx, Ly, Lz, nx, ny, nz, s, …)."""
+    fac = p[..., 0] ** p[..., 9] * p[..., 1]
+    geo = shared_geometry(p[..., 2:9])
+    h = geo[..., 1:4] / geo[..., 4:7]
+    return fac, unit_stiffness3(geo[..., 0], h[..., 0], h[..., 1], h[..., 2])
+
+
 @register
 class SolidElastic(SimpElastic, Force):
     """Elastic force of one hexahedral element r = x^s E0 K̂ u_e (seed 003 Eq. 71–74, 78);
@@ -236,11 +248,7 @@ class SolidElastic(SimpElastic, Force):
 
     def stiffness(self, p):
         """(x^s E0 (...), K̂ (..., 24, 24) — one shared (…, 1, 24, 24) on a structured mesh)."""
-        from .simp import shared_geometry
-        fac = p[..., 0] ** p[..., 9] * p[..., 1]
-        geo = shared_geometry(p[..., 2:9])
-        h = geo[..., 1:4] / geo[..., 4:7]
-        return fac, unit_stiffness3(geo[..., 0], h[..., 0], h[..., 1], h[..., 2])
+        return simp_stiffness(p)
 
     def energy_partials(self, q, p):
         """U_e, ∂U_e/∂u_e (= r) and ∂U_e/∂p (ne, 10) at a real state (the strain-energy
@@ -251,6 +259,65 @@ class SolidElastic(SimpElastic, Force):
         return energy_partials(q, p, fac, K, lambda g: unit_stiffness3(g[..., 0], g[..., 1] / g[..., 4],
                                                                        g[..., 2] / g[..., 5], g[..., 3] / g[..., 6]))
 
+
+
+@register
+class SolidDamping(Force):
+    """Stiffness-proportional (Rayleigh) structural damping of one hexahedral element,
+    r = β_K x^s E0 K̂ u̇_e: the d q̇_f term of the FFR equations (seed 003 Eq. 66 has
+    none) with d = β_K K_ff(x), the SIMP stiffness of SolidElastic
+    (``spatial.solids.S.stiffness_damping`` = β_K in s).  Elastic mode i of the body
+    then has the damping ratio ζ_i = β_K ω_i / 2 (Clough & Penzien, Dynamics of
+    Structures, §12-5), so modes above the time step's resolution decay physically
+    instead of ringing on (generalized-α at ρ∞ = 0.9 removes < 0.2 % per period at
+    ωh = 2).  No energy: it dissipates; the strain-energy objective does not read it.
+
+    q = u_e (24), p = (x, E0, ν, Lx, Ly, Lz, nx, ny, nz, s, β_K) (11).  r is linear in
+    u̇_e and in β_K x^s E0, so ∂r/∂v = β_K x^s E0 K̂ and the x, E0, s, β_K columns of
+    ∂r/∂p are closed forms (∂(x^s)/∂x = s x^(s−1), ∂(x^s)/∂s = ln x · x^s); the ν and
+    geometry columns complex-step K̂ alone (one element on a structured mesh)."""
+    nq, np_ = 24, 11
+    uses_q, uses_v = False, True
+    _COLS = (0, 1, 9, 10)                     # x, E0, s, β_K: the closed-form columns
+
+    def _Kv(self, p, v):
+        fac, K = simp_stiffness(p)
+        return fac, K, np.einsum("...ij,...j->...i", K, v)
+
+    def r(self, t, q, v, a, p):
+        fac, _, Kv = self._Kv(p, v)
+        return (p[..., 10] * fac)[..., None] * Kv
+
+    def r_v(self, t, q, v, a, p):
+        fac, K, _ = self._Kv(p, v)
+        C = (p[..., 10] * fac)[..., None, None] * K
+        return np.broadcast_to(C, np.broadcast_shapes(v.shape[:-1], C.shape[:-2]) + (24, 24))
+
+    def r_q(self, t, q, v, a, p):
+        return np.zeros(np.broadcast_shapes(q.shape[:-1], p.shape[:-1]) + (24, 24), dtype=np.result_type(q, p))
+
+    def jacobians(self, t, q, v, a, p):
+        return None, self.r_v(t, q, v, a, p), None
+
+    def r_p(self, t, q, v, a, p, cols=None):
+        cols = np.arange(self.np_) if cols is None else np.asarray(cols)
+        if any(np.iscomplexobj(x) for x in (v, p)):
+            return super().r_p(t, q, v, a, p, cols)
+        fac, _, Kv = self._Kv(p, v)
+        x, E0, s, bk = p[..., 0], p[..., 1], p[..., 9], p[..., 10]
+        dfac = {0: bk * s * x ** (s - 1.0) * E0, 1: bk * x ** s, 9: bk * fac * np.log(x), 10: fac}
+        lead = np.broadcast_shapes(v.shape[:-1], p.shape[:-1])
+        out = np.zeros(lead + (24, len(cols)))
+        for j, c in enumerate(cols):
+            if int(c) in dfac:
+                out[..., j] = dfac[int(c)][..., None] * Kv
+        rest = ~np.isin(cols, self._COLS)
+        if np.any(rest):                      # ν, geometry: complex step of K̂ (simp.energy_partials)
+            geo = shared_geometry(p[..., 2:9])
+            dK = cs_jacobian(lambda g: unit_stiffness3(g[..., 0], g[..., 1] / g[..., 4], g[..., 2] / g[..., 5],
+                                                       g[..., 3] / g[..., 6]), [geo], 0, cols[rest] - 2)
+            out[..., rest] = (bk * fac)[..., None, None] * np.einsum("...ijk,...j->...ik", dK, v)
+        return out
 
 def node_position(p):
     """X of a mesh node from (X0, Y0, Z0, Lx, Ly, Lz, i/nx, j/ny, k/nz) at p[..., 0:9]."""

@@ -12,7 +12,8 @@ clamped, u = 0 (it reads ground's zero slot).  At least three clamped nodes not 
 line: fewer leave a rigid rotation of u that duplicates the frame's.
 
 Element groups: SolidInertia, SolidElastic, SolidGravity (where gravity acts or is
-designed) over all elements at once, and per solid the Euler-parameter
+designed), SolidDamping (``stiffness_damping`` > 0: Rayleigh β_K K_ff(x) u̇) over all
+elements at once, and per solid the Euler-parameter
 ``Normalization`` row and ``EulerRegularization`` (spatial/bodies.py; the frame's
 rotational mass block has p as a null vector, like a rigid body's; c from the
 undeformed nominal inertia — any c > 0 gives the same solution, the term is absorbed by
@@ -23,7 +24,8 @@ move with the frame, so every spatial joint kind attaches there as if the frame 
 rigid body with s' = X (``side``); a free node takes a spherical joint
 (``SolidSpherical``, the seed 003 Eq. 33 marker with u of the node).
 
-Parameters (config paths): ``spatial.solids.S.E|nu|rho0|penalization``, the element
+Parameters (config paths): ``spatial.solids.S.E|nu|rho0|penalization``
+(``|stiffness_damping`` when > 0), the element
 field ``spatial.solids.S.density[e]`` (``spatial.solids.S.density`` designs them all),
 ``initial.position.x|y|z``, ``initial_velocity.velocity|angular_velocity.x|y|z``.
 Size and offset enter as constants (node positions of joints are constants of p).
@@ -52,6 +54,8 @@ class _Solid:
         self.nnode = (cfg.nx + 1) * (cfg.ny + 1) * (cfg.nz + 1)
         base = self.base = f"spatial.solids.{cfg.name}"
         self.p = {k: P.add(f"{base}.{k}", getattr(cfg, k)) for k in ("E", "nu", "rho0", "penalization")}
+        if cfg.stiffness_damping:                 # Rayleigh β_K > 0: a SolidDamping group
+            self.p["stiffness_damping"] = P.add(f"{base}.stiffness_damping", cfg.stiffness_damping)
         self.geo = [const(P, v) for v in (*cfg.size, *self.n, *cfg.offset)]       # L (3), n (3), X0 (3)
         dens = np.broadcast_to(np.asarray(cfg.density, float), (self.nel,))
         self.density = np.array([P.add(f"{base}.density[{e}]", dens[e]) for e in range(self.nel)], np.int64)
@@ -192,6 +196,9 @@ class SolidSet:
                     _bulk(system, ("SolidGravity", law), solid.SolidGravity, {"law": law}, names, qidx,
                           np.hstack([mat, ones * np.array(gravity)]))
                 _bulk(system, ("SolidElastic",), solid.SolidElastic, {}, names, u, ela)
+                if "stiffness_damping" in s.p:
+                    _bulk(system, ("SolidDamping",), solid.SolidDamping, {}, names, u,
+                          np.hstack([ela, ones * s.p["stiffness_damping"]]))
             # c = 4 tr(J)/3 of the undeformed nominal body about the frame origin (any c > 0)
             pv = np.array(P.values)
             sg = solid.gauss_positions(np.zeros((s.nel, 31)), pv[mat])

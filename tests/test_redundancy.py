@@ -203,3 +203,65 @@ def test_models_without_redundancy_are_untouched(monkeypatch):
         runs.append((tr.q, tr.v, tr.a, tr.lam, *pr.adjoint().values()))
     for a, b in zip(*runs):
         assert np.array_equal(a, b)
+
+
+# -- matrix-r: seed 002 eq. 17's least-squares R^Φ against the dropped rows -------------------------
+MR_LS = {"dependent": {}, "independent": {"coordinates": "independent"},
+         "natural": {"coordinates": "independent", "independent": ["K.P.x"]}}
+
+
+def _mr(mr, redundant):
+    return {"formulation": "matrix-r", "integrator": "trapezoidal", "matrix_r": dict(mr, redundant=redundant)}
+
+
+def _cut_drift(pr, tr):
+    """max_k |Φ_c| over every cut row, the row dropped at set-up (KC3[1]) included."""
+    st, p = pr.stepper, pr.sys.p
+    z = np.zeros(pr.sys.n)
+    out = 0.0
+    for k, t in enumerate(tr.t):
+        q = st.tree.kin(st._xi(tr.x(k), p)[0], None, None, p, order=0)
+        out = max(out, np.max(np.abs(evaluation.StateEval(st.view, t, q, z, z, np.zeros(st.mc), p).phi())))
+    return out
+
+
+@pytest.mark.parametrize("mr", MR_LS.values(), ids=MR_LS.keys())
+def test_matrix_r_least_squares_equals_drop_and_gradients(mr):
+    """Seed 002 eq. 17 (formulations/matrix_r.py, "Redundant constraints"): all 4 cut rows
+    enforced, the tall Newton system solved by least squares.  Where the redundancy holds
+    eq. 17's R^Φ is the kept rows' one, so the trajectory is "drop"'s to Newton's
+    tolerance (1e-12 on z; measured |Δq| ≤ 3.1e-15, |Δλ| ≤ 1.7e-9 of |λ| ~ 10: bounds
+    1e-12 and 1e-8 relative).  Gradients: adjoint = direct ≤ 1e-9 (measured ≤ 1e-13),
+    central FD at relative step 1e-5 ≤ 1e-6 (the sweep 1e-3..1e-7: truncation 1e-7 at
+    1e-3 falling as h², noise ~1e-12/h from 1e-6 down; minimum at 1e-5, measured ≤ 7.4e-9)."""
+    ls, drop = _problem(_mr(mr, "least-squares")), _problem(_mr(mr, "drop"))
+    assert (ls.stepper.ls, ls.stepper.mc, ls.stepper.ml) == (True, 4, 3)
+    assert (drop.stepper.ls, drop.stepper.mc) == (False, 3)
+    ta, tb = ls.forward(), drop.forward()
+    assert np.max(np.abs(ta.q - tb.q)) <= 1e-12
+    assert rel(ta.v, tb.v) <= 1e-10 and rel(ta.a, tb.a) <= 1e-8 and rel(ta.lam, tb.lam) <= 1e-8
+    assert _cut_drift(ls, ta) <= 1e-12                          # KC3[1] enforced (measured 8.9e-16)
+    adj, dir_, fd = ls.adjoint(), ls.direct(), ls.finite_differences(1e-5)
+    for k in adj:
+        print(f"{mr}/{k}: |adj-dir| = {rel(dir_[k], adj[k]):.1e}  |adj-fd| = {rel(fd[k], adj[k]):.1e}")
+        assert rel(dir_[k], adj[k]) <= 1e-9, k
+        assert rel(fd[k], adj[k]) <= 1e-6, k
+
+
+def test_matrix_r_least_squares_stops_when_a_design_breaks_the_redundancy():
+    """Crank C3 lengthened by 1e-6: KC3[1] no longer repeats the parallelogram.  "drop"
+    integrates the mechanism without that row; "least-squares" enforces it, finds it
+    violated at the first step and says so (a contradiction, not a least-squares
+    compromise whose derivatives would not be exact)."""
+    from parmbs.integrators.newmark import StepError
+    runs = {}
+    for mode in ("least-squares", "drop"):
+        d = _data(_mr({}, mode))
+        d["design"] = [{"name": "L_C3", "path": "bodies.C3.points.A.x"}]
+        pr = Problem(validate(d, str(CONFIG)))
+        runs[mode] = (pr, pr.design.apply(pr.sys.p, pr.design.values(pr.sys.p) + 1e-6))
+    pr, p = runs["drop"]
+    assert np.isfinite(pr.forward(p).q).all()
+    pr, p = runs["least-squares"]
+    with pytest.raises(StepError, match=r"step 1 .*KC3\[1\].*violated"):
+        pr.forward(p)

@@ -672,11 +672,22 @@ class MatrixR(_Model):
     ``BODY.POINT.x|y`` (planar; ``POINT`` may be ``com``) or ``BODY.POINT.x|y|z``
     (spatial), and ``BODY.angle`` (planar), mixed with tree joints; then z^i = h(z) with a non-constant B = h_z (matrix_r_natural.py).
     Default: chosen automatically at the initial state by column pivoting on the
-    cut-constraint Jacobian Φ_z (the best-conditioned columns become dependent)."""
+    cut-constraint Jacobian Φ_z (the best-conditioned columns become dependent).
+
+    ``redundant``: redundant cut-constraint rows (found at set-up, model/redundancy.py).
+    "least-squares" (default, as seed 002 eq. 17): every row is enforced and each step's
+    Newton system, tall with full column rank, is solved in the least-squares sense,
+    whose normal matrix contains eq. 17's Φ_zᵀΦ_z + BᵀB; the multipliers stay on the kept
+    rows, and a step whose redundant rows are violated (a design that breaks the
+    redundancy) stops with an error.  "drop": the rows dropped at set-up are not
+    enforced (the mechanism without them).  Both give the same trajectory where the
+    redundancy holds (matrix_r.py).  Read by the trapezoidal steppers; ``ts-*``
+    integrators drop the rows."""
 
     cut: Annotated[list[Name], AfterValidator(_no_duplicates)] | None = None
     coordinates: Literal["dependent", "independent"] = "dependent"
     independent: Annotated[list[DofName], AfterValidator(_no_duplicates)] | None = None
+    redundant: Literal["least-squares", "drop"] = "least-squares"
 
     @model_validator(mode="after")
     def _independent_needs_coordinates(self) -> "MatrixR":

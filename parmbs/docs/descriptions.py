@@ -330,6 +330,10 @@ CLASS = {
     "MatrixR.independent": ("", "the degrees of freedom: tree joints (their relative coordinates) or natural "
                                 "coordinates `BODY.POINT.x|y|z`, `BODY.angle` (planar); absent: tree joints "
                                 "chosen by column pivoting at the initial state"),
+    "MatrixR.redundant": ("", "redundant cut-constraint rows: `least-squares` enforces every row, each step "
+                              "solved by least squares ([López Varela 2025] eq. 17; stops if a design breaks "
+                              "the redundancy) or `drop` (the rows dropped at set-up are not enforced); same "
+                              "trajectory where the redundancy holds; `ts-*` integrators drop"),
     "Parallel.distribute": ("", "several ranks, groups = 1: `auto` distributes the state only for "
                                 "large models (small ones run replicated); `always` distributes"),
     "Parallel.groups": ("", "parallel groups G: gradients split into G batches of design "

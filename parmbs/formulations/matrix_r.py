@@ -54,11 +54,44 @@ a left inverse of P's linearization on the states P produces, so one step's tang
 is  dx₁ = P_ξ(ξ₁) S(dξ₀) + P_p(ξ₁),  dξ₀ = L(ξ₀)(dx₀ − P_p(ξ₀)),  and the adjoint step
 applies the transposes of the same maps in reverse order: adjoint = direct to
 round-off.
+
+Redundant constraints (``simulation.matrix_r.redundant``).  When Φ_c,q has dependent
+rows at every configuration (configs/parallelogram.toml), model/redundancy.py finds
+them at set-up and drops them from the model.  Seed 002 eq. (17) instead keeps every
+row and computes the projections by least squares on Θ_z = [Φ_z; B]:
+
+    (Φ_zᵀΦ_z + BᵀB) [S^Φ  R^Φ] = [Φ_zᵀ  Bᵀ]                                  (eq. 17)
+
+"least-squares" (the default, as the paper) does that: the cut view keeps the dropped
+rows (relative.CutView ``full``; mc rows), the multipliers stay on the ml kept rows,
+and each step's Newton system — the position, velocity and acceleration rows on all mc
+rows, tall with full column rank — is solved in the least-squares sense by economic
+QR (``Factor``; the same solution as eq. 17's normal equations without squaring the
+condition number).  For the independent-coordinate steppers the position, velocity
+and acceleration rows of that system act on the corrections and z̈ through Θ_z (B the
+0/1 selection, or h_z with the T rows of matrix_r_natural.py, up to their O(h) z̈^i
+terms): eqs. 13, 19 and 21, solved as eq. 17 solves them.
+Why the multipliers may stay on the kept rows: when the redundancy holds (Φ_z R^Φ = 0
+with eq. 17's R^Φ; the set-up check makes every dropped row a combination of kept
+ones), range(Θ_z) = range(Φ_z) × R^d, so the off-diagonal block B (ΘᵀΘ)⁻¹ Φ_zᵀ of the
+projector Θ_z Θ_z⁺ vanishes: R^Φᵀ Φ_zᵀ = 0, the null space of R^Φᵀ is range(Φ_zᵀ) =
+range(Φ_kᵀ), and eq. 28 R^Φᵀ(M^d z̈ − Q^d) = 0 is E₁ with λ on the kept rows.  It
+also follows that eq. 17's R^Φ equals the square inverse's R^Φ of the kept rows
+(that one satisfies Φ_z R = 0, B R = I, so (Φ_zᵀΦ_z + BᵀB) R = Bᵀ): "least-squares"
+and "drop" have the same solution at every step and differ by Newton's tolerance only
+(parallelogram, 20 steps: |Δq| ≤ 3.1e-15, |Δλ| ≤ 1.7e-9 dependent; 2.1e-14 independent).
+What "least-squares" adds: every row is enforced, so a dropped row that stops holding —
+a design variable that breaks the redundancy (crank C3's length) — is detected
+(``_check_redundant``: StepError), where "drop" silently integrates the mechanism
+without it.  Sensitivities: at a consistent solution the tangent system J dy = −r is
+consistent and J has full column rank, so dy = −J⁺r is the exact derivative; the
+adjoint applies (J⁺)ᵀ = Q R⁻ᵀ (``Factor.solve_t``): adjoint = direct to round-off.
+``ts-*`` integrators (matrix_r_ode.py) drop the rows.
 """
 import warnings
 
 import numpy as np
-from scipy.linalg import lu_factor, lu_solve, cho_factor, cho_solve, LinAlgWarning
+from scipy.linalg import lu_factor, lu_solve, cho_factor, cho_solve, qr, solve_triangular, LinAlgWarning
 
 from ..model.assembly import SparseOperator
 from ..model.component import CS_H
@@ -96,6 +129,42 @@ def _solve(J, F):
     return x if np.all(np.isfinite(x)) else None
 
 
+class Factor:
+    """The Newton matrix J of one step, factored: LU when square, economic QR when J is
+    tall (the least-squares steps of redundant constraints, seed 002 eq. 17: J has full
+    column rank and the equations are consistent at the solution).  ``solve(F)`` is
+    J⁻¹F, resp. the least-squares J⁺F = R⁻¹QᵀF; ``solve_t(G)`` the transpose map,
+    J⁻ᵀG resp. (J⁺)ᵀG = Q R⁻ᵀ G — so a tangent dy = −J⁺r and its adjoint are exact
+    transposes of each other.  Raises ValueError when J is (numerically) singular:
+    LAPACK's LinAlgWarning for LU; for QR the smallest |R_ii| below 1e-14 of the largest
+    (the reciprocal condition number LU's warning tests, as a triangular bound)."""
+
+    def __init__(self, J):
+        self.tall = J.shape[0] > J.shape[1]
+        if self.tall:
+            self.Q, self.R = qr(J, mode="economic", check_finite=False)
+            d = np.abs(np.diag(self.R))
+            if not np.all(np.isfinite(self.R)) or d.min(initial=np.inf) <= 1e-14 * d.max(initial=0.0):
+                raise ValueError("singular")
+        else:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", LinAlgWarning)
+                try:
+                    self.lu = lu_factor(J, check_finite=False)
+                except LinAlgWarning:
+                    raise ValueError("singular") from None
+
+    def solve(self, F):
+        if self.tall:
+            return solve_triangular(self.R, self.Q.T @ F, check_finite=False)
+        return lu_solve(self.lu, F, check_finite=False)
+
+    def solve_t(self, G):
+        if self.tall:
+            return self.Q @ solve_triangular(self.R, G, trans="T", check_finite=False)
+        return lu_solve(self.lu, G, trans=1, check_finite=False)
+
+
 class _Lin:
     """Everything one state ξ contributes: kinematics and, with ``dyn``, the residuals
     and Jacobians of the z-space equations (attributes named as in the module doc)."""
@@ -105,12 +174,16 @@ class MatrixRStepper:
     name = "matrix-r"
 
     def __init__(self, system, h, newton, cut=None, petsc_options=None, design_map=None, ndesign=0,
-                 comm=None):
+                 comm=None, redundant="drop"):
         self.sys, self.h, self.newton = system, h, newton
         self.beta, self.gamma = 0.25, 0.5
         self.tree = make_tree(system, cut)
-        self.view = CutView(system, self.tree)
+        # redundant = "least-squares": the cut rows dropped at set-up are enforced too
+        # (module doc, "Redundant constraints"); mc rows of Φ_c, ml ≤ mc multipliers
+        self.view = CutView(system, self.tree, full=(redundant == "least-squares"))
+        self.ls = self.view.dropped > 0
         self.nz, self.mc = self.tree.nz, self.view.m
+        self.ml = self.mc - self.view.dropped
         self.design_map = design_map if design_map is not None else -np.ones(len(system.p), np.int64)
         self.nd = ndesign
         self.plan = EvalPlan(self.view, self.design_map)
@@ -196,8 +269,8 @@ class MatrixRStepper:
             L.Phi_p = ((ev.phi_p(self.nd) @ np.eye(self.nd) if self.nd else np.zeros((self.mc, 0)))
                        + G @ L.Qp)
         h, b, g = self.h, self.beta, self.gamma
-        J = np.block([[L.F1_z * (b * h * h) + L.F1_zd * (g * h) + L.F1_zdd, L.Phiz.T],
-                      [L.Phiz, np.zeros((self.mc, self.mc))]])
+        J = np.block([[L.F1_z * (b * h * h) + L.F1_zd * (g * h) + L.F1_zdd, L.Phiz[:self.ml].T],
+                      [L.Phiz, np.zeros((self.mc, self.ml))]])
         L.J = J
         return L
 
@@ -218,7 +291,11 @@ class MatrixRStepper:
         if K is None:                       # the state alone: one real kinematics pass, no Jacobians
             K = _Lin()
             K.q, K.v, K.a = self.tree.kin(xi[0], xi[1], xi[2], p)
-        return (K.q, K.v, K.a, self._tree_lambda(t, K, xi[3], p))
+        return (K.q, K.v, K.a, self._tree_lambda(t, K, xi[3][:self.ml], p))
+
+    def _pad(self, lam):
+        """λ on the cut view's mc rows from the ml multipliers (0 on the rows dropped at set-up)."""
+        return lam if self.ml == self.mc else np.r_[lam, np.zeros(self.mc - self.ml)]
 
     def _full_eval(self, t, x, p):
         """Full-model StateEval at x and the tree-row map W = (G_t G_tᵀ)⁻¹ G_t."""
@@ -296,7 +373,7 @@ class MatrixRStepper:
         c = cho_factor(R.T @ R)
         zd = cho_solve(c, R.T @ v)
         zdd = cho_solve(c, R.T @ (a - self.tree.kin(z, zd, np.zeros_like(zd), p)[2]))
-        xi = (z, zd, zdd, np.array(lam[self.rows_cut], dtype=float))
+        xi = (z, zd, zdd, self._pad(np.array(lam[self.rows_cut], dtype=float)))
         self._remember(key, xi)
         return xi
 
@@ -332,13 +409,13 @@ class MatrixRStepper:
     # -- the Newton hooks (matrix_r_independent.py adds its unknowns) -----------------------------
     def _unknowns(self, zdd0, l0):
         """Newton's unknowns y at the start of a step: (z̈, λ_c) = the last step's."""
-        return np.r_[zdd0, l0]
+        return np.r_[zdd0, l0[:self.ml]]
 
     def _states(self, zp, zdp, y):
         """ξ_{n+1} = (z, ż, z̈, λ_c) from the predictors and y = (z̈, λ_c)."""
         h, b, g, nz = self.h, self.beta, self.gamma, self.nz
         zdd = y[:nz]
-        return (zp + b * h * h * zdd, zdp + g * h * zdd, zdd, y[nz:])
+        return (zp + b * h * h * zdd, zdp + g * h * zdd, zdd, self._pad(y[nz:]))
 
     def _newton_lin(self, t, xi, p):
         """(residual, exact Newton matrix) at ξ: (F₁, Φ_c/(βh²)) and J."""
@@ -377,15 +454,13 @@ class MatrixRStepper:
             xi = self._states(zp, zdp, y)
             if lu is None:
                 F, J = self._newton_lin(t1, xi, p)
-                with warnings.catch_warnings():
-                    warnings.simplefilter("error", LinAlgWarning)
-                    try:
-                        lu = lu_factor(J, check_finite=False)
-                    except (LinAlgWarning, ValueError):
-                        raise StepError(f"step {k + 1} (t = {t1:.6g}): {self._singular_matrix()}") from None
+                try:
+                    lu = Factor(J)
+                except ValueError:
+                    raise StepError(f"step {k + 1} (t = {t1:.6g}): {self._singular_matrix()}") from None
             else:
                 F = self._newton_residual(t1, xi, p)
-            dy = lu_solve(lu, -F, check_finite=False)
+            dy = lu.solve(-F)
             if not np.all(np.isfinite(dy)):
                 dz = np.inf
                 break
@@ -393,6 +468,8 @@ class MatrixRStepper:
             dz = self._update_size(dy)
             if dz <= tol.atol + tol.rtol * np.max(np.abs(xi[0]), initial=0.0):
                 xi1 = self._states(zp, zdp, y)
+                if self.ls:
+                    self._check_redundant(k, t1, xi1, p)
                 x1 = self._present(t1, xi1, p)
                 self._remember(_key(x1, p), xi1)
                 return x1, it
@@ -401,6 +478,27 @@ class MatrixRStepper:
             last = dz
         raise StepError(f"step {k + 1} (t = {t1:.6g}): Newton did not converge in {tol.max_it} "
                         f"iterations (last position update {dz:.2e})")
+
+    def _check_redundant(self, k, t, xi, p):
+        """The rows dropped at set-up at the converged state of a least-squares step: a
+        consistent redundant row holds to Newton's tolerance (|Φ| ≲ |Φ_z| δz, lever arms
+        |Φ_z| ≲ 1 + |q|, δz ≤ atol + rtol |z|; factor 100 of margin, and redundancy.py's
+        set-up bound 1e-10 (1 + |q|) as a floor).  A larger value means the redundant
+        joints contradict the others (a design that breaks the redundancy): the least-
+        squares step then has no exact solution and its derivatives would not be exact."""
+        q = self.tree.kin(xi[0], None, None, p, order=0)
+        zero = np.zeros(self.sys.n)
+        phi = StateEval(self.view, t, q, zero, zero, np.zeros(self.mc), p, self.design_map, self.plan).phi()
+        tol = self.newton
+        sq = 1.0 + np.max(np.abs(q))
+        bound = 1e-10 * sq + 100.0 * sq * (tol.atol + tol.rtol * np.max(np.abs(xi[0]), initial=0.0))
+        bad = np.max(np.abs(phi[self.ml:]), initial=0.0)
+        if bad > bound:
+            names = ", ".join(self.sys.redundancy.dropped_names)
+            raise StepError(f"step {k + 1} (t = {t:.6g}): the redundant constraint rows ({names}) are violated "
+                            f"(|Φ| = {bad:.2e} > {bound:.1e}): the joints contradict each other (a design that "
+                            "breaks the redundancy?); simulation.matrix_r.redundant = \"drop\" integrates the "
+                            "mechanism without those rows")
 
     # -- tangent (direct differentiation) --------------------------------------------------------
     def tangent_step(self, t, x0, x1, dx0, p):
@@ -414,7 +512,7 @@ class MatrixRStepper:
         L = self._lin(t + h, xi1, p, with_p=True, K=self._kin_p(x1, xi1, p))
         r1 = L.F1_z @ dzp + L.F1_zd @ dzdp + L.F1_p
         r2 = (L.Phiz @ dzp + L.Phi_p) / (b * h * h)
-        du = lu_solve(lu_factor(L.J), -np.vstack([r1, r2]))
+        du = Factor(L.J).solve(-np.vstack([r1, r2]))
         dzdd1, dl1 = du[:nz], du[nz:]
         dxi1 = (dzp + b * h * h * dzdd1, dzdp + g * h * dzdd1, dzdd1, dl1)
         return self._present_tangent(t + h, x1, L, dxi1, p)
@@ -426,7 +524,7 @@ class MatrixRStepper:
         xi0, xi1 = self._xi(x0, p), self._xi(x1, p)
         L = self._lin(t + h, xi1, p, with_p=True, K=self._kin_p(x1, xi1, p))
         (mz, mzd, mzdd, ml), grad = self._present_adjoint(t + h, x1, L, mu1, p)
-        nu = lu_solve(lu_factor(L.J), np.vstack([b * h * h * mz + g * h * mzd + mzdd, ml]), trans=1)
+        nu = Factor(L.J).solve_t(np.vstack([b * h * h * mz + g * h * mzd + mzdd, ml]))
         nu1, nu2 = nu[:nz], nu[nz:] / (b * h * h)
         sq = L.F1_z.T @ nu1 + L.Phiz.T @ nu2
         sv = L.F1_zd.T @ nu1
@@ -444,4 +542,4 @@ def make_matrix_r_stepper(system, sim, design_map=None, ndesign=0, comm=None):
     if sim.integrator != "trapezoidal":
         raise ValueError(f"matrix-r runs the trapezoidal rule, not {sim.integrator!r}")
     return MatrixRStepper(system, sim.dt, sim.newton, cut=sim.matrix_r.cut, petsc_options=sim.petsc_options,
-                          design_map=design_map, ndesign=ndesign, comm=comm)
+                          design_map=design_map, ndesign=ndesign, comm=comm, redundant=sim.matrix_r.redundant)

@@ -60,11 +60,10 @@ rtol = atol = 1e-12 tests/test_matrix_r_independent.py checks max_k |Φ| ≤ 1e-
 max_k |Φ_q v + Φ_t| ≤ 1e-9 on every row of the model.
 """
 import numpy as np
-from scipy.linalg import lu_factor, lu_solve
 
 from ..model.evaluation import StateEval
 from ..model.system import ModelError
-from .matrix_r import MatrixRStepper, dense
+from .matrix_r import MatrixRStepper, Factor, dense
 
 KEY = "simulation.matrix_r.independent"
 
@@ -92,7 +91,7 @@ class MatrixRIndependent(MatrixRStepper):
 
     def __init__(self, system, h, newton, cut=None, independent=None, **kw):
         super().__init__(system, h, newton, cut=cut, **kw)
-        nz, mc = self.nz, self.mc
+        nz, mc = self.nz, self.ml            # ml: the rank of Φ_z (redundant rows dropped or least squares)
         self.nind = nz - mc
         if self.nind < 0:
             raise ModelError("simulation.matrix_r.coordinates",
@@ -124,7 +123,7 @@ class MatrixRIndependent(MatrixRStepper):
         xi = self._xi(x0, p)
         L = self._lin(t0, xi, p)
         if self.ind is None:
-            dep, _ = pivot_columns(L.Phiz, self.mc)
+            dep, _ = pivot_columns(L.Phiz, self.ml)
             self._set_selection(np.setdiff1d(np.arange(self.nz), dep))
         PD = L.Phiz[:, self.dep]
         sv = np.linalg.svd(PD, compute_uv=False) if self.mc else np.ones(1)
@@ -150,7 +149,8 @@ class MatrixRIndependent(MatrixRStepper):
         L.Ez = np.vstack([L.F1_z, Wa @ R + Gv @ L.Vz + G @ L.Az, L.Phiz / bh, (Wv @ R + G @ L.Vz) / gh])
         L.Ezd = np.vstack([L.F1_zd, Gv @ R + G @ L.Azd, Z, L.Phiz / gh])
         L.Ezdd = np.vstack([L.F1_zdd, L.Phiz, Z, Z])
-        El = np.vstack([L.Phiz.T, np.zeros((3 * mc, mc))])
+        ml = self.ml                          # multipliers: the kept rows (least squares: mc ≥ ml rows)
+        El = np.vstack([L.Phiz[:ml].T, np.zeros((3 * mc, ml))])
         L.J = np.hstack([bh * L.Ez + gh * L.Ezd + L.Ezdd, El, bh * L.Ez @ self.D, gh * L.Ezd @ self.D])
         L.E = np.r_[L.F1, L.E2, L.phi / bh, L.E4 / gh]
         if with_p:
@@ -165,14 +165,14 @@ class MatrixRIndependent(MatrixRStepper):
         return L
 
     def _split(self, y):
-        nz, mc = self.nz, self.mc
-        return y[:nz], y[nz:nz + mc], y[nz + mc:nz + 2 * mc], y[nz + 2 * mc:]
+        nz, ml = self.nz, self.ml
+        return y[:nz], y[nz:nz + ml], y[nz + ml:nz + 2 * ml], y[nz + 2 * ml:]
 
     def _states(self, zp, zdp, y):
         """ξ_{n+1} = (z, ż, z̈, λ_c) from the predictors and y (module doc)."""
         h, b, g = self.h, self.beta, self.gamma
         zdd, lam, xz, xzd = self._split(y)
-        return (zp + b * h * h * (zdd + self.D @ xz), zdp + g * h * (zdd + self.D @ xzd), zdd, lam)
+        return (zp + b * h * h * (zdd + self.D @ xz), zdp + g * h * (zdd + self.D @ xzd), zdd, self._pad(lam))
 
     def _eresidual(self, t, xi, p):
         """E alone (module doc): one real kinematics pass with the columns of R (rows 1..
@@ -186,7 +186,7 @@ class MatrixRIndependent(MatrixRStepper):
     # -- the Newton hooks of MatrixRStepper.step (modified Newton, one loop) ---------------------
     def _unknowns(self, zdd0, l0):
         """y = (z̈, λ_c, x_z, x_ż) at the start of a step: the last step's, corrections 0."""
-        return np.r_[zdd0, l0, np.zeros(2 * self.mc)]
+        return np.r_[zdd0, l0[:self.ml], np.zeros(2 * self.ml)]
 
     def _newton_lin(self, t, xi, p):
         L = self._elin(t, xi, p)
@@ -197,9 +197,9 @@ class MatrixRIndependent(MatrixRStepper):
 
     def _update_size(self, dy):
         """βh² max(|Δz̈|, |Δx_z|): the position update held against Newton's tolerance."""
-        nz, mc = self.nz, self.mc
+        nz, ml = self.nz, self.ml
         return self.beta * self.h * self.h * max(np.max(np.abs(dy[:nz]), initial=0.0),
-                                                 np.max(np.abs(dy[nz + mc:nz + 2 * mc]), initial=0.0))
+                                                 np.max(np.abs(dy[nz + ml:nz + 2 * ml]), initial=0.0))
 
     def _singular_matrix(self):
         return (f"singular Newton matrix (independent coordinates {', '.join(self.ind_names) or 'none'} "
@@ -214,7 +214,7 @@ class MatrixRIndependent(MatrixRStepper):
         dzp = dz + h * dzd + (0.5 - b) * h * h * dzdd
         dzdp = dzd + (1 - g) * h * dzdd
         L = self._elin(t + h, xi1, p, with_p=True, K=self._kin_p(x1, xi1, p))
-        dy = lu_solve(lu_factor(L.J), -(L.Ez @ dzp + L.Ezd @ dzdp + L.Ep))
+        dy = Factor(L.J).solve(-(L.Ez @ dzp + L.Ezd @ dzdp + L.Ep))
         dzdd1, dl1, dxz, dxzd = self._split(dy)
         dxi1 = (dzp + b * h * h * (dzdd1 + self.D @ dxz), dzdp + g * h * (dzdd1 + self.D @ dxzd), dzdd1, dl1)
         return self._present_tangent(t + h, x1, L, dxi1, p)
@@ -229,7 +229,7 @@ class MatrixRIndependent(MatrixRStepper):
         (mz, mzd, mzdd, ml), grad = self._present_adjoint(t + h, x1, L, mu1, p)
         Dt = self.D.T
         rhs = np.vstack([bh * mz + gh * mzd + mzdd, ml, bh * (Dt @ mz), gh * (Dt @ mzd)])
-        nu = lu_solve(lu_factor(L.J), rhs, trans=1)
+        nu = Factor(L.J).solve_t(rhs)
         mzp = mz - L.Ez.T @ nu
         mzdp = mzd - L.Ezd.T @ nu
         grad = grad - L.Ep.T @ nu
@@ -249,7 +249,8 @@ def make_matrix_r_independent_stepper(system, sim, design_map=None, ndesign=0, c
     if names is not None and any("." in nm for nm in names):     # natural coordinates as DOF (eqs. 12–15)
         from .matrix_r_natural import MatrixRNatural
         return MatrixRNatural(system, sim.dt, sim.newton, cut=sim.matrix_r.cut, independent=names,
-                              petsc_options=sim.petsc_options, design_map=design_map, ndesign=ndesign, comm=comm)
+                              petsc_options=sim.petsc_options, design_map=design_map, ndesign=ndesign, comm=comm,
+                              redundant=sim.matrix_r.redundant)
     return MatrixRIndependent(system, sim.dt, sim.newton, cut=sim.matrix_r.cut,
                               independent=sim.matrix_r.independent, petsc_options=sim.petsc_options,
-                              design_map=design_map, ndesign=ndesign, comm=comm)
+                              design_map=design_map, ndesign=ndesign, comm=comm, redundant=sim.matrix_r.redundant)

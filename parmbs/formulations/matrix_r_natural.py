@@ -20,10 +20,11 @@ from the loop closure, eq. 13); for a 0/1 B, T₁ = B δ_z, T₂ = B δ_ż and t
 matrix_r_independent.py's.  The Newton matrix is nonsingular where Θ_z = [Φ_z; B] is
 (eq. 16), checked at t₀.
 
-Redundant constraints: seed 002 eq. 17 computes R^Φ by least squares on [Φ_z; B]; here
-the cut constraints' redundant rows are dropped at set-up (model/redundancy.py), so
-Θ_z is square and no least-squares projection is formed (the multipliers of the dropped
-rows are reported as 0).
+Redundant constraints: seed 002 eq. 17 computes R^Φ by least squares on [Φ_z; B].  With
+``simulation.matrix_r.redundant = "least-squares"`` (default) the rows dropped at set-up
+stay in E₂–E₄ and the tall Newton system is solved by least squares (matrix_r.py,
+"Redundant constraints": its (z, ż, z̈) blocks are Θ_z = [Φ_z; B]); with "drop" Θ_z is
+square.  Either way the multipliers of the dropped rows are reported as 0.
 
 Sensitivities: the step is G(y; ẑ, ẑ', ĥ, ĥ', ρ) = 0; direct J dy = −(G_ẑ dẑ + G_ẑ' dẑ'
 + G_ĥ dĥ + G_ĥ' dĥ' + G_ρ) with dĥ, dĥ' from the DOF Jacobians at ξ_n (the discrete
@@ -32,11 +33,10 @@ adjoint its exact transpose; states presented as x = (q, v, a, λ) by matrix_r.p
 and its left inverse, so adjoint = direct to round-off.
 """
 import numpy as np
-from scipy.linalg import lu_factor, lu_solve
 
 from ..model.evaluation import StateEval
 from ..model.system import ModelError
-from .matrix_r import MatrixRStepper
+from .matrix_r import MatrixRStepper, Factor
 from .matrix_r_independent import MatrixRIndependent
 from .natural_dof import KEY, DofMap
 
@@ -46,7 +46,7 @@ class MatrixRNatural(MatrixRIndependent):
 
     def __init__(self, system, h, newton, cut=None, independent=(), **kw):
         MatrixRStepper.__init__(self, system, h, newton, cut=cut, **kw)
-        nz, mc = self.nz, self.mc
+        nz, mc = self.nz, self.ml            # ml: the rank of Φ_z (module doc, "Redundant constraints")
         self.nind = nz - mc
         self.dof = DofMap(system, self.tree, independent, self.nd, self.Ep)
         if self.dof.d != self.nind:
@@ -87,15 +87,15 @@ class MatrixRNatural(MatrixRIndependent):
         L.Ezd = np.vstack([L.Ezd, -G.ddzd, G.dzd / gh - G.ddzd])
         L.Ezdd = np.vstack([L.Ezdd, -G.ddzdd, -G.ddzdd])
         L.E = np.r_[L.E, T1, T2]
-        El = np.vstack([L.Phiz.T, np.zeros((len(L.E) - self.nz, self.mc))])
+        El = np.vstack([L.Phiz[:self.ml].T, np.zeros((len(L.E) - self.nz, self.ml))])
         L.J = np.hstack([bh * L.Ez + gh * L.Ezd + L.Ezdd, El, bh * L.Ez, gh * L.Ezd])
         if with_p:
             L.Ep = np.vstack([L.Ep, G.p / bh - G.ddp, G.dp / gh - G.ddp])
         return L
 
     def _split(self, y):
-        nz, mc = self.nz, self.mc
-        return y[:nz], y[nz:nz + mc], y[nz + mc:2 * nz + mc], y[2 * nz + mc:]
+        nz, ml = self.nz, self.ml
+        return y[:nz], y[nz:nz + ml], y[nz + ml:2 * nz + ml], y[2 * nz + ml:]
 
     def _nresidual(self, t, xi, p, hat):
         """E and T alone (one real kinematics pass, as _eresidual)."""
@@ -117,7 +117,7 @@ class MatrixRNatural(MatrixRIndependent):
 
     def _unknowns(self, zdd0, l0):
         """y = (z̈, λ_c, δ_z, δ_ż) at the start of a step: the last step's, corrections 0."""
-        return np.r_[zdd0, l0, np.zeros(2 * self.nz)]
+        return np.r_[zdd0, l0[:self.ml], np.zeros(2 * self.nz)]
 
     def _newton_lin(self, t, xi, p):
         L = self._nlin(t, xi, p, self._step_hat)
@@ -128,9 +128,9 @@ class MatrixRNatural(MatrixRIndependent):
 
     def _update_size(self, dy):
         """βh² max(|Δz̈|, |Δδ_z|)."""
-        nz, mc = self.nz, self.mc
+        nz, ml = self.nz, self.ml
         return self.beta * self.h * self.h * max(np.max(np.abs(dy[:nz]), initial=0.0),
-                                                 np.max(np.abs(dy[nz + mc:2 * nz + mc]), initial=0.0))
+                                                 np.max(np.abs(dy[nz + ml:2 * nz + ml]), initial=0.0))
 
     # -- tangent (direct differentiation) --------------------------------------------------------
     def _dof_tangent(self, G0, dz, dzd, dzdd):
@@ -153,7 +153,7 @@ class MatrixRNatural(MatrixRIndependent):
         d = self.dof.d
         rhs[-2 * d:-d] -= dhat / bh
         rhs[-d:] -= dhatd / gh
-        dy = lu_solve(lu_factor(L.J), -rhs)
+        dy = Factor(L.J).solve(-rhs)
         dzdd1, dl1, dxz, dxzd = self._split(dy)
         dxi1 = (dzp + bh * (dzdd1 + dxz), dzdp + gh * (dzdd1 + dxzd), dzdd1, dl1)
         return self._present_tangent(t + h, x1, L, dxi1, p)
@@ -168,7 +168,7 @@ class MatrixRNatural(MatrixRIndependent):
         L = self._nlin(t + h, xi1, p, self._hat(g0), with_p=True, K=self._kin_p(x1, xi1, p))
         (mz, mzd, mzdd, ml), grad = self._present_adjoint(t + h, x1, L, mu1, p)
         rhs = np.vstack([bh * mz + gh * mzd + mzdd, ml, bh * mz, gh * mzd])
-        nu = lu_solve(lu_factor(L.J), rhs, trans=1)
+        nu = Factor(L.J).solve_t(rhs)
         mzp = mz - L.Ez.T @ nu
         mzdp = mzd - L.Ezd.T @ nu
         grad = grad - L.Ep.T @ nu

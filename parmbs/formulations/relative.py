@@ -290,13 +290,22 @@ def make_tree(system, cut=None):
 class CutView:
     """The system seen with only the cut constraints (cut joints and drivers), rows
     renumbered 0..mc−1 in the order of ``tree.rows_cut``; what StateEval needs
-    (n, m, forces, constraints, extend), like integrators/initial.py's view."""
+    (n, m, forces, constraints, extend), like integrators/initial.py's view.
 
-    def __init__(self, system, tree):
+    ``full``: the redundant cut rows dropped at set-up (model/redundancy.py) are kept
+    too, numbered after the others (mc.., in their original order): matrix-r's
+    least-squares R^Φ (seed 002 eq. 17, matrix_r.py) enforces every row.  ``dropped``
+    is their number (0 without ``full``)."""
+
+    def __init__(self, system, tree, full=False):
         self.n, self.forces, self.extend = system.n, system.forces, system.extend
         tree_set = set(getattr(tree, "tree_names", tree.tree_joints))   # spatial: + normalisation rows
         new_row = np.full(system.m + 1, -1, np.int64)       # [-1]: a dropped redundant row stays −1
         new_row[tree.rows_cut] = np.arange(len(tree.rows_cut))
+        extra = {}                                          # original row of a dropped cut row -> its new row
+        if full and getattr(system, "redundancy", None) is not None:
+            for k, i in enumerate(sorted(system.redundancy.dropped)):
+                extra[int(i)] = len(tree.rows_cut) + k
         self.constraints = []
         for g in system.constraints:
             sel = [e for e, nm in enumerate(g.names) if nm not in tree_set]
@@ -306,5 +315,10 @@ class CutView:
             c.names = [g.names[e] for e in sel]
             c.qidx, c.pidx = g.qidx[sel], g.pidx[sel]
             c.rows = new_row[g.rows[sel]]
+            if extra:
+                orig = g.rows_all[sel]
+                c.rows = np.where(c.rows >= 0, c.rows,
+                                  np.vectorize(lambda i: extra.get(int(i), -1), otypes=[np.int64])(orig))
             self.constraints.append(c)
-        self.m = len(tree.rows_cut)
+        self.dropped = len(extra)
+        self.m = len(tree.rows_cut) + self.dropped

@@ -265,6 +265,7 @@ def drop_redundant_rows(system, t0=0.0):
     new = np.full(m + 1, -1, np.int64)
     new[np.nonzero(keep)[0]] = np.arange(r)
     for g in system.constraints:
+        g.rows_all = g.rows          # the original numbering (matrix-r's least-squares R^Φ reads it)
         g.rows = new[g.rows]
     system.m = r
     system.constraint_names = [names[i] for i in np.nonzero(keep)[0]]

@@ -215,3 +215,22 @@ name = "coupler_roll"
 integrand = "roll_rate_sq"
 body = "coupler"
 """
+
+#: CHAIN with a weld in the tree: body b6 welded ("rigid") to b5's tip, offset and
+#: rotated, so b5 + b6 move as one body with a zero-coordinate tree joint between them
+#: (relative_tree.py, ρ = Q₀); the pull spring acts on b6.  b6's guess puts W on b5.T.
+_B6 = """[[spatial.bodies]]
+name = "b6"
+mass = 0.5
+inertia = [0.004, 0.006, 0.008]
+points = { W = [-0.1, 0.05, 0.0], T = [0.15, 0.0, 0.05] }
+initial = { position = [2.40950238, -0.00267779, 0.02240665], bryant = [0.3, -0.2, 0.5] }
+[[spatial.joints]]
+type = "rigid"
+name = "weld"
+a = "b5.T"
+b = "b6.W"
+"""
+WELD = (CHAIN.replace('[[spatial.joints]]\ntype = "revolute"\nname = "rev"', _B6 + '[[spatial.joints]]\ntype = "revolute"\nname = "rev"')
+        .replace('b = "b5.T"\nstiffness = 80.0', 'b = "b6.T"\nstiffness = 80.0'))
+assert WELD.count('name = "weld"') == 1 and 'b = "b6.T"' in WELD

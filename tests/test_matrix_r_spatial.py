@@ -13,7 +13,7 @@ from parmbs.sensitivity.problem import Problem
 
 from conftest import CONFIGS
 from gradient_checks import assert_gradients_agree, rel
-from matrix_r_spatial_models import CHAIN, FOURBAR
+from matrix_r_spatial_models import CHAIN, FOURBAR, WELD
 
 MR = ["simulation.formulation=matrix-r", "simulation.integrator=trapezoidal"]
 
@@ -24,7 +24,7 @@ def problem(tmp_path, text, overrides=()):
     return Problem(load_config(str(path), list(overrides)))
 
 
-@pytest.mark.parametrize("text", [CHAIN, FOURBAR], ids=["chain", "fourbar"])
+@pytest.mark.parametrize("text", [CHAIN, FOURBAR, WELD], ids=["chain", "fourbar", "weld"])
 def test_recursive_kinematics(tmp_path, text):
     """At random relative coordinates (angles within ±(π/2 − 0.3) of the initial pose, so
     the spherical/free pitch stays off its ±90° singularity and the inverse map is single
@@ -81,8 +81,8 @@ def drift(pr, traj):
 
 
 @pytest.mark.parametrize("text,extra", [(CHAIN, []), (FOURBAR, []),
-                                        (FOURBAR, ['simulation.matrix_r.coordinates="independent"'])],
-                         ids=["chain", "fourbar", "fourbar-independent"])
+                                        (FOURBAR, ['simulation.matrix_r.coordinates="independent"']), (WELD, [])],
+                         ids=["chain", "fourbar", "fourbar-independent", "weld"])
 def test_gradients_and_presented_state(tmp_path, text, extra):
     """Adjoint = direct to round-off (the same discrete maps transposed: 1e-9 leaves
     conditioning × 1e-16 ample room), both = central differences (step 1e-5 relative:
@@ -90,7 +90,8 @@ def test_gradients_and_presented_state(tmp_path, text, extra):
     1e-6).  Tree joints hold by construction, cut rows to the Newton tolerance; the
     presented (q, v, a, λ) satisfies the full model's r + Φ_qᵀλ = 0 (tree reactions
     recovered).  "independent": the paper's second projection onto independent relative
-    coordinates (matrix_r_independent.py) on the same 3-D tree."""
+    coordinates (matrix_r_independent.py) on the same 3-D tree.  "weld": a rigid joint
+    inside the tree (zero coordinates, ρ = Q₀), its 6 rows tree rows."""
     pr = problem(tmp_path, text, MR + extra)
     tr = pr.forward()
     assert drift(pr, tr) <= 1e-10
@@ -148,3 +149,23 @@ def test_buggy_gradients_past_half_turn():
     adj = assert_gradients_agree(pr, adj_cs=None)
     wheels = pr.stepper.tree.positions(pr.traj.q[-1], pr.sys.p)[12:]     # (the last FD run: p ± 1e-5)
     assert np.min(np.abs(wheels)) > np.pi and np.all(np.isfinite(adj["chassis_vertical_acc"]))
+
+
+def test_weld_in_the_tree_agrees_with_index3(tmp_path):
+    """The weld is a tree joint with no coordinate (15 relative coordinates as CHAIN,
+    nothing cut), and matrix-r and the index-3 trapezoidal rule on the Cartesian
+    coordinates (where the weld is 6 constraint rows) solve the same DAE by second-order
+    schemes: the difference shrinks ≈ 4× per halving of dt (orders within 2 ± 0.2)."""
+    pr = problem(tmp_path, WELD, MR)
+    T = pr.stepper.tree
+    assert T.nz == 15 and T.cut_joints == [] and "weld" not in T.tree_joints
+    assert [J.kind for J in T.joints if J.name == "weld"] == ["rigid"]
+    errs = []
+    for dt in (1e-2, 5e-3, 2.5e-3):
+        ov = ["simulation.t_end=0.1", f"simulation.dt={dt}"]
+        a = problem(tmp_path, WELD, ov + MR).forward()
+        b = problem(tmp_path, WELD, ov).forward()
+        errs.append(np.max(np.abs(a.q[-1] - b.q[-1])))
+    orders = np.log2(np.array(errs[:-1]) / np.array(errs[1:]))
+    print("differences", errs, "orders", orders)
+    assert np.all((orders > 1.8) & (orders < 2.2)), orders

@@ -656,8 +656,9 @@ class MatrixR(_Model):
     tree from ground over the revolute and prismatic joints, every other joint cut.
     Checked against the model in parmbs/formulations/relative.py.  Spatial rigid models
     (parmbs/spatial/relative_tree.py): the tree joints are revolute, cylindrical,
-    translational, universal and spherical joints, and a body no tree joint connects
-    to ground becomes a free root (6 coordinates: position and yaw-pitch-roll).
+    translational, universal, spherical and rigid (weld: no coordinate) joints, and a
+    body no tree joint connects to ground becomes a free root (6 coordinates: position
+    and yaw-pitch-roll); drivers are always cut rows.
 
     ``coordinates``: "dependent" (default) integrates all relative coordinates z with
     the cut constraints kept by multipliers (matrix_r.py); "independent" applies the

@@ -28,6 +28,10 @@ Joints (coordinates, ρ):
 * universal (θ₁, θ₂):      ρ = F(u_P, θ₁) ∘ Q ∘ F(u_C, θ₂),   u_P ⊥ Q u_C
 * spherical (ψ, ϑ, φ):     ρ = F(e_z, ψ) ∘ F(e_y, ϑ) ∘ F(e_x, φ) ∘ Q₀  (parent-frame yaw,
   pitch, roll from the initial relative orientation; singular at ϑ = ±90° only)
+* rigid (weld, none):      ρ = Q₀, no slide: the child moves with its parent (the weld's
+  orientation rows x_a·h2_b = x_a·h3_b = y_a·h3_b = 0 hold at Q₀ exactly, since
+  spatial_set.py takes h2_b, h3_b from the same initial guesses; Q₀'s sign chosen so that
+  e_P0 ∘ ρ = +e_C0, as for translational)
 * free (x, y, z, ψ, ϑ, φ): a body that no tree joint connects to ground (a vehicle's
   chassis) is a root: r = (x, y, z), e = F(e_z, ψ) ∘ F(e_y, ϑ) ∘ F(e_x, φ) ∘ e₀.
 
@@ -53,7 +57,7 @@ from ..model.spanning_tree import breadth_first, checked_cut
 from ..model.system import ModelError
 from .kinematics import E0, from_matrix, quat_product, rotation
 
-TREE_TYPES = ("revolute", "cylindrical", "translational", "universal", "spherical")
+TREE_TYPES = ("revolute", "cylindrical", "translational", "universal", "spherical", "rigid")
 EYE = np.eye(3)
 
 
@@ -303,6 +307,11 @@ class SpatialTree:
             J.uP, J.uC, J.Q = uP, uC, Q
             J.factors = [("rot", uP, k0), ("const", from_matrix(Q)), ("rot", uC, k0 + 1)]
             J.coords = [f"{j.name}-1", f"{j.name}-2"]
+        elif j.type == "rigid":                                   # weld: no coordinate
+            eq = from_matrix(Q0)
+            J.Q = Q0
+            J.factors = [("const", eq * np.sign(quat_product(eP0, eq) @ eC0))]
+            J.coords = []
         else:                                                     # spherical
             J.Q = Q0
             J.factors = [("rot", EYE[2], k0), ("rot", EYE[1], k0 + 1), ("rot", EYE[0], k0 + 2),

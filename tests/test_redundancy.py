@@ -227,6 +227,7 @@ def _cut_drift(pr, tr):
 
 @pytest.mark.parametrize("mr", MR_LS.values(), ids=MR_LS.keys())
 def test_matrix_r_least_squares_equals_drop_and_gradients(mr):
+    from test_matrix_r_independent import check_gradients
     """Seed 002 eq. 17 (formulations/matrix_r.py, "Redundant constraints"): all 4 cut rows
     enforced, the tall Newton system solved by least squares.  Where the redundancy holds
     eq. 17's R^Φ is the kept rows' one, so the trajectory is "drop"'s to Newton's
@@ -241,11 +242,7 @@ def test_matrix_r_least_squares_equals_drop_and_gradients(mr):
     assert np.max(np.abs(ta.q - tb.q)) <= 1e-12
     assert rel(ta.v, tb.v) <= 1e-10 and rel(ta.a, tb.a) <= 1e-8 and rel(ta.lam, tb.lam) <= 1e-8
     assert _cut_drift(ls, ta) <= 1e-12                          # KC3[1] enforced (measured 8.9e-16)
-    adj, dir_, fd = ls.adjoint(), ls.direct(), ls.finite_differences(1e-5)
-    for k in adj:
-        print(f"{mr}/{k}: |adj-dir| = {rel(dir_[k], adj[k]):.1e}  |adj-fd| = {rel(fd[k], adj[k]):.1e}")
-        assert rel(dir_[k], adj[k]) <= 1e-9, k
-        assert rel(fd[k], adj[k]) <= 1e-6, k
+    check_gradients(ls, str(mr))                    # adjoint = direct ≤ 1e-9, FD(1e-5) ≤ 1e-6
 
 
 def test_matrix_r_least_squares_stops_when_a_design_breaks_the_redundancy():

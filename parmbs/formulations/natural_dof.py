@@ -26,8 +26,17 @@ derivatives (complex step on its inputs q_b, v_b, a_b, s: exact to round-off) ch
 with the tree's (R = q_z, v_z, a_z, a_ż and f_p, v_p, a_p of matrix_r._kin).
 
 Reference point: the tree kinematics refer every body to its centre of mass (seed 002
-§3's "RTdyn0"); the paper's other choice, the global origin ("RTdyn1"), changes the
-cost of the recursion, not the equations' solution, so it is not offered.
+§3's "RTdyn0", the choice of all the paper's results, §4); the paper's other choice, the
+global origin ("RTdyn1"), changes the cost of the recursion, not the equations'
+solution, so it is not offered.  Why: the reference point only chooses the body
+velocity variables V = (ṙ_ref, ω) of eqs. 1–4; another point gives V' = T V with
+T = [[I, r̃ − r̃'], [0, I]] invertible (as eq. 1c), so R^v' = T R^v, M^v' = T⁻ᵀ M^v T⁻¹ and the
+projected M^d = R^vᵀ M^v R^v and Q^d of eq. 27 (the virtual power, independent of the
+variables it is written in) are the same matrices.  The z-equations, their trapezoidal
+discretization and every sensitivity are therefore identical; only the operation count
+of the recursion (RTdyn1: B^v_i = I) and round-off differ.  parmbs does not run the
+V-recursion at all (q, v, a of the centres of mass come from closed-form kinematics and
+their complex-step Jacobians), so the choice has no cost effect here either.
 """
 import numpy as np
 

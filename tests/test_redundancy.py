@@ -231,8 +231,9 @@ def test_matrix_r_least_squares_equals_drop_and_gradients(mr):
     """Seed 002 eq. 17 (formulations/matrix_r.py, "Redundant constraints"): all 4 cut rows
     enforced, the tall Newton system solved by least squares.  Where the redundancy holds
     eq. 17's R^Φ is the kept rows' one, so the trajectory is "drop"'s to Newton's
-    tolerance (1e-12 on z; measured |Δq| ≤ 3.1e-15, |Δλ| ≤ 1.7e-9 of |λ| ~ 10: bounds
-    1e-12 and 1e-8 relative).  Gradients: adjoint = direct ≤ 1e-9 (measured ≤ 1e-13),
+    tolerance: 1e-12 on βh²Δz̈, i.e. on z, and 1e-12/(βh²) = 4e-8 on z̈ (and λ) at
+    h = 1e-2 (measured |Δq| ≤ 3.1e-15, |Δa|, |Δλ| ≤ 1.7e-9 against |a|, |λ| ~ 1–10:
+    bounds 1e-12 on q, 1e-8 relative on a and λ).  Gradients: adjoint = direct ≤ 1e-9 (measured ≤ 1e-13),
     central FD at relative step 1e-5 ≤ 1e-6 (the sweep 1e-3..1e-7: truncation 1e-7 at
     1e-3 falling as h², noise ~1e-12/h from 1e-6 down; minimum at 1e-5, measured ≤ 7.4e-9)."""
     ls, drop = _problem(_mr(mr, "least-squares")), _problem(_mr(mr, "drop"))

@@ -10,7 +10,12 @@ of the other MPI tests (1e-10 relative, tests/test_checkpoint_mpi.py) for ψ and
 (relative to max |∇ψ_o|; measured 2.6e-14 on the five-bar).  Step sizes: the
 estimate e ≈ tol·h/T ≈ 5e-8 is a divided difference of q, so the ranks' δq ≈ 1e-15
 moves it by δe/e ≈ 0.67 δq/e ≈ 1.3e-8, and h by K_I δe/e ≈ 5e-9 per step, a random
-walk over ~170 steps: ≲ 6e-8; bound 1e-6, measured 6.5e-9.
+walk over ~170 steps: ≲ 6e-8; bound 1e-6, measured 6.5e-9 (2026-11), 1.4e-7 on a fresh AVX-512
+machine (2026-11-27, 37 steps: the ranks' δq there is larger than the 1e-15 assumed; not measured).
+The last step is not the controller's: it is clipped to land on t_end, h_N = t_end − t_(N−1), so
+its difference is the sum of the others' (−Σ δh_k, exact but for round-off of t_end) and relative
+to its own, possibly tiny, size means nothing (measured 3.9e-9 absolute = 6.0e-6 of an h_N of
+6.6e-4): it is checked against that sum instead.
 """
 import numpy as np
 import pytest
@@ -40,7 +45,9 @@ def test_distributed_adaptive_run_takes_the_serial_steps():
     hs = comm.allgather(td.grid.h)
     assert all(np.array_equal(h, hs[0]) for h in hs)          # one step sequence on every rank
     assert td.grid.steps == ts.grid.steps and td.grid.h.max() > 3 * td.grid.h.min()
-    assert np.max(np.abs(td.grid.h - ts.grid.h) / ts.grid.h) <= 1e-6
+    dh = td.grid.h - ts.grid.h
+    assert np.max(np.abs(dh[:-1]) / ts.grid.h[:-1]) <= 1e-6                # the controller's steps
+    assert abs(dh[-1] + dh[:-1].sum()) <= 1e-15 * (1 + len(dh)) * td.grid.t[-1]   # the clipped last step
     vd, vs = pd.objective_values(), ps.objective_values()
     for o in gs:
         assert abs(vd[o] - vs[o]) <= 1e-10 * abs(vs[o]), o

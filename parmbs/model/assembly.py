@@ -220,11 +220,13 @@ class SparseOperator(ColumnSolves):
         opts = PETSc.Options()
         set_config_options(options_prefix, options or {})
         user_order = opts.hasName(options_prefix + "pc_factor_mat_ordering_type")
+        user_solver = opts.hasName(options_prefix + "pc_factor_mat_solver_type")
         # saddle-point matrices: PETSc's own LU does not pivot, so keep the natural
-        # order (mass block first); in parallel use MUMPS, which pivots
-        if self.comm.getSize() > 1:
-            opts.setValue(options_prefix + "pc_factor_mat_solver_type",
-                          opts.getString(options_prefix + "pc_factor_mat_solver_type", "mumps"))
+        # order (mass block first); in parallel use MUMPS, which pivots — set on this
+        # PC below, not in the options database: an entry there outlived the operator
+        # and read as the user's choice for every later operator of the process (a
+        # serial run after a distributed one in the same process factored with MUMPS
+        # instead of PETSc's LU: tests/test_small_mpi.py's batch gradient 6.9e-18 off)
         # (not for an operator that asks for MUMPS: a natural order handed to MUMPS
         # gives it dense fronts — 20 s instead of 0.3 s for a 1500-link chain's
         # initial assembly).  Set on this PC, not in the options database: an entry
@@ -234,6 +236,8 @@ class SparseOperator(ColumnSolves):
         natural = (self.comm.getSize() == 1 and not user_order
                    and (options or {}).get("pc_factor_mat_solver_type") != "mumps")
         ksp.setFromOptions()
+        if self.comm.getSize() > 1 and not user_solver and ksp.getPC().getType() in ("lu", "cholesky"):
+            ksp.getPC().setFactorSolverType("mumps")
         if natural and ksp.getPC().getType() in ("lu", "ilu"):
             ksp.getPC().setFactorOrdering("natural")
         # PETSc's LU in natural order fills in the whole multiplier block of a large
@@ -242,7 +246,7 @@ class SparseOperator(ColumnSolves):
         # Set on this PC only, not in the global options database.
         pc = ksp.getPC()
         if (self.comm.getSize() == 1 and N >= SERIAL_MUMPS_SIZE and pc.getType() == "lu"
-                and not opts.hasName(options_prefix + "pc_factor_mat_solver_type")):
+                and not user_solver):
             pc.setFactorSolverType("mumps")
             if not user_order:
                 # hand MUMPS no ordering (its own AMD/METIS): the natural order set above

@@ -322,17 +322,17 @@ def _checkpoint_run(pr, cfg, args, method="adjoint"):
     * otherwise nothing: the trajectory stays in memory (returns None).
     The returned run has ``path`` (working file), ``final`` (the result, None for a
     temporary file) and ``origin`` (fresh, resume, copy, temp: what ``_after_failure``
-    may delete).  A whole-run PETSc TS stepper checkpoints when it has
-    ``checkpoint_sweep`` and no ``checkpoint_refusal()`` (checkpoint.open_run); else it
-    keeps its trajectory in memory: only ``all``, no --restart.  Finite differences and
-    complex step do not use a file."""
+    may delete).  A stepper checkpoints unless it refuses (``checkpoint.refusal``: its
+    declared ``checkpoint_refusal()`` or no ``checkpoint_sweep``, integrators/one_step.py);
+    a refused run keeps its trajectory in memory: only ``all``, no --restart.  Finite
+    differences and complex step do not use a file."""
     from .io.outputs import final_of, partial_of, same_file, temp_of
     restart, output = getattr(args, "restart", None), getattr(args, "output", None)
     sched = cfg.checkpoint.schedule
-    why = getattr(pr.stepper, "checkpoint_refusal", lambda: None)()
-    if hasattr(pr.stepper, "forward") and (why or getattr(pr.stepper, "checkpoint_sweep", None) is None):
+    from .checkpoint import refusal
+    why = refusal(pr.stepper, cfg.simulation.integrator)
+    if why:
         from .config import ConfigError
-        why = why or (f"{cfg.simulation.integrator!r} (PETSc TS) keeps its trajectory in memory")
         if sched != "all":
             raise ConfigError(args.config, "checkpoint.schedule", f"schedule {sched!r}: {why} (use 'all')")
         if restart:

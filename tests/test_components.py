@@ -46,7 +46,7 @@ VARIANTS = {"BeamShape": [{"component": c} for c in range(4)],
             "OrientationRow": [{"component": k} for k in range(3)],
             "ContinuumGravity": [{"law": law} for law in ("seed003", "linear")],
             **{n: [{"modes": k} for k in (1, 3)] for n in ("ReducedInertia", "ReducedGravity", "ReducedElastic",
-                                                           "ReducedRevolute")},
+                                                           "ReducedDamping", "ReducedRevolute")},
             **SPATIAL_VARIANTS, **PLANAR_VARIANTS, **SOLID_VARIANTS}
 CASES = [(name, kw) for name in sorted(REGISTRY) for kw in VARIANTS.get(name, [{}])]
 
@@ -182,7 +182,7 @@ def test_registry_is_complete():
             "RigidPlateRevolute", "PlateRigidRevolute", "PlatePlateRevolute", "RigidPlateWeld",
             "PlateRigidWeld", "PlatePlateWeld",
             "ContinuumInertia", "ContinuumGravity", "ContinuumElastic", "ContinuumRevolute", "ContinuumClamp",
-            "ReducedInertia", "ReducedGravity", "ReducedElastic", "ReducedRevolute",
+            "ReducedInertia", "ReducedGravity", "ReducedElastic", "ReducedDamping", "ReducedRevolute",
             "FfrInertia", "FfrGravity", "FfrElastic", "FfrDamping", "FfrRevolute", "FfrWeld", "FfrPointForce",
             "SpatialInertia", "SpatialGyroscopic", "EulerRegularization", "SpatialGravity", "Normalization",
             "SpatialSpherical", "SpatialRevolute",

@@ -3,7 +3,8 @@ parmbs/flexible/modal_solid.py, modal_solid_components.py, solids_reduced.py):
 
 * the reduced residual is the projection of the full-order one: at u = Vη, u̇ = Vη̇,
   ü = Vη̈ the frame rows equal the full-order solid's and the η rows equal Vᵀ r_u
-  (inertia, gravity, elastic), so K = n_f modes would be the full-order body;
+  (inertia, gravity, elastic, stiffness damping), so K = n_f modes would be the
+  full-order body;
 * rigid-body motion exact: at η = η̇ = η̈ = 0 the frame rows are the Newton–Euler
   equations of the rigid box (m, first and second moments in closed form);
 * the gradient of ∫U dt over the 20 element densities of the coarse reduced crank:
@@ -24,10 +25,10 @@ REDUCTION = {"modes": 6, "attachment": True}
 
 def reduced_crank(reduction=REDUCTION, t_end=0.2, dt=0.02):
     """The coarse crank of test_solid_model (20 elements at random densities, seed 5,
-    E = 2 GPa), reduced; undamped on both sides of every comparison (the reduced solid has
-    no stiffness_damping term, and the shipped file's is refused with a reduction)."""
+    E = 2 GPa), reduced, with the shipped file's stiffness damping β_K = 4e-5 s on both
+    sides of every comparison (ReducedDamping against SolidDamping)."""
     data = crank_data(E=2e9, density=random_density(20, np.random.default_rng(5)).tolist())
-    data["spatial"]["solids"][0]["stiffness_damping"] = 0.0
+    assert data["spatial"]["solids"][0]["stiffness_damping"] > 0
     if reduction is not None:
         data["spatial"]["solids"][0]["reduction"] = dict(reduction)
     data["simulation"].update(t_end=t_end, dt=dt)
@@ -66,7 +67,7 @@ def test_reduced_residual_is_the_projected_full_order_residual():
         xf.append(f)
         xr.append(r)
     for fn, rn in ((("SolidInertia",), ("ReducedSolidInertia",)), (("SolidGravity",), ("ReducedSolidGravity",)),
-                   (("SolidElastic",), ("ReducedElastic",))):
+                   (("SolidElastic",), ("ReducedElastic",)), (("SolidDamping",), ("ReducedDamping",))):
         rf, rr = _residual(full.sys, fn, *xf), _residual(red.sys, rn, *xr)
         proj = np.concatenate([rf[o:o + 7], V.T @ rf[o + 7:o + 7 + V.shape[0]]])
         err = rel(rr[o:o + 7 + V.shape[1]], proj)
@@ -82,7 +83,7 @@ def test_rigid_motion_is_the_rigid_body():
     form (ρ V, m c, m(c cᵀ + diag(L²)/12))."""
     from parmbs.spatial.kinematics import G_matrix, rotation, skew
     data = crank_data(E=2e9, density=0.7, density_law="linear")
-    data["spatial"]["solids"][0].update(reduction=dict(REDUCTION), stiffness_damping=0.0)
+    data["spatial"]["solids"][0]["reduction"] = dict(REDUCTION)
     pr = problem(data)
     s = pr.sys.solids.solids["crank"]
     L, off = np.array(s.cfg.size), np.array(s.cfg.offset)
@@ -150,11 +151,13 @@ def test_taylor_order_two(crank):
 
 def test_k_convergence_toward_the_full_order_solid():
     """ψ and ∇ψ of the reduced crank (attachment modes at the pin) against the full-order
-    solid as K grows, K = 2, 4, 8, 16 of 180 elastic coordinates.  Measured: ∇ψ errors
-    1.3e-2, 1.2e-3, 2.4e-4, 1.1e-4 (falling); ψ errors 2.3e-3, 4.9e-6, 6.6e-5, 3.7e-5 (a
-    scalar of a Galerkin projection need not fall monotonically: its error can cross
-    zero).  Asserted: ∇ψ error falls with K and by > 10× from K = 2 to 16; ψ error
-    ≤ 1e-3 from K = 4 on and ∇ψ error ≤ 2e-3 from K = 8 on (≥ 8× above the measured)."""
+    solid as K grows, K = 2, 4, 8, 16 of 180 elastic coordinates, both damped (β_K = 4e-5 s).
+    Measured: ∇ψ errors 1.3e-2, 1.2e-3, 1.7e-4, 1.0e-4 (falling); ψ errors 2.1e-3, 1.3e-5,
+    9.1e-5, 6.4e-5 (a scalar of a Galerkin projection need not fall monotonically: its
+    error can cross zero; undamped they were 1.3e-2, 1.2e-3, 2.4e-4, 1.1e-4 and 2.3e-3,
+    4.9e-6, 6.6e-5, 3.7e-5).  Asserted: ∇ψ error falls with K and by > 10× from K = 2 to
+    16; ψ error ≤ 1e-3 from K = 4 on and ∇ψ error ≤ 2e-3 from K = 8 on (≥ 10× above the
+    measured)."""
     full = reduced_crank(None)
     full.forward()
     psi = full.objective_values(full.traj, full.sys.p)["compliance"]
@@ -179,6 +182,5 @@ def test_k_convergence_toward_the_full_order_solid():
 ])
 def test_bad_reduction_is_one_line_exit_2(value, key, word):
     import os
-    cli_one_line_error(["info", CONFIG, "--set", "spatial.solids.crank.stiffness_damping=0",
-                        "--set", f"spatial.solids.crank.reduction={value}"],
+    cli_one_line_error(["info", CONFIG, "--set", f"spatial.solids.crank.reduction={value}"],
                        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), f"{CONFIG}: {key}", word)

@@ -25,31 +25,44 @@ from .schedules import parse_schedule, revolve_cost, revolve_split  # noqa: F401
 from .store import CheckpointStore, HDF5Error, SimulatedKill, resolved_sha256  # noqa: F401
 
 
+def runs():
+    """The checkpointed run of each ``checkpoint_sweep`` a stepper declares
+    (integrators/one_step.py): restart.py's own adjoint steps, ts_run.py's TSAdjoint."""
+    from .restart import CheckpointedRun
+    from .ts_run import TSCheckpointedRun
+    return {"adjoint_step": CheckpointedRun, "ts": TSCheckpointedRun}
+
+
+def refusal(stepper, integrator):
+    """Why ``stepper``'s run keeps no checkpoint file (a message), or None: its declared
+    ``checkpoint_refusal()``, or no ``checkpoint_sweep`` (the trajectory stays in memory:
+    schedule ``all`` without a file, no --restart)."""
+    why = stepper.checkpoint_refusal()
+    if why is None and stepper.checkpoint_sweep is None:
+        why = (f"the {integrator} integrator keeps its trajectory in memory: only schedule 'all' without a "
+               "checkpoint file or --restart is supported")
+    return why
+
+
 def open_run(problem, path, comm=None, interval=None):
     """A CheckpointedRun of ``problem`` on the file ``path`` (created or resumed).
 
-    A whole-run PETSc TS stepper says how its reverse sweep goes (``checkpoint_sweep``):
-    ``"ts"`` (integrators/ts.py: TS re-runs and TSAdjoint, ts_run.py) or ``"adjoint_step"``
-    (integrators/ts_alpha2.py: the one-step steppers' CheckpointedRun), or is refused: ConfigError
-    (key ``checkpoint.schedule``) naming why.  The checkpoint layer builds the run around
-    the stepper; the stepper never imports it.  Raises HDF5Error for a file that cannot be
-    resumed (another config, corrupt)."""
+    The stepper declares how its reverse sweep goes (``checkpoint_sweep``, a key of
+    ``runs()``) and whether this run refuses a file (``checkpoint_refusal``;
+    integrators/one_step.py): a refusal is a ConfigError (key ``checkpoint.schedule``)
+    naming why.  The checkpoint layer builds the run around the stepper; the stepper never
+    imports it.  Raises HDF5Error for a file that cannot be resumed (another config,
+    corrupt)."""
     from ..config import ConfigError
-    from .restart import CheckpointedRun
-    from .ts_run import TSCheckpointedRun
     cfg = problem.config
     sched = parse_schedule(cfg.checkpoint.schedule)
-    sweep = getattr(problem.stepper, "checkpoint_sweep", None)
-    if hasattr(problem.stepper, "forward"):
-        why = getattr(problem.stepper, "checkpoint_refusal", lambda: None)()
-        if sweep is None or why:
-            raise ConfigError(cfg.source or "<config>", "checkpoint.schedule",
-                              why or f"the {cfg.simulation.integrator} integrator (PETSc TS) keeps its trajectory "
-                              "in memory: only schedule 'all' without a checkpoint file or --restart is supported")
+    why = refusal(problem.stepper, cfg.simulation.integrator)
+    if why:
+        raise ConfigError(cfg.source or "<config>", "checkpoint.schedule", why)
     if cfg.simulation.formulation == "maggi" and cfg.simulation.maggi.adjoint != "discrete":
         raise ConfigError(cfg.source or "<config>", "simulation.maggi.adjoint",
                           f"{cfg.simulation.maggi.adjoint!r} integrates the thesis' adjoint ODE over the "
                           "in-memory trajectory (parmbs/formulations/maggi_avm.py): a checkpoint file or "
                           "--restart serves only 'discrete'")
     store = CheckpointStore(path, cfg, problem, sched, comm=comm, interval=interval)
-    return (TSCheckpointedRun if sweep == "ts" else CheckpointedRun)(problem, store)
+    return runs()[problem.stepper.checkpoint_sweep](problem, store)

@@ -145,17 +145,16 @@ class CheckpointStore:
         self.root = self.comm.rank == 0
         self.schedule = schedule
         self.N = problem.nsteps               # adaptive: the capacity (an estimate; grown by copying)
-        self.adaptive = getattr(problem, "adapt", None) is not None
+        self.adaptive = problem.adapt is not None
         # MarchState.control's width: 4, plus 4 per error-controlled quadrature (quad_error.py)
-        self.control_width = 4 + 4 * len(problem.quad_objectives()) if hasattr(problem, "quad_objectives") else 4
+        self.control_width = 4 + 4 * len(problem.quad_objectives())
         self._config, self._problem = config, problem
         self._grid = []                       # rank 0, adaptive: buffered (k, t_k, h_{k−1})
         self.grid_rows = 0                    # rank 0, adaptive: grid rows 0 … grid_rows−1 written
         self.n, self.m = problem.sys.n, problem.sys.m
         # the state's blocks: q, v, a, lambda and a stepper's trailing ones (Problem.state_blocks;
         # e.g. pseudo_a of integrators/genalpha_ab.py), one dataset each
-        self.blocks = tuple(problem.state_blocks()) if hasattr(problem, "state_blocks") else \
-            (("q", self.n), ("v", self.n), ("a", self.n), ("lambda", self.m))
+        self.blocks = tuple(problem.state_blocks())
         self.names = tuple(name for name, _ in self.blocks)
         self.nobj, self.nd = len(problem.objectives), problem.design.ncols   # parameter columns
         self.S = self._slots(self.N)

@@ -54,7 +54,7 @@ class SpatialSolid(_Model):
     rho0: PosReal            # mass density of solid material (x = 1) [kg/m³]
     density: PosReal | list[PosReal] = 1.0   # element density field x_e: one number (uniform) or nx·ny·nz numbers, e = (k·ny + j)·nx + i
     penalization: PosReal = 3.0   # SIMP exponent s: E(x) = x^s E
-    stiffness_damping: NonNegReal = 0.0   # stiffness-proportional (Rayleigh) damping β_K: elastic force K_ff(x) (u + β_K u̇), damping ratio β_K ω/2 in a mode of angular frequency ω (parmbs/flexible/solid.py `SolidDamping`); 0: none
+    stiffness_damping: NonNegReal = 0.0   # stiffness-proportional (Rayleigh) damping β_K: elastic force K_ff(x) (u + β_K u̇), damping ratio β_K ω/2 in a mode of angular frequency ω (parmbs/flexible/solid.py `SolidDamping`; reduced: `ReducedDamping`, β_K K̂ η̇); 0: none
     density_law: Literal["seed003", "linear"] = "seed003"   # ρ(x): "seed003" (1e5 x⁶ ρ0 below 0.1, x ρ0 above) or "linear" (x ρ0)
     points: dict[Name, tuple[_Index, _Index, _Index]] = {}   # named nodes { NAME = [i, j, k] } (origin, node_i_j_k predefined)
     initial: SpatialPose = Field(default_factory=SpatialPose)   # pose of the frame (origin position, orientation)
@@ -73,7 +73,5 @@ class SpatialSolid(_Model):
             if i > self.nx or j > self.ny or l > self.nz:
                 raise ValueError(f"point {k!r} = [{i}, {j}, {l}] is outside the mesh "
                                  f"(nodes 0..{self.nx} × 0..{self.ny} × 0..{self.nz})")
-        if self.stiffness_damping and self.reduction is not None:
-            raise ValueError("stiffness_damping is implemented for the full-order solid only (no reduction)")
         return self
 

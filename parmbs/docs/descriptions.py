@@ -99,7 +99,8 @@ CLASS = {
     "Beam.points": ("m", "named points by arclength from the root"),
     "SpatialSolid.stiffness_damping": ("s", "stiffness-proportional (Rayleigh) damping β_K: elastic force "
                                             "K_ff(x) (u + β_K u̇), damping ratio β_K ω/2 in a mode of angular "
-                                            "frequency ω (parmbs/flexible/solid.py `SolidDamping`); 0: none"),
+                                            "frequency ω (parmbs/flexible/solid.py `SolidDamping`; with a "
+                                            "`reduction`, β_K K̂ η̇: modal_components.py `ReducedDamping`); 0: none"),
     "Beam.initial": ("", "pose of the root frame (x along the beam)"),
     # plates and continua
     "Plate.name": ("", "plate name"),

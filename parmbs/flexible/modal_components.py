@@ -22,8 +22,9 @@ With S1 = S0 + S̄η, I(η) = I0 + 2 bᵀη + ηᵀM̂η, b_a = AᵀR̈, ω = θ
 
 which is Vᵀ (full-order residual at u = Vη) with the frame rows unchanged: K = n_f
 modes reproduce the full-order body exactly.  Elastic force: r_η = K̂ η, K̂ = Vᵀ K_ff V
-(seed 003 Eq. 71–74 projected).  Gravity: r = −Σ m_g L̄_gᵀ Aᵀg.  A joint node k:
-u_k = Φ_k η (Φ_k the node's 2 rows of V).
+(seed 003 Eq. 71–74 projected); its Rayleigh damping r_η = β_K K̂ η̇ (``ReducedDamping``,
+used by the reduced solid).  Gravity: r = −Σ m_g L̄_gᵀ Aᵀg.  A joint node k: u_k = Φ_k η
+(Φ_k the node's 2 rows of V).
 
 The body data are entries of the parameter vector p (driven by the element densities
 through the eigenproblem: modal.py and sensitivity/design.py), so ∂r/∂(data) is the
@@ -257,6 +258,47 @@ class ReducedElastic(ClosedFormJacobians, _Modal, Force):
     def jacobians(self, t, q, v, a, p):
         Kh = self._k(p)
         return np.broadcast_to(Kh, np.broadcast_shapes(q.shape[:-1], Kh.shape[:-2]) + Kh.shape[-2:]), None, None
+
+
+@register
+class ReducedDamping(ClosedFormJacobians, _Modal, Force):
+    """Stiffness-proportional (Rayleigh) damping of a reduced body, r = β_K K̂ η̇: the
+    full-order β_K K_ff(x) u̇ (solid.SolidDamping) at u̇ = V η̇ projected on V (V is
+    constant in time, so Vᵀ β_K K_ff V η̇ = β_K K̂ η̇ exactly; mode i keeps the damping
+    ratio ζ_i = β_K ω_i / 2 of the full-order body).  q = η (not read), v = η̇,
+    p = (K̂ (K², row-major), β_K).  Linear in η̇, K̂ and β_K: ∂r/∂η̇ = β_K K̂,
+    ∂r_k/∂K̂_kl = β_K η̇_l, ∂r/∂β_K = K̂ η̇; the densities enter through K̂ (modal.py's
+    eigen-sensitivities, as for ReducedElastic).  No energy: it dissipates."""
+    nq, np_ = 1, 2
+    uses_q, uses_v = False, True
+
+    @staticmethod
+    def sizes(K):
+        return K, K * K + 1
+
+    def _parts(self, p):
+        K = self.K
+        return p[..., :K * K].reshape(p.shape[:-1] + (K, K)), p[..., K * K]
+
+    def r(self, t, q, v, a, p):
+        Kh, bk = self._parts(p)
+        return bk[..., None] * _mv(Kh, v)
+
+    def jacobians(self, t, q, v, a, p):
+        Kh, bk = self._parts(p)
+        C = bk[..., None, None] * Kh
+        return None, np.broadcast_to(C, np.broadcast_shapes(v.shape[:-1], C.shape[:-2]) + C.shape[-2:]), None
+
+    def r_p(self, t, q, v, a, p, cols=None):
+        """∂(β_K K̂η̇)_k/∂K̂_kl = β_K η̇_l, ∂/∂β_K = K̂η̇ (analytic; K² + 1 columns)."""
+        K = self.K
+        Kh, bk = self._parts(p)
+        sh = np.broadcast_shapes(v.shape[:-1], p.shape[:-1])
+        out = np.zeros(sh + (K, K, K), np.result_type(v, p))
+        k = np.arange(K)
+        out[..., k, k, :] = np.broadcast_to((bk[..., None] * v)[..., None, :], sh + (K, K))
+        out = np.concatenate([out.reshape(sh + (K, K * K)), np.broadcast_to(_mv(Kh, v), sh + (K,))[..., None]], -1)
+        return out if cols is None else out[..., np.asarray(cols)]
 
 
 @register

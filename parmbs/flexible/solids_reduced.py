@@ -4,8 +4,9 @@ called from solids.py.
 Coordinates: the frame (x, y, z, e0..e3) then the K modal coordinates η
 (K = modes + 3 per free joint node with ``attachment = true``), replacing the nodal
 displacements of the full-order solid.  Elements: one ReducedSolidInertia, one
-ReducedElastic (modal_components.py, shared with the planar body) and, where gravity
-acts, one ReducedSolidGravity; a spherical joint at a free node is a
+ReducedElastic (modal_components.py, shared with the planar body), with
+``stiffness_damping`` one ReducedDamping (β_K K̂ η̇, modal_components.py) and, where
+gravity acts, one ReducedSolidGravity; a spherical joint at a free node is a
 ReducedSolidSpherical with that node's rows Φ_k of V.  The origin and clamped nodes
 move with the frame exactly as in the full-order solid (solids.py ``side``).
 
@@ -15,7 +16,7 @@ the element densities when those are designed (sensitivity/design.py).  ``reduct
 """
 import numpy as np
 
-from .modal_components import ReducedElastic
+from .modal_components import ReducedDamping, ReducedElastic
 from .modal_solid import SolidReduction
 from . import modal_solid_components as msc
 
@@ -54,13 +55,17 @@ def coordinate_names(s):
 
 
 def add_forces(system, s, P, gravity, g_acts):
-    """One ReducedSolidInertia, ReducedElastic (and ReducedSolidGravity) element."""
+    """One ReducedSolidInertia, ReducedElastic (and ReducedDamping, ReducedSolidGravity)
+    element."""
     s.inertia_p, s.stiffness_p = s.reduction.register_data(P)
     K = s.nelastic
     q = s.qidx() + eta(s)
     system._add_force(("ReducedSolidInertia", K), msc.ReducedSolidInertia, {"modes": K}, s.name, q,
                       list(s.inertia_p))
     system._add_force(("ReducedElastic", K), ReducedElastic, {"modes": K}, s.name, eta(s), list(s.stiffness_p))
+    if "stiffness_damping" in s.p:              # Rayleigh β_K > 0: β_K K̂ η̇ (the full-order SolidDamping projected)
+        system._add_force(("ReducedDamping", K), ReducedDamping, {"modes": K}, s.name, eta(s),
+                          list(s.stiffness_p) + [s.p["stiffness_damping"]])
     if g_acts:
         lay, _ = msc.solid_layout(K)
         ip = s.inertia_p

@@ -62,6 +62,7 @@ import numpy as np
 
 from ..integrators.initial import InitialState
 from ..integrators.newmark import newton_acceleration_form, saddle_point_pattern
+from ..integrators.one_step import OneStep
 from ..model.assembly import SparseOperator
 from ..model.evaluation import EvalPlan, LocalOperator, StateEval
 
@@ -103,7 +104,7 @@ def shifted(op, nrows, row_offset, ncols=None):
     return LocalOperator(nrows, ncols or op.shape[1], parts)
 
 
-class Index1Trapezoidal:
+class Index1Trapezoidal(OneStep):
     name = "index1-trapezoidal"
     #: its Newton loop takes the per-component test of adaptive runs (integrators/newton_tol.py)
     noise_aware_newton = True

@@ -25,11 +25,12 @@ import numpy as np
 
 from ..integrators.initial import InitialState
 from ..integrators.newmark import saddle_point_pattern
+from ..integrators.one_step import OneStep
 from ..model.assembly import SparseOperator
 from ..model.system import ModelError
 
 
-class KinematicAnalysis:
+class KinematicAnalysis(OneStep):
     name = "kinematic"
 
     def __init__(self, system, h, newton=None, petsc_options=None, design_map=None, ndesign=0, comm=None):

@@ -65,6 +65,7 @@ import numpy as np
 
 from ..integrators.initial import InitialState
 from ..integrators.newmark import StepError
+from ..integrators.one_step import OneStep
 from ..io.hdf5 import coordinate_names
 from ..model.assembly import SparseOperator
 from ..model.evaluation import EvalPlan, LocalOperator, StateEval
@@ -100,7 +101,7 @@ def independent_coordinates(system, names):
     return np.array([index[nm] for nm in names], dtype=np.int64), list(names)
 
 
-class MaggiTrapezoidal:
+class MaggiTrapezoidal(OneStep):
     name = "maggi-trapezoidal"
 
     def __init__(self, system, h, independent=(), newton=None, petsc_options=None, design_map=None,

@@ -97,6 +97,7 @@ from ..model.assembly import SparseOperator
 from ..model.component import CS_H
 from ..model.evaluation import StateEval, EvalPlan
 from ..integrators.newmark import StepError
+from ..integrators.one_step import OneStep
 from .relative import CutView, make_tree
 
 
@@ -170,7 +171,7 @@ class _Lin:
     and Jacobians of the z-space equations (attributes named as in the module doc)."""
 
 
-class MatrixRStepper:
+class MatrixRStepper(OneStep):
     name = "matrix-r"
 
     def __init__(self, system, h, newton, cut=None, petsc_options=None, design_map=None, ndesign=0,

@@ -39,6 +39,7 @@ import numpy as np
 from ..errors import StepError  # noqa: F401  (imported from here throughout)
 from ..model.assembly import SparseOperator
 from ..model.evaluation import StateEval, EvalPlan
+from .one_step import OneStep
 
 
 def saddle_point_pattern(system):
@@ -117,7 +118,7 @@ def _singular(ev, step, t):
     return singular_configuration(ev.sys, t, ev.q, ev.p, step)
 
 
-class NewmarkParameterSets:
+class NewmarkParameterSets(OneStep):
     """The named parameter sets of the Newmark family (constructors of a stepper class
     whose __init__ takes (system, h, α_m, α_f, β, γ, **kw)): shared by NewmarkFamily
     and the GGL-stabilized family (ggl.py)."""

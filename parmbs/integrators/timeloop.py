@@ -96,7 +96,7 @@ import numpy as np
 
 from ..faults import rank_fault
 from .newmark import StepError
-from .local_error_fast import FastNorm
+from .divided_differences import Diagonal
 from .quadrature import cubic_weights
 from .newton_tol import NOISE_GAIN, AdaptiveNewton
 
@@ -184,7 +184,14 @@ class Adapt:
 
 class LocalError:
     """Weighted RMS norm of the estimated local error C h³ y''' of a step (module
-    docstring), from the accepted states kept here (the last three)."""
+    docstring), from the accepted states kept here (the last four) and the newest
+    diagonal of their divided-difference table on y = (q, v) stacked
+    (divided_differences.Diagonal): each candidate costs three new entries.
+
+    Why updates: on the five-bar with the compiled Arnold–Brüls step (one numba call,
+    ≈ 40 µs) recomputing the differences from the nodes, q and v apart, was ≈ 90 small
+    numpy calls a step and the larger part of an adaptive step (benchmarks/README.md,
+    "Adaptive overhead cut")."""
 
     def __init__(self, adapt, C=1.0 / 12.0, newton_tol=(1e-12, 1e-12), v_gain=2.0, noise=None):
         self.rtol, self.atol, self.C = adapt.rtol, adapt.atol, C
@@ -199,109 +206,87 @@ class LocalError:
         self._floor = (False, False)
         self.hist = []                       # (t, q, v) of the last accepted states
         self.v0a0 = None                     # (v_0, a_0) at t_0: confluent data
-        self._fast = FastNorm()              # norm() of a full history by updates (local_error_fast.py)
+        self._diag = None                    # Diagonal of hist
+        self._cand = None                    # (t1, q1, v1, Diagonal) of the last norm() call
 
     def start(self, t, x, initial):
-        self.hist = [(t, np.asarray(x[0]), np.asarray(x[1]))]
+        """A run from x at t (``initial``: x is x_0 with consistent v_0, a_0)."""
         self.t0 = t
         self.v0a0 = (np.asarray(x[1]), np.asarray(x[2])) if initial else None
-        self._fast.reset()
+        self.resume([(t, np.asarray(x[0]), np.asarray(x[1]))])
+
+    def resume(self, hist):
+        """The accepted states (t, q, v) of a resumed run (MarchState.hist; after
+        ``start`` with its initial state): the table is rebuilt from them."""
+        self.hist = list(hist)
+        t, q, v = self.hist[0]
+        confluent = self.v0a0 is not None and t == self.t0     # the nodes begin at t_0: its v_0, a_0
+        d = Diagonal.start(t, q, v, self.v0a0 if confluent else None)
+        for t, q, v in self.hist[1:]:
+            d = d.push(t, q, v)
+        self._diag, self._cand = d, None
 
     def accept(self, t, x):
         self.floor_hits += self._floor[0]
         self.floor_decided += self._floor[1]
         self._floor = (False, False)
-        self.hist.append((t, np.asarray(x[0]), np.asarray(x[1])))
+        q, v = np.asarray(x[0]), np.asarray(x[1])
+        self.hist.append((t, q, v))
         del self.hist[:-4]
-        self._fast.accept(t, self.hist[-1])
+        c, self._cand = self._cand, None
+        self._diag = c[3] if c is not None and c[0] == t and c[1] is q and c[2] is v else self._diag.push(t, q, v)
 
     def norm(self, t1, x1, h):
         """‖e‖ of the step to (t1, x1); None when there is no estimate yet (a run
         resumed from one state without its history: the first step is then taken
-        at the stored h, which the interrupted run had accepted)."""
+        at the stored h, which the interrupted run had accepted).
+
+        y''' ≈ 3! y[z_{k−2}, …, z_{k+1}], the mean with y[z_{k−3}, …, z_k] once four states
+        are kept (cancels a (−1)^k mode); on the first step (nodes t_0, t_0, t_0, t_1) only
+        the positions' difference exists and the norm is theirs."""
         q1, v1 = np.asarray(x1[0]), np.asarray(x1[1])
-        if len(self.hist) >= 4:
-            fast = self._fast.norm(self, t1, q1, v1, h)
-            if fast is not None:
-                return fast
-        d3q = self._third(t1, q1, 1)
-        d3v = self._third(t1, v1, 2)
-        if d3q is None:
+        cand = self._diag.push(t1, q1, v1)
+        self._cand = (t1, q1, v1, cand)
+        d3, m = cand.third()
+        if d3 is None:
             return None
-        parts = [(d3q, 1), (d3v, 2)] if d3v is not None else [(d3q, 1)]
-        acc, acc_floor, cnt = 0.0, 0.0, 0
+        if len(self.hist) >= 4:
+            d3 = 0.5 * (d3 + self._diag.levels[3])
+        n = q1.shape[0]
+        abs0, abs1 = self._diag.absy, cand.absy
+        if m < d3.shape[0]:                                    # the first step: the positions alone
+            d3, abs0, abs1 = d3[:m], abs0[:m], abs1[:m]
+        e = self.C * h ** 3 * 6.0 * d3                    # C h³ y''', y''' ≈ 3! y[4 nodes]
         if self.noise is not None:                             # measured (newton_tol.py)
             dq = np.real(self.noise(q1))
         else:                                                  # Newton's scalar tolerance
-            dq = self.ntol[0] + self.ntol[1] * float(np.max(np.abs(q1)))
-        floor_hit = False
+            dq = self.ntol[0] + self.ntol[1] * float(cand.absy[:n].max())     # |q1|_max
+        # per unit step: the step's share h/T of the tolerance (module docstring)
         share = h / self.horizon
-        share_v = 1.0 if V_PER_STEP else share
-        for d3, j in parts:
-            y0 = self.hist[-1][j]
-            y1 = q1 if j == 1 else v1
-            e = self.C * h ** 3 * 6.0 * d3                     # C h³ y''', y''' ≈ 3! y[4 nodes]
-            # per unit step: the step's share h/T of the tolerance (module docstring)
-            tol = (self.atol + self.rtol * np.maximum(np.abs(y0), np.abs(y1))) * (share if j == 1 else share_v)
-            noise = np.real(NOISE_GAIN * (dq if j == 1 else self.v_gain * dq / h))
-            over = noise > tol
-            floor_hit |= bool(np.any(over))
-            r = np.real(e) / (tol + noise)
-            acc += float(r @ r)
-            acc_floor += float(np.sum(np.where(over, r * r, 0.0)))
-            cnt += r.size
-        self._floor = (floor_hit, floor_hit and acc_floor > 0.5 * acc)
-        return math.sqrt(acc / cnt) if cnt else 0.0
-
-    def _third(self, t1, y1, j):
-        """Third divided difference y[z_0, z_1, z_2, z_3] over the last nodes, using
-        the confluent data at t_0 (y' and y'' for q, y' for v) while the history is
-        short.  None when the nodes do not suffice."""
-        nodes = [(t, s[j - 1]) for t, *s in self.hist] + [(t1, y1)]
-        # the derivative data at t_0 (q' = v_0, q'' = a_0, v' = a_0)
-        d1 = d2 = None
-        if self.v0a0 is not None and len(self.hist) < 3 and self.hist[0][0] == self.t0:
-            d1 = self.v0a0[0] if j == 1 else self.v0a0[1]
-            d2 = self.v0a0[1] if j == 1 else None
-        z = [t for t, _ in nodes]
-        ys = [y for _, y in nodes]
-        if len(nodes) >= 5:               # mean of the last two: cancels a (−1)^k mode
-            return 0.5 * (_dd(z[-4:], ys[-4:]) + _dd(z[-5:-1], ys[-5:-1]))
-        if len(nodes) >= 4:
-            return _dd(z[-4:], ys[-4:])
-        if d1 is None:
-            return None
-        if len(nodes) == 3:                 # z = t0, t0, t1, t2
-            return _dd_confluent(z, ys, d1, None)
-        if len(nodes) == 2 and d2 is not None:   # z = t0, t0, t0, t1
-            return _dd_confluent(z, ys, d1, d2)
-        return None
-
-
-def _dd(z, y):
-    """Newton divided difference y[z_0, …, z_3] of four distinct nodes."""
-    t = list(y)
-    for lev in range(1, 4):
-        t = [(t[i + 1] - t[i]) / (z[i + lev] - z[i]) for i in range(len(t) - 1)]
-    return t[0]
-
-
-def _dd_confluent(z, y, d1, d2):
-    """y[t0, t0, t1, t2] (d2 None) or y[t0, t0, t0, t1] from values and the
-    derivatives y'(t0) = d1, y''(t0) = d2 (Hermite divided differences)."""
-    if d2 is None:
-        t0, t1, t2 = z
-        y0, y1, y2 = y
-        a01 = (y1 - y0) / (t1 - t0)
-        a12 = (y2 - y1) / (t2 - t1)
-        b001 = (a01 - d1) / (t1 - t0)
-        b012 = (a12 - a01) / (t2 - t0)
-        return (b012 - b001) / (t2 - t0)
-    t0, t1 = z
-    y0, y1 = y
-    a01 = (y1 - y0) / (t1 - t0)
-    b001 = (a01 - d1) / (t1 - t0)
-    return (b001 - 0.5 * d2) / (t1 - t0)
+        tol = self.atol + self.rtol * np.maximum(abs0, abs1)
+        tol[:n] *= share
+        noise = np.empty(m)
+        noise[:n] = NOISE_GAIN * dq
+        if m > n:
+            if not V_PER_STEP:
+                tol[n:] *= share
+            noise[n:] = NOISE_GAIN * (self.v_gain * dq / h)
+        over = noise > tol
+        r = (e.real if e.dtype.kind == "c" else e) / (tol + noise)
+        rq, rv = r[:n], r[n:]
+        acc = float(rq @ rq)
+        if m > n:
+            acc += float(rv @ rv)
+        floor_hit = bool(over.any())
+        decided = False
+        if floor_hit:
+            rr = np.where(over, r * r, 0.0)
+            acc_floor = float(np.sum(rr[:n]))
+            if m > n:
+                acc_floor += float(np.sum(rr[n:]))
+            decided = acc_floor > 0.5 * acc
+        self._floor = (floor_hit, decided)
+        return math.sqrt(acc / m) if m else 0.0
 
 
 class Controller:
@@ -483,7 +468,7 @@ def _march_adaptive(stepper, p, t_end, x, k0, t0, keep, ad, guard, progress, h_p
     rejected = 0
     if state is not None and state.hist is not None:      # resumed: the stored loop state
         est.start(state.t_start, state.x0, initial=True)
-        est.hist = list(state.hist)
+        est.resume(state.hist)
         est.floor_hits = state.floor_hits
         ctl.err_prev = state.err_prev
         h, rejected = state.h_next, state.rejected

@@ -86,6 +86,7 @@ from ..model.assembly import SparseOperator
 from ..model.evaluation import StateEval, EvalPlan
 from ..model.system import ModelError
 from .newmark import StepError, saddle_point_pattern
+from .one_step import OneStep
 from ..model.redundancy import singular_configuration
 
 
@@ -98,7 +99,7 @@ class _View:
         self.m = system.m if self.constraints else 0
 
 
-class Variational:
+class Variational(OneStep):
     name = "variational"
 
     def __init__(self, system, h, newton=None, petsc_options=None, design_map=None, ndesign=0,

@@ -38,17 +38,18 @@ row, and writes that state with the count of halvings so far before evaluating i
 restart continues from both: the same trials, the same point of giving up).  A
 failing initial design still ends the run (exit 1).
 
-Descent guard (``optimize.descent = true``, MMA): MMA is not a descent method — its
-separable model is monotone in each variable unless the asymptotes are near, so with no
-active constraint every variable steps to its move limit, and a ψ curved on a shorter
-scale than the move limit zigzags across its valley with ψ rising (the double wishbone,
-benchmarks/README.md).  With the guard, a trial iterate k whose ψ is above iterate
-k − 1's while its violation did not fall is rejected like a failed trial: the step is
-halved towards iterate k − 1 (same asymptotes), up to ``MMA_HALVINGS`` times; after that
-the trial is taken.  Iterate k − 1 is read from the record's history, so a resumed run
-rejects the same trials.  The guard decides on the forward run's values, before the
-gradient: a rejected trial costs one forward run (the adjoint sweep was 57 % of an
-evaluation of the double wishbone, the 60 FD runs of ``gradient = "fd"`` 98 %).
+Descent guard (``optimize.descent = true``, MMA; ``descent_guard.py``): MMA is not a
+descent method — its separable model is monotone in each variable unless the asymptotes
+are near, so with no active constraint every variable steps to its move limit, and a ψ
+curved on a shorter scale than the move limit zigzags across its valley with ψ rising
+(the double wishbone, benchmarks/README.md).  With the guard, a trial iterate k whose ψ
+is above iterate k − 1's while its violation did not fall is rejected like a failed
+trial: the step is halved towards iterate k − 1 (same asymptotes), up to
+``MMA_HALVINGS`` times; after that the trial is taken.  Iterate k − 1 is read from the
+record's history, so a resumed run rejects the same trials.  The guard decides on the
+forward run's values, before the gradient: a rejected trial costs one forward run (the
+adjoint sweep was 57 % of an evaluation of the double wishbone, the 60 FD runs of
+``gradient = "fd"`` 98 %).
 """
 from __future__ import annotations
 
@@ -65,6 +66,7 @@ from ..io.hdf5 import HDF5Error
 from ..model.system import ModelError
 from ..sensitivity.problem import Problem
 from .constraints import Constraints, violation
+from .descent_guard import DescentGuard
 from ..flexible.density_filter import DensityFilter
 from .log import HIST_COLS, EvaluationLog, MMAState, fail_hook, kill_hook
 from .mma import MMA, vec_from
@@ -303,10 +305,10 @@ class Optimization:
         sweep (one adjoint column per objective), at the physical densities x̃ = W ρ
         (``flexible/density_filter.py``; W = I without ``filter_radius``).  Gradients with
         respect to ρ (Wᵀ ∂ψ/∂x̃), or to x̃ with ``physical=True``.  ``wanted(vals)``, if
-        given, sees the values after the forward run; if it returns False the gradients
-        are not computed (``(vals, None)``): a trial the descent guard rejects costs one
-        forward run, not an adjoint sweep or the FD runs too.  It must decide alike on
-        every rank (the values are global)."""
+        given (descent_guard.DescentGuard), sees the values after the forward run; if it
+        returns False the gradients are not computed (``(vals, None)``): a trial the
+        descent guard rejects costs one forward run, not an adjoint sweep or the FD runs
+        too.  It must decide alike on every rank (the values are global)."""
         pr = self.problem
         phys = self.filter.apply(rho) if self.filter else rho
         p = pr.design.apply(self.p0, phys)
@@ -553,16 +555,6 @@ class Optimization:
                  f"{halvings} of {MMA_HALVINGS})")
         return halvings
 
-    def _rose(self, f, viol, k):
-        """``optimize.descent``: why the trial iterate k is rejected (ψ rose above iterate
-        k − 1's while the violation did not fall), or None to accept it.  Iterate k − 1's
-        ψ and violation are history row k − 1 (on disk, so a resumed run decides alike)."""
-        prev = self.log.history()[k - 1]
-        fp, vp = float(prev[1]), float(prev[2])
-        if f > fp and viol >= vp:
-            return f"psi {f:.6e} > {fp:.6e} of iterate {k - 1} (violation {viol:.2e}, was {vp:.2e})"
-        return None
-
     def _run_mma(self):
         """MMA iterations k = 0, 1, …: evaluate at x_k, record (evaluation row k, history
         row k, one progress line), stop if converged or k = max_it, else update to x_{k+1}
@@ -605,16 +597,9 @@ class Optimization:
                         raise StopRequested(stop or "signal on another rank")
                     rho = self._gather(mma.x)
                     phys = self.filter.apply(rho) if self.filter else rho
-                    guard = opt.descent and k >= 1 and halvings < MMA_HALVINGS
-                    rose = []           # the descent guard's verdict, on the values alone
-
-                    def wanted(vals):
-                        fc, _ = cons.evaluate(phys, vals, None)
-                        rose.append(self._rose(vals[self.objective], violation(fc), k))
-                        return rose[0] is None
-
-                    res, msg = self.try_evaluate_all(rho, physical=True, trial=k >= 1,
-                                                     wanted=wanted if guard else None)
+                    guard = DescentGuard(self.log.history, cons, self.objective, phys, k) \
+                        if opt.descent and k >= 1 and halvings < MMA_HALVINGS else None
+                    res, msg = self.try_evaluate_all(rho, physical=True, trial=k >= 1, wanted=guard)
                     if msg is not None:
                         if k == 0 or halvings >= MMA_HALVINGS:
                             from ..integrators.newmark import StepError
@@ -623,8 +608,8 @@ class Optimization:
                                             "of the step)")
                         halvings = self._back_off(mma, store, fscale, halvings, f"trial failed: {msg}")
                         continue
-                    if rose and rose[0] is not None:
-                        halvings = self._back_off(mma, store, fscale, halvings, f"trial rejected: {rose[0]}")
+                    if guard is not None and guard.reason is not None:
+                        halvings = self._back_off(mma, store, fscale, halvings, f"trial rejected: {guard.reason}")
                         continue
                     vals, grads = res
                     fc, dfc = cons.evaluate(phys, vals, grads)      # constraints on x̃ ...

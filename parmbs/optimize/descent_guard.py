@@ -1,0 +1,39 @@
+"""MMA's descent guard (``optimize.descent = true``; driver.py's module docstring says why).
+
+A trial iterate k is rejected when its ψ is above iterate k − 1's while its constraint
+violation did not fall; the driver then halves the step towards iterate k − 1.  The
+guard decides on the forward run's values alone — ``Driver.evaluate_all(wanted=guard)``
+calls it between the forward run and the gradient — so a rejected trial costs one
+forward run, not the adjoint sweep (57 % of an evaluation of the double wishbone) or the
+FD runs of ``gradient = "fd"`` (98 %).  Iterate k − 1 is history row k − 1 of the record
+(on disk), so a resumed run rejects the same trials.
+"""
+from .constraints import violation
+
+
+class DescentGuard:
+    """The verdict on MMA trial iterate ``k`` at the physical densities ``phys``: call it
+    with the trial's objective values; True lets the evaluation go on to the gradient,
+    False stops it and ``reason`` says why.  ``history``: the record's MMA history rows
+    (iteration, objective, max_violation, …); ``constraints`` evaluate the violation from
+    the values; ``objective`` is the minimized one.  The values are global, so every rank
+    decides alike."""
+
+    def __init__(self, history, constraints, objective, phys, k):
+        self.history, self.constraints, self.objective = history, constraints, objective
+        self.phys, self.k = phys, k
+        self.reason = None                    # why the trial was rejected; None: accepted (or not judged)
+
+    def __call__(self, vals):
+        fc, _ = self.constraints.evaluate(self.phys, vals, None)
+        self.reason = self.rose(vals[self.objective], violation(fc))
+        return self.reason is None
+
+    def rose(self, f, viol):
+        """Why ψ = f with violation ``viol`` is rejected (ψ rose above iterate k − 1's while
+        the violation did not fall), or None."""
+        prev = self.history()[self.k - 1]
+        fp, vp = float(prev[1]), float(prev[2])
+        if f > fp and viol >= vp:
+            return f"psi {f:.6e} > {fp:.6e} of iterate {self.k - 1} (violation {viol:.2e}, was {vp:.2e})"
+        return None

@@ -1,0 +1,165 @@
+"""LocalError's estimate by divided-difference updates (integrators/divided_differences.py)
+gives the numbers of the estimate written out from its definition (``reference_norm``:
+the divided differences recomputed from the nodes, q and v apart, and the weighted norm
+per part — LocalError's code before the updates) bit for bit: the same norms, floor flags
+and accepted step sequences."""
+import math
+import os
+
+import numpy as np
+import pytest
+
+import parmbs  # noqa: F401  (before numpy users: parmbs/_determinism.py)
+import parmbs.integrators.timeloop as tl
+from parmbs.config.loader import load_config
+from parmbs.integrators.newton_tol import NOISE_GAIN
+from parmbs.integrators.timeloop import Adapt, LocalError
+from parmbs.sensitivity.problem import Problem
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FIVEBAR = os.path.join(ROOT, "configs", "fivebar.toml")
+
+
+def _dd(z, y):
+    """y[z_0, …, z_3] of four distinct nodes, level by level."""
+    t = list(y)
+    for lev in range(1, 4):
+        t = [(t[i + 1] - t[i]) / (z[i + lev] - z[i]) for i in range(len(t) - 1)]
+    return t[0]
+
+
+def _dd_confluent(z, y, d1, d2):
+    """y[t0, t0, t1, t2] (d2 None) or y[t0, t0, t0, t1] (Hermite divided differences)."""
+    if d2 is None:
+        t0, t1, t2 = z
+        y0, y1, y2 = y
+        a01 = (y1 - y0) / (t1 - t0)
+        a12 = (y2 - y1) / (t2 - t1)
+        b001 = (a01 - d1) / (t1 - t0)
+        b012 = (a12 - a01) / (t2 - t0)
+        return (b012 - b001) / (t2 - t0)
+    t0, t1 = z
+    y0, y1 = y
+    a01 = (y1 - y0) / (t1 - t0)
+    b001 = (a01 - d1) / (t1 - t0)
+    return (b001 - 0.5 * d2) / (t1 - t0)
+
+
+def _third(est, t1, y1, j):
+    nodes = [(t, s[j - 1]) for t, *s in est.hist] + [(t1, y1)]
+    d1 = d2 = None
+    if est.v0a0 is not None and len(est.hist) < 3 and est.hist[0][0] == est.t0:
+        d1 = est.v0a0[0] if j == 1 else est.v0a0[1]
+        d2 = est.v0a0[1] if j == 1 else None
+    z = [t for t, _ in nodes]
+    ys = [y for _, y in nodes]
+    if len(nodes) >= 5:
+        return 0.5 * (_dd(z[-4:], ys[-4:]) + _dd(z[-5:-1], ys[-5:-1]))
+    if len(nodes) >= 4:
+        return _dd(z[-4:], ys[-4:])
+    if d1 is None:
+        return None
+    if len(nodes) == 3:
+        return _dd_confluent(z, ys, d1, None)
+    if len(nodes) == 2 and d2 is not None:
+        return _dd_confluent(z, ys, d1, d2)
+    return None
+
+
+def reference_norm(est, t1, x1, h):
+    """LocalError.norm from its definition (timeloop's module docstring)."""
+    q1, v1 = np.asarray(x1[0]), np.asarray(x1[1])
+    d3q, d3v = _third(est, t1, q1, 1), _third(est, t1, v1, 2)
+    if d3q is None:
+        return None
+    parts = [(d3q, 1), (d3v, 2)] if d3v is not None else [(d3q, 1)]
+    acc, acc_floor, cnt = 0.0, 0.0, 0
+    dq = np.real(est.noise(q1)) if est.noise is not None else est.ntol[0] + est.ntol[1] * float(np.max(np.abs(q1)))
+    floor_hit = False
+    share = h / est.horizon
+    share_v = 1.0 if tl.V_PER_STEP else share
+    for d3, j in parts:
+        y0, y1 = est.hist[-1][j], (q1 if j == 1 else v1)
+        e = est.C * h ** 3 * 6.0 * d3
+        tol = (est.atol + est.rtol * np.maximum(np.abs(y0), np.abs(y1))) * (share if j == 1 else share_v)
+        noise = np.real(NOISE_GAIN * (dq if j == 1 else est.v_gain * dq / h))
+        over = noise > tol
+        floor_hit |= bool(np.any(over))
+        r = np.real(e) / (tol + noise)
+        acc += float(r @ r)
+        acc_floor += float(np.sum(np.where(over, r * r, 0.0)))
+        cnt += r.size
+    est._floor = (floor_hit, floor_hit and acc_floor > 0.5 * acc)
+    return math.sqrt(acc / cnt) if cnt else 0.0
+
+
+def _general(monkeypatch):
+    monkeypatch.setattr(LocalError, "norm", reference_norm)
+
+
+def _drive(rng, noise, n=7, steps=9):
+    """A LocalError fed states of the cubic q_i = A_i t³ + B_i t (v = q̇; A_0 = 0, so the
+    first component's error is ~0 and the others' third derivatives 6A_i carry the norm),
+    perturbed by 1e-10, at uneven steps: per candidate its norm and floor flags.  Every
+    third step's first candidate is rejected (a second one follows), and after the second
+    and the sixth accepted state the history is handed over as a resumed run does (new
+    tuples: the table rebuilt, with the confluent data at t_0 the first time)."""
+    ad = Adapt(rtol=1e-6, atol=1e-7, dt0=1e-3, dt_min=1e-10, dt_max=1.0, horizon=0.5)
+    est = LocalError(ad, 1.0 / 12.0, (1e-12, 1e-12), 2.0, noise=noise)
+    A = np.where(np.arange(n) == 0, 0.0, 1e3 * (1.0 + rng.random(n)))
+    B = rng.standard_normal(n)
+    state = lambda t: (A * t ** 3 + B * t + 1e-10 * rng.standard_normal(n),       # noqa: E731
+                       3 * A * t ** 2 + B + 1e-10 * rng.standard_normal(n))
+    t = 0.0
+    est.start(t, (*state(t), 6 * A * t), initial=True)
+    out = []
+    for k in range(steps):
+        for attempt in range(2 if k % 3 == 2 else 1):
+            h = 1e-3 * (1.0 + 0.5 * rng.random())
+            x1 = state(t + h)
+            out.append((est.norm(t + h, x1, h), est._floor))
+        t += h
+        est.accept(t, x1)
+        if k in (1, 5):
+            est.resume([(s, q.copy(), v.copy()) for s, q, v in est.hist])
+    return out
+
+
+@pytest.mark.parametrize("case", ["scalar noise", "measured noise over the weights", "velocities per unit step"])
+def test_updates_equal_the_definition(monkeypatch, case):
+    """Norms and floor flags of the same candidates, updates vs definition, bitwise — with
+    Newton's scalar noise, a measured per-component noise large enough to set some weights
+    (the floor branch: floor_hit and floor_decided both occur, asserted), and the velocity
+    weights per unit step (timeloop.V_PER_STEP False)."""
+    noise = None
+    if case == "measured noise over the weights":
+        noise = lambda q: np.where(np.arange(q.size) == 0, 1e-15, 5e-9)      # noqa: E731
+    if case == "velocities per unit step":
+        monkeypatch.setattr(tl, "V_PER_STEP", False)
+    fast = _drive(np.random.default_rng(7), noise)
+    with monkeypatch.context() as m:
+        _general(m)
+        ref = _drive(np.random.default_rng(7), noise)
+    assert len(fast) == len(ref) > 9
+    assert [f for f, _ in fast] == [r for r, _ in ref]              # bitwise floats
+    assert [fl for _, fl in fast] == [fl for _, fl in ref]
+    assert all(f is not None for f, _ in fast[3:])
+    if noise is not None:
+        assert any(fl[0] for _, fl in fast) and any(fl[1] for _, fl in fast)
+
+
+def test_fivebar_adaptive_steps_bitwise_the_definition(monkeypatch):
+    """The five-bar, Arnold–Brüls, 0.3 s at rtol = atol = 1e-5 (the issue 18 work-precision
+    setting, shortened): the accepted grid and ψ of the updates equal the definition's
+    bit for bit."""
+    run = ["simulation.t_end=0.3", "simulation.adapt.rtol=1e-5", "simulation.adapt.atol=1e-5",
+           'simulation.genalpha_form="arnold-bruls"']
+    pr = Problem(load_config(FIVEBAR, run))
+    g = pr.forward().grid
+    psi = pr.objective_values()
+    _general(monkeypatch)
+    pr2 = Problem(load_config(FIVEBAR, run))
+    g2 = pr2.forward().grid
+    assert g.steps > 50 and np.unique(np.round(g.h, 12)).size > 3     # a varied sequence
+    assert g == g2
+    assert pr2.objective_values() == psi

@@ -454,6 +454,28 @@ def _march_fixed(stepper, p, x, k0, grid, keep, guard, progress, quad=None):
     return grid, its
 
 
+def march_ts(stepper, x, k0, keep, guard, progress, N, span=None):
+    """The time loop of a PETSc TS run (integrators/ts.py, ts_alpha2.py): PETSc only takes
+    the step, ``stepper.ts_step(k, x)`` one accepted TSStep (integrators/ts_steps.py; an
+    adaptive run's rejected attempts stay inside it) returning (t_{k+1}, h_k, x_{k+1},
+    Newton iterations), until ``stepper.ts_finished()``.  The guard, ``keep`` and progress
+    are this loop's, as in the own steppers' loops: ``progress(k, N)``, with ``span`` =
+    (t_0, t_end) of a variable step sequence the share of the time span in N parts.
+    Returns the Newton iterations per step."""
+    its = []
+    k = k0
+    while not stepper.ts_finished():
+        t, h, x, it = stepper.ts_step(k, x)
+        k += 1
+        if guard is not None:
+            guard.check(k, t, x[:4])                  # exit 1 on a blown-up run (guard.py)
+        keep(k, t, h, x)
+        its.append(it)
+        if progress:
+            progress(k if span is None else min(N, int(round(N * (t - span[0]) / (span[1] - span[0])))), N)
+    return np.array(its, np.int64)
+
+
 def _finite(x):
     """Every entry of every block of x finite: one dot per block (a non-finite entry makes
     it non-finite), the exact per-entry test only when some dot is not finite (an

@@ -3,8 +3,10 @@
 ``march`` owns the loop over steps for every one-step stepper (Newmark family,
 variational, index-1, Maggi, matrix-r): in-memory runs (``Problem.forward``) and
 checkpointed runs (``CheckpointedRun.forward``) give it a ``keep(k, t, h, x)``
-callback for each accepted state and otherwise share every line.  (The whole-run
-PETSc TS steppers keep PETSc's own loop and TSAdapt.)  The step sequence is one of
+callback for each accepted state and otherwise share every line.  PETSc TS runs
+(integrators/ts.py, ts_alpha2.py) step through ``march_ts``: one TSStep per accepted
+step (ts_steps.py), TSAdapt choosing an adaptive run's steps and rejecting inside it, the
+guard, ``keep`` and progress this module's.  The step sequence is one of
 
 * **fixed**: h_k = ``simulation.dt`` for every step (t_k = t_0 + k dt, as always);
 * **adaptive** (``simulation.adapt``): the local error of each step is estimated and

@@ -469,8 +469,8 @@ class TSStepper(ARKIMEXSteps):
         adapt_type(ts, "basic" if self.adapt is not None and grid is None and (seg is None or attempts) else "none")
         ts.setTolerances(rtol=ad.rtol, atol=ad.atol)
         # TSAdapt basic accepts a step at its minimum whatever its error: its floor is half
-        # of dt_min so that such a step is seen (below dt_min) and refused by the monitor
-        # of _run (StepSizeError naming step and time, as the own controller, timeloop.py)
+        # of dt_min so that such a step is seen (below dt_min) and refused by ``ts_step``
+        # (StepSizeError naming step and time, as the own controller, timeloop.py)
         ts.setStepLimits(0.5 * ad.dt_min, ad.dt_max)
         snes = ts.getSNES()
         nt = sim.newton
@@ -646,7 +646,6 @@ class TSStepper(ARKIMEXSteps):
                 ts.getConvergedReason(), f"reason {ts.getConvergedReason()}")
             raise StepError(f"step {k} (t = {ts.getTime():.6g}): TS stopped ({why})")
         self._steps = None
-        self._y0vec = y
         self._last_its = its
         if keep is not None:
             return None, ts
@@ -750,7 +749,7 @@ class TSStepper(ARKIMEXSteps):
         self._qv0 = (q0, v0)                    # (adjoint_finish's initial terms)
         y0 = self._y(q0, v0, p)
         x = self._x(t0, y0, p, np.zeros(self.mod.sys.n))
-        if self.reduced:                         # the run's first state as _run's monitor has it
+        if self.reduced:                         # the run's first state as _run has it (_observe)
             x = tuple(x) + (np.array(y0), self.mod.get_guess())
         if self.replays_attempts:                # the first step the forward TS tries (_make_ts)
             x = tuple(x) + (np.array([float(self.dt)]),)

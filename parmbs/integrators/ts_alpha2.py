@@ -25,7 +25,8 @@ the unknown, so it recovers the end state,
     X_{n+1} = X_n + (X_a − X_n)/α_f^P,   a_{n+1}, v_{n+1}: the Newmark update above,
 
 and returns our interpolated residual R(x_{n+1}; x_n) with the h²-scaled constraint
-rows Φ(q_{n+1})/(βh²).  TSALPHA2 owns the time loop, the Newmark update, the SNES
+rows Φ(q_{n+1})/(βh²).  TSALPHA2 takes each step (parmbs's time loop calls TSStep:
+timeloop.march_ts, ts_steps.py) with its own Newmark update, the SNES
 Newton solve (our convergence test: the position update |ΔX_q|∞ = βh²|Δa|∞ below
 atol + rtol |q|) and the LU of its Jacobian
 

@@ -6,8 +6,9 @@ PETSc's TSSolve owns a loop over TSStep (petsc/petsc v3.18.5, src/ts/interface/t
     (MATCHSTEP) dt = max_time − t if dt ≥ it or within 10 ε of it
     reason = steps ≥ max_steps or t ≥ max_time ?
     TSTrajectorySet(0, t, u)
+    TSViewFromOptions(-ts_view_pre)
     while no reason: TSMonitor; TSPreStep; TSStep; TSTrajectorySet(steps, t, u); TSPostStep
-    TSMonitor
+    TSMonitor; TSViewFromOptions(-ts_view)
 
 ``TSSteps`` does what that loop does around each TSStep and nothing else, so the time
 loop of parmbs (``timeloop.march_ts``) takes the steps — progress, the instability guard,
@@ -56,6 +57,7 @@ class TSSteps:
             ts.setTimeStep(maxdt if dt >= maxdt or lib.PetscIsCloseAtTol(dt, maxdt, 10 * _EPS, 0.0) else dt)
         self.finished = ts.getStepNumber() >= ts.getMaxSteps() or ts.getTime() >= ts.getMaxTime()
         self._keep()
+        ts.viewFromOptions("-ts_view_pre")
 
     def _keep(self):
         """TSTrajectorySet of the current step (nothing without a saved trajectory)."""
@@ -88,3 +90,4 @@ class TSSteps:
         self.finished = ts.getConvergedReason() != 0
         if self.finished:
             ts.monitor(ts.getStepNumber(), ts.getTime(), ts.getSolution())
+            ts.viewFromOptions("-ts_view")

@@ -3,8 +3,10 @@
 ``march`` owns the loop over steps for every one-step stepper (Newmark family,
 variational, index-1, Maggi, matrix-r): in-memory runs (``Problem.forward``) and
 checkpointed runs (``CheckpointedRun.forward``) give it a ``keep(k, t, h, x)``
-callback for each accepted state and otherwise share every line.  (The whole-run
-PETSc TS steppers keep PETSc's own loop and TSAdapt.)  The step sequence is one of
+callback for each accepted state and otherwise share every line.  PETSc TS runs
+(integrators/ts.py, ts_alpha2.py) step through ``march_ts``: one TSStep per accepted
+step (ts_steps.py), TSAdapt choosing an adaptive run's steps and rejecting inside it, the
+guard, ``keep`` and progress this module's.  The step sequence is one of
 
 * **fixed**: h_k = ``simulation.dt`` for every step (t_k = t_0 + k dt, as always);
 * **adaptive** (``simulation.adapt``): the local error of each step is estimated and
@@ -437,6 +439,28 @@ def _march_fixed(stepper, p, x, k0, grid, keep, guard, progress, quad=None):
         if progress:
             progress(k + 1, N)
     return grid, its
+
+
+def march_ts(stepper, x, k0, keep, guard, progress, N, span=None):
+    """The time loop of a PETSc TS run (integrators/ts.py, ts_alpha2.py): PETSc only takes
+    the step, ``stepper.ts_step(k, x)`` one accepted TSStep (integrators/ts_steps.py; an
+    adaptive run's rejected attempts stay inside it) returning (t_{k+1}, h_k, x_{k+1},
+    Newton iterations), until ``stepper.ts_finished()``.  The guard, ``keep`` and progress
+    are this loop's, as in the own steppers' loops: ``progress(k, N)``, with ``span`` =
+    (t_0, t_end) of a variable step sequence the share of the time span in N parts.
+    Returns the Newton iterations per step."""
+    its = []
+    k = k0
+    while not stepper.ts_finished():
+        t, h, x, it = stepper.ts_step(k, x)
+        k += 1
+        if guard is not None:
+            guard.check(k, t, x[:4])                  # exit 1 on a blown-up run (guard.py)
+        keep(k, t, h, x)
+        its.append(it)
+        if progress:
+            progress(k if span is None else min(N, int(round(N * (t - span[0]) / (span[1] - span[0])))), N)
+    return np.array(its, np.int64)
 
 
 def _finite(x):

@@ -46,12 +46,13 @@ from ..petsc_options import adapt_type, set_config_options, set_trajectory_type
 from ..model.assembly import SparseOperator
 from ..model.system import ModelError
 from .newmark import StepError, saddle_point_pattern
-from .timeloop import StepSizeError, TimeGrid
+from .timeloop import StepSizeError, TimeGrid, march_ts
 from .rerun import Rerun
 from .trajectory import Trajectory, quadrature_weights
 from .initial import InitialState
 from .ts_layout import TSLayout
 from .ts_determinism import DistributedSolves
+from .ts_steps import TSSteps
 
 #: options prefix of everything the TS owns: PETSc's TS reads its prefix + "ts_<name>",
 #: so the TS itself gets "parmbs_" (-parmbs_ts_monitor, -parmbs_ts_type, -parmbs_ts_adapt_type,
@@ -468,8 +469,8 @@ class TSStepper(ARKIMEXSteps):
         adapt_type(ts, "basic" if self.adapt is not None and grid is None and (seg is None or attempts) else "none")
         ts.setTolerances(rtol=ad.rtol, atol=ad.atol)
         # TSAdapt basic accepts a step at its minimum whatever its error: its floor is half
-        # of dt_min so that such a step is seen (below dt_min) and refused by the monitor
-        # of _run (StepSizeError naming step and time, as the own controller, timeloop.py)
+        # of dt_min so that such a step is seen (below dt_min) and refused by ``ts_step``
+        # (StepSizeError naming step and time, as the own controller, timeloop.py)
         ts.setStepLimits(0.5 * ad.dt_min, ad.dt_max)
         snes = ts.getSNES()
         nt = sim.newton
@@ -573,7 +574,9 @@ class TSStepper(ARKIMEXSteps):
         to t_N); ``keep(k, t_k, h, x_k)`` then receives every new state and no trajectory
         is kept (returns (None, ts)).  ``hs``: the exact step sizes of the ``steps`` steps
         from ``start`` (a stretch of an adaptive run, repeated without TSAdapt).  The
-        states keep() receives carry a reduced ODE's y and manifold guess (``extra_state``)."""
+        states keep() receives carry a reduced ODE's y and manifold guess (``extra_state``).
+        The steps are taken by parmbs's time loop (timeloop.march_ts), one TSStep each
+        (``ts_step``; ts_steps.py): PETSc's TSSolve loop is not used."""
         mod = self.mod
         N = self._nsteps(problem)
         self._p, self._cache, self._adj, self._kcache = p, None, None, None
@@ -590,83 +593,12 @@ class TSStepper(ARKIMEXSteps):
         ts = self._make_ts(problem, p, save, k0, steps, None if hs is None else (start[2], hs, h_first))
         if start is not None and (self.adaptive or self.grid is not None):
             raise RuntimeError("a TS run continues from a stored state with fixed steps only")
-        T, Y, Q, V, A, L, H, G, its = [], [], [], [], [], [], [], [], []
-        state = {"a": np.asarray(a0, dtype=float).copy()}
+        T, Y, Q, V, A, L, H, G = [], [], [], [], [], [], [], []
         t0, t1 = problem.t0, ts.getMaxTime()
         variable = self.adaptive or self.grid is not None
-        count = [0]
-
         # instability guard (integrators/guard.py): its (-1)^k test is one of fixed steps;
         # an error-controlled run has its own control and is checked for non-finite values
         guard = getattr(problem, "guard", None) if not self.adaptive and guarded else None
-        dt_min = self._adapt_settings(problem).dt_min if self.adaptive else None
-
-        def monitor(ts_, i, t, u):
-            if start is not None and i == 0:
-                return                          # the stored state itself
-            k = k0 + i
-            if dt_min is not None and i > 0 and t - state["t"] < dt_min and t1 - t > 2 * dt_min:
-                # an accepted step below dt_min away from the end (where MATCHSTEP shortens
-                # the last one or two steps to land on t1): TSAdapt was at its floor
-                state["guard"] = StepSizeError(
-                    f"step {k} (t = {t:.6g}): the step size fell below dt_min = {dt_min:.3g} s (TSAdapt "
-                    f"rejected {ts_.getStepRejections()} steps); loosen simulation.adapt.rtol/atol or lower dt_min")
-                raise state["guard"]
-            # this step's size: the stored one (hs), TSAdapt's accepted attempt (the last
-            # one the callbacks saw: PETSc's time step is already the next one here), or h
-            h = (hs[i - 1] if hs is not None else self._h_try if self.adaptive else self.h) if i > 0 else 0.0
-            if h_first is not None and i > 0 and self._h_try != h:
-                state["guard"] = RuntimeError(
-                    f"step {k} (t = {t:.6g}): the adaptive {self.kind} step re-run from the checkpoint took "
-                    f"h = {self._h_try!r}, the forward run {h!r}")
-                raise state["guard"]
-            state["t"] = t
-            y = np.array(self.layout.get(u))
-            x = self._x(t, y, p, state["a"])
-            if self.reduced:                    # y and the manifold guess: extra_state
-                x = tuple(x) + (y, self.mod.get_guess())
-                # the next step starts as a re-run from this stored state does (reseed): no
-                # cached evaluation (an FSAL tableau's last stage is at y_{k+1} up to round-off,
-                # its evaluation made from another guess; measured 2.8e-17 off with 3bs)
-                self._cache = None
-            if self.replays_attempts:           # the step TSAdapt proposes next: extra_state h_next
-                x = tuple(x) + (np.array([ts_.getTimeStep()]),)
-            a, lam = x[2], x[3]
-            state["a"] = a
-            if guard is not None:
-                try:
-                    guard.start(0, t, x[:4], p) if k == 0 else guard.check(k, t, x[:4])
-                except StepError as e:      # re-raised after ts.solve (PETSc wraps callback errors)
-                    state["guard"] = e
-                    raise
-            elif not (np.all(np.isfinite(y)) and np.all(np.isfinite(a)) and np.all(np.isfinite(lam))):
-                state["guard"] = StepError(f"step {k} (t = {t:.6g}): non-finite state")
-                raise state["guard"]
-            count[0] += 1
-            if keep is not None:
-                try:
-                    keep(k, t, h, x)
-                except BaseException as e:        # (a SimulatedKill too) re-raised after ts.solve
-                    state["guard"] = e
-                    raise
-            else:
-                T.append(t)
-                Y.append(y)
-                Q.append(x[0])
-                V.append(x[1])
-                A.append(a)
-                L.append(lam)
-                H.append(h)
-                if self.reduced:
-                    G.append(x[5])
-            if k > 0:
-                its.append(ts_.getSNES().getIterationNumber())
-            if on_step:
-                on_step(k, t, x[:4])
-            if progress and k > 0:
-                progress(int(round(N * (t - t0) / (t1 - t0))) if variable else k, N)
-
-        ts.setMonitor(monitor)
         self._live = ts
         y = self.layout.vec()
         if start is None:
@@ -674,29 +606,52 @@ class TSStepper(ARKIMEXSteps):
         else:
             self.layout.set(y, self.ystate(start[1]))
             self.reseed(start[1][5] if self.reduced else None)
-        try:
-            ts.solve(y)
-        except PETSc.Error:
-            if "guard" in state:
-                raise state["guard"] from None
-            k = count[0] if start is None else k0 + count[0] + 1
-            raise StepError(f"step {k} (t = {ts.getTime():.6g}): the TS step failed "
-                            f"(nonlinear solve did not converge)") from None
-        want = (N - k0 if steps is None else steps) + (start is None)
-        done = abs(state.get("t", t0) - t1) <= 1e-12 * max(abs(t1), 1.0) if variable else count[0] == want
+        self._steps = TSSteps(ts, y)
+        self._step_of = dict(hs=hs, h_first=h_first, guard=guard, t1=t1, t=ts.getTime(), a=np.asarray(a0, float).copy(),
+                             dt_min=self._adapt_settings(problem).dt_min if self.adaptive else None)
+
+        def record(k, t, h, x):
+            """x_k to ``keep`` or to the in-memory trajectory; on_step."""
+            if keep is not None:
+                keep(k, t, h, x)
+            else:
+                T.append(t)
+                Y.append(self.ystate(x))
+                Q.append(x[0])
+                V.append(x[1])
+                A.append(x[2])
+                L.append(x[3])
+                H.append(h)
+                if self.reduced:
+                    G.append(x[5])
+            if on_step:
+                on_step(k, t, x[:4])
+
+        x = start[1] if start is not None else None
+        if start is None:                       # the initial state, as the first TS state
+            t = ts.getTime()
+            x = self._observe(t, y, p)
+            if guard is not None:
+                guard.start(0, t, x[:4], p)
+            else:
+                self._finite_or_fail(0, t, x)
+            record(0, t, 0.0, x)
+        its = march_ts(self, x, k0, record, guard, progress, N, (t0, t1) if variable else None)
+        t_last = self._step_of.get("t", t0)
+        done = abs(t_last - t1) <= 1e-12 * max(abs(t1), 1.0) if variable else \
+            len(its) == (N - k0 if steps is None else steps)
         if ts.getConvergedReason() < 0 or not done:
-            k = count[0] if start is None else k0 + count[0] + 1
+            k = k0 + len(its) + 1
             why = {-1: "nonlinear solve failed", -2: "too many step rejections (adaptive)"}.get(
                 ts.getConvergedReason(), f"reason {ts.getConvergedReason()}")
             raise StepError(f"step {k} (t = {ts.getTime():.6g}): TS stopped ({why})")
-        self._y0vec = y
-        self._last_its = np.array(its, np.int64)
+        self._steps = None
+        self._last_its = its
         if keep is not None:
             return None, ts
         Y = np.array(Y)
         T = np.array(T)
-        traj = Trajectory(T, np.array(Q), np.array(V), np.array(A), np.array(L),
-                          np.array(its, np.int64))
+        traj = Trajectory(T, np.array(Q), np.array(V), np.array(A), np.array(L), its)
         traj.y = Y
         traj.guess = np.array(G) if self.reduced else None
         traj.h = np.array(H[1:])                # h_0 … h_{N−1} as the TS took them
@@ -710,8 +665,62 @@ class TSStepper(ARKIMEXSteps):
         else:
             traj.w = time_weights(T) if variable else quadrature_weights(N, self.dt)
         problem.w = traj.w
-        self._y0vec = y
         return traj, ts
+
+    def _observe(self, t, u, p):
+        """x = (q, v, a, λ) at the TS state ``u`` (a Vec), with ``extra_state``'s blocks."""
+        ts, st = self._live, self._step_of
+        y = np.array(self.layout.get(u))
+        x = self._x(t, y, p, st["a"])
+        if self.reduced:                    # y and the manifold guess: extra_state
+            x = tuple(x) + (y, self.mod.get_guess())
+            # the next step starts as a re-run from this stored state does (reseed): no
+            # cached evaluation (an FSAL tableau's last stage is at y_{k+1} up to round-off,
+            # its evaluation made from another guess; measured 2.8e-17 off with 3bs)
+            self._cache = None
+        if self.replays_attempts:           # the step TSAdapt proposes next: extra_state h_next
+            x = tuple(x) + (np.array([ts.getTimeStep()]),)
+        st["a"] = x[2]
+        return x
+
+    @staticmethod
+    def _finite_or_fail(k, t, x):
+        if not all(np.all(np.isfinite(b)) for b in (x[0], x[1], x[2], x[3])):
+            raise StepError(f"step {k} (t = {t:.6g}): non-finite state")
+
+    def ts_finished(self):
+        """Has the TS of the current run reached its end (timeloop.march_ts)?"""
+        return self._steps.finished
+
+    def ts_step(self, k, x):
+        """One accepted TS step x_k → x_{k+1} (timeloop.march_ts; the TS holds x_k):
+        (t_{k+1}, h_k, x_{k+1}, Newton iterations).  h_k is the stored one (``hs``),
+        TSAdapt's accepted attempt (the last one the callbacks saw: PETSc's time step is
+        already the next one here), or h."""
+        ts, st = self._live, self._step_of
+        try:
+            self._steps.step()
+        except PETSc.Error:
+            raise StepError(f"step {k + 1} (t = {ts.getTime():.6g}): the TS step failed "
+                            f"(nonlinear solve did not converge)") from None
+        i, t = ts.getStepNumber(), ts.getTime()
+        dt_min, t1 = st["dt_min"], st["t1"]
+        if dt_min is not None and t - st["t"] < dt_min and t1 - t > 2 * dt_min:
+            # an accepted step below dt_min away from the end (where MATCHSTEP shortens
+            # the last one or two steps to land on t1): TSAdapt was at its floor
+            raise StepSizeError(
+                f"step {k + 1} (t = {t:.6g}): the step size fell below dt_min = {dt_min:.3g} s (TSAdapt "
+                f"rejected {ts.getStepRejections()} steps); loosen simulation.adapt.rtol/atol or lower dt_min")
+        hs = st["hs"]
+        h = hs[i - 1] if hs is not None else self._h_try if self.adaptive else self.h
+        if st["h_first"] is not None and self._h_try != h:
+            raise RuntimeError(f"step {k + 1} (t = {t:.6g}): the adaptive {self.kind} step re-run from the "
+                               f"checkpoint took h = {self._h_try!r}, the forward run {h!r}")
+        st["t"] = t
+        x1 = self._observe(t, ts.getSolution(), p=self._p)
+        if st["guard"] is None:
+            self._finite_or_fail(k + 1, t, x1)
+        return t, h, x1, ts.getSNES().getIterationNumber()
 
     def forward(self, problem, p, progress=None, on_step=None):
         traj, ts = self._run(problem, p, False, progress, on_step)
@@ -740,7 +749,7 @@ class TSStepper(ARKIMEXSteps):
         self._qv0 = (q0, v0)                    # (adjoint_finish's initial terms)
         y0 = self._y(q0, v0, p)
         x = self._x(t0, y0, p, np.zeros(self.mod.sys.n))
-        if self.reduced:                         # the run's first state as _run's monitor has it
+        if self.reduced:                         # the run's first state as _run has it (_observe)
             x = tuple(x) + (np.array(y0), self.mod.get_guess())
         if self.replays_attempts:                # the first step the forward TS tries (_make_ts)
             x = tuple(x) + (np.array([float(self.dt)]),)

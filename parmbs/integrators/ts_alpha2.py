@@ -25,7 +25,8 @@ the unknown, so it recovers the end state,
     X_{n+1} = X_n + (X_a − X_n)/α_f^P,   a_{n+1}, v_{n+1}: the Newmark update above,
 
 and returns our interpolated residual R(x_{n+1}; x_n) with the h²-scaled constraint
-rows Φ(q_{n+1})/(βh²).  TSALPHA2 owns the time loop, the Newmark update, the SNES
+rows Φ(q_{n+1})/(βh²).  TSALPHA2 takes each step (parmbs's time loop calls TSStep:
+timeloop.march_ts, ts_steps.py) with its own Newmark update, the SNES
 Newton solve (our convergence test: the position update |ΔX_q|∞ = βh²|Δa|∞ below
 atol + rtol |q|) and the LU of its Jacobian
 
@@ -85,9 +86,10 @@ from ..model.system import ModelError
 from ..petsc_options import _libpetsc, adapt_type, set_config_options
 from .newmark import NewmarkFamily, StepError
 from .rerun import Rerun
-from .timeloop import Adapt, StepSizeError, TimeGrid
+from .timeloop import Adapt, StepSizeError, TimeGrid, march_ts
 from .trajectory import Trajectory
 from .ts import PREFIX, TS_PREFIX
+from .ts_steps import TSSteps
 
 #: TSAlpha_Restart's parameters (α_m, α_f, γ, β) during its backward-Euler half steps
 RESTART_PARAMS = (1.0, 1.0, 1.0, 0.5)
@@ -414,7 +416,8 @@ class TSAlpha2Stepper:
         ``grid`` None: an adaptive run (``ad``: timeloop.Adapt) from x at ``t0`` (k0 = 0)
         to the end of the horizon, its steps chosen by TSAdapt; ``k1`` is then only the
         nominal step count of the progress report, and the accepted times and step sizes
-        are ``self.accepted`` (T, H) afterwards.
+        are ``self.accepted`` (T, H) afterwards.  The steps are taken by parmbs's time loop
+        (timeloop.march_ts), one TSStep each (``ts_step``; ts_steps.py).
 
         A run may start from any stored state: x_{k+1} depends on x_k (ours: the
         predictor, the old residual, the Newmark update) and on TSALPHA2's X_n = (q_k,
@@ -423,72 +426,30 @@ class TSAlpha2Stepper:
         step of every TS) leave X_n as it is.  So a run resumed from a checkpoint, or a
         step recomputed by a checkpoint provider, gives the bits of the uninterrupted run
         (tests/test_ts_checkpoint.py)."""
-        n = self.sys.n
         self._grid, self._k0, self._t0, self._ad, self._fail = grid, k0, t0, ad, None
         self._replay = grid is not None and not np.all(grid.h == grid.h[0])
         self._p, self._cache = p, None
         self._states = {k0: x}
-        its = []
-        state = {}
-        T, H = [t0], []
+        self._TH = ([t0], [])
         ts = self._make_ts(k0, k1, ad if grid is None else None)
-
-        def monitor(ts_, i, t, u):
-            if i == 0:
-                return
-            k = k0 + i
-            try:
-                X = self._full(u)
-                self._x = self._states[k - 1]
-                if grid is not None:
-                    tk, hk = grid.t[k], grid.h[k - 1]
-                else:                     # the accepted attempt's h (_prestage), t_k = t_{k−1} + h
-                    tk, hk = t, self.h
-                    if tk != T[-1] + hk:
-                        raise RuntimeError(f"step {k}: TSALPHA2 reached t = {tk!r}, not t_k + h = {T[-1] + hk!r}")
-                    T.append(tk)
-                    H.append(hk)
-                self.h = hk
-                v1, a1 = self._newmark(X[:n])
-                x1 = (X[:n], v1, a1, X[n:])
-                if not all(np.all(np.isfinite(y)) for y in x1):
-                    raise StepError(f"step {k} (t = {tk:.6g}): non-finite state")
-                if guard is not None:
-                    guard.check(k, tk, x1)
-                self._states[k] = x1
-                del self._states[k - 1]
-                its.append(ts_.getSNES().getIterationNumber())
-                keep(k, tk, hk, x1)
-                if progress:
-                    progress(k if grid is not None else
-                             min(k1, int(round(k1 * (tk - t0) / ad.horizon))), k1 if grid is None else grid.steps)
-            except BaseException as e:        # re-raised after ts.solve (PETSc wraps callback errors)
-                state["error"] = e
-                raise
-
-        ts.setMonitor(monitor)
         X = self.nm.op.A.createVecRight()
         self._put(X, np.r_[x[0], x[3]])
         V = X.duplicate()
         self._put(V, np.r_[x[1], np.zeros(self.sys.m)])
         ts.setSolution2(X, V)
         try:
-            ts.solve(X)
-        except PETSc.Error:
-            if "error" in state:
-                raise state["error"] from None
-            if self._fail is not None:
-                raise self._fail from None
-            k = k0 + len(its) + 1
-            raise StepError(f"step {k} (t = {self._time_of(k, ts):.6g}): the TSALPHA2 step failed "
-                            f"(Newton did not converge in {self.sim.newton.max_it} iterations)") from None
+            self._steps = TSSteps(ts, X)
+            its = march_ts(self, x, k0, keep, guard, progress, k1 if grid is None else grid.steps,
+                           (t0, t0 + ad.horizon) if grid is None else None)
         finally:
             self._cache = None
             self._states = None
+            self._steps = None
         reason = ts.getConvergedReason()
         self.rejected = ts.getStepRejections()
         tend = ts.getTime()
         self._ts = None
+        T, H = self._TH
         if grid is None:
             done = abs(T[-1] - (t0 + ad.horizon)) <= 1e-12 * max(abs(t0 + ad.horizon), 1.0)
             self.accepted = (np.array(T), np.array(H))
@@ -501,7 +462,43 @@ class TSAlpha2Stepper:
             ts.destroy()
             raise StepError(f"step {k} (t = {t:.6g}): TSALPHA2 stopped (reason {reason}: {why})")
         ts.destroy()
-        return np.array(its, np.int64)
+        return its
+
+    def ts_finished(self):
+        """Has the TSALPHA2 of the current run reached its end (timeloop.march_ts)?"""
+        return self._steps.finished
+
+    def ts_step(self, k, x):
+        """One accepted TSALPHA2 step x_k → x_{k+1} (timeloop.march_ts): (t_{k+1}, h_k,
+        x_{k+1}, Newton iterations); x_{k+1} from TSALPHA2's X_{n+1} by our Newmark update."""
+        ts, grid, n = self._ts, self._grid, self.sys.n
+        try:
+            self._steps.step()
+        except PETSc.Error:
+            if self._fail is not None:
+                raise self._fail from None
+            raise StepError(f"step {k + 1} (t = {self._time_of(k + 1, ts):.6g}): the TSALPHA2 step failed "
+                            f"(Newton did not converge in {self.sim.newton.max_it} iterations)") from None
+        k += 1
+        X = self._full(ts.getSolution())
+        self._x = self._states[k - 1]
+        if grid is not None:
+            tk, hk = grid.t[k], grid.h[k - 1]
+        else:                     # the accepted attempt's h (_attempt), t_k = t_{k−1} + h
+            T, H = self._TH
+            tk, hk = ts.getTime(), self.h
+            if tk != T[-1] + hk:
+                raise RuntimeError(f"step {k}: TSALPHA2 reached t = {tk!r}, not t_k + h = {T[-1] + hk!r}")
+            T.append(tk)
+            H.append(hk)
+        self.h = hk
+        v1, a1 = self._newmark(X[:n])
+        x1 = (X[:n], v1, a1, X[n:])
+        if not all(np.all(np.isfinite(y)) for y in x1):
+            raise StepError(f"step {k} (t = {tk:.6g}): non-finite state")
+        self._states[k] = x1
+        del self._states[k - 1]
+        return tk, hk, x1, ts.getSNES().getIterationNumber()
 
     def _time_of(self, k, ts):
         """t_k for a message: the grid's, or the TS's current time (adaptive)."""

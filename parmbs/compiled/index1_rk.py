@@ -34,6 +34,7 @@ import numpy as np
 from numba import njit
 
 from .dense import lu_factor, lu_solve, lu_solve_T
+from .planar import _add, _loc, gravity, inertia, revolute, rotational_spring, spring, weld
 
 #: complex-step size of R_q, R_v, R_ρ (the residual's parts are O(1..1e3): no underflow)
 HCS = 1e-30
@@ -54,23 +55,19 @@ DP_C = np.array([0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1, 1], dtype=np.float64)
 
 # ----------------------------------------------------------------------------- residual kernels
 @njit(cache=True)
-def _loc(x, idx):
-    out = np.zeros(idx.shape[0], x.dtype)
-    for k in range(idx.shape[0]):
-        if idx[k] >= 0:
-            out[k] = x[idx[k]]
-    return out
-
-
-@njit(cache=True)
-def _add(R, i, x):
-    if i >= 0:
-        R[i] += x
-
-
-@njit(cache=True)
 def _rot(c, s, x0, x1):
     return c * x0 - s * x1, s * x0 + c * x1
+
+
+@njit(cache=True)
+def _pin(q, p, idx, pe):
+    """A pin's local q, A(θ_a)s_a, A(θ_b)s_b and A R s_a, A R s_b (s = P̄ − c̄; any dtype)."""
+    ql = _loc(q, idx)
+    sa0, sa1 = p[pe[0]] - p[pe[2]], p[pe[1]] - p[pe[3]]
+    sb0, sb1 = p[pe[4]] - p[pe[6]], p[pe[5]] - p[pe[7]]
+    ra0, ra1 = _rot(np.cos(ql[2]), np.sin(ql[2]), sa0, sa1)
+    rb0, rb1 = _rot(np.cos(ql[5]), np.sin(ql[5]), sb0, sb1)
+    return ql, ra0, ra1, rb0, rb1, -ra1, ra0, -rb1, rb0
 
 
 @njit(cache=True)
@@ -90,61 +87,18 @@ def residual(q, v, a, lam, p, n, M, R):
     one dtype for every argument (real, or complex for the complex step)."""
     R[:] = 0.0
     Iq, Ip, Gq, Gp, Sq, Sp, Tq, Tp, Vq, Vp, Vr, Wq, Wp, Wr = M
-    for e in range(Iq.shape[0]):                       # Inertia: M a, p = (m, I)
-        m, I = p[Ip[e, 0]], p[Ip[e, 1]]
-        for k in range(3):
-            i = Iq[e, k]
-            if i >= 0:
-                R[i] += (m if k < 2 else I) * a[i]
-    for e in range(Gq.shape[0]):                       # Gravity: −m g, p = (m, g_x, g_y)
-        m = p[Gp[e, 0]]
-        _add(R, Gq[e, 0], -m * p[Gp[e, 1]])
-        _add(R, Gq[e, 1], -m * p[Gp[e, 2]])
-    for e in range(Sq.shape[0]):                       # Spring (forces.Spring)
-        idx, pe = Sq[e], Sp[e]
-        ql, vl = _loc(q, idx), _loc(v, idx)
-        sa0, sa1 = p[pe[0]] - p[pe[2]], p[pe[1]] - p[pe[3]]
-        sb0, sb1 = p[pe[4]] - p[pe[6]], p[pe[5]] - p[pe[7]]
-        k, c, l0 = p[pe[8]], p[pe[9]], p[pe[10]]
-        ca, sa = np.cos(ql[2]), np.sin(ql[2])
-        cb, sb = np.cos(ql[5]), np.sin(ql[5])
-        ra0, ra1 = _rot(ca, sa, sa0, sa1)
-        rb0, rb1 = _rot(cb, sb, sb0, sb1)
-        da0, da1 = -ra1, ra0                           # A R s = R A s
-        db0, db1 = -rb1, rb0
-        d0 = ql[3] + rb0 - ql[0] - ra0
-        d1 = ql[4] + rb1 - ql[1] - ra1
-        l = np.sqrt(d0 * d0 + d1 * d1)
-        e0, e1 = d0 / l, d1 / l
-        dd0 = vl[3] + db0 * vl[5] - vl[0] - da0 * vl[2]
-        dd1 = vl[4] + db1 * vl[5] - vl[1] - da1 * vl[2]
-        F = k * (l - l0) + c * (e0 * dd0 + e1 * dd1)
-        Fe0, Fe1 = F * e0, F * e1
-        _add(R, idx[0], -Fe0)
-        _add(R, idx[1], -Fe1)
-        _add(R, idx[2], -(Fe0 * da0 + Fe1 * da1))
-        _add(R, idx[3], Fe0)
-        _add(R, idx[4], Fe1)
-        _add(R, idx[5], Fe0 * db0 + Fe1 * db1)
-    for e in range(Tq.shape[0]):                       # RotationalSpring, p = (k, c, θ₀)
-        idx, pe = Tq[e], Tp[e]
-        ql, vl = _loc(q, idx), _loc(v, idx)
-        Mt = p[pe[0]] * (ql[5] - ql[2] - p[pe[2]]) + p[pe[1]] * (vl[5] - vl[2])
-        _add(R, idx[2], -Mt)
-        _add(R, idx[5], Mt)
+    # the forces: compiled/planar.py's kernels (weight 1, no Jacobian; any dtype)
+    J = np.zeros((1, 1), R.dtype)
+    inertia(a, p, Iq, Ip, R, J, 1.0, 0.0, False)
+    gravity(p, Gq, Gp, R, 1.0)
+    spring(q, v, p, Sq, Sp, R, J, 1.0, 0.0, 0.0, False)
+    rotational_spring(q, v, p, Tq, Tp, R, J, 1.0, 0.0, 0.0, False)
     for w in range(2):                                 # Revolute, Weld: the pin rows (+ Weld's angle row)
         Cq, Cp, Cr = (Vq, Vp, Vr) if w == 0 else (Wq, Wp, Wr)
         for e in range(Cq.shape[0]):
             idx, pe, rows = Cq[e], Cp[e], Cr[e]
-            ql, vl, al = _loc(q, idx), _loc(v, idx), _loc(a, idx)
-            sa0, sa1 = p[pe[0]] - p[pe[2]], p[pe[1]] - p[pe[3]]
-            sb0, sb1 = p[pe[4]] - p[pe[6]], p[pe[5]] - p[pe[7]]
-            ca, sa = np.cos(ql[2]), np.sin(ql[2])
-            cb, sb = np.cos(ql[5]), np.sin(ql[5])
-            ra0, ra1 = _rot(ca, sa, sa0, sa1)
-            rb0, rb1 = _rot(cb, sb, sb0, sb1)
-            da0, da1 = -ra1, ra0
-            db0, db1 = -rb1, rb0
+            ql, ra0, ra1, rb0, rb1, da0, da1, db0, db1 = _pin(q, p, idx, pe)
+            vl, al = _loc(v, idx), _loc(a, idx)
             wa, wb = vl[2] * vl[2], vl[5] * vl[5]
             # Φ_q a + γ, γ = −A s_a θ̇_a² + A s_b θ̇_b² (joints.Revolute)
             c0 = al[0] + da0 * al[2] - al[3] - db0 * al[5] - ra0 * wa + rb0 * wb
@@ -184,78 +138,24 @@ def _blk(J, ridx, cidx, B):
 @njit(cache=True)
 def jac_qv(q, v, a, lam, p, n, M, Rq, Rv):
     """R_q, R_v ((n+m) × n) of ``residual`` at (q, v, a, λ), analytic (zeroed here):
-    Spring: r_q = G ⊗ (k G + c H v) + F H, r_v = c G ⊗ G (forces.Spring.jacobians);
-    RotationalSpring: k·S, c·S; the pin rows: ∂(Φ_qᵀλ)/∂θ (θθ: −λ·A s_a, +λ·A s_b) and
+    Spring, RotationalSpring: compiled/planar.py's r_q, r_v; the pin rows: ∂(Φ_qᵀλ)/∂θ (θθ: −λ·A s_a, +λ·A s_b) and
     ∂(Φ_q a + γ)/∂θ_a = −A s_a a_θa − A R s_a θ̇_a², ∂/∂θ̇_a = −2 A s_a θ̇_a (b: opposite
     signs).  tests/test_dopri.py checks them against the complex step of ``residual``."""
     Rq[:, :] = 0.0
     Rv[:, :] = 0.0
     Iq, Ip, Gq, Gp, Sq, Sp, Tq, Tp, Vq, Vp, Vr, Wq, Wp, Wr = M
-    D = np.zeros((2, 6))
-    G = np.zeros(6)
-    H = np.zeros((6, 6))
-    Bq = np.zeros((6, 6))
-    Bv = np.zeros((6, 6))
-    for e in range(Sq.shape[0]):
-        idx, pe = Sq[e], Sp[e]
-        ql, vl = _loc(q, idx), _loc(v, idx)
-        sa0, sa1 = p[pe[0]] - p[pe[2]], p[pe[1]] - p[pe[3]]
-        sb0, sb1 = p[pe[4]] - p[pe[6]], p[pe[5]] - p[pe[7]]
-        k, c, l0 = p[pe[8]], p[pe[9]], p[pe[10]]
-        ca, sa = np.cos(ql[2]), np.sin(ql[2])
-        cb, sb = np.cos(ql[5]), np.sin(ql[5])
-        ra0, ra1 = _rot(ca, sa, sa0, sa1)
-        rb0, rb1 = _rot(cb, sb, sb0, sb1)
-        da0, da1 = -ra1, ra0
-        db0, db1 = -rb1, rb0
-        d0 = ql[3] + rb0 - ql[0] - ra0
-        d1 = ql[4] + rb1 - ql[1] - ra1
-        l = np.sqrt(d0 * d0 + d1 * d1)
-        e0, e1 = d0 / l, d1 / l
-        dd0 = vl[3] + db0 * vl[5] - vl[0] - da0 * vl[2]
-        dd1 = vl[4] + db1 * vl[5] - vl[1] - da1 * vl[2]
-        F = k * (l - l0) + c * (e0 * dd0 + e1 * dd1)
-        D[:, :] = 0.0
-        D[0, 0] = D[1, 1] = -1.0
-        D[0, 3] = D[1, 4] = 1.0
-        D[0, 2], D[1, 2], D[0, 5], D[1, 5] = -da0, -da1, db0, db1
-        for j in range(6):
-            G[j] = e0 * D[0, j] + e1 * D[1, j]
-        P00, P01, P11 = 1.0 - e0 * e0, -e0 * e1, 1.0 - e1 * e1
-        for i in range(6):
-            for j in range(6):
-                H[i, j] = (D[0, i] * (P00 * D[0, j] + P01 * D[1, j])
-                           + D[1, i] * (P01 * D[0, j] + P11 * D[1, j])) / l
-        H[2, 2] += e0 * ra0 + e1 * ra1
-        H[5, 5] -= e0 * rb0 + e1 * rb1
-        for j in range(6):
-            Hv = 0.0
-            for i in range(6):
-                Hv += H[j, i] * vl[i]
-            dF = k * G[j] + c * Hv
-            for i in range(6):
-                Bq[i, j] = G[i] * dF + F * H[i, j]
-                Bv[i, j] = c * (G[i] * G[j])
-        _blk(Rq, idx, idx, Bq)
-        _blk(Rv, idx, idx, Bv)
-    for e in range(Tq.shape[0]):
-        idx, pe = Tq[e], Tp[e]
-        for i, si in ((idx[2], -1.0), (idx[5], 1.0)):
-            for j, sj in ((idx[2], -1.0), (idx[5], 1.0)):
-                if i >= 0 and j >= 0:
-                    Rq[i, j] += p[pe[0]] * (si * sj)
-                    Rv[i, j] += p[pe[1]] * (si * sj)
+    # the spring kinds' r_q, r_v: compiled/planar.py's kernels (weights cq, cv = 1, 0 and 0, 1)
+    scratch = np.zeros(Rq.shape[0])
+    spring(q, v, p, Sq, Sp, scratch, Rq, 1.0, 1.0, 0.0, True)
+    spring(q, v, p, Sq, Sp, scratch, Rv, 1.0, 0.0, 1.0, True)
+    rotational_spring(q, v, p, Tq, Tp, scratch, Rq, 1.0, 1.0, 0.0, True)
+    rotational_spring(q, v, p, Tq, Tp, scratch, Rv, 1.0, 0.0, 1.0, True)
     for w in range(2):
         Cq, Cp, Cr = (Vq, Vp, Vr) if w == 0 else (Wq, Wp, Wr)
         for e in range(Cq.shape[0]):
             idx, pe, rows = Cq[e], Cp[e], Cr[e]
-            ql, vl, al = _loc(q, idx), _loc(v, idx), _loc(a, idx)
-            sa0, sa1 = p[pe[0]] - p[pe[2]], p[pe[1]] - p[pe[3]]
-            sb0, sb1 = p[pe[4]] - p[pe[6]], p[pe[5]] - p[pe[7]]
-            ra0, ra1 = _rot(np.cos(ql[2]), np.sin(ql[2]), sa0, sa1)
-            rb0, rb1 = _rot(np.cos(ql[5]), np.sin(ql[5]), sb0, sb1)
-            da0, da1 = -ra1, ra0
-            db0, db1 = -rb1, rb0
+            ql, ra0, ra1, rb0, rb1, da0, da1, db0, db1 = _pin(q, p, idx, pe)
+            vl, al = _loc(v, idx), _loc(a, idx)
             l0 = lam[rows[0]] if rows[0] >= 0 else 0.0
             l1 = lam[rows[1]] if rows[1] >= 0 else 0.0
             ia, ib = idx[2], idx[5]
@@ -279,42 +179,16 @@ def jac_qv(q, v, a, lam, p, n, M, Rq, Rv):
 
 @njit(cache=True)
 def kmatrix(q, p, n, M, K):
-    """K = ∂R/∂(a, λ) = [[M, Φ_qᵀ], [Φ_q, 0]] (R is affine in z) into K (zeroed here)."""
+    """K = ∂R/∂(a, λ) = [[M, Φ_qᵀ], [Φ_q, 0]] (R is affine in z) into K (zeroed here): the
+    mass and constraint-gradient blocks of compiled/planar.py's Newton-matrix kernels (weights
+    1, no Hessian: hw = 0; their residual goes to a scratch vector)."""
     K[:, :] = 0.0
     Iq, Ip, Gq, Gp, Sq, Sp, Tq, Tp, Vq, Vp, Vr, Wq, Wp, Wr = M
-    for e in range(Iq.shape[0]):
-        m, I = p[Ip[e, 0]], p[Ip[e, 1]]
-        for k in range(3):
-            i = Iq[e, k]
-            if i >= 0:
-                K[i, i] += m if k < 2 else I
-    for w in range(2):
-        Cq, Cp, Cr = (Vq, Vp, Vr) if w == 0 else (Wq, Wp, Wr)
-        for e in range(Cq.shape[0]):
-            idx, pe, rows = Cq[e], Cp[e], Cr[e]
-            ta = q[idx[2]] if idx[2] >= 0 else 0.0
-            tb = q[idx[5]] if idx[5] >= 0 else 0.0
-            sa0, sa1 = p[pe[0]] - p[pe[2]], p[pe[1]] - p[pe[3]]
-            sb0, sb1 = p[pe[4]] - p[pe[6]], p[pe[5]] - p[pe[7]]
-            ra0, ra1 = _rot(np.cos(ta), np.sin(ta), sa0, sa1)
-            rb0, rb1 = _rot(np.cos(tb), np.sin(tb), sb0, sb1)
-            G0 = (1.0, 0.0, -ra1, -1.0, 0.0, rb1)
-            G1 = (0.0, 1.0, ra0, 0.0, -1.0, -rb0)
-            for rr in range(2):
-                row = rows[rr]
-                if row < 0:
-                    continue
-                for k in range(6):
-                    i = idx[k]
-                    g = G0[k] if rr == 0 else G1[k]
-                    if i >= 0 and g != 0.0:
-                        K[n + row, i] += g
-                        K[i, n + row] += g
-            if w == 1 and rows[2] >= 0:
-                for i, s in ((idx[2], -1.0), (idx[5], 1.0)):
-                    if i >= 0:
-                        K[n + rows[2], i] += s
-                        K[i, n + rows[2]] += s
+    N = K.shape[0]
+    R, z = np.zeros(N), np.zeros(N)
+    inertia(z, p, Iq, Ip, R, K, 1.0, 1.0, True)
+    revolute(q, z, p, Vq, Vp, Vr, n, R, K, 1.0, 1.0, 0.0, True)
+    weld(q, z, p, Wq, Wp, Wr, n, R, K, 1.0, 1.0, 0.0, True)
 
 
 @njit(cache=True)
@@ -526,6 +400,17 @@ def _used(A, b):
 
 
 @njit(cache=True)
+def _stage(Y, p, n, m, M, dm, nd):
+    """K's factors and R_q, R_v, R_ρ at the stage vector Y = (q, v); ok False: K singular."""
+    q, v = Y[:n].copy(), Y[n:].copy()
+    z, LU, piv, ok = accel(q, v, p, n, m, M)
+    if not ok:
+        return LU, piv, np.zeros((n + m, n)), np.zeros((n + m, n)), np.zeros((n + m, nd)), False
+    Rq, Rv, Rp = partials(q, v, z, p, n, m, M, dm, nd)
+    return LU, piv, Rq, Rv, Rp, True
+
+
+@njit(cache=True)
 def rk_tangent(y, h, p, n, m, flat, offs, dm, nd, A, b, dy):
     """dy_{k+1} = dy_k + h Σ b_i dK_i,  dK_i = (dY_v, da),  K da = −(R_q dY_q + R_v dY_v + R_ρ)
     (columns: nd)."""
@@ -544,12 +429,10 @@ def rk_tangent(y, h, p, n, m, flat, offs, dm, nd, A, b, dy):
         for j in range(i):
             if A[i, j] != 0.0:
                 dY += (h * A[i, j]) * dK[j]
-        q, v = Ys[i, :n].copy(), Ys[i, n:].copy()
-        z, LU, piv, good = accel(q, v, p, n, m, M)
+        LU, piv, Rq, Rv, Rp, good = _stage(Ys[i], p, n, m, M, dm, nd)
         ok = ok and good
         if not good:
             continue
-        Rq, Rv, Rp = partials(q, v, z, p, n, m, M, dm, nd)
         B = Rp.copy()
         _mm(Rq, dY[:n], B, 1.0, False)
         _mm(Rv, dY[n:], B, 1.0, False)
@@ -585,12 +468,10 @@ def rk_adjoint(y, h, p, n, m, flat, offs, dm, nd, A, b, lam1):
     for i in range(s - 1, -1, -1):
         if not used[i]:
             continue
-        q, v = Ys[i, :n].copy(), Ys[i, n:].copy()
-        z, LU, piv, good = accel(q, v, p, n, m, M)
+        LU, piv, Rq, Rv, Rp, good = _stage(Ys[i], p, n, m, M, dm, nd)
         ok = ok and good
         if not good:
             continue
-        Rq, Rv, Rp = partials(q, v, z, p, n, m, M, dm, nd)
         for j in range(c):
             for r in range(n):
                 rhs[r] = mK[i, n + r, j]

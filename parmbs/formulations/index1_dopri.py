@@ -122,11 +122,8 @@ class _NumpyRHS:
         return Ys
 
     def _used(self):
-        A, b = self.A, self.b
-        used = [False] * len(b)
-        for i in range(len(b) - 1, -1, -1):
-            used[i] = b[i] != 0.0 or any(used[j] and A[j, i] != 0.0 for j in range(i + 1, len(b)))
-        return used
+        """Stages with b_i ≠ 0 or read by a later stage (DP5: all but the seventh)."""
+        return [bool(self.b[i]) or bool(np.any(self.A[i + 1:, i])) for i in range(len(self.b))]
 
     def tangent(self, t, y, h, p, dy):
         A, b, c = self.A, self.b, self.c
@@ -135,10 +132,7 @@ class _NumpyRHS:
         for i in range(len(b)):
             if not used[i]:
                 continue
-            dY = dy.copy()
-            for j in range(i):
-                if A[i, j] != 0.0:
-                    dY += (h * A[i, j]) * dK[j]
+            dY = dy + sum(((h * A[i, j]) * dK[j] for j in range(i) if A[i, j] != 0.0), np.zeros_like(dy))
             pe = self.mod.eval(t + c[i] * h, Ys[i], np.zeros_like(y), p)
             dK[i] = pe.Gy() @ dY + pe.Gp()
             if b[i] != 0.0:

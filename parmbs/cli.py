@@ -732,9 +732,9 @@ def _check_method(method, file):
 
 def _check_cs(method, cfg, file):
     """Complex step runs our own steppers in complex arithmetic; PETSc TS is real."""
-    ts = cfg.simulation.integrator.startswith("ts-")
+    ts = cfg.simulation.integrator.startswith("ts-") or cfg.simulation.integrator == "dopri5"
     if method == "cs" and (ts or cfg.simulation.formulation not in ("index3", "index1", "maggi", "kinematic")):
-        why = (f"'{cfg.simulation.integrator}' runs in real-valued PETSc TS" if ts
+        why = (f"'{cfg.simulation.integrator}' runs in real-valued PETSc TS or compiled code" if ts
                else f"formulation '{cfg.simulation.formulation}' takes its own derivatives by complex step")
         raise InputError(file, "--method", f"complex step needs an index3 integrator (or index1, maggi); "
                          f"{why} (use --method fd)")

@@ -32,8 +32,9 @@ from numba import njit
 
 @njit(cache=True)
 def _loc(x, idx):
-    """x at the element's unknowns (0 at ground slots)."""
-    out = np.zeros(idx.shape[0])
+    """x at the element's unknowns (0 at ground slots), of x's dtype (compiled/index1_rk.py
+    runs these kernels with complex q, v, a in its complex-step ∂R/∂ρ)."""
+    out = np.zeros(idx.shape[0], x.dtype)
     for k in range(idx.shape[0]):
         if idx[k] >= 0:
             out[k] = x[idx[k]]

@@ -294,10 +294,12 @@ class _Checker:
         if sim.formulation == "kinematic" and sim.adapt is not None:
             raise self.fail("simulation.adapt", "a kinematic analysis has no integration error to control (each "
                             "time is solved from the constraints alone); remove [simulation.adapt]")
-        if sim.adapt is not None and sim.adapt.objective_atol is not None and sim.integrator.startswith("ts-"):
+        if sim.adapt is not None and sim.adapt.objective_atol is not None and (
+                sim.integrator.startswith("ts-") or sim.integrator == "dopri5"):
             raise self.fail("simulation.adapt.objective_atol", f"the quadratures' error control is part of "
                             f"parmbs's own time loop (integrators/quad_error.py); {sim.integrator!r} steps with "
-                            "PETSc's TSAdapt: remove objective_atol or use a parmbs integrator")
+                            "its embedded RK estimate (PETSc's TSAdapt; dopri5: the same rule, "
+                            "formulations/index1_dopri.py): remove objective_atol or use a parmbs integrator")
         if sim.integrator == "hht" and sim.rho_inf < 0.5:
             raise self.fail("simulation.rho_inf", f"HHT-α needs rho_inf in [0.5, 1] (α_f ≤ 1/3), got "
                             f"{sim.rho_inf:g}; use integrator = \"genalpha\" or \"wbz\" for stronger damping")

@@ -606,8 +606,9 @@ FORMULATION_INTEGRATORS = {
     "index3": INDEX3_INTEGRATORS,
     "penalty": PENALTY_INTEGRATORS,
     # genalpha/hht/wbz/newmark: seed 001's index-1 generalized-α (formulations/index1_genalpha.py);
-    # ts-*: the index-1 ODE on PETSc TS (index1_ode.py)
-    "index1": ("trapezoidal", "genalpha", "hht", "wbz", "newmark") + PENALTY_INTEGRATORS,
+    # ts-*: the index-1 ODE on PETSc TS (index1_ode.py); dopri5: the same ODE on an own compiled
+    # Dormand–Prince 5(4) with its exact adjoint (index1_dopri.py)
+    "index1": ("trapezoidal", "genalpha", "hht", "wbz", "newmark") + PENALTY_INTEGRATORS + ("dopri5",),
     "maggi": ("trapezoidal",) + PENALTY_INTEGRATORS,      # ts-*: Maggi's ODE in z on PETSc TS (maggi_ode.py)
     "matrix-r": ("trapezoidal",) + PENALTY_INTEGRATORS,   # ts-*: coordinates = "independent" only (matrix_r_ode.py)
     "kinematic": ("trapezoidal",),     # every DOF driven: no integration (formulations/kinematic.py)
@@ -702,7 +703,7 @@ class Simulation(_Model):
     dt: PosReal = 1e-3
     formulation: Literal["index3", "penalty", "index1", "maggi", "matrix-r", "kinematic"] = "index3"
     integrator: Literal["trapezoidal", "genalpha", "hht", "wbz", "newmark", "variational", "ts-alpha2",
-                        "ts-beuler", "ts-cn", "ts-theta", "ts-rk", "ts-arkimex"] = "trapezoidal"
+                        "ts-beuler", "ts-cn", "ts-theta", "ts-rk", "ts-arkimex", "dopri5"] = "trapezoidal"
     rho_inf: Annotated[float, Strict(), Field(allow_inf_nan=False, ge=0, le=1)] = 0.9
     beta: PosReal = 0.25
     gamma: Annotated[float, Strict(), Field(allow_inf_nan=False, ge=0.5)] = 0.5

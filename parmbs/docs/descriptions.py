@@ -213,7 +213,11 @@ CLASS = {
     "Simulation.integrator": ("", "time integrator (see the table below); `ts-alpha2`: generalized-α on PETSc "
                                   "TSALPHA2, the same discrete equations as `genalpha` (equal to round-off, "
                                   "forward and gradient); adaptive with `simulation.adapt` (TSAdapt on "
-                                  "TSALPHA2's error estimate)"),
+                                  "TSALPHA2's error estimate); `dopri5` (formulation `index1`): the index-1 ODE on "
+                                  "an own Dormand–Prince 5(4), one compiled call per step, tangent and adjoint step "
+                                  "for the planar rigid kinds (numpy otherwise; parmbs/formulations/index1_dopri.py), "
+                                  "its exact discrete adjoint on the accepted steps; adaptive with `simulation.adapt` "
+                                  "(TSAdapt basic's rule), with `quadrature = \"cubic\"` for fifth-order ψ"),
     "Simulation.rho_inf": ("", "spectral radius at infinite frequency ρ∞ of generalized-α (`genalpha`, "
                                "`ts-alpha2`) and of its special cases `hht` (HHT-α: α_m = 0, ρ∞ ∈ [½, 1]) "
                                "and `wbz` (WBZ-α: α_f = 0)"),

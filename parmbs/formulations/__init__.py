@@ -40,6 +40,9 @@ def _make(system, sim, **kw):
         from .penalty import make_ts_stepper
         return make_ts_stepper(system, sim, **kw)
     if f == "index1":
+        if sim.integrator == "dopri5":              # own compiled Dormand–Prince 5(4) (index1_dopri.py)
+            from .index1_dopri import make_index1_dopri_stepper
+            return make_index1_dopri_stepper(system, sim, **kw)
         if sim.integrator.startswith("ts-"):
             from .index1_ode import make_index1_ts_stepper
             return make_index1_ts_stepper(system, sim, **kw)

@@ -491,8 +491,8 @@ def complex_step_reference(problem, p0, progress=None):
     """(gradient by complex step, "") where the stepper runs in complex arithmetic, else
     (None, why not).  The problem is left at ``p0``."""
     sim = problem.config.simulation
-    if sim.integrator.startswith("ts-"):
-        return None, f"'{sim.integrator}' runs in real-valued PETSc TS"
+    if sim.integrator.startswith("ts-") or sim.integrator == "dopri5":
+        return None, f"'{sim.integrator}' runs in real-valued PETSc TS or compiled code"
     if sim.formulation not in ("index3", "index1", "maggi", "kinematic"):
         return None, f"formulation '{sim.formulation}' (complex step: index3, index1, maggi, kinematic)"
     from .complex_step import complex_step_gradient

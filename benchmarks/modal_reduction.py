@@ -82,6 +82,13 @@ def run(cfg, reduced):
     return pr, psi, g, t
 
 
+def _rss_gb():
+    """(current RSS, peak RSS) of this process, GB (/proc/self/status: VmRSS, VmHWM)."""
+    with open("/proc/self/status") as f:
+        kv = dict(line.split(":", 1) for line in f if ":" in line)
+    return tuple(int(kv[k].split()[0]) / 1e6 for k in ("VmRSS", "VmHWM"))
+
+
 def iteration(a):
     """One design iteration of ``parmbs optimize`` (optimize/driver.py ``_run_mma``), timed."""
     from mpi4py import MPI
@@ -94,19 +101,25 @@ def iteration(a):
     with open(CONFIG, "rb") as f:
         opt_data = tomllib.load(f)
     cfg = crank(a.nx, a.ny, a.steps, a.modes[0], True, keep_optimize=opt_data["optimize"])
-    wall, cpu = {}, {}
+    wall, cpu, rss, peak = {}, {}, {}, {}
 
     def timed(name, fn):
         w, c = time.perf_counter(), time.process_time()
         r = fn()
         wall[name], cpu[name] = time.perf_counter() - w, time.process_time() - c
+        rss[name], peak[name] = _rss_gb()
+        if world.rank == 0 and a.progress:        # rank 0's own figures as each phase ends
+            print(f"  [rank 0] {name:<11} CPU {cpu[name]:7.2f} s   wall {wall[name]:7.2f} s   RSS {rss[name]:.2f} GB"
+                  f"   peak {peak[name]:.2f} GB", flush=True)
         return r
-    pr0 = Problem(cfg, comm=PETSc.COMM_SELF)
-    comm, _ = parallel.replicate_small(pr0.sys.n + pr0.sys.m, cfg.parallel.distribute)
-    pr = pr0 if comm is PETSc.COMM_SELF or world.size == 1 else Problem(cfg, comm=comm)
-    opt = cfg.optimize
-    cons = Constraints(cfg, pr.design)
-    filt = DensityFilter(cfg, pr.design, opt.filter_radius)
+
+    def setup():
+        pr0 = Problem(cfg, comm=PETSc.COMM_SELF)
+        comm, _ = parallel.replicate_small(pr0.sys.n + pr0.sys.m, cfg.parallel.distribute)
+        pr = pr0 if comm is PETSc.COMM_SELF or world.size == 1 else Problem(cfg, comm=comm)
+        opt = cfg.optimize
+        return pr0, pr, opt, Constraints(cfg, pr.design), DensityFilter(cfg, pr.design, opt.filter_radius)
+    pr0, pr, opt, cons, filt = timed("set-up", setup)     # incl. the nominal design's reduction
     rho = pr.design.values(pr.sys.p)
     x0 = vec_from(PETSc.COMM_WORLD, rho)
     lo, hi = x0.getOwnershipRange()
@@ -114,6 +127,11 @@ def iteration(a):
               len(cons), move=opt.move)
     red = pr.sys.continua.reductions()[0]
     world.barrier()
+    prof = None
+    if a.profile and world.rank == 0:
+        import cProfile
+        prof = cProfile.Profile(time.process_time)
+        prof.enable()
     phys = timed("filter", lambda: filt.apply(rho) if filt else rho)
     red._cache = None                                              # time the reduction itself:
     p = timed("reduction", lambda: pr.design.apply(pr.sys.p, phys))   # apply re-solves the basis
@@ -126,16 +144,27 @@ def iteration(a):
     if filt:
         dfc, gobj = timed("filter^T", lambda: (filt.transpose(dfc), filt.transpose(g)))
     timed("MMA update", lambda: mma.update(gobj[lo:hi] / abs(vals["compliance"]), fc, dfc[:, lo:hi]))
+    if prof is not None:
+        prof.disable()
+        prof.dump_stats(a.profile)
     wmax = {k: world.allreduce(v, MPI.MAX) for k, v in wall.items()}
     cmax = {k: world.allreduce(v, MPI.MAX) for k, v in cpu.items()}
+    rmax = {k: world.allreduce(v, MPI.MAX) for k, v in rss.items()}
+    pmax = {k: world.allreduce(v, MPI.MAX) for k, v in peak.items()}
+    call = world.gather(cpu, root=0)
     if world.rank == 0:
         print(f"{world.size} rank(s), mesh {a.nx}x{a.ny} = {a.nx * a.ny} densities, {a.steps} steps, K = "
               f"{a.modes[0]} + 2 attachment; model on {'every rank (replicated)' if pr is pr0 else 'all ranks'}; "
               f"ψ = {vals['compliance']:.6e}; max over ranks:")
         for k in wall:
-            print(f"  {k:<11} CPU {cmax[k]:7.2f} s   wall {wmax[k]:7.2f} s")
-        print(f"  {'iteration':<11} CPU {sum(cmax.values()):7.2f} s   wall {sum(wmax.values()):7.2f} s "
-              f"(sums of the per-phase maxima)", flush=True)
+            print(f"  {k:<11} CPU {cmax[k]:7.2f} s   wall {wmax[k]:7.2f} s   RSS after {rmax[k]:6.2f} GB   "
+                  f"peak so far {pmax[k]:6.2f} GB")
+        it = [k for k in wall if k != "set-up"]
+        print("  CPU s per rank: " + "; ".join(
+            f"rank {r}: " + ", ".join(f"{k} {c[k]:.2f}" for k in wall) + f"; iteration {sum(c[k] for k in it):.2f}"
+            for r, c in enumerate(call)))
+        print(f"  {'iteration':<11} CPU {sum(cmax[k] for k in it):7.2f} s   wall {sum(wmax[k] for k in it):7.2f} s "
+              f"(sums of the per-phase maxima, set-up excluded)", flush=True)
 
 
 def main():
@@ -149,6 +178,10 @@ def main():
     ap.add_argument("--attachment-only", action="store_true", help="skip the eigenmodes-only runs")
     ap.add_argument("--iteration", action="store_true", help="one whole MMA design iteration, CPU and wall "
                     "(K = the first --modes, with attachment modes)")
+    ap.add_argument("--progress", action="store_true", help="with --iteration: rank 0 prints each phase's "
+                    "CPU, wall and RSS as it ends")
+    ap.add_argument("--profile", metavar="FILE", help="with --iteration: cProfile (process CPU clock) of rank "
+                    "0's iteration phases, written to FILE (pstats)")
     a = ap.parse_args()
     if a.iteration:
         return iteration(a)

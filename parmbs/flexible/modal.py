@@ -49,6 +49,8 @@ truncated basis is not differentiable when λ_K = λ_{K+1}.  Any relative gap
 the modes): the derivative would be amplified by 1/gap (symmetric structures need a
 symmetry-adapted choice of K).
 """
+import contextlib
+
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
@@ -58,6 +60,9 @@ from ..model.system import ModelError
 from .continuum import _NG, _CM, _CJ, _GPOS, unit_stiffness
 from .plate import density_factor
 from .modal_components import inertia_layout
+from .modal_factor import factor
+
+ELEMENT_CHUNK = 131072    # elements per block of the element loops (_chunks): one block up to 1.3·10⁵
 
 DENSE_MAX = 1500          # free dofs up to which the dense eigensolver is used
 GAP_MIN = 1e-6            # refused relative eigenvalue gap (module docstring)
@@ -115,15 +120,23 @@ class ModalBasis:
         return (density_factor(x, self.law) * w, x ** s * g["E"], dfac * w, s * xr ** (s - 1.0) * g["E"])
 
     def _assemble(self, me, ke, Ku):
+        """(K_ff, M_ff) as CSC, by blocks of ``ELEMENT_CHUNK`` elements (one block, the
+        whole COO at once, up to that size; above it the blocks' matrices are summed, so
+        the COO temporaries stay O(block) — 10⁶ elements: 4 GB otherwise)."""
         n, ne = self.nf, self.edof.shape[1]
-        rows = np.repeat(self.edof, ne, 1).ravel()
-        cols = np.tile(self.edof, (1, ne)).ravel()
-        keep = (rows < n) & (cols < n)
+        Kf = Mf = None
+        for a, b in _chunks(self.nel):
+            edof = self.edof[a:b]
+            rows = np.repeat(edof, ne, 1).ravel()
+            cols = np.tile(edof, (1, ne)).ravel()
+            keep = (rows < n) & (cols < n)
 
-        def mat(fac, E):
-            vals = (fac[:, None, None] * E).reshape(-1)
-            return sp.csc_matrix((vals[keep], (rows[keep], cols[keep])), shape=(n, n))
-        return mat(ke, Ku), mat(me, self.CM)
+            def mat(fac, E):
+                vals = (fac[a:b, None, None] * E).reshape(-1)
+                return sp.csc_matrix((vals[keep], (rows[keep], cols[keep])), shape=(n, n))
+            k, m = mat(ke, Ku), mat(me, self.CM)
+            Kf, Mf = (k, m) if Kf is None else (Kf + k, Mf + m)
+        return Kf, Mf
 
     def _sign_probe(self):
         """w with sign(wᵀφ_i) fixing the sign of φ_i: fixed pseudo-random entries, so
@@ -182,7 +195,7 @@ class ModalBasis:
             lam, Phi = sla.eigh(Kf.toarray(), Mf.toarray(), subset_by_index=[0, nk - 1])
         else:
             v0 = np.random.default_rng(1).uniform(0.5, 1.5, self.nf)        # fixed: same input, same bytes
-            Kfac = spla.splu(Kf.tocsc())               # shared: shift-invert, attachment modes, mode solves
+            Kfac = factor(Kf)                          # shared: shift-invert, attachment modes, mode solves
             OPinv = spla.LinearOperator(Kf.shape, matvec=Kfac.solve, dtype=float)
             lam, Phi = spla.eigsh(Kf, k=nk, M=Mf, sigma=0.0, which="LM", v0=v0, OPinv=OPinv)
             o = np.argsort(lam)
@@ -233,9 +246,38 @@ class ModalBasis:
 
     # -- data -------------------------------------------------------------------------------------------
     def _elem(self, V):
-        """V (nf, K) -> per-element rows (nel, dofs per element, K) (clamped rows zero)."""
+        """V (nf, K) -> per-element rows (nel, dofs per element, K) (clamped rows zero); of
+        the elements of the current block only inside ``_block``."""
         Vz = np.concatenate([V, np.zeros((1, V.shape[1]), V.dtype)], 0)
-        return Vz[self.edof]
+        blk = getattr(self, "_blk", None)
+        return Vz[self.edof if blk is None else self.edof[blk]]
+
+    @contextlib.contextmanager
+    def _block(self, a, b):
+        """Element-loop block [a, b): ``_elem`` gives its elements' rows only."""
+        self._blk = slice(a, b)
+        try:
+            yield
+        finally:
+            self._blk = None
+
+    def _data_all(self, st, me, ke, V):
+        """``_data`` by blocks of ``ELEMENT_CHUNK`` elements: one call (the same bits) up to
+        that size, else the element sums of every block added (inertia and stiffness
+        blocks of D are element sums, the point rows are not) — the per-element
+        temporaries (nel × dofs × K each, 0.8 GB at 10⁶ elements, K = 12) stay O(block)."""
+        if self.nel <= ELEMENT_CHUNK:
+            return self._data(st, me, ke, V)
+        ni, nk, _ = self.layout()
+        D = None
+        for a, b in _chunks(self.nel):
+            with self._block(a, b):
+                Dc = self._data(_st_block(st, a, b), me[a:b], ke[a:b], V)
+            if D is None:
+                D = Dc
+            else:
+                D[:ni + nk] = D[:ni + nk] + Dc[:ni + nk]
+        return D
 
     def _node_rows(self, V, k):
         """Φ_k (dof, K): the node's rows of V (zero for a clamped node)."""
@@ -280,7 +322,7 @@ class ModalBasis:
         """D at p; a complex p (complex step in the densities) gives D(Re) + i·δD[Im ρ]/h·h,
         exact to first order in the imaginary part (which is what the complex step reads)."""
         st = self.state(p)
-        D = self._data(st, st["me"], st["ke"], st["V"])
+        D = self._data_all(st, st["me"], st["ke"], st["V"])
         x = np.asarray(p)[self.pidx["density"]]
         if np.iscomplexobj(x) and np.any(x.imag != 0):
             h = np.max(np.abs(x.imag))
@@ -310,7 +352,7 @@ class ModalBasis:
             dPsi = -_kfac(st).solve(dK @ st["Psi"])
             Prc = _residual(st["Phi"] + 1j * h * dPhi, st["Mf"] + 1j * h * dM, st["Psi"] + 1j * h * dPsi)
             dV = np.hstack([dPhi, Prc.imag / h * self._ascale])
-        Dc = self._data(st, st["me"] + 1j * h * dme, st["ke"] + 1j * h * dke, st["V"] + 1j * h * dV)
+        Dc = self._data_all(st, st["me"] + 1j * h * dme, st["ke"] + 1j * h * dke, st["V"] + 1j * h * dV)
         return Dc.imag / h
 
     def jacobian(self, p, cols=None):
@@ -328,7 +370,7 @@ class ModalBasis:
         """ρ̄ = (dD/dρ)ᵀ D̄ (nel,): explicit terms in (m_e, k_e) and V̄ from every
         V-dependent datum (``_data_bar``), then one bordered solve per mode (module docstring)."""
         st = self.state(p)
-        D = self._data(st, st["me"], st["ke"], st["V"])
+        D = self._data_all(st, st["me"], st["ke"], st["V"])
         Dp = np.real(np.asarray(p)[self.data_index])
         ni, nk, npt = self.layout()
         cuts = np.cumsum([0, ni, nk] + [npt] * len(self.points))
@@ -338,10 +380,16 @@ class ModalBasis:
                                "its densities (p was not made by DesignSpace.apply)")
         K, V, d = self.nb, st["V"], self.dof
         Db = np.asarray(Dbar, float)
-        Ve = self._elem(V)
-        meb, keb, Veb = self._data_bar(st, Ve, Db[:ni], Db[ni:ni + nk].reshape(K, K))
+        # by blocks of elements (one block up to ELEMENT_CHUNK: the same operations per
+        # element in the same order, so the same bits); pass 1: explicit terms and V̄
+        meb, keb = np.empty(self.nel), np.empty(self.nel)
         Vb = np.zeros((self.nf + 1, K))
-        np.add.at(Vb, self.edof, Veb)
+        for a, b in _chunks(self.nel):
+            with self._block(a, b):
+                meb[a:b], keb[a:b], Veb = self._data_bar(_st_block(st, a, b), self._elem(V), Db[:ni],
+                                                         Db[ni:ni + nk].reshape(K, K))
+            np.add.at(Vb, self.edof[a:b], Veb)
+            del Veb
         Vb = Vb[:self.nf]
         off = ni + nk
         for k in self.points:
@@ -360,19 +408,25 @@ class ModalBasis:
             Pb = Rb + Mf @ (Phi @ Cb)
             Vb[:, :self.K] += -Rb @ C.T + (Mf @ Psi) @ Cb.T
             z1 = np.zeros((1, Psi.shape[1]))
-            Pe = np.vstack([Psi, z1])[self.edof]                                        # (nel, ne, na)
-            meb += np.einsum("ij,eki,kl,elj->e", Cb, Ve[:, :, :self.K], self.CM, Pe)
-            Z = np.vstack([_kfac(st).solve(Pb), z1])[self.edof]
-            keb -= np.einsum("ekj,kl,elj->e", Z, st["Ku"], Pe)
+            Psz = np.vstack([Psi, z1])
+            Zz = np.vstack([_kfac(st).solve(Pb), z1])
         # eigen-adjoint: one bordered solve per mode
         Wall = np.vstack([self._mode_solves(st, Vb[:, :self.K]), np.zeros((1, self.K))])
-        for i in range(self.K):
-            phi, pb = V[:, i], Vb[:, i]                              # (the first K columns: Φ)
-            w = Wall[self.edof, i]                                          # (nel, ne)
-            ph = Ve[:, :, i]
-            keb -= np.einsum("ek,kl,el->e", w, st["Ku"], ph)
-            meb += st["lam"][i] * np.einsum("ek,kl,el->e", w, self.CM, ph)
-            meb -= 0.5 * (pb @ phi) * np.einsum("ek,kl,el->e", ph, self.CM, ph)
+        pbphi = [Vb[:, i] @ V[:, i] for i in range(self.K)]          # (the first K columns of V: Φ)
+        for a, b in _chunks(self.nel):                              # pass 2: per-element terms
+            edof = self.edof[a:b]
+            with self._block(a, b):
+                Ve = self._elem(V)
+            if len(self.adofs):
+                Pe = Psz[edof]                                                        # (nel, ne, na)
+                meb[a:b] += np.einsum("ij,eki,kl,elj->e", Cb, Ve[:, :, :self.K], self.CM, Pe)
+                keb[a:b] -= np.einsum("ekj,kl,elj->e", Zz[edof], st["Ku"], Pe)
+            for i in range(self.K):
+                w = Wall[edof, i]                                           # (nel, ne)
+                ph = Ve[:, :, i]
+                keb[a:b] -= np.einsum("ek,kl,el->e", w, st["Ku"], ph)
+                meb[a:b] += st["lam"][i] * np.einsum("ek,kl,el->e", w, self.CM, ph)
+                meb[a:b] -= 0.5 * pbphi[i] * np.einsum("ek,kl,el->e", ph, self.CM, ph)
         return meb * st["dme"] + keb * st["dke"]
 
 
@@ -449,6 +503,22 @@ class Reduction(ModalBasis):
         return meb, keb, Veb
 
 
+def _chunks(n):
+    """[a, b) blocks of ``ELEMENT_CHUNK`` over n elements (one block when n ≤ it)."""
+    return [(a, min(a + ELEMENT_CHUNK, n)) for a in range(0, max(n, 1), ELEMENT_CHUNK)]
+
+
+_PER_ELEMENT = ("Xg", "me", "ke", "dme", "dke", "x")
+
+
+def _st_block(st, a, b):
+    """The state dict with its per-element arrays cut to elements [a, b) (the whole dict
+    when that is all of them)."""
+    if a == 0 and b == len(st["me"]):
+        return st
+    return {k: (v[a:b] if k in _PER_ELEMENT else v) for k, v in st.items()}
+
+
 PCG_RTOL = 1e-13          # deflated CG: preconditioned residual, relative (module docstring)
 PCG_MAXIT = 1000
 
@@ -513,7 +583,7 @@ def _deflated_solve(st, R, modes):
 def _kfac(st):
     """The sparse LU of K_ff, made on first use (a loaded body's forward run needs none)."""
     if "Kfac" not in st:
-        st["Kfac"] = spla.splu(st["Kf"].tocsc())
+        st["Kfac"] = factor(st["Kf"])
     return st["Kfac"]
 
 

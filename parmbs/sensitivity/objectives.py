@@ -242,7 +242,11 @@ class UserTerm:
                 raise ModelError(self.key, f"partial {k!r} is not finite at t = {t:.6g}")
             d[k] = g
         dp = np.zeros(nd)
-        sel = design_map >= 0
+        # only the nonzero ∂g/∂p entries (a reduced body's energy: its K̂ block, not its 10⁵
+        # densities): the same sums in the same order, so the same bits, without the
+        # per-step scatter over all of p (3.3 ms a step at 10⁵, 5.3 s of a 1600-step adjoint)
+        sel = np.flatnonzero(d["p"])
+        sel = sel[design_map[sel] >= 0]
         np.add.at(dp, design_map[sel], d["p"][sel])
         return [d["q"], d["v"], d["a"], d["lam"]], dp, np.zeros(2)
 

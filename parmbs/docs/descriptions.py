@@ -97,6 +97,10 @@ CLASS = {
                                     "elastic force K_e (q_f + β_K q̇_f), damping ratio β_K ω/2 in a mode of "
                                     "angular frequency ω (parmbs/flexible/ffr_beam.py `FfrDamping`); 0: none"),
     "Beam.points": ("m", "named points by arclength from the root"),
+    "SpatialBeam.axial_damping": ("s", "Kelvin–Voigt damping β of the axial strain, axial force "
+                                       "EA(ε + β ε̇), damping ratio β ω/2 in an axial mode of angular frequency ω "
+                                       "(parmbs/flexible/ancf3d.py `Ancf3AxialDamping`; not in [Ebrahimi 2019]); "
+                                       "0: none"),
     "SpatialSolid.stiffness_damping": ("s", "stiffness-proportional (Rayleigh) damping β_K: elastic force "
                                             "K_ff(x) (u + β_K u̇), damping ratio β_K ω/2 in a mode of angular "
                                             "frequency ω (parmbs/flexible/solid.py `SolidDamping`; with a "

@@ -35,10 +35,17 @@ Axial stress (``axial_stress``): σ_e = E ε_e with the element's constant axial
 fibre stress is not included (κ = |r″| is not differentiable at a straight element,
 and the extreme fibre of a square depends on the bending direction).
 ``ks_stress`` aggregates |σ_e| over elements (Kreisselmeier–Steinhauser).
+
+Axial damping (``Ancf3AxialDamping``, ``[[spatial.beams]] axial_damping`` = β in s; not
+in the seed): Kelvin–Voigt damping of the axial strain, N = EA(ε + β ε̇), the force the
+Rayleigh dissipation function R = ½ β EA l ε̇² gives (r = ∂R/∂ė, on the node positions
+only).  An axial mode of frequency ω decays with ζ = β ω / 2.  Why the double wishbone
+carries it: benchmarks/README.md, "dt-convergence".
 """
 import numpy as np
 
 from ..model.component import register
+from ..model.kinematics import dot
 from . import ancf
 from .ffr_beams import ks  # noqa: F401  (the KS aggregate of |σ|, shared with the FFR beam)
 
@@ -99,3 +106,20 @@ def axial_stress(q, p):
     """σ_e = E (|r_j − r_i|/l − 1) (..., ) of elements q (..., 12), p = (ρ, d₁, d₂, E, L, n_el)."""
     _, _, eps = ancf._stretch(q, p[..., 4] / p[..., 5], 3)
     return p[..., 3] * eps
+
+
+@register
+class Ancf3AxialDamping(_Spatial, ancf._AncfElement):
+    """Kelvin–Voigt axial damping (module docstring): with D = r_j − r_i, d = |D|,
+    ε̇ = D·Ḋ/(d l), the node forces r_i = −β EA ε̇ D/d, r_j = +β EA ε̇ D/d, slopes 0
+    (dissipation ėᵀr = β EA l ε̇² ≥ 0); p = (ρ, d₁, d₂, E, L, n_el, β)."""
+    nq, np_ = 12, 7
+    uses_v = True
+
+    def r(self, t, q, v, a, p):
+        A, _ = self.section(p)
+        D, dist, _ = ancf._stretch(q, ancf._elem(p), 3)
+        Dv = v[..., 6:9] - v[..., 0:3]
+        f = (p[..., 6] * p[..., 3] * A * dot(D, Dv) / (ancf._elem(p) * dist * dist))[..., None] * D
+        z = 0.0 * f
+        return np.concatenate(np.broadcast_arrays(-f, z, f, z), -1) + 0.0 * a[..., :1]

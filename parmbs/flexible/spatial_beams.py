@@ -43,6 +43,8 @@ class _Beam3(_Beam):
         self.ncoord = NODE_DOF * (self.nel + 1)
         base = f"spatial.beams.{cfg.name}"
         self.p = {k: P.add(f"{base}.{k}", getattr(cfg, k)) for k in ("density", "E", "length")}
+        if cfg.axial_damping:                   # Kelvin–Voigt β > 0 (ancf3d.Ancf3AxialDamping)
+            self.p["axial_damping"] = P.add(f"{base}.axial_damping", cfg.axial_damping)
         sec = cfg.section
         self.section = sec.shape
         self.p["d"] = [ZERO if k is None else P.add(f"{base}.section.{k}", getattr(sec, k))
@@ -112,6 +114,9 @@ class SpatialBeamSet:
                 for cls, pidx in ((ancf3d.Ancf3Inertia, mat), (ancf3d.Ancf3Gravity, mat + list(gravity)),
                                   (elastic, mat)):
                     system._add_force((cls.__name__, b.section), cls, kw, name, qidx, pidx)
+                if "axial_damping" in b.p:
+                    system._add_force(("Ancf3AxialDamping", b.section), ancf3d.Ancf3AxialDamping, kw, name, qidx,
+                                      mat + [b.p["axial_damping"]])
 
     # -- joints ----------------------------------------------------------------------------
     def sides(self, system, spatial, refs):

@@ -10,6 +10,9 @@ export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 export OMPI_MCA_rmaps_base_oversubscribe := 1
 MPIRUN := mpirun -n 2
+# the serial suite on this many pytest-xdist workers (one per core of the 2-core reference machine);
+# --dist loadgroup keeps tests that share one resource on one worker (tests/test_slurm.py's private SLURM)
+TEST_WORKERS ?= 2
 
 .PHONY: setup slurm-pkgs demo test test-serial test-mpi bench docs clean
 
@@ -43,7 +46,7 @@ slurm-pkgs:
 	fi
 
 test-serial: setup slurm-pkgs
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup tests
 
 test-mpi: setup
 	$(MPIRUN) $(PY) -m pytest -q --with-mpi -m mpi tests

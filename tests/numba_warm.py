@@ -50,42 +50,65 @@ def _run(path, *sets):
     print(f"{time.process_time() - c0:6.1f} s CPU  {Path(path).name} {' '.join(sets)}", file=sys.stderr, flush=True)
 
 
-def main(tmp):
+def groups(tmp):
+    """The runs in kernel families, each a list run in order in one process (a family's
+    first run compiles it, the rest are ≤ 2 s), with the family's cold cost measured
+    (CPU s, module docstring) for splitting them between processes."""
     from test_compiled import ALL_KINDS, TIME_KINDS
     from test_compiled_adjoint import OBJECTIVES
+    from test_compiled_sparse import _chain_toml
+    from parmbs import compiled
     kinds = tmp / "kinds.toml"
     kinds.write_text(ALL_KINDS + OBJECTIVES)
     time_kinds = tmp / "time-kinds.toml"
     time_kinds.write_text(TIME_KINDS + TIME_OBJECTIVE)
-    short = "simulation.t_end=0.004"
-    # roughly in the order the suite first needs them (test files run alphabetically)
-    _run(CONFIGS / "fivebar.toml", short)
-    _run(CONFIGS / "pendulum.toml", short)
-    # the Arnold–Brüls form on a planar model, fixed and error-controlled steps
-    ab = 'simulation.genalpha_form="arnold-bruls"'
-    _run(CONFIGS / "fivebar.toml", short, ab)
-    _run(CONFIGS / "fivebar.toml", "simulation.t_end=0.02", ab, "simulation.adapt.rtol=1e-4", "simulation.adapt.atol=1e-4")
-    _run(CONFIGS / "buggy-lane-change.toml", "simulation.t_end=0.01")
-    _run(CONFIGS / "buggy-step-descent.toml", short)
-    for integrator in ("genalpha", "trapezoidal", "newmark", "hht", "wbz"):
-        _run(CONFIGS / "fivebar.toml", short, f"simulation.integrator={integrator}")
-        _run(kinds, short, f"simulation.integrator={integrator}")
-        _run(time_kinds, short, f"simulation.integrator={integrator}")
-    for integrator in ("genalpha", "trapezoidal"):
-        _run(CONFIGS / "spatial-double-pendulum.toml", short, f"simulation.integrator={integrator}",
-             "simulation.stabilization=none")
-    # a hanging chain past compiled.SPARSE_FROM unknowns: the sparse LU kernels
-    from test_compiled_sparse import _chain_toml
-    from parmbs import compiled
     chain = tmp / "chain.toml"
     chain.write_text(_chain_toml(-(-compiled.SPARSE_FROM // 5), 3, 2))
-    _run(chain, "simulation.integrator=genalpha")
-    _run(CONFIGS / "heavy-top.toml", short)
-    _run(CONFIGS / "iltis.toml", "simulation.t_end=0.01", "simulation.adapt.rtol=1.0", "simulation.adapt.atol=1.0",
-         "simulation.adapt.dt_max=5e-3")
+    short = "simulation.t_end=0.004"
+    ab = 'simulation.genalpha_form="arnold-bruls"'
+    planar = [(CONFIGS / "fivebar.toml", short), (CONFIGS / "pendulum.toml", short)]
+    for integrator in ("genalpha", "trapezoidal", "newmark", "hht", "wbz"):
+        planar += [(CONFIGS / "fivebar.toml", short, f"simulation.integrator={integrator}"),
+                   (kinds, short, f"simulation.integrator={integrator}"),
+                   (time_kinds, short, f"simulation.integrator={integrator}")]
+    return [
+        (38, planar),
+        # the Arnold–Brüls form on a planar model, fixed and error-controlled steps
+        (34, [(CONFIGS / "fivebar.toml", short, ab),
+              (CONFIGS / "fivebar.toml", "simulation.t_end=0.02", ab, "simulation.adapt.rtol=1e-4",
+               "simulation.adapt.atol=1e-4")]),
+        (34, [(CONFIGS / "buggy-lane-change.toml", "simulation.t_end=0.01"),
+              (CONFIGS / "buggy-step-descent.toml", short),
+              (CONFIGS / "iltis.toml", "simulation.t_end=0.01", "simulation.adapt.rtol=1.0",
+               "simulation.adapt.atol=1.0", "simulation.adapt.dt_max=5e-3")]),
+        (33, [*((CONFIGS / "spatial-double-pendulum.toml", short, f"simulation.integrator={integrator}",
+                 "simulation.stabilization=none") for integrator in ("genalpha", "trapezoidal")),
+              (CONFIGS / "heavy-top.toml", short)]),
+        # a hanging chain past compiled.SPARSE_FROM unknowns: the sparse LU kernels
+        (11, [(chain, "simulation.integrator=genalpha")]),
+    ]
+
+
+def split(costs, n):
+    """Families for each of ``n`` processes: the costliest first, each to the least
+    loaded process (what one process compiles in ~150 s, two do in ~80 s of wall)."""
+    parts, load = [[] for _ in range(n)], [0.0] * n
+    for i in sorted(range(len(costs)), key=lambda i: -costs[i]):
+        k = load.index(min(load))
+        parts[k].append(i)
+        load[k] += costs[i]
+    return [sorted(p) for p in parts]
+
+
+def main(tmp, part=0, nparts=1):
+    fams = groups(tmp)
+    for i in split([c for c, _ in fams], nparts)[part]:
+        for run in fams[i][1]:
+            _run(*run)
 
 
 if __name__ == "__main__":
     import tempfile
+    part, nparts = map(int, sys.argv[1].split("/")) if len(sys.argv) > 1 else (0, 1)   # "i/n": the i-th of n shares
     with tempfile.TemporaryDirectory(prefix="parmbs-warm-") as d:
-        main(Path(d))
+        main(Path(d), part, nparts)

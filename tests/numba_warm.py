@@ -112,15 +112,19 @@ def main(tmp, part=0, nparts=1):
     empties it): the next session skips it instead of paying its cached loads again."""
     import os
     import parmbs.compiled  # noqa: F401  (sets NUMBA_CACHE_DIR: the source-keyed cache directory)
+    # numba also drops a cached kernel whose source file's time stamp changed (a checkout
+    # of the same content): the stamp holds the files' (name, mtime, size) too
+    src = Path(parmbs.compiled.__file__).parent
+    sig = repr([(f.name, f.stat().st_mtime_ns, f.stat().st_size) for f in sorted(src.glob("*.py"))])
     fams = groups(tmp)
     for i in split([c for _, c, _ in fams], nparts)[part]:
         name, _, runs = fams[i]
         stamp = Path(os.environ["NUMBA_CACHE_DIR"]) / f"numba_warm-{name}.done"
-        if stamp.exists():
+        if stamp.exists() and stamp.read_text() == sig:
             continue
         if all([_run(*run) for run in runs]):
             stamp.parent.mkdir(parents=True, exist_ok=True)
-            stamp.touch()
+            stamp.write_text(sig)
 
 
 if __name__ == "__main__":

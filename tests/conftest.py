@@ -63,24 +63,6 @@ def pytest_collection_finish(session):
     _WARM.append(subprocess.Popen([sys.executable, str(script)], preexec_fn=lambda: os.nice(10), **quiet))
 
 
-def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (`make test`: ``--dist loadgroup``) the tests of a module that
-    shares a module- or session-scoped fixture of its own (a reference run, a private
-    SLURM) stay on one worker, so the fixture is computed once as in a serial run rather
-    than once per worker the module's tests land on; every other test is scheduled on its
-    own.  Runs before xdist's own hook (trylast), which turns the mark into the group."""
-    if not os.environ.get("PYTEST_XDIST_WORKER"):
-        return
-    for item in items:
-        module = item.nodeid.split("::")[0]
-        info = getattr(item, "_fixtureinfo", None)
-        if info is None or item.get_closest_marker("xdist_group"):
-            continue
-        if any(d.scope in ("module", "session") and d.baseid == module
-               for defs in info.name2fixturedefs.values() for d in defs):
-            item.add_marker(pytest.mark.xdist_group(module))
-
-
 def pytest_sessionfinish(session):
     for p in _WARM:
         if p.poll() is None:

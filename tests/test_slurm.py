@@ -27,9 +27,9 @@ import pytest
 from conftest import CONFIGS, ROOT
 from slurm_cluster import SlurmCluster, Unavailable
 
-#: one private cluster at a time: under pytest-xdist (`make test`: --dist loadgroup) the three
-#: cases and their session fixtures stay on one worker
-pytestmark = [pytest.mark.slurm, pytest.mark.xdist_group("slurm")]
+#: one private cluster at a time: under pytest-xdist `make test` runs with --dist loadfile, so the
+#: three cases and their session fixtures stay on one worker
+pytestmark = pytest.mark.slurm
 
 SBATCH = ROOT / "jobs" / "optimize.sbatch"
 PARMBS = os.path.join(os.path.dirname(sys.executable), "parmbs")

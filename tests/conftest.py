@@ -37,12 +37,12 @@ def pytest_collection_finish(session):
     in whichever test needs it first, ~150 s in all).  Serially it runs niced in the
     background, on the second core, while the tests run.  Under pytest-xdist (`make test`:
     ``-n 2``) both cores run tests, so each worker first compiles its share of the
-    families (``numba_warm.py i/n``) and waits for it: in a fresh clone ~75 s of wall on two
-    cores, instead of each worker compiling a family again when both need it before it
-    is cached (the cache only saves work: the same machine code, never another number),
-    and no compile inside a test's subprocess time-out.  With a warm cache the share only
-    loads it (a few seconds).  Single files and the MPI run do not warm;
-    PARMBS_TEST_NO_WARM=1 turns it off."""
+    families (``numba_warm.py i/n``) and waits for it — measured in a fresh clone, two
+    shares: ~35-45 s CPU each, side by side — instead of each worker compiling a family
+    again when both need it before it is cached (the cache only saves work: the same
+    machine code, never another number), and no compile inside a test's subprocess
+    time-out.  A family warmed once is skipped by later sessions (numba_warm.py).  Single
+    files and the MPI run do not warm; PARMBS_TEST_NO_WARM=1 turns it off."""
     import importlib.util
     import subprocess
     import sys
@@ -55,10 +55,11 @@ def pytest_collection_finish(session):
     if worker:
         share = f"{int(worker[2:])}/{os.environ.get('PYTEST_XDIST_WORKER_COUNT', '1')}"
         try:
-            # a hang guard only: the costliest share measured 80 s CPU cold
+            # a hang guard only (≈ 40 s CPU; ~16 min of wall at load 27): on expiry the
+            # tests compile what is missing themselves (numba keeps each kernel cached as done)
             subprocess.run([sys.executable, str(script), share], timeout=900, **quiet)
         except subprocess.TimeoutExpired:
-            pass            # the tests compile what is missing themselves
+            pass
         return
     _WARM.append(subprocess.Popen([sys.executable, str(script)], preexec_fn=lambda: os.nice(10), **quiet))
 

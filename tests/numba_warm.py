@@ -97,7 +97,7 @@ def groups(tmp):
 
 def split(costs, n):
     """Families for each of ``n`` processes: the costliest first, each to the least
-    loaded process (what one process compiles in ~150 s, two do in ~80 s of wall)."""
+    loaded process (n = 2: planar + spatial, and Arnold–Brüls + vehicle + sparse)."""
     parts, load = [[] for _ in range(n)], [0.0] * n
     for i in sorted(range(len(costs)), key=lambda i: -costs[i]):
         k = load.index(min(load))

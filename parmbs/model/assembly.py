@@ -180,24 +180,6 @@ def local_size(N, comm):
 #: serial systems of at least this many unknowns are factored by MUMPS (measured crossover)
 SERIAL_MUMPS_SIZE = 200
 
-#: the forward run in progress (``new_run``); an operator set up in an earlier one is
-#: factored from scratch at its first matrix of this one (``SparseOperator.set_values``)
-_RUN = [0]
-
-
-def new_run():
-    """A forward run starts (sensitivity/problem.Problem.forward): every SparseOperator
-    forgets its factorization — the symbolic analysis too — at its next ``set_values``.
-    PETSc keeps the analysis of the first matrix factored while the nonzero pattern stays,
-    and MUMPS's analysis reads the matrix's values (its maximum-transversal column
-    permutation and scaling, ICNTL(6)/(8)), so without this a run's last bits depend on
-    the designs the process ran before: the double wishbone's initial assembly at an MMA
-    iterate differed by 3e-15 between the uninterrupted run (third evaluation of the
-    process) and a restart (first), ψ by 1.5e-13 relative (tests/test_restart_bits.py).
-    With it a run is a function of its own inputs, so ``parmbs optimize --restart``
-    repeats the uninterrupted record bit for bit."""
-    _RUN[0] += 1
-
 
 class ColumnSolves:
     """``solve_many`` for any operator with ``solve(rhs, transpose)``."""
@@ -274,15 +256,10 @@ class SparseOperator(ColumnSolves):
                 pc.setFactorOrdering("external")
         self.ksp = ksp
         self._factored = False
-        self._run = _RUN[0]
 
     @event("ParmbsAssemble")
     def set_values(self, vals):
-        """Assemble the matrix from local blocks (list matching the pattern's blocks);
-        the first matrix of a new forward run is factored from scratch (``new_run``)."""
-        if self._run != _RUN[0]:
-            self._run = _RUN[0]
-            self._reset()
+        """Assemble the matrix from local blocks (list matching the pattern's blocks)."""
         data = self.pattern.values(vals)
         self.A.setValuesCSR(self.pattern.indptr, self.pattern.indices, data)
         self.A.assemble()
@@ -321,7 +298,7 @@ class SparseOperator(ColumnSolves):
         return self._gather(self.x)
 
     def _reset(self):
-        """At a new forward run (``new_run``), and after a failed factorization (a singular or non-finite matrix: a trial design
+        """After a failed factorization (a singular or non-finite matrix: a trial design
         that fails) forget the factor, so the next matrix is factored from scratch.
         Without this MUMPS keeps its error code (INFOG(1) < 0) and, the nonzero pattern
         being the same, PETSc skips every later numeric factorization: measured under

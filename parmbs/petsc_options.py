@@ -160,7 +160,8 @@ def set_config_options(prefix, options):
 #: the setOptionsPrefix / options_prefix= of the source).  ``parmbs_`` is also the TS's own
 #: prefix (its options -parmbs_ts_<name>), ``parmbs_ts_`` the TS's Newton solver's.
 PREFIXES = ("parmbs_", "parmbs_ts_", "parmbs_init_", "parmbs_maggi_", "parmbs_schur_",
-            "parmbs_schur0_", "parmbs_tsinit_", "parmbs_tsaux_", "parmbs_opt_", "parmbs_ggl_proj_")
+            "parmbs_schur0_", "parmbs_tsinit_", "parmbs_tsaux_", "parmbs_opt_", "parmbs_ggl_proj_",
+            "parmbs_modal_")
 #: unprefixed options of these kinds reach every parmbs solver
 ROUTED = ("ksp_", "pc_", "snes_", "ts_", "tao_", "mat_", "sub_", "redundant_")
 #: options PETSc reads only in PetscFinalize, after parmbs looks (never "unused")

@@ -30,6 +30,14 @@ sources of run-to-run differences were measured (issue 17) and are switched off 
    gradients up to 2.9e-12 (genalpha) and 1.7e-11 (trapezoidal) apart; with parmbs
    imported first, or the variable set, 0 in every comparison.
 3. **Scotch threads** (PT-Scotch orderings for MUMPS): ``SCOTCH_PTHREAD_NUMBER=1``.
+4. **OpenBLAS's kernels chosen by the CPU.**  Debian's OpenBLAS (DYNAMIC_ARCH) picks its
+   SkylakeX (AVX-512) kernels on an AVX-512 CPU and Haswell's (AVX2) elsewhere; the two
+   sum in other orders.  Measured on an AVX-512 machine (2026-11-27): the numpy path's
+   Iltis Newton matrix differed from the compiled one by 333 u of its largest entry
+   (tests/test_compiled_vehicle.py, bound 100 u; 2 u with ``OPENBLAS_CORETYPE=Haswell``
+   and on the earlier machine).  ``OPENBLAS_CORETYPE=Haswell`` is set when the user left
+   it unset (x86_64, before numpy loads), so an AVX-512 machine computes what an AVX2
+   one does; ``PARMBS_BLAS_CORE=native`` keeps OpenBLAS's choice.
 
 The MUMPS settings live with the operators that use MUMPS (``mumps_options``).
 """
@@ -75,6 +83,11 @@ def _pin_environment(n: int) -> dict:
             and "NPY_DISABLE_CPU_FEATURES" not in os.environ and "NPY_ENABLE_CPU_FEATURES" not in os.environ):
         os.environ["NPY_DISABLE_CPU_FEATURES"] = NUMPY_SVML_TARGET
         done["NPY_DISABLE_CPU_FEATURES"] = NUMPY_SVML_TARGET
+    if ("numpy" not in sys.modules and platform.machine().lower() in ("x86_64", "amd64")
+            and os.environ.get("PARMBS_BLAS_CORE", "").lower() != "native"
+            and "OPENBLAS_CORETYPE" not in os.environ):
+        os.environ["OPENBLAS_CORETYPE"] = "Haswell"          # item 4 of the module docstring
+        done["OPENBLAS_CORETYPE"] = "Haswell"
     return done
 
 

@@ -80,10 +80,6 @@ POINT_BOUNDS = [((-1.350, 0.100, 0.100), (-1.100, 0.350, 0.300)), ((-1.100, 0.10
 GRAVITY = 9.81                # m/s², along −Z
 TUBE_DENSITY, TUBE_RADII = 7800.0, (0.015, 0.01)   # kg/m³; r_o, r_i in m
 STRESS_LIMIT = 400e6          # Pa, Eq. 56
-# double-wishbone-opt.toml only (its 16 stress constraints dt-converged; benchmarks/README.md,
-# "dt-convergence"): Kelvin–Voigt axial damping of the tubes [s] and generalized-α
-OPT_AXIAL_DAMPING = 1e-4
-OPT_INTEGRATOR = "genalpha"
 KS_RHO = 1e-7                 # 1/Pa: KS over a tube's element exceeds max |σ| by ≤ ln 2/ρ = 6.9 MPa
 
 
@@ -153,11 +149,7 @@ def text(opt=False):
     w("# spring + damper on the full relative velocity, Eq. 43/65); rigid chassis and wheels")
     w("# in natural coordinates (seed §5.2); wheel-centre heights driven by Table 2's")
     w("# d_z = 0.050 sin 2πt (front), 0.075 sin 4πt (rear); T = 3 s, Δt = 1e-3, the seed's")
-    if opt:
-        w("# variational integrator; THIS FILE runs generalized-α (ρ∞ = 0.9) with tube axial damping")
-        w(f"# β = {OPT_AXIAL_DAMPING:g} s, for its stress constraints (see [simulation] below).")
-    else:
-        w("# variational integrator (`--set simulation.integrator=genalpha` for comparison).")
+    w("# variational integrator (`--set simulation.integrator=genalpha` for comparison).")
     w("# Objective: ∫|d_CM|² dt of the chassis CM.  Values not in the paper:")
     for line in doc.rstrip().splitlines():
         w("#" + (" " + line if line.strip() else ""))
@@ -214,8 +206,6 @@ def text(opt=False):
             w(f'section = {{ shape = "tube", outer_radius = {f(TUBE_RADII[0])}, inner_radius = {f(TUBE_RADII[1])} }}')
             w(f"density = {f(TUBE_DENSITY)}")
             w("E = 2.0e11")
-            if opt:
-                w(f"axial_damping = {OPT_AXIAL_DAMPING!r}")
             w(f"initial = {{ position = {vec(p)}, direction = {vec(tuple(x / length for x in d))} }}")
             w("independent = []")
             w("")
@@ -254,20 +244,7 @@ def text(opt=False):
     w("[simulation]")
     w("t_end = 3.0")
     w("dt = 1e-3")
-    if opt:
-        w("# Not the seed's variational integrator (double-wishbone.toml runs it): read at the")
-        w("# nodes, its axial stress carries a tensile bias E(ωh)²/8 (the midpoint rule evaluates")
-        w("# the stiff axial force at (q_n + q_n+1)/2, whose chord a tube turning at ω shortens by")
-        w("# (ωh)²/8, so the nodes stretch to balance it): ~0.8 MPa at Δt = 1e-3 while the rear")
-        w("# wishbones swing, and the ∫KS constraints changed 6e-3 (gradients to 0.5) from Δt to")
-        w("# Δt/2.  Generalized-α evaluates the forces at the nodes; the tubes' axial damping")
-        w("# (axial_damping above, not in the paper; ζ = βω/2: 0.22 at the 700 Hz, 0.8 at the")
-        w("# 2.5 kHz axial modes, < 1e-3 below 3 Hz) damps the ringing of those unresolved modes")
-        w("# (ωh = 4.4 and 16) in physical time.  Over 0.5 s, Δt → Δt/2: ∫KS values ≤ 6.4e-5,")
-        w("# their gradients 2.6e-4 … 7.6e-3 (not all ≤ 1e-3 yet; benchmarks/README.md).")
-        w(f'integrator = "{OPT_INTEGRATOR}"')
-    else:
-        w('integrator = "variational"')
+    w('integrator = "variational"')
     w("# MUMPS's default workspace (ICNTL(14) = 20 % over its estimate) runs out on the delayed")
     w("# pivots of this saddle matrix (the beams' slope masses ~1e-3 beside unit constraint")
     w("# entries): PETSc reports a failed factorization (KSP reason -11); 100 % is enough.")

@@ -133,9 +133,7 @@ def test_gradients_short_horizon(integrator):
 
 
 def test_60_variable_gradients_short_horizon():
-    """The 60 variables of double-wishbone-opt.toml over 10 steps (the file's generalized-α
-    with the tubes' axial damping; the figures below were measured with the variational
-    integrator the file ran before):
+    """The 60 variables of double-wishbone-opt.toml over 10 steps (variational integrator):
     adjoint = direct for all (bound 1e-9 ~ N κ ε with κ ~ 1e6 of the saddle matrices;
     measured 1e-12 on ψ = ∫|d_CM|²), and central FD at the absolute step h = 1e-5 for a
     chassis-point coordinate in each direction (front and rear), an absorber height, a stiffness and a

@@ -55,6 +55,28 @@ is  dx₁ = P_ξ(ξ₁) S(dξ₀) + P_p(ξ₁),  dξ₀ = L(ξ₀)(dx₀ − P_p
 applies the transposes of the same maps in reverse order: adjoint = direct to
 round-off.
 
+Drivers.  Every driver is a row of Φ_c(q, t; p) — seed 002 eq. (5), Φ(q, z, ρ, t) = 0
+with explicit t — also when it drives a tree joint's own coordinate (a revolute driver
+sin(θ − f(t)) on a revolute or cylindrical tree joint, a translation driver d − f(t) on
+a translational or cylindrical one: "drivers inside the tree").  At q = f(z) such a row
+depends on that joint's coordinate alone (the relative pose of parent and child is ρ(z_j)
+and the slide), with θ = ±z_j + const and d = ±z_j + const exactly: it is the rheonomic
+row z_j = ±f(t) + const in the component's own form, and the driven coordinate is held
+by it, not removed from z.  This is the paper's treatment: the driven coordinate is no
+degree of freedom (a nonsingular Φ_z D must contain its column, whose row of Φ_z is its
+alone; listing it in ``simulation.matrix_r.independent`` is refused naming the driver,
+matrix_r_independent._refuse_prescribed), and f(t) enters the velocity and acceleration
+levels through Φ_t (b = −Φ_t, ḟ: eqs. 18–19, 24) and Φ̇_t (c, f̈: eqs. 21–23, 25) — the
+rows E₄, E₂ of matrix_r_independent.py and the initial state's velocity and acceleration
+stages; this dependent (index-3) form imposes the position row only.  Their parameter
+derivatives (f's coefficients as design variables) are the components' Φ_p, Φ_t,p, γ_p,
+so the tangent and adjoint steps above are exact with no driver-specific term.
+Substituting z_j = f(t) instead would save one unknown and one multiplier per driver; not
+done: the row costs O(1) in the dense z-space system and keeps one path for drivers on
+cut and on tree joints.  tests/test_matrix_r_driven.py: the driven coordinates follow f
+to round-off (positions ≤ 2.3e-16; ż, z̈ relative 3e-14 where imposed), O(h²) agreement
+with index-3 (orders 1.996, 1.999), adjoint = direct ≤ 4.3e-13, central FD ≤ 3.8e-9.
+
 Redundant constraints (``simulation.matrix_r.redundant``).  When Φ_c,q has dependent
 rows at every configuration (configs/parallelogram.toml), model/redundancy.py finds
 them at set-up and drops them from the model.  Seed 002 eq. (17) instead keeps every

@@ -52,7 +52,10 @@ joint naming the relative coordinate of the body it attaches to its parent.  Def
 at the initial state, greedy column pivoting (Gram–Schmidt with the largest remaining
 column norm) on Φ_z = Φ_c,q R picks the m_c best-conditioned columns as dependent, the
 rest are z^i; chosen once per stepper, so every run of a Problem (FD included) uses
-the same B.  Φ_z D must be nonsingular at t = 0 (otherwise ModelError naming the key).
+the same B.  Φ_z D must be nonsingular at t = 0 (otherwise ModelError naming the key;
+a driver on a tree joint whose coordinate is listed is named: its coordinate is
+prescribed, matrix_r.py "Drivers").  With drivers, E₄ carries Φ_c,t (ḟ) and E₂ the
+driver's γ (f̈), so driven tree coordinates follow f, ḟ, f̈ at every step.
 
 Drift: none beyond Newton's tolerance.  E₃, E₄ hold at every step:
 |Φ_c(q_k)| ≤ βh² |E₃| and |Φ̇_c| ≤ γh |E₄| at the converged iterate; with newton
@@ -126,12 +129,33 @@ class MatrixRIndependent(MatrixRStepper):
             dep, _ = pivot_columns(L.Phiz, self.ml)
             self._set_selection(np.setdiff1d(np.arange(self.nz), dep))
         PD = L.Phiz[:, self.dep]
+        self._refuse_prescribed(L.Phiz)
         sv = np.linalg.svd(PD, compute_uv=False) if self.mc else np.ones(1)
         if self.mc and sv[-1] <= 1e-10 * max(sv[0], np.max(np.abs(L.Phiz)), 1e-300):
             raise ModelError(KEY, f"the independent coordinates ({', '.join(self.ind_names) or 'none'}) do not "
                                   "determine the configuration at t = 0 (Φ_z D is singular, seed 002 eq. 10); "
                                   "choose others")
         return x0
+
+    def _refuse_prescribed(self, Phiz):
+        """A cut row that acts on independent coordinates only (its row of Φ_z D vanishes)
+        — a driver on a tree joint whose coordinate is listed as independent: that
+        coordinate is prescribed (z_j = f(t) in the driver's form, matrix_r.py "Drivers"),
+        not a degree of freedom.  Refused naming the rows and the coordinates they fix
+        (otherwise the refusal below would say only "Φ_z D is singular").  A row of Φ_z
+        that vanishes entirely is left to that refusal."""
+        tol = 1e-12 * max(np.max(np.abs(Phiz), initial=0.0), 1e-300)
+        kept = Phiz[:self.ml]                 # (a redundant row's zero does not make a tall Φ_z D singular)
+        idle = np.flatnonzero(np.max(np.abs(kept[:, self.dep]), axis=1, initial=0.0) <= tol)
+        fixed = [nm for k, nm in zip(self.ind, self.ind_names) if np.any(np.abs(kept[idle, k]) > tol)]
+        if not fixed:
+            return
+        rows = {int(r): nm for c in self.view.constraints for nm, rr in zip(c.names, c.rows) for r in rr}
+        names = sorted({rows.get(int(r), f"cut row {int(r)}") for r in idle})
+        raise ModelError(KEY, f"{', '.join(names)} prescribe{'s' if len(names) == 1 else ''} "
+                              f"{', '.join(fixed)} alone (a driver fixes its tree joint's coordinate: it is not "
+                              "a degree of freedom); list other independent coordinates, or leave "
+                              "simulation.matrix_r.independent out to have them chosen")
 
     def _elin(self, t, xi, p, with_p=False, K=None):
         """matrix_r's _lin plus E₂, E₄ and the stacked E-Jacobians (module doc)."""

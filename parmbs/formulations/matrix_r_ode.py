@@ -68,10 +68,11 @@ class MatrixRODE(ManifoldGuess):
         self.sys, self.m, self.nq = system, system.m, system.n
         self.design_map, self.nd = b.design_map, ndesign
         self.nz, self.mc = b.nz, b.mc
-        if b.ind is None:
-            # the default B at the initial state (t = 0, the nominal parameters), as
-            # matrix_r_independent.initial picks it: fixed for every run of the stepper
-            b.initial(0.0, system.p)
+        # the default B at the initial state (t = 0, the nominal parameters), as
+        # matrix_r_independent.initial picks it: fixed for every run of the stepper; a
+        # listed B is checked there too (a singular choice, a driven coordinate listed:
+        # ModelError on simulation.matrix_r.independent instead of a failing first step)
+        b.initial(0.0, system.p)
         self.ind = b.ind
         self.n = len(self.ind)
         self.N = 2 * self.n                   # the halves of y (integrators/ts.py reads mod.n, mod.N)

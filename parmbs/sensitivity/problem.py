@@ -26,6 +26,7 @@ from .. import _log
 from ..config import resources
 from ..faults import rank_fault
 from . import adjoint_batch
+from ..model.assembly import new_run
 from ..model.system import ModelError, System
 from ..formulations import make_stepper
 from .design import DesignSpace
@@ -170,6 +171,7 @@ class Problem:
         ``p`` (what the objective and gradient calls without ``p`` use)."""
         p = self.sys.p if p is None else p
         self.traj = None                              # a failed run leaves no stale trajectory
+        new_run()                                     # factorizations from scratch: bits independent of earlier runs
         self.traj = self._forward(p, progress, on_step)
         self.traj.p = np.array(p, copy=True)
         return self.traj

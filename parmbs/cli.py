@@ -884,7 +884,7 @@ def cmd_gradient(args):
     if groups is not None:
         return _cmd_gradient_batches(args, cfg, groups)
     pr = _problem(cfg, args, system)
-    if args.history and hasattr(pr.stepper, "forward"):
+    if args.history and "forward" in pr.stepper.whole_runs:
         raise InputError(args.config, "--history", f"integrator {cfg.simulation.integrator!r} (PETSc TS) runs "
                          "its own sensitivity sweeps; --history needs trapezoidal, genalpha, newmark or variational")
     tracker = _Tracker()

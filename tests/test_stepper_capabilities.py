@@ -1,6 +1,8 @@
-"""Every stepper declares its checkpoint capabilities (integrators/one_step.py): a
+"""Every stepper declares its capabilities (integrators/one_step.py): a
 ``checkpoint_sweep`` that names a run of checkpoint.runs() and a ``checkpoint_refusal()``
-— the checkpoint layer and the CLI read them instead of probing for ``forward``."""
+— the checkpoint layer and the CLI read them instead of probing for ``forward`` — and the
+runs it makes whole (``whole_runs``, ``freezes_steps``: read by Problem, verify,
+complex_step, ride and the CLI)."""
 import os
 
 import pytest
@@ -51,3 +53,32 @@ def test_a_stepper_without_a_sweep_keeps_its_trajectory_in_memory():
         def checkpoint_refusal(self):
             return None
     assert "the ts-x integrator keeps its trajectory in memory" in refusal(InMemory(), "ts-x")
+
+
+#: every kind of stepper: the one-step ones, PETSc TS (penalty, index-1 ODE, ts-alpha2),
+#: dopri5, and Maggi with the thesis' adjoint ODE (its own whole-run adjoint)
+RUN_KINDS = [
+    ("index3", "trapezoidal", [], set(), False),
+    ("index3", "variational", [], set(), False),
+    ("index1", "genalpha", [], set(), False),
+    ("matrix-r", "trapezoidal", [], set(), False),
+    ("maggi", "trapezoidal", [], set(), False),
+    ("maggi", "trapezoidal", ['simulation.maggi.adjoint="second-order"'], {"adjoint"}, False),
+    ("penalty", "ts-cn", [], {"forward", "direct", "adjoint"}, True),
+    ("index1", "ts-rk", [], {"forward", "direct", "adjoint"}, True),
+    ("index3", "ts-alpha2", [], {"forward", "direct", "adjoint"}, False),
+    ("index1", "dopri5", [], {"forward", "direct", "adjoint"}, True),
+]
+
+
+@pytest.mark.parametrize("formulation,integrator,extra,whole,freezes", RUN_KINDS)
+def test_every_stepper_declares_its_whole_runs(formulation, integrator, extra, whole, freezes):
+    """``whole_runs`` / ``freezes_steps`` (what Problem, verify, complex_step, ride and the
+    CLI read) name exactly the methods the stepper has: its own ``forward``/``direct``/
+    ``adjoint`` and ``freeze``."""
+    pr = Problem(load_config(FIVEBAR, [f'simulation.formulation="{formulation}"',
+                                       f'simulation.integrator="{integrator}"', "simulation.t_end=0.01", *extra]))
+    st = pr.stepper
+    assert st.whole_runs == whole == {a for a in ("forward", "direct", "adjoint") if hasattr(st, a)}
+    assert st.freezes_steps is freezes is hasattr(st, "freeze")
+    assert "forward" in whole or hasattr(st, "step")           # complex_step steps the others

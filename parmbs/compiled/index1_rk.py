@@ -411,15 +411,23 @@ def _stage(Y, p, n, m, M, dm, nd):
 
 
 @njit(cache=True)
-def rk_tangent(y, h, p, n, m, flat, offs, dm, nd, A, b, dy):
-    """dy_{k+1} = dy_k + h Σ b_i dK_i,  dK_i = (dY_v, da),  K da = −(R_q dY_q + R_v dY_v + R_ρ)
-    (columns: nd)."""
+def _linear_step(y, h, p, n, m, flat, offs, A, b):
+    """What the tangent and adjoint steps start from: the element indices M (``unpack``),
+    the number of stages s, the stages whose K enters (``_used``), the stage vectors Y_i
+    and whether every stage's K was regular (``_stages``)."""
     M = unpack(flat, offs)
     s = b.shape[0]
     used = _used(A, b)
     Ys, ok = _stages(y, h, p, n, m, M, A, s)
+    return M, s, used, Ys, ok
+
+
+@njit(cache=True)
+def rk_tangent(y, h, p, n, m, flat, offs, dm, nd, A, b, dy):
+    """dy_{k+1} = dy_k + h Σ b_i dK_i,  dK_i = (dY_v, da),  K da = −(R_q dY_q + R_v dY_v + R_ρ)
+    (columns: nd)."""
+    M, s, used, Ys, ok = _linear_step(y, h, p, n, m, flat, offs, A, b)
     c = dy.shape[1]
-    N = n + m
     dK = np.zeros((s, 2 * n, c))
     out = dy.copy()
     for i in range(s):
@@ -451,10 +459,7 @@ def rk_adjoint(y, h, p, n, m, flat, offs, dm, nd, A, b, lam1):
     """The transpose of ``rk_tangent``: (λ_k, ∇ψ increment (nd × c), ok) from λ_{k+1} (2n × c).
     Per stage: W = K⁻ᵀ [μ_v; 0] (c transposed solves), μ_Y = −[R_q, R_v]ᵀ W + [0; μ_q],
     ∇ψ −= R_ρᵀ W."""
-    M = unpack(flat, offs)
-    s = b.shape[0]
-    used = _used(A, b)
-    Ys, ok = _stages(y, h, p, n, m, M, A, s)
+    M, s, used, Ys, ok = _linear_step(y, h, p, n, m, flat, offs, A, b)
     c = lam1.shape[1]
     N = n + m
     mK = np.zeros((s, 2 * n, c))

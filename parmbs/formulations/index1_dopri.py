@@ -40,6 +40,7 @@ import numpy as np
 
 from .._log import stage
 from ..integrators.newmark import StepError
+from ..integrators.one_step import WHOLE
 from ..integrators.timeloop import StepSizeError, TimeGrid
 from ..integrators.trajectory import Trajectory, quadrature_weights
 from ..model import forces as F, joints as J
@@ -239,6 +240,11 @@ class DormandPrince:
 
     #: no checkpointed sweep (cli.py keeps the run in memory; checkpoint.open_run refuses)
     checkpoint_sweep = None
+
+    #: forward, direct and adjoint are its own (integrators/one_step.py); an adaptive
+    #: run's steps are its controller's, replayed through ``freeze``
+    whole_runs = WHOLE
+    freezes_steps = True
 
     def __init__(self, system, sim, design_map=None, ndesign=0, comm=None):
         from ..compiled.index1_rk import DP_A, DP_B, DP_BH, DP_C

@@ -308,4 +308,5 @@ def make_maggi_stepper(system, sim, design_map=None, ndesign=0, comm=None):
     if sim.maggi.adjoint != "discrete":   # the thesis' adjoint ODEs: a whole-run adjoint (maggi_avm.py)
         from .maggi_avm import MaggiAVM
         st.adjoint = MaggiAVM(st, sim.maggi.adjoint)
+        st.whole_runs = frozenset(("adjoint",))     # (integrators/one_step.py)
     return st

@@ -53,6 +53,7 @@ from .initial import InitialState
 from .ts_layout import TSLayout
 from .ts_determinism import DistributedSolves
 from .ts_steps import TSSteps
+from .one_step import WHOLE
 
 #: options prefix of everything the TS owns: PETSc's TS reads its prefix + "ts_<name>",
 #: so the TS itself gets "parmbs_" (-parmbs_ts_monitor, -parmbs_ts_type, -parmbs_ts_adapt_type,
@@ -742,6 +743,11 @@ class TSStepper(ARKIMEXSteps):
     #: TS re-runs from stored states and TSAdjoint back through them, or our own adjoint
     #: steps (``uses_own_adjoint``): checkpoint/ts_run.py
     checkpoint_sweep = "ts"
+
+    #: forward, direct and adjoint run whole in PETSc TS (integrators/one_step.py);
+    #: an adaptive run's steps are TSAdapt's, replayed through ``freeze``
+    whole_runs = WHOLE
+    freezes_steps = True
 
     def initial(self, t0, p):
         """x_0 = (q_0, v_0, a_0, λ_0) as the forward run's first state."""

@@ -90,6 +90,7 @@ from .timeloop import Adapt, StepSizeError, TimeGrid, march_ts
 from .trajectory import Trajectory
 from .ts import PREFIX, TS_PREFIX
 from .ts_steps import TSSteps
+from .one_step import WHOLE
 
 #: TSAlpha_Restart's parameters (α_m, α_f, γ, β) during its backward-Euler half steps
 RESTART_PARAMS = (1.0, 1.0, 1.0, 0.5)
@@ -612,6 +613,11 @@ class TSAlpha2Stepper:
     #: its forward run takes the steps through ``march_fixed``, its providers recompute
     #: through ``step``, its reverse sweep is our adjoint (``adjoint_step``; checkpoint.open_run).
     checkpoint_sweep = "adjoint_step"
+
+    #: forward on TSALPHA2, direct/adjoint by ``_sweep`` (integrators/one_step.py); a
+    #: frozen replay takes Problem.frozen_grid (``forward``), no ``freeze``
+    whole_runs = WHOLE
+    freezes_steps = False
 
     def initial(self, t0, p):
         return self.nm.initial(t0, p)

@@ -180,6 +180,24 @@ def local_size(N, comm):
 #: serial systems of at least this many unknowns are factored by MUMPS (measured crossover)
 SERIAL_MUMPS_SIZE = 200
 
+#: the forward run in progress (``new_run``); an operator set up in an earlier one is
+#: factored from scratch at its first matrix of this one (``SparseOperator.set_values``)
+_RUN = [0]
+
+
+def new_run():
+    """A forward run starts (sensitivity/problem.Problem.forward): every SparseOperator
+    forgets its factorization — the symbolic analysis too — at its next ``set_values``.
+    PETSc keeps the analysis of the first matrix factored while the nonzero pattern stays,
+    and MUMPS's analysis reads the matrix's values (its maximum-transversal column
+    permutation and scaling, ICNTL(6)/(8)), so without this a run's last bits depend on
+    the designs the process ran before: the double wishbone's initial assembly at an MMA
+    iterate differed by 3e-15 between the uninterrupted run (third evaluation of the
+    process) and a restart (first), ψ by 1.5e-13 relative (tests/test_restart_bits.py).
+    With it a run is a function of its own inputs, so ``parmbs optimize --restart``
+    repeats the uninterrupted record bit for bit."""
+    _RUN[0] += 1
+
 
 class ColumnSolves:
     """``solve_many`` for any operator with ``solve(rhs, transpose)``."""
@@ -256,10 +274,15 @@ class SparseOperator(ColumnSolves):
                 pc.setFactorOrdering("external")
         self.ksp = ksp
         self._factored = False
+        self._run = _RUN[0]
 
     @event("ParmbsAssemble")
     def set_values(self, vals):
-        """Assemble the matrix from local blocks (list matching the pattern's blocks)."""
+        """Assemble the matrix from local blocks (list matching the pattern's blocks);
+        the first matrix of a new forward run is factored from scratch (``new_run``)."""
+        if self._run != _RUN[0]:
+            self._run = _RUN[0]
+            self._reset()
         data = self.pattern.values(vals)
         self.A.setValuesCSR(self.pattern.indptr, self.pattern.indices, data)
         self.A.assemble()
@@ -298,14 +321,21 @@ class SparseOperator(ColumnSolves):
         return self._gather(self.x)
 
     def _reset(self):
-        """After a failed factorization (a singular or non-finite matrix: a trial design
-        that fails) forget the factor, so the next matrix is factored from scratch.
-        Without this MUMPS keeps its error code (INFOG(1) < 0) and, the nonzero pattern
-        being the same, PETSc skips every later numeric factorization: measured under
-        `mpirun -n 2 parmbs optimize`, after one trial with a non-finite matrix every
-        later evaluation failed (PETSc errors 76, 56).  Collective (every rank's solve
-        fails together)."""
-        self.ksp.reset()
+        """Forget the factorization, so the next matrix is factored from scratch (the
+        symbolic analysis too): at a new forward run (``new_run``), and after a failed
+        factorization (a singular or non-finite matrix: a trial design that fails).
+        Without the latter MUMPS keeps its error code (INFOG(1) < 0) and, the nonzero
+        pattern being the same, PETSc skips every later numeric factorization: measured
+        under `mpirun -n 2 parmbs optimize`, after one trial with a non-finite matrix
+        every later evaluation failed (PETSc errors 76, 56).
+
+        Only the PC is reset (PCReset: its factor matrix and orderings; its type, solver
+        type and ordering type stay), not the KSP: KSPReset also destroys the KSP's
+        viewers, so ``-ksp_view`` printed nothing after it
+        (tests/test_petsc_cli.py::test_a_prefixed_option_wins_over_the_unprefixed_one).
+        PCReset drops the operators, so they are set again.  Collective (every rank's
+        solve fails together; every rank starts the run)."""
+        self.ksp.getPC().reset()
         self.ksp.setOperators(self.A)
         self._factored = False
 

@@ -27,7 +27,7 @@ from ..integrators.timeloop import set_step
 def objective_values_complex(problem, p):
     """ψ(p) for every objective from one forward run at a complex parameter vector."""
     stepper, sysm = problem.stepper, problem.sys
-    if not hasattr(stepper, "step") or hasattr(stepper, "forward"):
+    if "forward" in stepper.whole_runs:
         raise ModelError("simulation.integrator",
                          f"'{problem.config.simulation.integrator}' runs in PETSc TS, which is real-valued; "
                          "use --method fd (or an index3 integrator) for complex step")

@@ -26,6 +26,7 @@ from .. import _log
 from ..config import resources
 from ..faults import rank_fault
 from . import adjoint_batch
+from ..model.assembly import new_run
 from ..model.system import ModelError, System
 from ..formulations import make_stepper
 from .design import DesignSpace
@@ -170,6 +171,7 @@ class Problem:
         ``p`` (what the objective and gradient calls without ``p`` use)."""
         p = self.sys.p if p is None else p
         self.traj = None                              # a failed run leaves no stale trajectory
+        new_run()                                     # factorizations from scratch: bits independent of earlier runs
         self.traj = self._forward(p, progress, on_step)
         self.traj.p = np.array(p, copy=True)
         return self.traj
@@ -181,7 +183,7 @@ class Problem:
         if traj is None:
             # PETSc TS: direct/adjoint run their own forward; a checkpointed run resumes
             # from its HDF5 store, which holds (and checks) the run's parameters
-            if hasattr(self.stepper, "forward") or getattr(self, "checkpoint", None) is not None:
+            if "forward" in self.stepper.whole_runs or getattr(self, "checkpoint", None) is not None:
                 return self.sys.p if p is None else p
             raise ValueError("no trajectory: call forward(p) first")
         tp = getattr(traj, "p", None)
@@ -200,7 +202,7 @@ class Problem:
         if not self._memory_checked:                  # the trajectory below must fit (config/resources.py)
             resources.check_memory(self.config.source, self.nsteps, self.sys.n, self.sys.m, True, self._mpi())
             self._memory_checked = True
-        if hasattr(self.stepper, "forward"):          # whole-run steppers (PETSc TS)
+        if "forward" in self.stepper.whole_runs:      # whole-run steppers (PETSc TS, dopri5)
             return self.stepper.forward(self, p, progress, on_step)   # TSAdapt chooses the steps (ts.py)
         steps = self._steps()
         rows = _Rows(self.state_blocks(), steps["grid"].steps if "grid" in steps else None)
@@ -385,7 +387,7 @@ class Problem:
             return self.design.chain(self._direct_columns(p), p, forward=True)
 
     def _direct_columns(self, p):
-        if hasattr(self.stepper, "direct"):
+        if "direct" in self.stepper.whole_runs:
             return self.stepper.direct(self, p)
         traj = self.traj
         if self.checkpoint is not None:
@@ -455,7 +457,7 @@ class Problem:
     def _adjoint_columns(self, p):
         if self.checkpoint is not None:
             return self.checkpoint.adjoint(p)
-        if hasattr(self.stepper, "adjoint"):
+        if "adjoint" in self.stepper.whole_runs:
             return self.stepper.adjoint(self, p)
         traj = self.traj
         N = traj.steps
@@ -604,7 +606,7 @@ class _Frozen:
         self.saved = self.pr.frozen_grid
         self.pr.frozen_grid = self.pr.grid
         st, tr = self.pr.stepper, self.pr.traj
-        self.ts = hasattr(st, "freeze") and getattr(st, "adaptive", False) and tr is not None
+        self.ts = st.freezes_steps and getattr(st, "adaptive", False) and tr is not None
         if self.ts:                       # PETSc TS replays its own accepted times
             st.freeze(tr.t)
         return self

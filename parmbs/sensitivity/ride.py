@@ -276,7 +276,7 @@ def check_usable(problem, ob):
     objective sources are additive."""
     from ..model.system import ModelError
     st = problem.stepper
-    if any(hasattr(st, a) for a in ("forward", "adjoint", "direct")):
+    if st.whole_runs:
         raise ModelError(f"objectives.{ob.name}.integrand",
                          f"{ob.integrand.kind!r} needs parmbs's own step-by-step sweeps; the integrator "
                          f"{problem.config.simulation.integrator!r} (formulation "

@@ -170,7 +170,7 @@ def roundoff_measurable(problem):
     """Whether Problem's own step loops run the sensitivities (whole-run PETSc TS
     steppers differentiate inside PETSc, where no step's output can be perturbed)."""
     st = problem.stepper
-    return not (hasattr(st, "direct") or hasattr(st, "adjoint") or problem.checkpoint is not None)
+    return not ({"direct", "adjoint"} & st.whole_runs or problem.checkpoint is not None)
 
 
 def roundoff_sigma(problem, adj, dirg, trials=ROUNDOFF_TRIALS, seed=ROUNDOFF_SEED, with_direct=True):

@@ -35,6 +35,11 @@ def factor(Kf):
     from .._petsc import PETSc
     use = Kf.shape[0] >= PETSc.Options().getInt("parmbs_modal_mumps_min_dofs", MUMPS_MIN_DOFS)
     if use:
+        # petsc4py defers destroying objects on a communicator other than COMM_SELF when
+        # they are garbage-collected (destruction may be collective): the factors of
+        # earlier designs stay allocated until this collective clean-up (measured at
+        # 500 × 200: +0.3 GB per reduction without it, none after the first with it)
+        PETSc.garbage_cleanup(PETSc.COMM_WORLD)
         return MumpsCholesky(Kf)
     return spla.splu(Kf.tocsc())
 

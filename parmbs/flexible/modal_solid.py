@@ -70,7 +70,7 @@ class SolidReduction(ModalBasis):
 
     def _data_bar(self, st, Ve, di, Kb):
         """(m̄_e, k̄_e, V̄_e) of ⟨D̄, D⟩ for the inertia cotangent ``di`` and K̂̄ = ``Kb``."""
-        from .modal import _quad_bar
+        from .modal import _quad_bar, _paired
         K, Xg, me, ke = self.nb, st["Xg"], st["me"], st["ke"]
         lay, _ = solid_layout(K)
         mb, S0b, J0b = di[lay["m"]][0], di[lay["S0"]], di[lay["J0"]].reshape(3, 3)
@@ -85,5 +85,5 @@ class SolidReduction(ModalBasis):
         # Φ̄_g = m_e (S̄̄ + X_g·C̄1 + (C̄2 + C̄2ᵀ):Φ_g), then V̄_e = Σ_g N_gᵀ Φ̄_g
         NVb = me[:, None, None, None] * (Sbb[None, None] + np.einsum("egi,ijk->egjk", Xg, C1b)
                                          + np.einsum("ikjl,egjl->egik", C2s, NV, optimize=True))
-        Veb = np.einsum("gin,egik->enk", _NG, NVb) + ke[:, None, None] * _quad_bar(st["Ku"], Ve, Kb)
+        Veb = np.einsum("gin,egik->enk", _NG, NVb) + ke[:, None, None] * _quad_bar(st["Ku"], Ve, Kb, _paired(self.nel))
         return meb, keb, Veb

@@ -35,7 +35,7 @@ def pytest_collection_finish(session):
     """A session of most of the suite (≥ 400 tests, not under mpirun) starts
     tests/numba_warm.py niced in the background: it compiles and caches the common numba
     kernels on the second core while the serial tests run (its docstring: a cold kernel
-    family costs 11-38 s CPU in whichever test needs it first, ~150 s in all).  Single files and the MPI
+    family costs 13-42 s CPU in whichever test needs it first, ~160 s in all).  Single files and the MPI
     run do not start it; PARMBS_TEST_NO_WARM=1 turns it off."""
     import importlib.util
     import subprocess

@@ -4,9 +4,11 @@ Why: in a fresh clone the cache (parmbs/compiled/__init__.py ``_source_keyed_cac
 cold, and each kernel family is compiled by the first test that needs it, on the serial
 critical path (and inside subprocess time-outs: a 10-step pendulum gradient took 40 s CPU
 cold against 1.1 s warm).  Measured cold on this machine (CPU, this script's per-model
-lines): planar step + adjoint kernels 38 s, the Arnold–Brüls form on the five-bar 34 s,
-then the vehicle kernels (buggy) 34 s, spatial 33 s, the sparse LU (chain) 11 s: ~150 s;
-every other model and integrator below then takes ≤ 2 s — one specialization set per
+lines; two runs side by side on the shared, loaded machine, one specialization per
+argument type (compiled/_jit.py) against the former one per constant argument): planar
+step + adjoint kernels 36 s (54), the Arnold–Brüls form on the five-bar 42 s (44), then
+the vehicle kernels (buggy) 41 s (46), spatial 25 s (49), the sparse LU (chain) 13 s
+(16): the whole script 163 s (214); every other model and integrator below then takes ≤ 3 s — one specialization set per
 family serves every planar model and Newmark-family integrator.  tests/conftest.py starts this script niced in the background
 when a session collects most of the suite; each model runs a few steps forward, adjoint
 and tangent.  A test that needs a kernel before it is cached compiles it itself, as

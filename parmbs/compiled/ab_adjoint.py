@@ -25,7 +25,7 @@ path's own blocks.  A zero pivot returns status 1 and the
 numpy step runs (and reports) instead.
 """
 import numpy as np
-from numba import njit
+from ._jit import njit
 
 from ..model.component import CS_H
 from .ab_step import evaluate

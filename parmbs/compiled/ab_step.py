@@ -22,7 +22,7 @@ names step and time.
 The adjoint and tangent steps are compiled/ab_adjoint.py.
 """
 import numpy as np
-from numba import njit
+from ._jit import njit
 
 from . import vehicle
 from .newmark_step import _evaluate as _evaluate_rigid, _view

@@ -8,7 +8,7 @@ largest |pivot| in the column, first one on ties), written as scalar loops: no t
 no library, so the result does not depend on the machine's BLAS or on the run.
 """
 import numpy as np
-from numba import njit
+from ._jit import njit
 
 
 @njit(cache=True)

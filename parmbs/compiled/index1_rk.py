@@ -31,7 +31,7 @@ stored y_k and the frozen step h_k (as TSAdjoint does); the seventh stage has b_
 and is read by no other stage, so the sweeps skip it.
 """
 import numpy as np
-from numba import njit
+from ._jit import njit
 
 from .dense import lu_factor, lu_solve, lu_solve_T
 from .planar import _add, _loc, gravity, inertia, revolute, rotational_spring, spring, weld

@@ -13,7 +13,7 @@ exact), so the numbers are bitwise those of that path.  Used when the model's st
 compiled (numba importable and its cache usable: compiled.why_not).
 """
 import numpy as np
-from numba import njit
+from ._jit import njit
 
 
 @njit(cache=True)

@@ -58,7 +58,7 @@ verification) never come here, and a singular J returns status 1 so the numpy st
 reports it as always.
 """
 import numpy as np
-from numba import njit
+from ._jit import njit
 
 from ..model.component import CS_H
 from . import newton_lu

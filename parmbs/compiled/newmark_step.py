@@ -23,7 +23,7 @@ unconverged update) returns a status; the stepper then redoes that step on the n
 path, which raises the usual StepError / SingularConfiguration naming step and time.
 """
 import numpy as np
-from numba import njit
+from ._jit import njit
 
 from . import planar, spatial
 from . import newton_lu

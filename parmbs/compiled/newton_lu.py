@@ -21,7 +21,7 @@ the kernels write).  ``SPARSE_FROM`` (compiled/__init__.py) is the measured cros
 order), so a caller holds one set of variables.
 """
 import numpy as np
-from numba import njit
+from ._jit import njit
 
 from . import dense, sparse_lu
 

@@ -27,7 +27,7 @@ Index conventions: ``qidx`` holds unknown numbers with ground's slots as −1 (t
 set-up, model/redundancy.py: λ reads 0 and nothing is written).
 """
 import numpy as np
-from numba import njit
+from ._jit import njit
 
 
 @njit(cache=True)

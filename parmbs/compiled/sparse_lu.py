@@ -24,7 +24,7 @@ those neighbours (the same set: the pattern is symmetric).  Ties in the degree g
 the lowest index, so the order, and the numbers, are the same in every run.
 """
 import numpy as np
-from numba import njit
+from ._jit import njit
 
 
 def order(N, n, indptr, indices):

@@ -30,7 +30,7 @@ every scratch array takes p's dtype.  c_a weighs r_a (1 in the Newton matrix, 0 
 adjoint's K = ∂R₁/∂q: these inertial kinds have r_q ≠ 0, unlike the planar inertia).
 """
 import numpy as np
-from numba import njit
+from ._jit import njit
 
 from .planar import _add, _add_block, _loc
 

@@ -29,7 +29,7 @@ force Jacobians then are not requested).  Branches of the smooth switches
 (model/smooth.py) test real parts only, as the numpy ones.
 """
 import numpy as np
-from numba import njit
+from ._jit import njit
 
 from ..model.component import CS_H
 from .planar import _add, _add_block, _loc, _timefn

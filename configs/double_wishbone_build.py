@@ -27,9 +27,13 @@ NOT given by the paper, chosen here (written into the file's header as well):
   twist for a revolute to act on); the apex weld holds the angle between the two tubes
   (flexible/ancf3d_joints.SpatialBeamBeamWeld); elastic force: the seed's (Eq. 34);
 * absorber: chassis point (wheel X, |wheel Y| − ABS_INSET, Z17..20), wheel point (same
-  X, Y, wheel-centre Z): vertical at t₀; free length = its initial length (the paper's
-  §6.2 convention for its spring; no preload, so the chassis settles under gravity — the
-  paper's optimum stiffens the rear, which carries 91 % of the weight);
+  X, Y, wheel-centre Z): vertical at t₀; preloaded by its static share F of the weight
+  (the chassis and the chassis half of the tubes, lever rule: F = 151.4 N front, 1367.5 N
+  rear; the rear carries 90 %): free length = initial length + F/k, so the model starts
+  at rest in static equilibrium for every k, c and Z17..20 (F from the initial tube
+  lengths).  Without preload (free length = initial length, the paper's §6.2 convention)
+  the chassis fell 22 cm in 0.4 s into ±15 cm heave and ±11° pitch, rear strokes ±18 cm,
+  and the 3 s ψ was chaotic in the design (benchmarks/README.md, issue 22);
 * a tie rod per wheel (a `distance` joint, TIE_*): the two ball joints leave the wheel
   free to steer about the kingpin; the paper does not say what holds it;
 * inertias: chassis a 300 kg box CHASSIS_BOX, wheels a 20 kg disc WHEEL_RADIUS ×
@@ -73,6 +77,8 @@ POINT_BOUNDS = [((-1.350, 0.100, 0.100), (-1.100, 0.350, 0.300)), ((-1.100, 0.10
                 ((0.100, -0.300, -0.100), (0.350, -0.100, 0.100)), ((0.400, -0.300, -0.100), (0.650, -0.100, 0.100)),
                 ((-1.350, -0.350, 0.100), (-1.100, -0.100, 0.300)), ((-1.100, -0.350, 0.100), (-0.800, -0.100, 0.300)),
                 ((-1.350, -0.350, -0.100), (-1.100, -0.100, 0.100)), ((-1.100, -0.350, -0.100), (-0.800, -0.100, 0.100))]
+GRAVITY = 9.81                # m/s², along −Z
+TUBE_DENSITY, TUBE_RADII = 7800.0, (0.015, 0.01)   # kg/m³; r_o, r_i in m
 STRESS_LIMIT = 400e6          # Pa, Eq. 56
 KS_RHO = 1e-7                 # 1/Pa: KS over a tube's element exceeds max |σ| by ≤ ln 2/ρ = 6.9 MPa
 
@@ -102,6 +108,24 @@ def geometry():
         out.append(dict(tag=tag, i=i + 1, wheel=w, amp=amp, omega=om, points=pts, apex=apex,
                         absorber=absorber, tie=tie))
     return out
+
+
+def preload(g):
+    """Per module the absorber force holding the model at rest at t₀ (N): the chassis weight
+    and the chassis half of each tube's (a wishbone hinged at the chassis and carried at its
+    apex puts half its weight on the hinge), split front/rear by the lever rule between the
+    absorbers' X (the model is symmetric in Y; the wheels are driven)."""
+    tube = TUBE_DENSITY * math.pi * (TUBE_RADII[0] ** 2 - TUBE_RADII[1] ** 2) * GRAVITY   # N/m
+    loads = [(CHASSIS_MASS * GRAVITY, CHASSIS_CM[0])]
+    for m in g:
+        for k, p in enumerate(m["points"]):
+            loads.append((0.5 * tube * math.dist(p, m["apex"][k // 2]), p[0]))
+    xs = sorted({m["absorber"][0][0] for m in g})
+    assert len(xs) == 2, "two absorber axles"
+    total = sum(w_ for w_, _ in loads)
+    front = (sum(w_ * x for w_, x in loads) - total * xs[1]) / (xs[0] - xs[1])      # at xs[0]
+    per = {xs[0]: front / 2, xs[1]: (total - front) / 2}
+    return [per[m["absorber"][0][0]] for m in g]
 
 
 def rel(p, o):
@@ -137,7 +161,7 @@ def text(opt=False):
     w('name = "double-wishbone"')
     w("")
     w("[spatial]")
-    w("gravity = [0.0, 0.0, -9.81]")
+    w(f"gravity = [0.0, 0.0, {f(-GRAVITY)}]")
     w("")
     cm = CHASSIS_CM
     chassis_pts = {}
@@ -179,8 +203,8 @@ def text(opt=False):
             w(f'name = "b{j}"')
             w(f"length = {f(length)}")
             w(f"elements = {ELEMENTS}")
-            w('section = { shape = "tube", outer_radius = 0.015, inner_radius = 0.01 }')
-            w("density = 7800.0")
+            w(f'section = {{ shape = "tube", outer_radius = {f(TUBE_RADII[0])}, inner_radius = {f(TUBE_RADII[1])} }}')
+            w(f"density = {f(TUBE_DENSITY)}")
             w("E = 2.0e11")
             w(f"initial = {{ position = {vec(p)}, direction = {vec(tuple(x / length for x in d))} }}")
             w("independent = []")
@@ -201,6 +225,7 @@ def text(opt=False):
         w(f'[[spatial.joints]]\ntype = "driver"\nname = "road{i}"\ncoordinate = "{wh}.z"')
         w(f'function = {{ type = "harmonic", amplitude = {f(m["amp"])}, omega = {f(m["omega"])}, '
           f'phase = 0.0, offset = {f(z0)} }}\n')
+    F = preload(g)
     for m in g:
         i = m["i"]
         top, bottom = m["absorber"]
@@ -212,7 +237,7 @@ def text(opt=False):
         w(f'b = "wheel_{m["tag"]}.S"')
         w(f"stiffness = {f(K[i - 1])}")
         w(f"damping = {f(C[i - 1])}")
-        w(f"length = {f(top[2] - bottom[2])}")
+        w(f"length = {f(top[2] - bottom[2] + F[i - 1] / K[i - 1])}")
         w("")
     if opt:
         optimization(w, g)
@@ -228,14 +253,15 @@ def text(opt=False):
     w("# Design variables: Table 1's 12 non-chassis-point ones with its bounds.  Z17..Z20 (the")
     w("# absorbers' chassis-end heights, global Z) are the chassis points A1..A4's z, which is")
     w("# relative to the chassis CM (Z − 0.365); each drives its absorber's free length")
-    w("# (= its initial length, Z − the wheel-centre Z).  The 48 chassis-point coordinates")
+    w("# (= its initial length, Z − the wheel-centre Z, + preload / k).  The 48 chassis-point coordinates")
     w("# X1..Z16 are not shipped: moving a point must move its tube's length and the weld angle")
     w("# with it, which the beams and welds do not take as parameters yet.")
     for m in g:
         i = m["i"]
         zc, zw = CHASSIS_CM[2], m["wheel"][2]
         w(f'[[design]]\nname = "Z{16 + i}"\npath = "spatial.natural_bodies.chassis.points.A{i}.z"')
-        w(f'drives = [{{ path = "spatial.forces.absorber{i}.length", expression = "Z{16 + i} + {f(zc - zw)}" }}]')
+        w(f'drives = [{{ path = "spatial.forces.absorber{i}.length", '
+          f'expression = "Z{16 + i} + {f(zc - zw)} + {f(F[i - 1])} / k{i}" }}]')
         w(f"lower = {f(0.15 - zc)}\nupper = {f(0.6 - zc)}\n")
     if opt:
         point_design(w, g)

@@ -23,13 +23,7 @@ levels of q and v).
 import numpy as np
 from numba import njit
 
-
-@njit(cache=True)
-def _finite(y):
-    for i in range(y.shape[0]):
-        if not np.isfinite(y[i]):
-            return False
-    return True
+from .monitor import _bad
 
 
 @njit(cache=True)
@@ -47,7 +41,7 @@ def estimate(P, absy0, z1, z2, z3, t1, q1, v1, a1, l1, e1, mean, s, atol, rtol, 
     (1.0 for the numpy path's none: w · 1.0 is w); noise δ_i = max(dqv_i, dq_a |q1|_max) if
     ``dqv`` has entries, else dq_a + dq_b |q1|_max (newton_tol.AdaptiveNewton.noise_law);
     ``gain`` = NOISE_GAIN, ``v_gain`` = γ/β."""
-    if not (_finite(q1) and _finite(v1) and _finite(a1) and _finite(l1) and _finite(e1)):
+    if _bad(q1) or _bad(v1) or _bad(a1) or _bad(l1) or _bad(e1):              # the guard's test
         return False, np.empty((8, 0)), False, 0.0
     n = q1.shape[0]
     M = 2 * n

@@ -2,7 +2,8 @@
 gives the numbers of the estimate written out from its definition (``reference_norm``:
 the divided differences recomputed from the nodes, q and v apart, and the weighted norm
 per part — LocalError's code before the updates) bit for bit: the same norms, floor flags
-and accepted step sequences."""
+and accepted step sequences — on the numpy path and on the compiled one
+(compiled/local_error.py, runs whose step is compiled)."""
 import math
 import os
 
@@ -97,19 +98,30 @@ def _general(monkeypatch):
     monkeypatch.setattr(LocalError, "norm", reference_norm)
 
 
-def _drive(rng, noise, n=7, steps=9):
+def _numba():
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _drive(rng, noise, n=7, steps=9, compiled=False):
     """A LocalError fed states of the cubic q_i = A_i t³ + B_i t (v = q̇; A_0 = 0, so the
     first component's error is ~0 and the others' third derivatives 6A_i carry the norm),
     perturbed by 1e-10, at uneven steps: per candidate its norm and floor flags.  Every
     third step's first candidate is rejected (a second one follows), and after the second
     and the sixth accepted state the history is handed over as a resumed run does (new
-    tuples: the table rebuilt, with the confluent data at t_0 the first time)."""
+    tuples: the table rebuilt, with the confluent data at t_0 the first time).
+    ``compiled``: LocalError's compiled call once its table is complete, the states with
+    the acceleration, multiplier and pseudo-acceleration blocks a compiled step returns."""
     ad = Adapt(rtol=1e-6, atol=1e-7, dt0=1e-3, dt_min=1e-10, dt_max=1.0, horizon=0.5)
-    est = LocalError(ad, 1.0 / 12.0, (1e-12, 1e-12), 2.0, noise=noise)
+    est = LocalError(ad, 1.0 / 12.0, (1e-12, 1e-12), 2.0, noise=noise, compiled=compiled)
     A = np.where(np.arange(n) == 0, 0.0, 1e3 * (1.0 + rng.random(n)))
     B = rng.standard_normal(n)
+    more = (np.zeros(n), np.zeros(2), np.zeros(n)) if compiled else ()
     state = lambda t: (A * t ** 3 + B * t + 1e-10 * rng.standard_normal(n),       # noqa: E731
-                       3 * A * t ** 2 + B + 1e-10 * rng.standard_normal(n))
+                       3 * A * t ** 2 + B + 1e-10 * rng.standard_normal(n), *more)
     t = 0.0
     est.start(t, (*state(t), 6 * A * t), initial=True)
     out = []
@@ -125,21 +137,29 @@ def _drive(rng, noise, n=7, steps=9):
     return out
 
 
+@pytest.mark.parametrize("compiled", [False, True], ids=["numpy", "compiled"])
 @pytest.mark.parametrize("case", ["scalar noise", "measured noise over the weights", "velocities per unit step"])
-def test_updates_equal_the_definition(monkeypatch, case):
+def test_updates_equal_the_definition(monkeypatch, case, compiled):
     """Norms and floor flags of the same candidates, updates vs definition, bitwise — with
     Newton's scalar noise, a measured per-component noise large enough to set some weights
     (the floor branch: floor_hit and floor_decided both occur, asserted), and the velocity
-    weights per unit step (timeloop.V_PER_STEP False)."""
+    weights per unit step (timeloop.V_PER_STEP False); numpy and compiled."""
+    if compiled and not _numba():
+        pytest.skip("numba not installed: the compiled path is optional")
     noise = None
     if case == "measured noise over the weights":
         noise = lambda q: np.where(np.arange(q.size) == 0, 1e-15, 5e-9)      # noqa: E731
     if case == "velocities per unit step":
         monkeypatch.setattr(tl, "V_PER_STEP", False)
-    fast = _drive(np.random.default_rng(7), noise)
+    calls = []
+    if compiled:
+        real = LocalError._norm_compiled
+        monkeypatch.setattr(LocalError, "_norm_compiled", lambda *a: calls.append(1) or real(*a))
+    fast = _drive(np.random.default_rng(7), noise, compiled=compiled)
+    assert (len(calls) > len(fast) // 2) if compiled else not calls   # every candidate with a complete table
     with monkeypatch.context() as m:
         _general(m)
-        ref = _drive(np.random.default_rng(7), noise)
+        ref = _drive(np.random.default_rng(7), noise, compiled=compiled)
     assert len(fast) == len(ref) > 9
     assert [f for f, _ in fast] == [r for r, _ in ref]              # bitwise floats
     assert [fl for _, fl in fast] == [fl for _, fl in ref]
@@ -163,3 +183,22 @@ def test_fivebar_adaptive_steps_bitwise_the_definition(monkeypatch):
     assert g.steps > 50 and np.unique(np.round(g.h, 12)).size > 3     # a varied sequence
     assert g == g2
     assert pr2.objective_values() == psi
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["numpy", "compiled"])
+def test_non_finite_candidate_is_infinite(compiled):
+    """A candidate with a non-finite entry in any block (here the multipliers) has the
+    norm math.inf, on both paths (the loop then quarters the step); the table is left as
+    it was, so the next finite candidate gets the norm it would have had."""
+    if compiled and not _numba():
+        pytest.skip("numba not installed: the compiled path is optional")
+    n = 3
+    ad = Adapt(rtol=1e-6, atol=1e-7, dt0=1e-3, dt_min=1e-10, dt_max=1.0, horizon=0.5)
+    ests = [LocalError(ad, 1.0 / 12.0, compiled=compiled) for _ in range(2)]
+    x = lambda t, lam=0.0: (np.full(n, t ** 3), np.full(n, 3 * t ** 2), np.zeros(n), np.full(2, lam))  # noqa: E731
+    for est in ests:
+        est.start(0.0, x(0.0), initial=False)
+        for k in range(1, 6):
+            est.accept(k * 1e-3, x(k * 1e-3))
+    assert ests[0].norm(6e-3, x(6e-3, np.nan), 1e-3) == math.inf
+    assert ests[0].norm(6e-3, x(6e-3), 1e-3) == ests[1].norm(6e-3, x(6e-3), 1e-3) < math.inf

@@ -29,12 +29,13 @@ class Diagonal:
     the stacked vector y = (q, v) (``n`` = len(q)); ``z`` the last nodes with multiplicity;
     ``known`` = (levels known for the q part, for the v part) — a level whose v part is
     not known (no v'' at t_0) holds NaN there and is never read; ``absy`` = |y[z_m]| (the
-    error weights' scale, computed once per node)."""
+    error weights' scale, computed once per node).  ``levels`` is a list, or the rows of
+    one array whose first four rows are the levels (compiled/local_error.py's)."""
     __slots__ = ("z", "levels", "known", "absy", "n")
 
-    def __init__(self, z, levels, known, n):
+    def __init__(self, z, levels, known, n, absy=None):
         self.z, self.levels, self.known, self.n = z, levels, known, n
-        self.absy = np.abs(levels[0])
+        self.absy = np.abs(levels[0]) if absy is None else absy
 
     @classmethod
     def start(cls, t, q, v, rates=None):

@@ -83,8 +83,8 @@ class AdaptiveNewton:
 
     def set_h(self, h):
         """Step size of the next step: the scalar test and a fresh noise record."""
-        self.h = float(np.real(h))
-        self.atol = min(self.user_atol, self._allowed(self.err_atol, self.err_atol))
+        self.h = float(h.real)                # as float(np.real(h)), without its array dispatch
+        self.atol = min(self.user_atol, self._allowed(self.err_atol, self.err_atol, min))
         self.rtol = min(self.user_rtol, ROUNDOFF)
         self.last_dq = None
         self.cap = None
@@ -97,10 +97,12 @@ class AdaptiveNewton:
         self.cap = float(cap)
         self.atol = min(self.atol, self.cap)
 
-    def _allowed(self, wq, wv):
-        """Largest |Δq_i| whose noise is ≤ κ of the weights wq (position), wv (velocity)."""
+    def _allowed(self, wq, wv, minimum=np.minimum):
+        """Largest |Δq_i| whose noise is ≤ κ of the weights wq (position), wv (velocity);
+        ``minimum=min`` for two floats (``set_h``, every step: np.minimum's scalar call
+        cost more than the rest — the smaller of the two either way)."""
         h, s = self.h, self.h / self.horizon
-        return (KAPPA / NOISE_GAIN) * np.minimum(wq * s, wv * (1.0 if _timeloop().V_PER_STEP else s) * h / self.v_gain)
+        return (KAPPA / NOISE_GAIN) * minimum(wq * s, wv * (1.0 if _timeloop().V_PER_STEP else s) * h / self.v_gain)
 
     def done(self, dq, q1, v1, prev):
         """Stop after this update?  ``dq``: |Δq_i| of the update (per component), ``q1``,
@@ -124,8 +126,17 @@ class AdaptiveNewton:
 
     def noise(self, q1):
         """Per-component position noise δq_i of the step just taken: the recorded last
-        update, or (a compiled kernel's step) the scalar test it met."""
+        update, or (a compiled kernel's step) the scalar test it met (``noise_law``)."""
         qmax = float(np.max(np.abs(q1)))
+        dqv, a, b = self.noise_law()
+        if dqv is not None:
+            return np.maximum(dqv, a * qmax)
+        return a + b * qmax
+
+    def noise_law(self):
+        """``noise`` as (dqv, a, b) of |q1|_max: δq_i = max(dqv_i, a |q1|_max) with the
+        recorded last update dqv, else the scalar a + b |q1|_max — the form the compiled
+        estimate takes (compiled/local_error.py)."""
         if self.last_dq is not None:
-            return np.maximum(self.last_dq, ROUNDOFF * qmax)
-        return self.atol + max(self.rtol, ROUNDOFF) * qmax
+            return self.last_dq, ROUNDOFF, 0.0
+        return None, self.atol, max(self.rtol, ROUNDOFF)

@@ -98,7 +98,7 @@ import numpy as np
 
 from ..faults import rank_fault
 from .newmark import StepError
-from .divided_differences import Diagonal
+from .divided_differences import LEVELS, Diagonal
 from .quadrature import cubic_weights
 from .newton_tol import NOISE_GAIN, AdaptiveNewton
 
@@ -184,6 +184,11 @@ class Adapt:
         return cls(a.rtol, a.atol, min(max(sim.dt, dt_min), dt_max), dt_min, dt_max, span, a.objective_atol)
 
 
+_COMPLETE = (LEVELS, LEVELS)             # Diagonal.known with q's and v's third differences
+_F64 = np.dtype(np.float64)
+_NONE = np.empty(0)                      # no measured noise (compiled/local_error.py's dqv)
+
+
 class LocalError:
     """Weighted RMS norm of the estimated local error C h³ y''' of a step (module
     docstring), from the accepted states kept here (the last four) and the newest
@@ -193,9 +198,17 @@ class LocalError:
     Why updates: on the five-bar with the compiled Arnold–Brüls step (one numba call,
     ≈ 40 µs) recomputing the differences from the nodes, q and v apart, was ≈ 90 small
     numpy calls a step and the larger part of an adaptive step (benchmarks/README.md,
-    "Adaptive overhead cut")."""
+    "Adaptive overhead cut").  ``compiled`` (runs whose step is compiled): once the
+    diagonal is complete, the update and the weighted ratios are one compiled call
+    (compiled/local_error.py, the same operations: bitwise this path's numbers), ≈ 25
+    numpy calls fewer a step ("Adaptive overhead: one compiled call").
 
-    def __init__(self, adapt, C=1.0 / 12.0, newton_tol=(1e-12, 1e-12), v_gain=2.0, noise=None):
+    ``noise``: δq of the step just taken, per component or scalar (a callable of q1;
+    newton_tol.AdaptiveNewton.noise), or None: Newton's scalar tolerance; ``noise_law``
+    the same as (dqv, a, b) (AdaptiveNewton.noise_law) for the compiled call."""
+
+    def __init__(self, adapt, C=1.0 / 12.0, newton_tol=(1e-12, 1e-12), v_gain=2.0, noise=None, noise_law=None,
+                 compiled=False):
         self.rtol, self.atol, self.C = adapt.rtol, adapt.atol, C
         self.horizon = adapt.horizon
         self.ntol = newton_tol               # (atol_N, rtol_N) of Newton on q
@@ -203,6 +216,11 @@ class LocalError:
         # δq of the step just taken, per component or scalar (newton_tol.AdaptiveNewton.noise);
         # None: Newton's scalar tolerance (steppers without the coupled test)
         self.noise = noise
+        self.noise_law = noise_law
+        self._kernel = None
+        if compiled:
+            from ..compiled.local_error import estimate
+            self._kernel = estimate
         self.floor_hits = 0                  # accepted steps where the floor was the larger weight of some component
         self.floor_decided = 0               # ... and those components carried more than half of the norm
         self._floor = (False, False)
@@ -239,14 +257,19 @@ class LocalError:
         self._diag = c[3] if c is not None and c[0] == t and c[1] is q and c[2] is v else self._diag.push(t, q, v)
 
     def norm(self, t1, x1, h):
-        """‖e‖ of the step to (t1, x1); None when there is no estimate yet (a run
-        resumed from one state without its history: the first step is then taken
-        at the stored h, which the interrupted run had accepted).
+        """‖e‖ of the step to (t1, x1); math.inf when x1 has a non-finite entry; None when
+        there is no estimate yet (a run resumed from one state without its history: the
+        first step is then taken at the stored h, which the interrupted run had accepted).
 
         y''' ≈ 3! y[z_{k−2}, …, z_{k+1}], the mean with y[z_{k−3}, …, z_k] once four states
         are kept (cancels a (−1)^k mode); on the first step (nodes t_0, t_0, t_0, t_1) only
         the positions' difference exists and the norm is theirs."""
         q1, v1 = np.asarray(x1[0]), np.asarray(x1[1])
+        if (self._kernel is not None and self._diag.known == _COMPLETE and 4 <= len(x1) <= 5
+                and q1.dtype == v1.dtype == self._diag.levels[0].dtype == _F64):
+            return self._norm_compiled(t1, x1, h)
+        if not _finite(x1):
+            return math.inf
         cand = self._diag.push(t1, q1, v1)
         self._cand = (t1, q1, v1, cand)
         d3, m = cand.third()
@@ -289,6 +312,44 @@ class LocalError:
             decided = acc_floor > 0.5 * acc
         self._floor = (floor_hit, decided)
         return math.sqrt(acc / m) if m else 0.0
+
+    def _law(self, q1):
+        """The noise as (dqv, a, b) (newton_tol.AdaptiveNewton.noise_law)."""
+        if self.noise_law is not None:
+            return self.noise_law()
+        if self.noise is None:                                 # Newton's scalar tolerance
+            return None, self.ntol[0], self.ntol[1]
+        dq = np.real(self.noise(q1))                           # any other callable: its values
+        return (np.ascontiguousarray(dq, dtype=float), 0.0, 0.0) if np.ndim(dq) else (None, float(dq), 0.0)
+
+    def _norm_compiled(self, t1, x1, h):
+        """``norm`` with the diagonal complete, in one compiled call (compiled/local_error.py):
+        the same numbers.  The new Diagonal's levels are the first four rows of the call's
+        array W (its |y| the fifth; r, tol, noise the next three)."""
+        d = self._diag
+        L, z = d.levels, d.z
+        if not isinstance(L, np.ndarray):                     # built by Diagonal.push: rows of one array
+            L = np.array(L)
+        q1 = x1[0]
+        dqv, a, b = self._law(q1)
+        share = h / self.horizon
+        finite, W, over, acc = self._kernel(
+            L, d.absy, z[-1], z[-2], z[-3], t1, *x1[:4], x1[4] if len(x1) > 4 else _NONE, len(self.hist) >= 4,
+            self.C * h ** 3 * 6.0, self.atol, self.rtol, share, 1.0 if V_PER_STEP else share,
+            _NONE if dqv is None else dqv, a, b, NOISE_GAIN, self.v_gain, h)
+        if not finite:
+            return math.inf
+        self._cand = (t1, q1, x1[1], Diagonal(z[1:] + [t1], W, d.known, d.n, W[4]))
+        n = d.n
+        decided = False
+        if over:
+            r = W[5]
+            rr = np.where(W[7] > W[6], r * r, 0.0)
+            acc_floor = float(np.sum(rr[:n]))
+            acc_floor += float(np.sum(rr[n:]))
+            decided = acc_floor > 0.5 * acc
+        self._floor = (over, decided)
+        return math.sqrt(acc / W.shape[1])
 
 
 class Controller:
@@ -486,8 +547,10 @@ def _probe(stepper, p, k, t, x, h, t_end):
 def _march_adaptive(stepper, p, t_end, x, k0, t0, keep, ad, guard, progress, h_prev, comm, state, quad=None):
     ntol, v_gain = newton_data(stepper)
     nt = getattr(stepper, "newton", None)
-    est = LocalError(ad, error_constant(stepper), ntol, v_gain,
-                     noise=nt.noise if isinstance(nt, AdaptiveNewton) else None)
+    an = isinstance(nt, AdaptiveNewton)
+    est = LocalError(ad, error_constant(stepper), ntol, v_gain, noise=nt.noise if an else None,
+                     noise_law=nt.noise_law if an else None,
+                     compiled=getattr(stepper, "compiled", None) is not None)
     ctl = Controller(ad)
     rejected = 0
     if state is not None and state.hist is not None:      # resumed: the stored loop state
@@ -521,9 +584,8 @@ def _march_adaptive(stepper, p, t_end, x, k0, t0, keep, ad, guard, progress, h_p
         t1 = t_end if last else t + hk
         if failed is None:
             x1 = rank_fault("forward", k + 1, x1)
-            finite = _finite(x1)
-            err = est.norm(t1, x1, hk) if finite else math.inf
-            if quad is not None and err is not None and finite:
+            err = est.norm(t1, x1, hk)                # math.inf: a non-finite x1
+            if quad is not None and err is not None and err < math.inf:
                 eq = quad.norm(t1, x1, hk, lambda: _probe(stepper, p, k + 1, t1, x1, hk, t_end))
                 # CVODES errconQ: the larger of the two norms
                 err = err if eq is None else max(err, eq)

@@ -21,7 +21,7 @@ step is compiled (as the guard's compiled/monitor.py) and the diagonal is comple
 levels of q and v).
 """
 import numpy as np
-from numba import njit
+from ._jit import njit
 
 from .monitor import _bad
 

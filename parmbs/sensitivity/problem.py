@@ -30,6 +30,7 @@ from ..model.assembly import new_run
 from ..model.system import ModelError, System
 from ..formulations import make_stepper
 from .design import DesignSpace
+from .compact_columns import CompactColumns, Reaches
 from .objectives import Objective
 from ..integrators.newton_tol import AdaptiveNewton
 from ..integrators.timeloop import Adapt, TimeGrid, march, newton_data, set_step
@@ -355,9 +356,10 @@ class Problem:
         blocks, which no objective reads), ∂ψ/∂ρ (explicit, per parameter column) and
         ∂ψ/∂ref at step k."""
         nd, dm = self.design.ncols, self.design.map
+        cc = getattr(self, "_cols", None)        # the sweep's kept columns (compact_columns.py)
         x = traj.x(k)
         gx = [np.zeros(len(y)) for y in x]
-        gp, gr = np.zeros(nd), np.zeros(2)
+        gp, gr = np.zeros(nd if cc is None else cc.n), np.zeros(2)
         terms = []
         if getattr(ob.integrand, "history", False):
             terms.append((ob.integrand, ob.integrand.m[k]))   # ∂ψ/∂s_k (ride.py: the adjoint filter)
@@ -367,6 +369,8 @@ class Problem:
             terms.append((ob.terminal, 1.0))
         for term, c in terms:
             dx, dp, dref = term.grads(self.sys, traj.t[k], physical(x), p, ref, dm, nd)
+            if cc is not None:
+                dp = cc.partials(dp)
             gx = [g + c * ob.weight * d for g, d in zip(gx, dx)] + gx[len(dx):]
             gp = gp + c * ob.weight * dp
             gr = gr + c * ob.weight * dref
@@ -465,6 +469,20 @@ class Problem:
         refs = [ob.reference(self.sys, x0[0], p) for ob in self.objectives]
         self._prepare_history(traj, p)
         with self._local_table(traj, p, refs):
+            cc = CompactColumns.make(self)       # a reduced body's densities: not swept per step
+            if cc is not None:
+                saved = cc.install(self.stepper)
+                self._cols = cc
+                try:
+                    mu, grad, gref = self._adjoint_local(N, traj.t[N], traj.x(N), p, refs, traj.t)
+                    mu, grad, gref = self._adjoint_sweep(p, N, traj.x(N), mu, grad, gref, traj.x, refs,
+                                                         t=traj.t)
+                    return self._adjoint_finish(p, x0, mu, cc.expand(grad), gref)
+                except Reaches:                  # an objective reads the densities: all columns
+                    self._compact_cache = False
+                finally:
+                    self._cols = None
+                    cc.restore(self.stepper, saved)
             mu, grad, gref = self._adjoint_local(N, traj.t[N], traj.x(N), p, refs, traj.t)
             mu, grad, gref = self._adjoint_sweep(p, N, traj.x(N), mu, grad, gref, traj.x, refs, t=traj.t)
         return self._adjoint_finish(p, x0, mu, grad, gref)

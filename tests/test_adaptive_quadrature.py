@@ -152,3 +152,28 @@ def test_ts_steppers_refuse_the_key():
     from parmbs.config.errors import ConfigError
     with pytest.raises(ConfigError, match="simulation.adapt.objective_atol"):
         load_config(FIVEBAR, ADAPT + QUAD + ['simulation.integrator="ts-alpha2"'])
+
+
+def test_shared_integrand_evaluation_is_bitwise_the_terms_own():
+    """The Iltis' z̈² and z̈⁴ of one point share one evaluation of z̈ (and one stacked
+    complex step for ∂/∂(q, v, a)) in the quadrature test: the same bytes as each
+    term's own value and grads, at a perturbed state (sensitivity/objectives.py,
+    shared_values / shared_state_grads)."""
+    from parmbs.sensitivity.objectives import shared_state_grads, shared_values
+    pr = Problem(load_config(str(ROOT / "configs" / "iltis.toml"), ["simulation.t_end=0.001"]))
+    terms = [ob.integrand for ob in pr.objectives if ob.integrand]
+    assert len(terms) == 2
+    p = pr.sys.p
+    rng = np.random.default_rng(3)
+    x = pr.stepper.initial(pr.t0, p)
+    x = tuple(np.asarray(y, float) + 1e-3 * rng.standard_normal(np.shape(y)) for y in x[:4])
+    refs = [ob.reference(pr.sys, x[0], p) for ob in pr.objectives if ob.integrand]
+    dm, nd = pr.design.map, pr.design.ncols
+    vals = shared_values(terms, pr.sys, 0.0, x, p, refs)
+    grads = shared_state_grads(terms, pr.sys, 0.0, x, p, refs, dm, nd)
+    for tm, ref, v, g in zip(terms, refs, vals, grads):
+        assert np.float64(v).tobytes() == np.float64(tm.value(pr.sys, 0.0, x, p, ref)).tobytes()
+        own = tm.grads(pr.sys, 0.0, x, p, ref, dm, nd)[0]
+        for j in range(3):
+            assert g[j].tobytes() == own[j].tobytes()
+        assert np.any(g[2] != 0)     # chassis.com: s' = 0, so z̈ reads the accelerations only

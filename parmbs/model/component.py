@@ -39,6 +39,13 @@ def cs_jacobian(f, args, i, cols=None):
     differentiated axis last: f output (ne, ...) → (ne, ..., k).  ``cols`` restricts
     the differentiation to some local columns (the result then has len(cols) last).
     """
+    a, nc = cs_args(args, i, cols)
+    return cs_result(f(*a), nc)
+
+
+def cs_args(args, i, cols=None):
+    """(the arguments of cs_jacobian's one call of f, the number of columns): ``args``
+    with ``args[i]`` + i h e_j for every column j on a new leading axis."""
     x = np.asarray(args[i])
     k = x.shape[-1]
     cols = np.arange(k) if cols is None else np.asarray(cols)
@@ -56,7 +63,12 @@ def cs_jacobian(f, args, i, cols=None):
     # (size 1 where f does not depend on x: the derivative is then zero)
     a = [_lead(y) for y in args]
     a[i] = xc
-    out = np.asarray(f(*a)).imag / CS_H
+    return a, nc
+
+
+def cs_result(fa, nc):
+    """cs_jacobian's derivative from f's value ``fa`` at ``cs_args``'s arguments."""
+    out = np.asarray(fa).imag / CS_H
     if out.shape[0] != nc:
         out = np.broadcast_to(out, (nc,) + out.shape[1:])
     return out.transpose(tuple(range(1, out.ndim)) + (0,))

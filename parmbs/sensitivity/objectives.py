@@ -9,7 +9,7 @@ import numpy as np
 
 from ..model.user_code import load_callable, describe_failure as _describe_failure  # noqa: F401
 
-from ..model.component import cs_jacobian
+from ..model.component import CS_H, _lead as _lead_arg, cs_args, cs_jacobian, cs_result
 from ..model.forces import Spring
 from ..model.kinematics import point_position, point_velocity, point_acceleration, dot
 from ..spatial.objectives import SPATIAL_KINDS, spatial_term
@@ -53,6 +53,79 @@ def _reaction(t, q, v, a, lam, p, ref):
 INTEGRANDS = {"point_deviation_sq": _point_dev, "point_velocity_sq": _point_vel,
               "point_acceleration_sq": _point_acc, "angle": _angle, "angle_sq": _angle_sq,
               "spring_elongation_sq": _spring_el, "reaction_sq": _reaction}
+
+
+def _shared_groups(terms):
+    """Indices of ``terms`` grouped by a shared inner (``fn.inner``, ``fn.power``: fn =
+    inner(...) ** power with the inner reading q, v, a, p only; spatial/objectives.py) and
+    the same coordinate and parameter slices; a term without one is a group alone."""
+    groups = {}
+    for j, tm in enumerate(terms):
+        inner = getattr(tm.fn, "inner", None) if type(tm) is Term else None
+        key = (j,) if inner is None else (inner, tm.qidx.tobytes(), tm.pidx.tobytes())
+        groups.setdefault(key, []).append(j)
+    return list(groups.values())
+
+
+def shared_values(terms, sys, t, x, p, refs):
+    """[term.value(sys, t, x, p, ref)] of several terms at one state, bit for bit, with one
+    evaluation of an inner that terms share (_shared_groups): the Iltis' z̈² and z̈⁴ of the
+    same point in the adaptive quadrature test (problem.quadrature_error)."""
+    out = [None] * len(terms)
+    for g in _shared_groups(terms):
+        tm = terms[g[0]]
+        if len(g) == 1:
+            out[g[0]] = tm.value(sys, t, x, p, refs[g[0]])
+            continue
+        z = tm.fn.inner(*tm.local(sys, t, x, p, refs[g[0]]))
+        for j in g:
+            out[j] = float(np.real(np.sum(z ** terms[j].fn.power)))
+    return out
+
+
+def shared_state_grads(terms, sys, t, x, p, refs, design_map, nd):
+    """[term.grads(...)[0][:3]]: ∂g/∂(q, v, a) of several terms at one state, bit for bit,
+    with one complex-step evaluation of a shared inner per block (shared_values)."""
+    out = [None] * len(terms)
+    n = sys.n
+    for g in _shared_groups(terms):
+        tm = terms[g[0]]
+        if len(g) == 1:
+            out[g[0]] = tm.grads(sys, t, x, p, refs[g[0]], design_map, nd)[0][:3]
+            continue
+        args = tm.local(sys, t, x, p, refs[g[0]])
+        for j in g:
+            out[j] = []
+        for i, z, nc in _stacked_cs(tm.fn.inner, args):
+            for j in g:
+                d = np.zeros(n + 3)
+                d[terms[j].qidx] = cs_result(z ** terms[j].fn.power, nc)
+                out[j].append(d[:n])
+    return out
+
+
+def _stacked_cs(inner, args):
+    """(i, inner at cs_args(args, i), columns) for q, v, a (i = 1, 2, 3): one call of the
+    inner on the three blocks' complex steps stacked on the leading axis when the state is
+    real (elementwise over that axis, and numpy casts a real operand to complex with zero
+    imaginary part anyway: the same numbers as three calls), else one call per block."""
+    xs = [np.asarray(args[i]) for i in (1, 2, 3)]
+    if any(np.iscomplexobj(y) for y in xs) or any(y.ndim != 1 for y in xs):
+        for i in (1, 2, 3):
+            a, nc = cs_args(args, i)
+            yield i, inner(*a), nc
+        return
+    k = [len(y) for y in xs]
+    rows = np.cumsum([0] + k)
+    a = [_lead_arg(y) for y in args]
+    for b, y in enumerate(xs):
+        xc = np.zeros((rows[-1], k[b]), dtype=complex)
+        xc.real[...] = y
+        xc.imag[rows[b] + np.arange(k[b]), np.arange(k[b])] = CS_H
+        a[b + 1] = xc
+    z = inner(*a)
+    for b in range(3):
+        yield b + 1, z[rows[b]:rows[b + 1]], k[b]
 
 
 class Term:

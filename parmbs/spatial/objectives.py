@@ -45,14 +45,25 @@ def roll_rate(q, v, u):
     return dot(w, u) / np.sqrt(dot(u, u))
 
 
+def _vertical_acc(t, q, v, a, lam, p, ref):
+    return vertical_acceleration(q, v, a, p[..., 0:3])
+
+
 def _vertical_acc_sq(t, q, v, a, lam, p, ref):
-    return vertical_acceleration(q, v, a, p[..., 0:3]) ** 2
+    return _vertical_acc(t, q, v, a, lam, p, ref) ** 2
 
 
 def _vertical_acc_4(t, q, v, a, lam, p, ref):
     """r̈_Pz⁴: the ride objective of seed 004 eq. (5.13), Ψ = ∫ z̈⁴_chassis dt (a VDV-like
     measure, more sensitive to peaks than the squared acceleration; Iltis speed bump)."""
-    return vertical_acceleration(q, v, a, p[..., 0:3]) ** 4
+    return _vertical_acc(t, q, v, a, lam, p, ref) ** 4
+
+
+# fn = inner(...) ** power, the inner reading (q, v, a, p) only: objectives on the same
+# point share one evaluation of the inner, at a state and under each complex step, bit for
+# bit as fn's own (sensitivity/objectives.py, shared_power; the adaptive quadrature test)
+_vertical_acc_sq.inner, _vertical_acc_sq.power = _vertical_acc, 2
+_vertical_acc_4.inner, _vertical_acc_4.power = _vertical_acc, 4
 
 
 def _roll_rate_sq(t, q, v, a, lam, p, ref):

@@ -29,8 +29,9 @@ def objective_values_complex(problem, p):
     stepper, sysm = problem.stepper, problem.sys
     if "forward" in stepper.whole_runs:
         raise ModelError("simulation.integrator",
-                         f"'{problem.config.simulation.integrator}' runs in PETSc TS, which is real-valued; "
-                         "use --method fd (or an index3 integrator) for complex step")
+                         f"'{problem.config.simulation.integrator}' runs its forward run whole (PETSc TS, or the "
+                         "compiled Dormand–Prince loop), in real arithmetic only; use --method fd (or an index3 "
+                         "integrator) for complex step")
     # the step sequence of the last real run (adaptive runs: the accepted steps, frozen)
     grid = problem.grid
     N, w = grid.steps, grid.weights(problem.quadrature)

@@ -240,3 +240,9 @@ def test_compiled_monitor_gives_the_numpy_numbers():
         for guard in (g, ref):
             with pytest.raises(InstabilityError, match=rf"step 7 \(t = 1\): unstable run: non-finite {name} "):
                 guard.check(7, 1.0, tuple(x))
+    # a stepper's trailing block (the Arnold–Brüls pseudo-accelerations: five blocks) goes
+    # through the compiled call plus a numpy test of the rest, and is named by its index
+    x = [np.array(y) for y in tr.x(tr.steps)] + [np.array([0.0, np.nan])]
+    for guard in (g, ref):
+        with pytest.raises(InstabilityError, match=r"step 7 \(t = 1\): unstable run: non-finite state block 4"):
+            guard.check(7, 1.0, tuple(x))

@@ -10,6 +10,12 @@ export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 export OMPI_MCA_rmaps_base_oversubscribe := 1
 MPIRUN := mpirun -n 2
+# the serial suite on this many pytest-xdist workers (one per core of the 2-core reference machine);
+# --dist loadfile keeps each test file on one worker: its module- and session-scoped fixtures (reference
+# runs, tests/test_slurm.py's private SLURM) are made once, as serially.  (xdist_group marks with
+# --dist loadgroup would be finer, but pytest-xdist 3.8 cannot apply them under pytest 9: its worker
+# sets item._nodeid, which pytest 9's nodeid no longer reads.)
+TEST_WORKERS ?= 2
 
 .PHONY: setup slurm-pkgs demo test test-serial test-mpi bench docs clean
 
@@ -43,7 +49,7 @@ slurm-pkgs:
 	fi
 
 test-serial: setup slurm-pkgs
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile tests
 
 test-mpi: setup
 	$(MPIRUN) $(PY) -m pytest -q --with-mpi -m mpi tests

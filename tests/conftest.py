@@ -32,11 +32,17 @@ _WARM = []
 
 
 def pytest_collection_finish(session):
-    """A session of most of the suite (≥ 400 tests, not under mpirun) starts
-    tests/numba_warm.py niced in the background: it compiles and caches the common numba
-    kernels on the second core while the serial tests run (its docstring: a cold kernel
-    family costs 13-42 s CPU in whichever test needs it first, ~160 s in all).  Single files and the MPI
-    run do not start it; PARMBS_TEST_NO_WARM=1 turns it off."""
+    """A session of most of the suite (≥ 400 tests, not under mpirun) fills numba's kernel
+    cache with tests/numba_warm.py (its docstring: a cold kernel family costs 13-42 s CPU
+    in whichever test needs it first, ~160 s in all).  Serially it runs niced in the
+    background, on the second core, while the tests run.  Under pytest-xdist (`make test`:
+    ``-n 2``) both cores run tests, so each worker first compiles its share of the
+    families (``numba_warm.py i/n``) and waits for it — measured in a fresh clone, two
+    shares: ~35-45 s CPU each, side by side — instead of each worker compiling a family
+    again when both need it before it is cached (the cache only saves work: the same
+    machine code, never another number), and no compile inside a test's subprocess
+    time-out.  A family warmed once is skipped by later sessions (numba_warm.py).  Single
+    files and the MPI run do not warm; PARMBS_TEST_NO_WARM=1 turns it off."""
     import importlib.util
     import subprocess
     import sys
@@ -44,8 +50,18 @@ def pytest_collection_finish(session):
             or importlib.util.find_spec("numba") is None):
         return
     script = pathlib.Path(__file__).parent / "numba_warm.py"
-    _WARM.append(subprocess.Popen([sys.executable, str(script)], preexec_fn=lambda: os.nice(10),
-                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    worker = os.environ.get("PYTEST_XDIST_WORKER")          # "gw0", "gw1", ... under pytest-xdist
+    quiet = dict(stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if worker:
+        share = f"{int(worker[2:])}/{os.environ.get('PYTEST_XDIST_WORKER_COUNT', '1')}"
+        try:
+            # a hang guard only (≈ 40 s CPU; ~16 min of wall at load 27): on expiry the
+            # tests compile what is missing themselves (numba keeps each kernel cached as done)
+            subprocess.run([sys.executable, str(script), share], timeout=900, **quiet)
+        except subprocess.TimeoutExpired:
+            pass
+        return
+    _WARM.append(subprocess.Popen([sys.executable, str(script)], preexec_fn=lambda: os.nice(10), **quiet))
 
 
 def pytest_sessionfinish(session):

@@ -9,9 +9,12 @@ argument type (compiled/_jit.py) against the former one per constant argument): 
 step + adjoint kernels 36 s (54), the Arnold–Brüls form on the five-bar 42 s (44), then
 the vehicle kernels (buggy) 41 s (46), spatial 25 s (49), the sparse LU (chain) 13 s
 (16): the whole script 163 s (214); every other model and integrator below then takes ≤ 3 s — one specialization set per
-family serves every planar model and Newmark-family integrator.  tests/conftest.py starts this script niced in the background
-when a session collects most of the suite; each model runs a few steps forward, adjoint
-and tangent.  A test that needs a kernel before it is cached compiles it itself, as
+family serves every planar model and Newmark-family integrator.  tests/conftest.py starts
+this script when a session collects most of the suite: niced in the background for a
+serial session, and ``numba_warm.py i/n`` (the i-th of n shares of the families, split by
+cold cost) in each of n pytest-xdist workers before it runs tests.  Each model runs a few
+steps forward, adjoint and tangent; a family done once is stamped in the cache directory
+and skipped by later sessions.  A test that needs a kernel before it is cached compiles it itself, as
 without this script: the cache only saves work, it never changes a number (the same
 machine code is loaded; numba replaces cache files by rename).  Nothing here asserts
 anything: failures are printed (stderr, one line) and skipped, the tests report their own.
@@ -49,45 +52,86 @@ def _run(path, *sets):
         pr.direct()
     except Exception as e:   # noqa: BLE001 — only a cache filler: the tests report errors
         print(f"{type(e).__name__}: {e}", file=sys.stderr)
-    print(f"{time.process_time() - c0:6.1f} s CPU  {Path(path).name} {' '.join(sets)}", file=sys.stderr, flush=True)
+        return False
+    finally:
+        print(f"{time.process_time() - c0:6.1f} s CPU  {Path(path).name} {' '.join(sets)}", file=sys.stderr, flush=True)
+    return True
 
 
-def main(tmp):
+def groups(tmp):
+    """The runs in kernel families (name, cold cost in CPU s as measured in the module
+    docstring, runs), each family run in order in one process: its first run compiles
+    it, the rest are ≤ 2 s."""
     from test_compiled import ALL_KINDS, TIME_KINDS
     from test_compiled_adjoint import OBJECTIVES
+    from test_compiled_sparse import _chain_toml
+    from parmbs import compiled
     kinds = tmp / "kinds.toml"
     kinds.write_text(ALL_KINDS + OBJECTIVES)
     time_kinds = tmp / "time-kinds.toml"
     time_kinds.write_text(TIME_KINDS + TIME_OBJECTIVE)
-    short = "simulation.t_end=0.004"
-    # roughly in the order the suite first needs them (test files run alphabetically)
-    _run(CONFIGS / "fivebar.toml", short)
-    _run(CONFIGS / "pendulum.toml", short)
-    # the Arnold–Brüls form on a planar model, fixed and error-controlled steps
-    ab = 'simulation.genalpha_form="arnold-bruls"'
-    _run(CONFIGS / "fivebar.toml", short, ab)
-    _run(CONFIGS / "fivebar.toml", "simulation.t_end=0.02", ab, "simulation.adapt.rtol=1e-4", "simulation.adapt.atol=1e-4")
-    _run(CONFIGS / "buggy-lane-change.toml", "simulation.t_end=0.01")
-    _run(CONFIGS / "buggy-step-descent.toml", short)
-    for integrator in ("genalpha", "trapezoidal", "newmark", "hht", "wbz"):
-        _run(CONFIGS / "fivebar.toml", short, f"simulation.integrator={integrator}")
-        _run(kinds, short, f"simulation.integrator={integrator}")
-        _run(time_kinds, short, f"simulation.integrator={integrator}")
-    for integrator in ("genalpha", "trapezoidal"):
-        _run(CONFIGS / "spatial-double-pendulum.toml", short, f"simulation.integrator={integrator}",
-             "simulation.stabilization=none")
-    # a hanging chain past compiled.SPARSE_FROM unknowns: the sparse LU kernels
-    from test_compiled_sparse import _chain_toml
-    from parmbs import compiled
     chain = tmp / "chain.toml"
     chain.write_text(_chain_toml(-(-compiled.SPARSE_FROM // 5), 3, 2))
-    _run(chain, "simulation.integrator=genalpha")
-    _run(CONFIGS / "heavy-top.toml", short)
-    _run(CONFIGS / "iltis.toml", "simulation.t_end=0.01", "simulation.adapt.rtol=1.0", "simulation.adapt.atol=1.0",
-         "simulation.adapt.dt_max=5e-3")
+    short = "simulation.t_end=0.004"
+    ab = 'simulation.genalpha_form="arnold-bruls"'
+    planar = [(CONFIGS / "fivebar.toml", short), (CONFIGS / "pendulum.toml", short)]
+    for integrator in ("genalpha", "trapezoidal", "newmark", "hht", "wbz"):
+        planar += [(CONFIGS / "fivebar.toml", short, f"simulation.integrator={integrator}"),
+                   (kinds, short, f"simulation.integrator={integrator}"),
+                   (time_kinds, short, f"simulation.integrator={integrator}")]
+    return [
+        ("planar", 36, planar),
+        # the Arnold–Brüls form on a planar model, fixed and error-controlled steps
+        ("arnold-bruls", 42, [(CONFIGS / "fivebar.toml", short, ab),
+              (CONFIGS / "fivebar.toml", "simulation.t_end=0.02", ab, "simulation.adapt.rtol=1e-4",
+               "simulation.adapt.atol=1e-4")]),
+        ("vehicle", 41, [(CONFIGS / "buggy-lane-change.toml", "simulation.t_end=0.01"),
+              (CONFIGS / "buggy-step-descent.toml", short),
+              (CONFIGS / "iltis.toml", "simulation.t_end=0.01", "simulation.adapt.rtol=1.0",
+               "simulation.adapt.atol=1.0", "simulation.adapt.dt_max=5e-3")]),
+        ("spatial", 25, [*((CONFIGS / "spatial-double-pendulum.toml", short, f"simulation.integrator={integrator}",
+                 "simulation.stabilization=none") for integrator in ("genalpha", "trapezoidal")),
+              (CONFIGS / "heavy-top.toml", short)]),
+        # a hanging chain past compiled.SPARSE_FROM unknowns: the sparse LU kernels
+        ("sparse", 13, [(chain, "simulation.integrator=genalpha")]),
+    ]
+
+
+def split(costs, n):
+    """Families for each of ``n`` processes: the costliest first, each to the least
+    loaded process (n = 2, the costs above: Arnold–Brüls + spatial + sparse 80 s, and
+    vehicle + planar 77 s)."""
+    parts, load = [[] for _ in range(n)], [0.0] * n
+    for i in sorted(range(len(costs)), key=lambda i: -costs[i]):
+        k = load.index(min(load))
+        parts[k].append(i)
+        load[k] += costs[i]
+    return [sorted(p) for p in parts]
+
+
+def main(tmp, part=0, nparts=1):
+    """Run this process's share of the families.  A family whose runs all passed leaves
+    a stamp in numba's cache directory (keyed by the compiled sources, so an edit there
+    empties it): the next session skips it instead of paying its cached loads again."""
+    import os
+    import parmbs.compiled  # noqa: F401  (sets NUMBA_CACHE_DIR: the source-keyed cache directory)
+    # numba also drops a cached kernel whose source file's time stamp changed (a checkout
+    # of the same content): the stamp holds the files' (name, mtime, size) too
+    src = Path(parmbs.compiled.__file__).parent
+    sig = repr([(f.name, f.stat().st_mtime_ns, f.stat().st_size) for f in sorted(src.glob("*.py"))])
+    fams = groups(tmp)
+    for i in split([c for _, c, _ in fams], nparts)[part]:
+        name, _, runs = fams[i]
+        stamp = Path(os.environ["NUMBA_CACHE_DIR"]) / f"numba_warm-{name}.done"
+        if stamp.exists() and stamp.read_text() == sig:
+            continue
+        if all([_run(*run) for run in runs]):
+            stamp.parent.mkdir(parents=True, exist_ok=True)
+            stamp.write_text(sig)
 
 
 if __name__ == "__main__":
     import tempfile
+    part, nparts = map(int, sys.argv[1].split("/")) if len(sys.argv) > 1 else (0, 1)   # "i/n": the i-th of n shares
     with tempfile.TemporaryDirectory(prefix="parmbs-warm-") as d:
-        main(Path(d))
+        main(Path(d), part, nparts)

@@ -27,6 +27,8 @@ import pytest
 from conftest import CONFIGS, ROOT
 from slurm_cluster import SlurmCluster, Unavailable
 
+#: one private cluster at a time: under pytest-xdist `make test` runs with --dist loadfile, so the
+#: three cases and their session fixtures stay on one worker
 pytestmark = pytest.mark.slurm
 
 SBATCH = ROOT / "jobs" / "optimize.sbatch"

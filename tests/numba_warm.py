@@ -8,7 +8,8 @@ lines; two runs side by side on the shared, loaded machine, one specialization p
 argument type (compiled/_jit.py) against the former one per constant argument): planar
 step + adjoint kernels 36 s (54), the Arnold–Brüls form on the five-bar 42 s (44), then
 the vehicle kernels (buggy) 41 s (46), spatial 25 s (49), the sparse LU (chain) 13 s
-(16): the whole script 163 s (214); every other model and integrator below then takes ≤ 3 s — one specialization set per
+(16), the own Dormand–Prince (index-1 ODE) 28 s: the whole script 163 s (214) without
+it; every other model and integrator below then takes ≤ 3 s — one specialization set per
 family serves every planar model and Newmark-family integrator.  tests/conftest.py starts
 this script when a session collects most of the suite: niced in the background for a
 serial session, and ``numba_warm.py i/n`` (the i-th of n shares of the families, split by
@@ -58,6 +59,26 @@ def _run(path, *sets):
     return True
 
 
+def _dopri_partials(*sets):
+    """Compile the two entry points that only tests/test_dopri.py's first test calls from
+    Python (compiled/index1_rk.py: analytic_partials, cs_partials; 1.3 s CPU once the
+    family is cached), with that test's argument types."""
+    import numpy as np
+    from parmbs.compiled import index1_rk as K
+    from parmbs.config import load_config
+    from parmbs.sensitivity.problem import Problem
+    try:
+        pr = Problem(load_config(str(CONFIGS / "fivebar.toml"), [*QUIET, *sets]))
+        s, r = pr.sys, pr.stepper.rhs
+        q, v, z = s.q_guess + 0.0, np.zeros(s.n), np.zeros(s.n + s.m)
+        for f in (K.analytic_partials, K.cs_partials):
+            f(q, v, z, s.p, s.n, s.m, r.flat, r.offs)
+    except Exception as e:   # noqa: BLE001 — only a cache filler: the tests report errors
+        print(f"{type(e).__name__}: {e}", file=sys.stderr)
+        return False
+    return True
+
+
 def groups(tmp):
     """The runs in kernel families (name, cold cost in CPU s as measured in the module
     docstring, runs), each family run in order in one process: its first run compiles
@@ -74,6 +95,7 @@ def groups(tmp):
     chain.write_text(_chain_toml(-(-compiled.SPARSE_FROM // 5), 3, 2))
     short = "simulation.t_end=0.004"
     ab = 'simulation.genalpha_form="arnold-bruls"'
+    dopri = ('simulation.formulation="index1"', 'simulation.integrator="dopri5"')
     planar = [(CONFIGS / "fivebar.toml", short), (CONFIGS / "pendulum.toml", short)]
     for integrator in ("genalpha", "trapezoidal", "newmark", "hht", "wbz"):
         planar += [(CONFIGS / "fivebar.toml", short, f"simulation.integrator={integrator}"),
@@ -94,13 +116,19 @@ def groups(tmp):
               (CONFIGS / "heavy-top.toml", short)]),
         # a hanging chain past compiled.SPARSE_FROM unknowns: the sparse LU kernels
         ("sparse", 13, [(chain, "simulation.integrator=genalpha")]),
+        # the own Dormand–Prince on the index-1 ODE (compiled/index1_rk.py): a family no
+        # other model or integrator compiles; cold, the first test of tests/test_dopri.py
+        # compiled it on the serial path: 26.9 s CPU, 0.36 s after these (26.5 + 1.3 s here;
+        # helper slow19, one run each, loaded machine).  A callable run: its own entry points
+        ("dopri", 28, [(CONFIGS / "fivebar.toml", short, *dopri),
+                       lambda: _dopri_partials(short, *dopri)]),
     ]
 
 
 def split(costs, n):
     """Families for each of ``n`` processes: the costliest first, each to the least
-    loaded process (n = 2, the costs above: Arnold–Brüls + spatial + sparse 80 s, and
-    vehicle + planar 77 s)."""
+    loaded process (n = 2, the costs above: Arnold–Brüls + spatial + Dormand–Prince 95 s,
+    and planar + vehicle + sparse 90 s)."""
     parts, load = [[] for _ in range(n)], [0.0] * n
     for i in sorted(range(len(costs)), key=lambda i: -costs[i]):
         k = load.index(min(load))
@@ -125,7 +153,7 @@ def main(tmp, part=0, nparts=1):
         stamp = Path(os.environ["NUMBA_CACHE_DIR"]) / f"numba_warm-{name}.done"
         if stamp.exists() and stamp.read_text() == sig:
             continue
-        if all([_run(*run) for run in runs]):
+        if all([run() if callable(run) else _run(*run) for run in runs]):
             stamp.parent.mkdir(parents=True, exist_ok=True)
             stamp.write_text(sig)
 

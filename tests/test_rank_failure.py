@@ -29,8 +29,14 @@ from conftest import CONFIGS
 
 FIVEBAR = CONFIGS / "fivebar.toml"
 # distributed on purpose: the five-bar is below parallel.DISTRIBUTE_MIN_UNKNOWNS and would
-# otherwise run replicated (no collective inside the run; tests/test_small_mpi.py)
-SETS = ["simulation.t_end=0.2", "simulation.dt=1e-2", "simulation.progress=false", "parallel.distribute=always"]
+# otherwise run replicated (no collective inside the run; tests/test_small_mpi.py).
+# 6 steps: the failures at step 5 stay in the middle of a run (the other rank is in step
+# 6's solve, or in reverse step 4's), and the wall time on a loaded machine is set by the
+# number of collective calls, not by CPU (both ranks must be scheduled for each message:
+# at load ~20, nice 10, `optimize` took 336 s with 20 steps, 205 s with 6, for a few s of
+# CPU; in a suite run at nice 19 the 20-step case hit the 180 s timeout before its first
+# evaluation was done)
+SETS = ["simulation.t_end=0.06", "simulation.dt=1e-2", "simulation.progress=false", "parallel.distribute=always"]
 
 
 def _mpirun(tmp_path, spec, *argv, failure_timeout=1):
@@ -98,8 +104,11 @@ def test_failure_after_the_evaluation_on_one_rank_ends_the_job(tmp_path):
 
 def test_nan_on_one_rank_fails_on_every_rank(tmp_path):
     """A NaN in rank 1's adjoint state reaches every rank's gradient through the collective
-    solves; before, `parmbs gradient` printed the NaN gradient and exited 0."""
-    r = _mpirun(tmp_path, "1:adjoint:5:nan", "gradient", "--method", "adjoint")
+    solves; before, `parmbs gradient` printed the NaN gradient and exited 0.  The ranks fail
+    together, so the agreement never waits out PARMBS_FAILURE_TIMEOUT: 60 s, not the 1 s
+    of the lone failures above, which a rank descheduled between the last solve and the
+    agreement on a loaded machine can exceed (then the other rank would abort)."""
+    r = _mpirun(tmp_path, "1:adjoint:5:nan", "gradient", "--method", "adjoint", failure_timeout=60)
     assert r.returncode == 1, (r.stdout, r.stderr)
     errors = [l for l in r.stderr.splitlines() if l.startswith("parmbs: error:")]
     assert errors == [f"parmbs: error: {FIVEBAR}: computation failed: non-finite value or adjoint gradient "

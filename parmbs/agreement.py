@@ -36,7 +36,11 @@ come; what happens after the barrier does not depend on timing.
 
 The timeout (``PARMBS_FAILURE_TIMEOUT``, default 30 s) only bounds how long a lone
 failure takes to end the job; ranks that fail together arrive within the same step
-(milliseconds apart).
+(milliseconds apart on a quiet machine; on a loaded one every message waits for both
+ranks to be scheduled — measured: the distributed five-bar's `parmbs optimize` at nice
+10, load ~17, had used 2 s of CPU per rank after 3 min of wall time — so ranks that
+failed together can arrive far apart, and a timeout of a second or two can turn them
+into a lone-failure abort: keep it well above that).
 """
 from __future__ import annotations
 

@@ -6,6 +6,9 @@ an adjoint sweep (the other ranks are, or soon will be, inside a collective call
 * ``PHASE`` ``forward``: after forward step STEP (x_STEP computed); ``adjoint``: after
   reverse step STEP (μ_STEP computed) — ``Problem.forward`` / ``Problem._adjoint_sweep``
   (the in-memory and checkpointed index-3 paths; not the whole-run PETSc TS steppers);
+  ``evaluation`` (STEP 0): after an evaluation of ``parmbs optimize``, its forward run
+  and gradient done and before the ranks agree on its outcome
+  (``optimize/driver.try_evaluate_all``: past the evaluation's last collective call);
 * ``MODE`` ``raise`` (default): StepError on rank RANK only, as a rank-local check of a
   local slice would raise; ``nan``: rank RANK's copy of the state (forward) or of μ
   (adjoint) becomes NaN — a non-finite value on one rank, which the next collective
@@ -51,8 +54,10 @@ class _RankFault:
             self.rank, self.phase, self.step = int(parts[0]), parts[1], int(parts[2])
             self.mode = parts[3] if len(parts) > 3 and parts[3] else "raise"
             self.call = int(parts[4]) if len(parts) > 4 else 1
-            if self.phase not in ("forward", "adjoint") or self.mode not in ("raise", "nan", "bug"):
-                raise ValueError(f"PARMBS_RANK_FAIL={spec!r}: RANK:forward|adjoint:STEP[:raise|nan|bug[:CALL]]")
+            if (self.phase not in ("forward", "adjoint", "evaluation") or self.mode not in ("raise", "nan", "bug")
+                    or (self.phase == "evaluation" and self.mode == "nan")):
+                raise ValueError(f"PARMBS_RANK_FAIL={spec!r}: RANK:forward|adjoint:STEP[:raise|nan|bug[:CALL]] "
+                                 "or RANK:evaluation:0[:raise|bug[:CALL]]")
         self.count = 0
 
     def __call__(self, phase, k, value):

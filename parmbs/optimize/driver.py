@@ -62,6 +62,7 @@ import numpy as np
 from .. import agreement
 from .._petsc import PETSc
 from ..checkpoint.store import resolved_sha256
+from ..faults import rank_fault
 from ..io.hdf5 import HDF5Error
 from ..model.system import ModelError
 from ..sensitivity.problem import Problem
@@ -377,6 +378,7 @@ class Optimization:
         try:
             res = self.evaluate_all(rho, physical=physical, wanted=wanted)
             fail_hook()                 # (test hook: after the collectives, as a rank-local failure)
+            rank_fault("evaluation", 0, ())     # (test hook, one rank: parmbs/faults.py)
             vals, grads = res
             if not (all(np.isfinite(v) for v in vals.values())
                     and all(np.all(np.isfinite(g)) for g in (grads or {}).values())):

@@ -25,8 +25,8 @@ Four computations of ∇ψ of the same discrete objective:
   adjoint/direct bound (round-off: a few ulp per step, systematic, so up to √N times
   the random walk of σ̂).
 * central finite differences (ψ(ρ + h e_j) − ψ(ρ − h e_j)) / 2h, swept over
-  h = s_j·10⁻², …, s_j·10⁻⁷ (s_j = upper − lower where the variable has both bounds,
-  else |ρ_j|, or 1 if ρ_j = 0; fd_scale): truncation O(h²) falls
+  h = s_j·10⁻², …, s_j·10⁻⁷ (s_j = max(upper − lower, |ρ_j|) where the variable has both
+  bounds, else |ρ_j|, or 1 if ρ_j = 0; fd_scale): truncation O(h²) falls
   by 100 per step down the sweep, noise (Newton tolerance, cancellation in ψ) grows by
   10.  The plateau is the step whose estimate changes least towards both neighbours;
   that change δ bounds the estimate's error (truncation at the larger neighbour and
@@ -242,18 +242,21 @@ class Sweep:
 
 
 def fd_scale(rho_j, lower=-math.inf, upper=math.inf):
-    """The step unit s_j: the bound range upper − lower where both bounds are given (the
-    scale on which the design moves), else |ρ_j|, or 1 for a variable that is 0 at the
-    nominal design.  Why the range: |ρ_j| makes a variable that is small at the nominal
-    design but free to move far take steps its own size of 0 — the double wishbone's Z19
-    (absorber mount, 0.035 m relative to the chassis CM, bounds 0.45 m apart) swept
-    h = 3.5e-9 … 3.5e-4 m, where the stress KS's noise (σ = E(|D|/l − 1) at the ulp of
-    the nodal positions) dominated the small steps: FD 0.77 of its bound, against ≤ 0.40
-    on variables whose |ρ_j| is near their range."""
+    """The step unit s_j: max(upper − lower, |ρ_j|) where both bounds are given, else
+    |ρ_j|, or 1 for a variable that is 0 at the nominal design.  Why the range: |ρ_j|
+    makes a variable that is small at the nominal design but free to move far take steps
+    its own size of 0 — the double wishbone's Z19 (absorber mount, 0.035 m relative to
+    the chassis CM, bounds 0.45 m apart) swept h = 3.5e-9 … 3.5e-4 m, where the stress
+    KS's noise (σ = E(|D|/l − 1) at the ulp of the nodal positions) dominated the small
+    steps: FD 0.77 of its bound over all 60 variables.  Why not the range alone: ψ's
+    round-off scales with the coordinates, i.e. with |ρ_j|, so a range below |ρ_j| puts the
+    steps into the noise — X3 = −1.513 m with range 0.25 m: FD 0.60 (stress2/X3).  With
+    the max: 0.32 (stress16/X15; benchmarks/README.md)."""
+    mag = abs(float(rho_j)) if rho_j != 0 else 1.0
     span = float(upper) - float(lower)
     if math.isfinite(span) and span > 0:
-        return span
-    return abs(float(rho_j)) if rho_j != 0 else 1.0
+        return max(span, abs(float(rho_j)))
+    return mag
 
 
 def fd_scales(design, rho):

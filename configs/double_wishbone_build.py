@@ -34,6 +34,15 @@ NOT given by the paper, chosen here (written into the file's header as well):
   lengths).  Without preload (free length = initial length, the paper's §6.2 convention)
   the chassis fell 22 cm in 0.4 s into ±15 cm heave and ±11° pitch, rear strokes ±18 cm,
   and the 3 s ψ was chaotic in the design (benchmarks/README.md, issue 22);
+* tube axial damping (double-wishbone-opt.toml only, for its stress constraints):
+  Kelvin–Voigt N = EA(ε + β ε̇), β = AXIAL_DAMPING (ζ = βω/2: 0.22 and 0.8 at the tubes'
+  axial modes, 700 Hz and 2.5 kHz; < 1e-3 below 3 Hz).  The preload's couple on the wheels
+  (absorber ABS_INSET inboard of the ball joints) loads the tubes as a step at t₀: undamped
+  (the paper's steel, the variational scheme) they ring from 0 to twice their static
+  stress for the whole run (tube 5: −0.1 … −3.0 MPa through 50 ms at Δt 1e-3 and 5e-4),
+  and the stress gradients changed 0.2–0.75 between Δt 1e-3 and 5e-4 over 0.1 s; damped,
+  0.009–0.044 (β = 1e-3 s: the same, so what remains is not ringing; not yet ≤ 1e-3,
+  benchmarks/README.md "dt-convergence");
 * a tie rod per wheel (a `distance` joint, TIE_*): the two ball joints leave the wheel
   free to steer about the kingpin; the paper does not say what holds it;
 * inertias: chassis a 300 kg box CHASSIS_BOX, wheels a 20 kg disc WHEEL_RADIUS ×
@@ -80,6 +89,7 @@ POINT_BOUNDS = [((-1.350, 0.100, 0.100), (-1.100, 0.350, 0.300)), ((-1.100, 0.10
 GRAVITY = 9.81                # m/s², along −Z
 TUBE_DENSITY, TUBE_RADII = 7800.0, (0.015, 0.01)   # kg/m³; r_o, r_i in m
 STRESS_LIMIT = 400e6          # Pa, Eq. 56
+AXIAL_DAMPING = 1e-4          # s, Kelvin–Voigt β of the tubes' axial strain (opt file; docstring)
 KS_RHO = 1e-7                 # 1/Pa: KS over a tube's element exceeds max |σ| by ≤ ln 2/ρ = 6.9 MPa
 
 
@@ -156,7 +166,7 @@ def text(opt=False):
     w(f"# Numbers: ELEMENTS = {ELEMENTS}, APEX_INSET = {APEX_INSET} m, ABS_INSET = {ABS_INSET} m, "
       f"TIE_ARM = {TIE_ARM} m,")
     w(f"# TIE_INNER = {TIE_INNER} m, CHASSIS_BOX = {CHASSIS_BOX} m, wheel disc r = {WHEEL_RADIUS} m, "
-      f"width {WHEEL_WIDTH} m.")
+      f"width {WHEEL_WIDTH} m" + (f", AXIAL_DAMPING = {AXIAL_DAMPING} s." if opt else "."))
     w("[model]")
     w('name = "double-wishbone"')
     w("")
@@ -206,6 +216,8 @@ def text(opt=False):
             w(f'section = {{ shape = "tube", outer_radius = {f(TUBE_RADII[0])}, inner_radius = {f(TUBE_RADII[1])} }}')
             w(f"density = {f(TUBE_DENSITY)}")
             w("E = 2.0e11")
+            if opt:
+                w(f"axial_damping = {AXIAL_DAMPING!r}")
             w(f"initial = {{ position = {vec(p)}, direction = {vec(tuple(x / length for x in d))} }}")
             w("independent = []")
             w("")

@@ -25,7 +25,8 @@ Four computations of ∇ψ of the same discrete objective:
   adjoint/direct bound (round-off: a few ulp per step, systematic, so up to √N times
   the random walk of σ̂).
 * central finite differences (ψ(ρ + h e_j) − ψ(ρ − h e_j)) / 2h, swept over
-  h = s_j·10⁻², …, s_j·10⁻⁷ (s_j = |ρ_j|, or 1 if ρ_j = 0): truncation O(h²) falls
+  h = s_j·10⁻², …, s_j·10⁻⁷ (s_j = max(upper − lower, |ρ_j|) where the variable has both
+  bounds, else |ρ_j|, or 1 if ρ_j = 0; fd_scale): truncation O(h²) falls
   by 100 per step down the sweep, noise (Newton tolerance, cancellation in ψ) grows by
   10.  The plateau is the step whose estimate changes least towards both neighbours;
   that change δ bounds the estimate's error (truncation at the larger neighbour and
@@ -240,9 +241,31 @@ class Sweep:
         return best
 
 
-def fd_scale(rho_j):
-    """The step unit s_j: |ρ_j|, or 1 for a variable that is 0 at the nominal design."""
-    return abs(float(rho_j)) if rho_j != 0 else 1.0
+def fd_scale(rho_j, lower=-math.inf, upper=math.inf):
+    """The step unit s_j: max(upper − lower, |ρ_j|) where both bounds are given, else
+    |ρ_j|, or 1 for a variable that is 0 at the nominal design.  Why the range: |ρ_j|
+    makes a variable that is small at the nominal design but free to move far take steps
+    its own size of 0 — the double wishbone's Z19 (absorber mount, 0.035 m relative to
+    the chassis CM, bounds 0.45 m apart) swept h = 3.5e-9 … 3.5e-4 m, where the stress
+    KS's noise (σ = E(|D|/l − 1) at the ulp of the nodal positions) dominated the small
+    steps: FD 0.77 of its bound over all 60 variables.  Why not the range alone: ψ's
+    round-off scales with the coordinates, i.e. with |ρ_j|, so a range below |ρ_j| puts the
+    steps into the noise — X3 = −1.513 m with range 0.25 m: FD 0.60 (stress2/X3).  With
+    the max: 0.32 (stress16/X15; benchmarks/README.md)."""
+    mag = abs(float(rho_j)) if rho_j != 0 else 1.0
+    span = float(upper) - float(lower)
+    if math.isfinite(span) and span > 0:
+        return max(span, abs(float(rho_j)))
+    return mag
+
+
+def fd_scales(design, rho):
+    """fd_scale of every design variable (bounds from ``design.lower``/``upper``)."""
+    lo = getattr(design, "lower", None)
+    hi = getattr(design, "upper", None)
+    if lo is None or hi is None:
+        return np.array([fd_scale(r) for r in rho])
+    return np.array([fd_scale(r, a, b) for r, a, b in zip(rho, lo, hi)])
 
 
 def fd_sweep(problem, p0, rel_steps=FD_REL_STEPS, columns=None, progress=None):
@@ -253,13 +276,14 @@ def fd_sweep(problem, p0, rel_steps=FD_REL_STEPS, columns=None, progress=None):
     rho = np.asarray(design.values(p0), float)
     names = list(design.names)
     cols = range(len(rho)) if columns is None else columns
+    scales = fd_scales(design, rho)
     checkpoint, problem.checkpoint = problem.checkpoint, None
     out = []
     frozen = problem.frozen_steps()       # adaptive runs: the perturbed runs replay the nominal steps
     frozen.__enter__()
     try:
         for j in cols:
-            s = fd_scale(rho[j])
+            s = float(scales[j])
             hs = [r * s for r in rel_steps]
             sw = Sweep(names[j], s, hs, {ob.name: [] for ob in problem.objectives})
             for hstep in hs:
@@ -447,9 +471,12 @@ def taylor_orders(eps, r, psi, noise_rel=1e-9, noise=None):
 
 def taylor_remainders(problem, p0, values, grads, eps=TAYLOR_EPS, seed=TAYLOR_SEED):
     """r_o(ε) = |ψ_o(ρ + ε d) − ψ_o(ρ) − ε ∇ψ_o·d| along a seeded d, |d_j| ≤ s_j (the FD
-    step unit: |ρ_j|, or 1 where ρ_j = 0; a floor of 1 moved a crank inertia of 2e-6 by
+    step unit without bounds, fd_scale(ρ_j): |ρ_j|, or 1 where ρ_j = 0; a floor of 1 moved a crank inertia of 2e-6 by
     1e-2 and Newton failed); None where the perturbed run failed.  The problem is left
-    at ``p0``."""
+    at ``p0``.  Not the bound range: with it, the double wishbone's 2-step subset case
+    (tests/test_verify_configs.py, tube axial damping) failed stress10's Taylor order
+    (1.275: remainders 1.1e-5 at ε = 1e-2 reach ψ's noise, ≈ 1.2e-8, by ε = 3e-4 and
+    the pairs below were counted), while the FD sweep on the range passed (fd 0.36)."""
     rho0 = np.asarray(problem.design.values(p0), float)
     rng = np.random.default_rng(seed)
     dvec = rng.uniform(-1.0, 1.0, len(rho0)) * np.array([fd_scale(r) for r in rho0])

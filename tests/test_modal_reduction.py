@@ -349,39 +349,92 @@ def test_taylor_order_two(reduced):
     assert np.all(np.abs(orders - 2.0) < 0.15)
 
 
-def test_compact_sweep_equals_all_columns(reduced):
-    """The adjoint sweep in the columns the reduced model reads (sensitivity/compact_columns.py:
-    the densities dropped per step, put back once) gives the all-column sweep's gradient
-    bit for bit — the same sums in the same order, the dropped columns' +0."""
-    from parmbs.sensitivity.compact_columns import CompactColumns
-    pr = reduced
-    pr._compact_cache = None
-    cc = CompactColumns.make(pr)
-    assert cc is not None and cc.n == pr.design.ncols - len(pr.design)    # every density dropped
+def _all_columns(data, monkeypatch):
+    """The problem of ``data`` with every parameter column swept: its objectives say
+    nothing about what they read (``Objective.params`` None), as a user integrand
+    without ``reads``."""
+    from parmbs.sensitivity.objectives import Objective
+    with monkeypatch.context() as m:
+        m.setattr(Objective, "params", lambda self, system: None)
+        pr = problem(data)
+    assert pr.design.nswept == pr.design.ncols
+    pr.forward()
+    return pr
+
+
+@pytest.mark.parametrize("attachment", [False, True], ids=["eigenmodes", "attachment"])
+def test_swept_columns_equal_all_columns(attachment, monkeypatch):
+    """The sweeps in the columns the model reads (design.py ``read_by``: the reduced
+    densities dropped, ``expand`` once) give the all-column sweeps' ψ and gradients bit
+    for bit — adjoint and direct, the same sums in the same order, the dropped columns' +0."""
+    pr = problem(crank(K=6, attachment=attachment))
+    d = pr.design
+    assert d.nswept == d.ncols - len(d) and pr.stepper.nd == d.nswept    # every density dropped
+    assert np.all(d.sweep_map[d.index] == -1)
+    pr.forward()
+    ref = _all_columns(crank(K=6, attachment=attachment), monkeypatch)
+    assert pr.traj.q.tobytes() == ref.traj.q.tobytes()
+    for method in ("_adjoint_columns", "_direct_columns"):
+        g = getattr(pr, method)(pr.sys.p)["compliance"]
+        g_all = getattr(ref, method)(ref.sys.p)["compliance"]
+        assert g.shape == (d.ncols,) and g.tobytes() == g_all.tobytes(), method
+        assert not np.any(g[:len(d)]) and not np.any(np.signbit(g[:len(d)]))    # +0 in the densities
+
+
+def test_an_objective_that_reads_the_densities_keeps_them_swept(monkeypatch):
+    """An objective that declares the densities among what it reads keeps their columns
+    in the sweeps (its ∂g/∂ρ enters the gradient: here the integrand's partials plus ρ
+    itself, equal to the all-column sweep's); a user integrand whose "p" partial is
+    nonzero outside its declared ``reads`` is refused (its columns may not be swept)."""
+    from parmbs.sensitivity.objectives import UserTerm
+    from parmbs.flexible import continuum_objectives as co
+    dens = problem(crank(K=6)).design.index
+    energy = co.strain_energy
+
+    def reading(t, q, v, a, lam, p, model):
+        value, parts = energy(t, q, v, a, lam, p, model)
+        gp = np.zeros(len(p))
+        gp[reads(model)] = parts["p"]
+        gp[dens] += p[dens]
+        return value + 0.5 * np.sum(p[dens] ** 2), {"q": parts["q"], "p": gp}
+    reads = co.strain_energy.reads
+    monkeypatch.setattr(co, "strain_energy", reading)
+    monkeypatch.setattr(reading, "reads", lambda model: np.r_[reads(model), dens], raising=False)
+    pr = problem(crank(K=6))
+    assert pr.design.nswept == pr.design.ncols
+    pr.forward()
     g = pr._adjoint_columns(pr.sys.p)["compliance"]
-    pr._compact_cache = False                                            # all columns
-    g_all = pr._adjoint_columns(pr.sys.p)["compliance"]
-    pr._compact_cache = None
-    assert g.tobytes() == g_all.tobytes()
+    ref = _all_columns(crank(K=6), monkeypatch)
+    assert g.tobytes() == ref._adjoint_columns(ref.sys.p)["compliance"].tobytes() and np.all(g[:len(dens)] != 0)
+
+    monkeypatch.setattr(reading, "reads", reads)              # the densities left out: refused
+    pr = problem(crank(K=6))
+    pr.forward()
+    with pytest.raises(ModelError, match="declared reads leave out"):
+        pr._adjoint_columns(pr.sys.p)
+    assert isinstance(pr.objectives[0].integrand, UserTerm)
 
 
-def test_compact_sweep_falls_back_when_an_objective_reads_densities(reduced, monkeypatch):
-    """An objective with ∂g/∂ρ ≠ 0 (here: the integrand's partials plus ρ itself) makes the
-    compact sweep raise ``Reaches``; the sweep then runs over all columns (same bits)."""
-    pr = reduced
-    term = pr.objectives[0].integrand
-    grads = type(term).grads
-    dens = pr.design.index
-
-    def reading(self, sys, t, x, p, ref, dm, nd):
-        dx, dp, dr = grads(self, sys, t, x, p, ref, dm, nd)
-        dp = dp.copy()
-        dp[dm[dens]] += p[dens]
-        return dx, dp, dr
-    monkeypatch.setattr(type(term), "grads", reading)
-    pr._compact_cache = None
-    g = pr._adjoint_columns(pr.sys.p)["compliance"]
-    assert pr._compact_cache is False
-    g_all = pr._adjoint_columns(pr.sys.p)["compliance"]
-    pr._compact_cache = None
-    assert g.tobytes() == g_all.tobytes() and np.any(g[:len(dens)] != 0)
+def test_sensitivity_history_over_the_swept_columns():
+    """``parmbs gradient --history`` on a reduced body (sensitivity/history.py): the
+    sweeps hand ``on_step`` the swept columns, the history expands and chains them.
+    Direct: G(t_N) = ∇ψ; adjoint: G(t₀) + initial_term = ∇ψ — the same gradient chained
+    by J (dense) instead of ``chain`` (vjp), so to round-off: 1e-10 of max |∇ψ|
+    (~nd·N = 268·10 terms of relative error ε ≈ 1e-16 each, ≈ 3e-13); adjoint = direct
+    within the 1e-9 of test_gradient_adjoint_direct_fd's estimate (here 1e-9)."""
+    from parmbs.sensitivity import history as H
+    pr = problem(crank(K=6, attachment=True))
+    assert pr.design.nswept < pr.design.ncols
+    pr.forward()
+    hd = H.History(pr, "direct")
+    gd = pr.direct(on_step=hd)
+    hd.finish(gd)
+    ha = H.History(pr, "adjoint")
+    ga = pr.adjoint(on_step=ha)
+    ha.finish(ga)
+    g = gd["compliance"]
+    scale = np.max(np.abs(g))
+    assert np.max(np.abs(hd.gradient[-1, 0] - g)) <= 1e-10 * scale
+    assert np.max(np.abs(ha.gradient[0, 0] + ha.initial_term[0] - ga["compliance"])) <= 1e-10 * scale
+    assert np.max(np.abs(ga["compliance"] - g)) <= 1e-9 * scale
+    assert np.all(np.isfinite(hd.states["dq"])) and np.any(hd.states["dq"][-1] != 0)

@@ -156,7 +156,7 @@ class CheckpointStore:
         # e.g. pseudo_a of integrators/genalpha_ab.py), one dataset each
         self.blocks = tuple(problem.state_blocks())
         self.names = tuple(name for name, _ in self.blocks)
-        self.nobj, self.nd = len(problem.objectives), problem.design.ncols   # parameter columns
+        self.nobj, self.nd = len(problem.objectives), problem.design.nswept   # swept parameter columns (design.py)
         self.S = self._slots(self.N)
         self.sha = resolved_sha256(config)
         if interval is None:

@@ -102,7 +102,7 @@ class MaggiAVM:
                                       f"ODEs (seed 004 eq. 3.119) take integrals only: use 'discrete'")
         traj = problem.traj
         n, nd, d = sys.n, st.nd, len(st.ind)
-        dm, K, Nt = problem.design.map, len(problem.objectives), traj.steps
+        dm, K, Nt = problem.design.sweep_map, len(problem.objectives), traj.steps
         h = st.h
         refs = [ob.reference(sys, traj.q[0], p) for ob in problem.objectives]
         Mb = np.empty((Nt + 1, d, d))

@@ -644,10 +644,10 @@ class TSAlpha2Stepper:
             problem.stepper = stepper
 
     def direct(self, problem, p):
-        return self._sweep(problem, p, "_direct_columns")
+        return self._sweep(problem, p, "_direct_swept")
 
     def adjoint(self, problem, p):
-        return self._sweep(problem, p, "_adjoint_columns")
+        return self._sweep(problem, p, "_adjoint_swept")
 
 
 def make_alpha2_stepper(system, sim, design_map=None, ndesign=0, comm=None):

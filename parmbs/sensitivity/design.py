@@ -28,6 +28,22 @@ at the new densities; a complex ρ gets D + i·δD, the forward eigen-derivative
 ``chain`` pulls ∂ψ/∂D back by ``Reduction.vjp`` (adjoint: one solve per mode, no dense
 block) or, for the direct method (``forward=True``), multiplies by the dense forward
 Jacobian (one jvp per design column: small designs only, as the direct method is).
+
+The column map of the sweeps (``read_by``): a reduced body's densities are design
+columns, but no component of the stepped model reads them — the reduced components
+read its body data — so the per-step products ∂R/∂pᵀμ, dx/dp, ∂ψ/∂p would carry n_ρ
+zeros each (at 10⁶ densities the adjoint of the 24-unknown reduced crank cost 54 s per
+rank against 12.5 s at 10⁵, benchmarks/README.md).  ``read_by(system, objectives)``
+learns which p entries the model's components (forces, constraints) and the objectives
+(``Objective.params``: what each declares it reads) read, and numbers the *swept*
+columns: every column but the reduced densities nobody reads.  Every stepper is built on
+that map (``sweep_map``, ``nswept``), the objective partials are taken in it, and
+``expand`` scatters the gradient into all columns once, before ``chain``.  The
+gradient is bit for bit that of the all-column sweep: the per-column sums are the same
+additions in the same order (``scatter_add_cols``' bincount sums each column's terms in
+input order whatever the numbering), and a dropped column's sum was 0 + (−0) + … = +0,
+which ``expand`` writes.  An objective that declares nothing (a user integrand without
+``reads``) reads every entry: no column is dropped.
 """
 import numpy as np
 
@@ -100,6 +116,51 @@ class DesignSpace:
             raise ModelError("design", "a parameter is designed twice (overlapping design entries)")
         self.map = -np.ones(np_, np.int64)
         self.map[self.col_index] = np.arange(len(self.col_index))
+        self._sweep(np.arange(len(self.col_index)))
+
+    def _sweep(self, swept):
+        """Sweep the columns ``swept`` (sorted): ``sweep_map`` p → swept column (−1: not swept)."""
+        self.swept = np.asarray(swept, np.int64)
+        self.nswept = len(self.swept)
+        renum = -np.ones(self.ncols + 1, np.int64)          # column −1 stays −1
+        renum[self.swept] = np.arange(self.nswept)
+        self.sweep_map = renum[self.map]
+
+    def read_by(self, system, objectives):
+        """Sweep only the columns something reads (module docstring): drop the density
+        columns of reduced bodies that no component of ``system`` (its forces' and
+        constraints' ``pidx``) and no objective (``Objective.params``; None: all of p)
+        reads.  Returns self."""
+        dens = [self.map[red.pidx["density"]].ravel() for red, _ in self._reductions]
+        cols = np.unique(np.concatenate(dens)) if dens else np.zeros(0, np.int64)
+        cols = cols[cols >= 0]
+        read = np.zeros(len(self.map), bool)                 # p entries something reads
+        for g in list(system.forces) + list(system.constraints):
+            idx = np.asarray(g.pidx).ravel()
+            read[idx[idx >= 0]] = True
+        for ob in objectives:
+            idx = ob.params(system)
+            if idx is None:
+                read[:] = True
+                break
+            read[np.asarray(idx, np.int64).ravel()] = True
+        readcols = self.map[read]
+        keep = np.ones(self.ncols, bool)
+        keep[np.setdiff1d(cols, readcols[readcols >= 0])] = False
+        self._sweep(np.flatnonzero(keep))
+        return self
+
+    def expand(self, g, axis=0):
+        """An array over the swept columns (along ``axis``) -> over all ``ncols``, zero
+        (+0) in the others; the array itself when every column is swept."""
+        if self.nswept == self.ncols:
+            return g
+        g = np.asarray(g)
+        shape = list(g.shape)
+        shape[axis] = self.ncols
+        out = np.zeros(shape, g.dtype)
+        out[(slice(None),) * axis + (self.swept,)] = g
+        return out
 
     def __len__(self):
         return len(self.names)

@@ -75,15 +75,16 @@ class History:
         i = self._row.get(int(k))
         if i is None:
             return
-        if isinstance(grad, dict):                                    # direct: {objective: (ncols,)}
-            G = np.stack([np.asarray(grad[o], float) for o in self.objectives], 0)
-        else:                                                         # adjoint: (ncols, K), per-rank parts
-            G = np.asarray(self.problem.combine_gradient(grad), float).T
+        ex = self.problem.design.expand                               # swept -> all columns (design.py)
+        if isinstance(grad, dict):                                    # direct: {objective: (nswept,)}
+            G = np.stack([ex(np.asarray(grad[o], float)) for o in self.objectives], 0)
+        else:                                                         # adjoint: (nswept, K), per-rank parts
+            G = ex(np.asarray(self.problem.combine_gradient(grad), float)).T
         self.t[i] = t
         self.gradient[i] = G @ self.J
         if dx is not None and self.cols:
             for name, d in zip(("dq", "dv", "da"), dx[:3]):
-                self.states[name][i] = np.asarray(d, float)[self.cols] @ self.J
+                self.states[name][i] = ex(np.asarray(d, float)[self.cols], axis=1) @ self.J
 
     def finish(self, grads):
         """Record ∇ψ's initial-state term (adjoint) from the final gradient dict."""

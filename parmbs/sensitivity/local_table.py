@@ -59,7 +59,7 @@ class LocalGradTable:
         pr, tr = self.pr, self.traj
         sl = slice(k0, k1)
         X = (tr.q[sl], tr.v[sl], tr.a[sl], tr.lam[sl])
-        nd, dm = pr.design.ncols, pr.design.map
+        nd, dm = pr.design.nswept, pr.design.sweep_map
         cols = []
         for ob, ref in zip(pr.objectives, self.refs):
             dx, dp, dref = ob.integrand.grads_batch(pr.sys, X, self.p, ref, dm, nd)

@@ -169,6 +169,10 @@ class Term:
     def value(self, sys, t, x, p, ref):
         return float(np.real(self.raw(sys, t, x, p, ref)))
 
+    def params(self, sys):
+        """The entries of p this term reads (design.py: the sweeps' column map)."""
+        return self.pidx.ravel()
+
     def raw(self, sys, t, x, p, ref):
         """g at one state, complex when the state is (complex-step gradients)."""
         return np.sum(self.fn(*self.local(sys, t, x, p, ref)))
@@ -273,6 +277,13 @@ class UserTerm:
     direct gradients unchanged — ``parmbs verify`` checks them against differences.
     For ``--method cs`` the function must accept complex arguments.
 
+    The function may declare the entries of p it reads, ``g.reads = f(model) -> indices``
+    (``continuum_objectives.strain_energy``: its elastic components' parameters).  Then
+    its "p" partial may also be given over those entries only (sorted unique, in that
+    order), and design columns that nothing reads — a reduced body's densities — leave
+    the per-step sweeps (``DesignSpace.read_by``).  Without ``reads`` the function is
+    taken to read all of p (nonzero "p" partials outside ``reads`` are refused).
+
     The user's code is treated as a failure of this objective (``ModelError`` naming
     ``objectives.NAME.callable``: one line, exit 2) when it raises, returns anything but
     a real or complex number and a dict, or calls ``sys.exit`` — which used to end
@@ -284,6 +295,12 @@ class UserTerm:
         self.key = f"objectives.{cfg.name}.callable"
         self.fn = load_callable(cfg.callable, system.config.source, self.key)
         self.sys = system
+        reads = getattr(self.fn, "reads", None)
+        self.reads = None if reads is None else np.unique(np.asarray(reads(system), np.int64))
+
+    def params(self, sys):
+        """The entries of p the function declares it reads (``reads``), or None: all."""
+        return self.reads
 
     def _call(self, t, x, p):
         try:
@@ -307,20 +324,30 @@ class UserTerm:
         if unknown:
             raise ModelError(self.key, f"unknown partial(s) {sorted(unknown)} (use q, v, a, lam, p)")
         d = {}
+        pidx = None                                    # "p" over all of p, or over ``reads``
         for k, size in sizes.items():
-            g = np.zeros(size) if k not in partials else np.asarray(partials[k], dtype=float)
-            if g.shape != (size,):
+            g = np.zeros(0 if k == "p" else size) if k not in partials else np.asarray(partials[k], dtype=float)
+            if k == "p" and g.shape != (size,):
+                pidx = self.reads if self.reads is not None and g.shape == (len(self.reads),) else None
+                if pidx is None and g.shape != (0,):
+                    want = f"({size},)" + ("" if self.reads is None else f" or ({len(self.reads)},) (reads)")
+                    raise ModelError(self.key, f"partial 'p' has shape {g.shape}, expected {want}")
+            elif g.shape != (size,):
                 raise ModelError(self.key, f"partial {k!r} has shape {g.shape}, expected ({size},)")
             if not np.all(np.isfinite(g)):
                 raise ModelError(self.key, f"partial {k!r} is not finite at t = {t:.6g}")
             d[k] = g
         dp = np.zeros(nd)
         # only the nonzero ∂g/∂p entries (a reduced body's energy: its K̂ block, not its 10⁵
-        # densities): the same sums in the same order, so the same bits, without the
-        # per-step scatter over all of p (3.3 ms a step at 10⁵, 5.3 s of a 1600-step adjoint)
+        # densities), in increasing p order: the same sums in the same order, so the same
+        # bits, without the per-step scatter over all of p
         sel = np.flatnonzero(d["p"])
-        sel = sel[design_map[sel] >= 0]
-        np.add.at(dp, design_map[sel], d["p"][sel])
+        at = sel if pidx is None else pidx[sel]
+        if pidx is None and self.reads is not None and len(at) and not np.isin(at, self.reads).all():
+            raise ModelError(self.key, f"partial 'p' is nonzero at p[{at[~np.isin(at, self.reads)][0]}], "
+                                       "which its declared reads leave out")
+        on = design_map[at] >= 0
+        np.add.at(dp, design_map[at[on]], d["p"][sel[on]])
         return [d["q"], d["v"], d["a"], d["lam"]], dp, np.zeros(2)
 
 
@@ -364,6 +391,17 @@ class Objective:
         spatial = ({cfg.integrand, cfg.terminal} & {*SPATIAL_KINDS, "stress_ks", "stress_ks_time", *RIDE_MEASURES}
                    or is_beam3_objective(system, cfg.integrand or cfg.terminal, cfg))
         self.point = None if spatial else cfg.point
+
+    def params(self, system):
+        """The entries of p this objective reads (integrand, terminal, reference point),
+        or None if one of them does not say (a user integrand without ``reads``): the
+        column map of the sweeps (design.py ``read_by``)."""
+        parts = [t.params(system) if hasattr(t, "params") else None for t in (self.integrand, self.terminal) if t]
+        if any(x is None for x in parts):
+            return None
+        if self.fixed_ref is None and self.point is not None:
+            parts.append(np.asarray(_ref_parts(system, self.point)[2]).ravel())
+        return np.concatenate([np.asarray(x, np.int64).ravel() for x in parts]) if parts else np.zeros(0, np.int64)
 
     def reference(self, system, q0, p):
         """r_ref: fixed, or r_P(q₀) of the assembled initial configuration."""

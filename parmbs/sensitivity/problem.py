@@ -30,7 +30,6 @@ from ..model.assembly import new_run
 from ..model.system import ModelError, System
 from ..formulations import make_stepper
 from .design import DesignSpace
-from .compact_columns import CompactColumns, Reaches
 from .objectives import Objective
 from ..integrators.newton_tol import AdaptiveNewton
 from ..integrators.timeloop import Adapt, TimeGrid, march, newton_data, set_step
@@ -76,9 +75,12 @@ class Problem:
         self.h = sim.dt
         self.nsteps = int(round(sim.t_end / sim.dt))
         self.t0 = 0.0
-        self.stepper = make_stepper(self.sys, sim, design_map=self.design.map, ndesign=self.design.ncols,
-                                    comm=comm)
         self.objectives = [Objective(self.sys, o) for o in config.objectives]
+        # the steppers and objective partials run in the columns something reads (a reduced
+        # body's densities only through its body data: design.py read_by); ``expand`` once
+        self.design.read_by(self.sys, self.objectives)
+        self.stepper = make_stepper(self.sys, sim, design_map=self.design.sweep_map, ndesign=self.design.nswept,
+                                    comm=comm)
         self.quadrature = sim.quadrature      # weights of Σ w_k g_k (integrators/quadrature.py)
         self._check_history_objectives(config)
         self._comm = comm
@@ -254,7 +256,7 @@ class Problem:
         nt = getattr(st, "newton", None)
         beta = getattr(st, "beta", 0.25)
         v_gain = newton_data(st)[1]
-        dm, nd = self.design.map, self.design.ncols
+        dm, nd = self.design.sweep_map, self.design.nswept
 
         last = [None, None, None]            # (t, x, gains) of the last call
 
@@ -358,11 +360,10 @@ class Problem:
         """Weighted ∂ψ/∂x_k (one vector per state block; zero for the stepper's trailing
         blocks, which no objective reads), ∂ψ/∂ρ (explicit, per parameter column) and
         ∂ψ/∂ref at step k."""
-        nd, dm = self.design.ncols, self.design.map
-        cc = getattr(self, "_cols", None)        # the sweep's kept columns (compact_columns.py)
+        nd, dm = self.design.nswept, self.design.sweep_map
         x = traj.x(k)
         gx = [np.zeros(len(y)) for y in x]
-        gp, gr = np.zeros(nd if cc is None else cc.n), np.zeros(2)
+        gp, gr = np.zeros(nd), np.zeros(2)
         terms = []
         if getattr(ob.integrand, "history", False):
             terms.append((ob.integrand, ob.integrand.m[k]))   # ∂ψ/∂s_k (ride.py: the adjoint filter)
@@ -372,8 +373,6 @@ class Problem:
             terms.append((ob.terminal, 1.0))
         for term, c in terms:
             dx, dp, dref = term.grads(self.sys, traj.t[k], physical(x), p, ref, dm, nd)
-            if cc is not None:
-                dp = cc.partials(dp)
             gx = [g + c * ob.weight * d for g, d in zip(gx, dx)] + gx[len(dx):]
             gp = gp + c * ob.weight * dp
             gr = gr + c * ob.weight * dref
@@ -394,18 +393,23 @@ class Problem:
             return self.design.chain(self._direct_columns(p), p, forward=True)
 
     def _direct_columns(self, p):
+        """{objective: ∂ψ/∂p_cols} over all parameter columns (swept, then ``expand``)."""
+        grads = self._direct_swept(p)
+        return {k: self.design.expand(g) for k, g in grads.items()}
+
+    def _direct_swept(self, p):
         if "direct" in self.stepper.whole_runs:
             return self.stepper.direct(self, p)
         traj = self.traj
         if self.checkpoint is not None:
             traj = self.checkpoint.full_trajectory(traj)
-        nd = self.design.ncols
+        nd = self.design.nswept
         dx = self.stepper.init.tangent(p)
         grads = {ob.name: np.zeros(nd) for ob in self.objectives}
         refs = {ob.name: ob.reference(self.sys, traj.q[0], p) for ob in self.objectives}
         dref = {}
         for ob in self.objectives:
-            Jq, Jp = ob.ref_grads(self.sys, traj.q[0], p, self.design.map, nd)
+            Jq, Jp = ob.ref_grads(self.sys, traj.q[0], p, self.design.sweep_map, nd)
             dref[ob.name] = Jq @ dx[0] + Jp
         ride = {ob.name: np.zeros((traj.steps + 1, nd)) for ob in self._history()}   # ds_k/dp (ride.py)
         with self._local_table(traj, p, [refs[ob.name] for ob in self.objectives]) as table:
@@ -417,7 +421,7 @@ class Problem:
                 for j, ob in enumerate(self.objectives):
                     if ob.name in ride:
                         gs, gps = ob.integrand.signal_grads(self.sys, traj.t[k], physical(traj.x(k)), p,
-                                                            self.design.map, nd)
+                                                            self.design.sweep_map, nd)
                         ride[ob.name][k] = sum(g @ d for g, d in zip(gs, dx)) + gps
                         continue
                     # contiguous columns: a strided vector takes another BLAS path in ``@`` (other sums)
@@ -456,12 +460,18 @@ class Problem:
             cb(k, N)
 
     def _observe(self, k, t, grad, dx=None):
-        """Hand step k's accumulated gradient (and dx_k/dp) to the sweep's ``on_step``."""
+        """Hand step k's accumulated gradient (and dx_k/dp) to the sweep's ``on_step``
+        (in the swept parameter columns: ``design.expand`` puts them into all)."""
         cb = getattr(self, "_on_step", None)
         if cb is not None:
             cb(k, t, grad, dx)
 
     def _adjoint_columns(self, p):
+        """{objective: ∂ψ/∂p_cols} over all parameter columns (swept, then ``expand``)."""
+        grads = self._adjoint_swept(p)
+        return {k: self.design.expand(g) for k, g in grads.items()}
+
+    def _adjoint_swept(self, p):
         if self.checkpoint is not None:
             return self.checkpoint.adjoint(p)
         if "adjoint" in self.stepper.whole_runs:
@@ -472,20 +482,6 @@ class Problem:
         refs = [ob.reference(self.sys, x0[0], p) for ob in self.objectives]
         self._prepare_history(traj, p)
         with self._local_table(traj, p, refs):
-            cc = CompactColumns.make(self)       # a reduced body's densities: not swept per step
-            if cc is not None:
-                saved = cc.install(self.stepper)
-                self._cols = cc
-                try:
-                    mu, grad, gref = self._adjoint_local(N, traj.t[N], traj.x(N), p, refs, traj.t)
-                    mu, grad, gref = self._adjoint_sweep(p, N, traj.x(N), mu, grad, gref, traj.x, refs,
-                                                         t=traj.t)
-                    return self._adjoint_finish(p, x0, mu, cc.expand(grad), gref)
-                except Reaches:                  # an objective reads the densities: all columns
-                    self._compact_cache = False
-                finally:
-                    self._cols = None
-                    cc.restore(self.stepper, saved)
             mu, grad, gref = self._adjoint_local(N, traj.t[N], traj.x(N), p, refs, traj.t)
             mu, grad, gref = self._adjoint_sweep(p, N, traj.x(N), mu, grad, gref, traj.x, refs, t=traj.t)
         return self._adjoint_finish(p, x0, mu, grad, gref)
@@ -547,12 +543,12 @@ class Problem:
 
     def _adjoint_finish(self, p, x0, mu, grad, gref):
         """Add the reference and initial-state (assembly) terms: the gradient dict
-        (per parameter column)."""
-        nd = self.design.ncols
+        (per swept parameter column)."""
+        nd = self.design.nswept
         mu = [np.array(m, dtype=float) for m in mu]
         grad, gref = np.array(grad, dtype=float), np.asarray(gref)
         for j, ob in enumerate(self.objectives):
-            Jq, Jp = ob.ref_grads(self.sys, x0[0], p, self.design.map, nd)
+            Jq, Jp = ob.ref_grads(self.sys, x0[0], p, self.design.sweep_map, nd)
             mu[0][:, j] += Jq.T @ gref[:, j]
             grad[:, j] += Jp.T @ gref[:, j]
         grad = self.combine_gradient(grad + self.stepper.init.adjoint(p, *mu))

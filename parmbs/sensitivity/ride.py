@@ -223,6 +223,10 @@ class RideTerm:
         self.filter = Filter(self.weighting)
         self.m = None                   # ∂ψ/∂s_k of the trajectory being swept (``prepare``)
 
+    def params(self, sys):
+        """The entries of p the signal reads (design.py: the sweeps' column map)."""
+        return self.signal.params(sys)
+
     # -- the signal at one state (complex-step safe: a Term of its own, objectives.py) ----
     def raw(self, sys, t, x, p, ref):
         return self.signal.raw(sys, t, x, p, ZREF)

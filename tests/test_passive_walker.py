@@ -61,3 +61,89 @@ def test_bad_contact_key_is_one_line(tmp_path):
     p = tmp_path / "bad.toml"
     p.write_text(text)
     cli_one_line_error(["info", p], tmp_path, "bad.toml", "forces.foot1.slip_velocity")
+
+
+# ---- the latched knee lock (configs/passive_walker_latch.py, builder --latch) ----------
+
+def _latched_lock_states():
+    """A PythonForce of ``stance_latch`` with four elements in the regimes of its two
+    switches (foot engaged / in its onset band; knee inside the latch, in its band, beyond
+    it), and the same elements as StanceLock parameters."""
+    sys.path.insert(0, str(CONFIGS))
+    try:
+        from passive_walker_latch import stance_latch
+    finally:
+        sys.path.remove(str(CONFIGS))
+    from parmbs.model.python_force import PythonForce
+    names = ("k", "c", "w", "a", "sx", "sy", "ox", "oy", "nx", "ny")
+    ne = 4
+    rng = np.random.default_rng(11)
+    comp = PythonForce([f"e{i}" for i in range(ne)], np.zeros((ne, 6)), np.zeros((ne, len(names))),
+                       fn=stance_latch, nbodies=2, parameters=names)
+    q = rng.uniform(-1.0, 1.0, (ne, 6))
+    v = rng.uniform(-1.0, 1.0, (ne, 6))
+    a = np.zeros((ne, 6))
+    pen = np.array([0.9, 0.9, 0.9, 0.25])          # w = 0.5: engaged ×3, onset band
+    phi = np.array([0.1, 0.45, 0.8, -0.2])         # a = 0.6: inside a/2, in the band, beyond a, inside
+    q[:, 5] = q[:, 2] + phi
+    p = np.empty((ne, len(names)))
+    p[:, 0:2] = rng.uniform(0.5, 1.5, (ne, 2))      # k, c
+    p[:, 2], p[:, 3] = 0.5, 0.6                     # w, a
+    p[:, 4:6] = rng.uniform(-1.0, 1.0, (ne, 2))
+    p[:, 8:10] = rng.uniform(0.5, 1.5, (ne, 2))
+    n = p[:, 8:10] / np.linalg.norm(p[:, 8:10], axis=1)[:, None]
+    c, s = np.cos(q[:, 5]), np.sin(q[:, 5])
+    P = q[:, 3:5] + np.c_[c * p[:, 4] - s * p[:, 5], s * p[:, 4] + c * p[:, 5]]
+    p[:, 6:8] = P + pen[:, None] * n                # the line through P + x n: penetration x
+    return comp, q, v, a, p, phi
+
+
+def _fd(f, x, h=1e-6):
+    cols = []
+    for j in range(x.shape[-1]):
+        e = np.zeros_like(x)
+        e[..., j] = h
+        cols.append((f(x + e) - f(x - e)) / (2 * h))
+    return np.stack(cols, -1)
+
+
+def test_latched_lock_blocks_against_central_differences():
+    """The generic block test's check (tests/test_components.py: relative 1e-7 at h = 1e-6,
+    truncation h² |r'''| ~ 1e-12, round-off ε/h ~ 1e-10) on the latched lock's complex-step
+    blocks, in every regime of its two C¹ switches (none at a switch point)."""
+    comp, q, v, a, p, _ = _latched_lock_states()
+    t = 0.37
+    for blk, f, x in ((comp.r_q(t, q, v, a, p), lambda y: comp.r(t, y, v, a, p), q),
+                      (comp.r_v(t, q, v, a, p), lambda y: comp.r(t, q, y, a, p), v),
+                      (comp.r_p(t, q, v, a, p), lambda y: comp.r(t, q, v, a, y), p)):
+        ref = _fd(f, x)
+        assert np.max(np.abs(blk - ref)) / max(1.0, np.max(np.abs(ref))) < 1e-7
+
+
+def test_latched_lock_is_the_stance_lock_inside_the_latch():
+    """|φ| ≤ a/2: the latched lock is StanceLock (same k, c, w, foot and line) to
+    round-off; beyond a it is exactly zero; in the band a/2 < |φ| < a it is smaller."""
+    from parmbs.model.contact import StanceLock
+    comp, q, v, a, p, phi = _latched_lock_states()
+    ne = len(phi)
+    lock = StanceLock([f"e{i}" for i in range(ne)], np.zeros((ne, 6)), np.zeros((ne, 13)))
+    # StanceLock p = (P̄, c̄, ρ, O, n, θ₀, k, c, w): P̄ − c̄ = (sx, sy)
+    pl = np.c_[p[:, 4:6], np.zeros((ne, 2)), np.zeros(ne), p[:, 6:8], p[:, 8:10], np.zeros(ne), p[:, 0:3]]
+    r_latch, r_lock = comp.r(0.0, q, v, a, p), lock.r(0.0, q, v, a, pl)
+    assert np.all(np.abs(r_lock[[0, 3], 2]) > 1e-2)               # engaged: a real torque
+    np.testing.assert_allclose(r_latch[[0, 3]], r_lock[[0, 3]], rtol=1e-14, atol=1e-14)
+    assert 0 < abs(r_latch[1, 2]) < abs(r_lock[1, 2])
+    assert np.all(r_latch[2] == 0.0)
+
+
+def test_latched_walker_is_the_shipped_walker_in_the_gait(tmp_path):
+    """Built with --latch 0.05 (the module copied beside the file), the first 20 ms of the
+    gait (stance foot landing, trailing knee unlocking through the foot's band) are the
+    shipped model's: the stance knee stays within 1e-3 rad < a/2, where L ≡ 1."""
+    out = tmp_path / "pw.toml"
+    subprocess.run([sys.executable, str(BUILD), str(out), "--latch", "0.05"], check=True, timeout=60)
+    assert (tmp_path / "passive_walker_latch.py").exists()
+    runs = [Problem(load_config(str(f), ["simulation.t_end=0.02", "simulation.progress=false"])).forward()
+            for f in (CONFIGS / "passive-walker.toml", out)]
+    assert np.array_equal(runs[0].t, runs[1].t)
+    assert np.max(np.abs(runs[0].q - runs[1].q)) <= 1e-12

@@ -49,7 +49,11 @@ Gaps (not in [Zhu 2014] nor in Hsu's rigid-impact model), with the reason for ea
   event).  Without the lock the stance knee buckles at once (measured: it flexes 0.15
   rad in 0.15 s and the walker collapses); with a lock of 500 N m/rad the foot's
   tangential mobility (shank about the knee) is a few grams and the heel-strike
-  friction makes Newton cycle.
+  friction makes Newton cycle.  ``--latch a`` builds the locks as the Python force of
+  configs/passive_walker_latch.py instead: the same lock, engaged only for a knee within
+  a of straight (fully within a/2), so a foot landing on a bent knee does not snap it
+  straight (μ = 0.2: the shipped lock throws the walker up, the latched one lets it fall;
+  benchmarks/README.md, "Passive dynamic walker").
 * Steps: adaptive (`simulation.adapt`, rtol 1e-3, genalpha ρ∞ = 0.8).  At fixed dt =
   5e-4 and 2.5e-4 s Newton does not converge at the first heel strike (t = 0.567 s:
   the swing foot lands sliding back at 0.46 m/s and its friction saturates in either

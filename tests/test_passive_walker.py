@@ -98,25 +98,17 @@ def _latched_lock_states():
     return comp, q, v, a, p, phi
 
 
-def _fd(f, x, h=1e-6):
-    cols = []
-    for j in range(x.shape[-1]):
-        e = np.zeros_like(x)
-        e[..., j] = h
-        cols.append((f(x + e) - f(x - e)) / (2 * h))
-    return np.stack(cols, -1)
-
-
 def test_latched_lock_blocks_against_central_differences():
     """The generic block test's check (tests/test_components.py: relative 1e-7 at h = 1e-6,
     truncation h² |r'''| ~ 1e-12, round-off ε/h ~ 1e-10) on the latched lock's complex-step
     blocks, in every regime of its two C¹ switches (none at a switch point)."""
+    from test_components import fd
     comp, q, v, a, p, _ = _latched_lock_states()
     t = 0.37
     for blk, f, x in ((comp.r_q(t, q, v, a, p), lambda y: comp.r(t, y, v, a, p), q),
                       (comp.r_v(t, q, v, a, p), lambda y: comp.r(t, q, y, a, p), v),
                       (comp.r_p(t, q, v, a, p), lambda y: comp.r(t, q, v, a, y), p)):
-        ref = _fd(f, x)
+        ref = fd(f, x)
         assert np.max(np.abs(blk - ref)) / max(1.0, np.max(np.abs(ref))) < 1e-7
 
 

@@ -59,6 +59,31 @@ def test_gradient_killed_in_forward_and_adjoint_restarts_to_the_same_bits(config
     assert len(g) == 24 and np.array_equal(g, g0)
 
 
+
+def test_adjoint_state_of_another_column_layout_restarts_the_sweep(config, tmp_path):
+    """A checkpoint whose adjoint state is laid out for other parameter columns (parmbs
+    before ``DesignSpace.read_by`` kept a row for every parameter column, here 24 more than
+    the swept ones) resumes: its forward states are kept, the adjoint sweep starts again
+    at t_N, and the gradient is the uninterrupted run's bit for bit.  Before: this file was
+    refused (its checksum no longer matches the resized rows), and a file the earlier code
+    wrote (checksum intact) ended in a broadcasting ValueError with a traceback."""
+    ref = tmp_path / "ref.h5"
+    assert _cli("gradient", config, "-o", ref, cwd=tmp_path).returncode == 0
+    h5 = tmp_path / "run.h5"
+    r = _cli("gradient", config, "-o", h5, cwd=tmp_path, PARMBS_CHECKPOINT_INTERVAL=0,
+             PARMBS_CHECKPOINT_KILL="adjoint:3")
+    assert r.returncode == -signal.SIGKILL, r.stderr
+    assert _state(_partial(h5))[1] >= 0                 # an adjoint state was saved
+    with h5py.File(_partial(h5), "r+") as f:
+        for c in ("c0", "c1"):
+            g = f["adjoint"][c]
+            rows, K = g["grad"].shape
+            del g["grad"]
+            g.create_dataset("grad", data=np.zeros((rows + 24, K)))
+    r = _cli("gradient", config, "--restart", h5, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert np.array_equal(_gradient(h5), _gradient(ref))
+
 def _gradient(h5):
     """∇ψ over the 24 densities as the run's record holds it (a field gradient is
     written to HDF5, the --json names the dataset)."""

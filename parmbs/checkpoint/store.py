@@ -284,6 +284,12 @@ class CheckpointStore:
         ck.attrs["format"] = FORMAT
         ck.attrs["objectives"] = [o.name for o in problem.objectives]
         put_names(ck, "design", problem.design.names)     # 10⁵ field columns: /names/design
+        self._new_adjoint(h5py, f)
+        f.flush()
+        self.slot_step = np.full(S, -1, np.int64) if self.schedule.kind != "all" else None
+
+    def _new_adjoint(self, h5py, f):
+        """/adjoint: two copies of the adjoint state and the marker (none valid yet)."""
         adj = f.create_group("adjoint")
         for c in ("c0", "c1"):
             g = adj.create_group(c)
@@ -291,8 +297,6 @@ class CheckpointStore:
                 self._dset(h5py, g, name, shape, "i8" if name == "k" else "u4" if name == "crc" else "f8")
         self._dset(h5py, adj, "marker", (2,), "i8")
         adj["marker"][:] = -1
-        f.flush()
-        self.slot_step = np.full(S, -1, np.int64) if self.schedule.kind != "all" else None
 
     def _adjoint_shapes(self):
         n, m, K, nd = self.n, self.m, self.nobj, self.nd
@@ -347,6 +351,16 @@ class CheckpointStore:
                     raise HDF5Error(p, "/checkpoint/step", "wrong shape for this run")
             mk = f["adjoint"]["marker"][:]
             self.adjoint_marker = (int(mk[0]), int(mk[1]))
+            adj = f["adjoint"]
+            if any(name not in adj[c] or adj[c][name].shape != shape
+                   for c in ("c0", "c1") for name, shape in self._adjoint_shapes()):
+                # an adjoint state laid out for other parameter columns (parmbs before
+                # DesignSpace.read_by swept every column of a reduced body's densities): the
+                # forward states are still this run's; the adjoint sweep starts again at t_N
+                del f["adjoint"]
+                self._new_adjoint(h5py, f)
+                f.flush()
+                self.adjoint_marker = (-1, -1)
         except (KeyError, OSError) as e:
             raise HDF5Error(p, "/checkpoint", f"malformed checkpoint file: {_short(e)}") from None
 

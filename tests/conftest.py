@@ -1,14 +1,11 @@
 import os
 
-# Start-up time of every `python -m parmbs` the tests spawn (and of this process): a
-# process started without mpirun is an Open MPI *singleton*, and by default its MPI_Init
-# forks an `orted` daemon and polls (125 µs sleeps) until it answers.  Isolated
-# singletons (Open MPI ≥ 4.0, MCA ess_singleton_isolated) skip the daemon; they cannot
-# MPI_Comm_spawn, which parmbs never does.  Under mpirun the variable is not read (ess is
-# not the singleton's).  Measured (Open MPI 4.1.4, `perf stat`, the daemon included):
-# import parmbs._petsc + MPI_Init 280 → 220 ms CPU per process, 1300-1600 → 700-900
-# polling sleeps; tests/test_cli_verbosity.py 13.6 → 12.4 s CPU.
-os.environ.setdefault("OMPI_MCA_ess_singleton_isolated", "1")
+# Not set here: OMPI_MCA_ess_singleton_isolated=1 (isolated Open MPI singletons skip the
+# `orted` daemon, 280 → 220 ms CPU per `python -m parmbs` start).  Measured (2026-11-28,
+# Open MPI 4.1.4): with it, about 1 in 100 CLI starts, 6 at a time, exited 1 with no
+# output at all — Python had started, its atexit handlers never ran (an exit below
+# Python): 3/300 twice, 0/300 without it.  Under the two-worker suite that failed a random CLI test in
+# two of three fresh-clone runs (rc 1, empty stdout and stderr).  Users' runs never set it.
 
 # parmbs first, before any test module imports numpy: its thread and SIMD pinning
 # (parmbs/_determinism.py) only takes full effect before numpy loads

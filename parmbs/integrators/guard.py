@@ -156,6 +156,15 @@ def _MPI_MAX():
     return MPI.MAX
 
 
+def _first_non_finite(blocks, start=0):
+    """Index of the first non-finite block from ``start`` on (−1: none).  One dot per
+    block (a non-finite entry makes it non-finite); the exact O(n) test runs only then,
+    so an overflowing but finite dot never stops a run."""
+    if all(cmath.isfinite(np.dot(y, y)) for y in blocks[start:]):
+        return -1
+    return next((i for i in range(start, len(blocks)) if not np.all(np.isfinite(blocks[i]))), -1)
+
+
 class Guard:
     """Per-run monitor: ``start(k, t, x, p)`` at the first state of the loop (initial or resumed),
     ``check(k, t, x)`` after each step; raises InstabilityError.  ``enabled = False`` keeps
@@ -246,13 +255,10 @@ class Guard:
         nums = None
         if self._monitor is not None and len(x) >= 4 and all(y.dtype == F64 for y in x):
             bad, *nums = self._monitor(x[0], x[1], a, x[3], a if a0 is None else a0, a if a1 is None else a1)
-            # a stepper's trailing blocks (the Arnold–Brüls pseudo-accelerations): the numpy test
-            if bad < 0 and len(x) > 4 and not all(cmath.isfinite(np.dot(y, y)) for y in x[4:]):
-                bad = next((i for i, y in enumerate(x) if i >= 4 and not np.all(np.isfinite(y))), -1)
-        elif not all(cmath.isfinite(np.dot(y, y)) for y in x):
-            bad = next((i for i, y in enumerate(x) if not np.all(np.isfinite(y))), -1)    # O(n)
+            if bad < 0 and len(x) > 4:          # a stepper's trailing blocks (Arnold–Brüls pseudo-accelerations)
+                bad = _first_non_finite(x, 4)
         else:
-            bad = -1
+            bad = _first_non_finite(x)
         if self.comm is not None:
             bad = self.comm.allreduce(bad, op=_MPI_MAX())
         if bad >= 0:

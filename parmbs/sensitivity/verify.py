@@ -252,20 +252,15 @@ def fd_scale(rho_j, lower=-math.inf, upper=math.inf):
     round-off scales with the coordinates, i.e. with |ρ_j|, so a range below |ρ_j| puts the
     steps into the noise — X3 = −1.513 m with range 0.25 m: FD 0.60 (stress2/X3).  With
     the max: 0.32 (stress16/X15; benchmarks/README.md)."""
-    mag = abs(float(rho_j)) if rho_j != 0 else 1.0
-    span = float(upper) - float(lower)
+    mag, span = abs(float(rho_j)), float(upper) - float(lower)
     if math.isfinite(span) and span > 0:
-        return max(span, abs(float(rho_j)))
-    return mag
+        return max(span, mag)
+    return mag if mag != 0 else 1.0
 
 
 def fd_scales(design, rho):
     """fd_scale of every design variable (bounds from ``design.lower``/``upper``)."""
-    lo = getattr(design, "lower", None)
-    hi = getattr(design, "upper", None)
-    if lo is None or hi is None:
-        return np.array([fd_scale(r) for r in rho])
-    return np.array([fd_scale(r, a, b) for r, a, b in zip(rho, lo, hi)])
+    return np.array([fd_scale(r, a, b) for r, a, b in zip(rho, design.lower, design.upper)])
 
 
 def fd_sweep(problem, p0, rel_steps=FD_REL_STEPS, columns=None, progress=None):

@@ -99,7 +99,10 @@ def test_failure_after_the_evaluation_on_one_rank_ends_the_job(tmp_path):
     assert errors == [f"parmbs: error: {FIVEBAR}: RuntimeError: PARMBS_RANK_FAIL: injected bug at evaluation "
                       "step 0 on rank 1 [on rank 1 of 2 only: the other ranks did not fail with it and wait "
                       "inside a collective call; aborting all ranks]"], r.stderr
-    assert "Traceback" in r.stderr and "MPI_ABORT was invoked on rank 1" in r.stderr
+    # the abort is in the error line ("aborting all ranks"); mpirun's own MPI_ABORT banner is
+    # not asserted: mpirun may fail to print it (CI of 8677b1a: "ORTE_ERROR_LOG: Out of
+    # resource in file ../../../orte/util/show_help.c" in its place, the job aborted alike)
+    assert "Traceback" in r.stderr
 
 
 def test_nan_on_one_rank_fails_on_every_rank(tmp_path):

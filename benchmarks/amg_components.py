@@ -28,9 +28,10 @@ import os
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+import parmbs  # noqa: F401,E402  (before numpy: parmbs/_determinism.py pins numpy's CPU features for same-bytes results)
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from parmbs.config.loader import validate          # noqa: E402
 from parmbs.sensitivity.problem import Problem      # noqa: E402
 from topopt_crank import CONFIG, crank_config       # noqa: E402

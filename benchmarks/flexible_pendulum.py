@@ -11,6 +11,7 @@ its agreement with the direct gradient.  Not part of the tests (minutes).
 import argparse
 import time
 
+import parmbs  # noqa: F401  (before numpy: parmbs/_determinism.py pins numpy's CPU features for same-bytes results)
 import numpy as np
 
 from parmbs.config import load_config

@@ -18,6 +18,7 @@ differences perturb.  The tests import both (tests/test_variational.py).
 import argparse
 import time
 
+import parmbs  # noqa: F401  (before numpy: parmbs/_determinism.py pins numpy's CPU features for same-bytes results)
 import numpy as np
 
 from parmbs.config import load_config

@@ -33,6 +33,7 @@ import argparse
 import pathlib
 import time
 
+import parmbs  # noqa: F401  (before numpy: parmbs/_determinism.py pins numpy's CPU features for same-bytes results)
 import numpy as np
 
 from parmbs.config import load_config

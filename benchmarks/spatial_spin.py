@@ -16,6 +16,7 @@ freely at ω (no gravity): the exact motion keeps ω and the energy ½ J_yy ω²
 import sys
 import tempfile
 
+import parmbs  # noqa: F401  (before numpy: parmbs/_determinism.py pins numpy's CPU features for same-bytes results)
 import numpy as np
 
 from parmbs.config import load_config

@@ -25,9 +25,10 @@ import sys
 import time
 import tomllib
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+import parmbs  # noqa: F401,E402  (before numpy: parmbs/_determinism.py pins numpy's CPU features for same-bytes results)
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from parmbs.config.loader import validate          # noqa: E402
 from parmbs.sensitivity.problem import Problem      # noqa: E402
 

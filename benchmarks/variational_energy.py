@@ -14,6 +14,7 @@ non-finite energy (reported).  Issue 9 asks for 10⁵ steps; at dt = 0.01 that i
 import argparse
 import time
 
+import parmbs  # noqa: F401  (before numpy: parmbs/_determinism.py pins numpy's CPU features for same-bytes results)
 import numpy as np
 
 from parmbs.config import load_config

@@ -18,6 +18,7 @@ Model: seed 004 §5.2 (docs/iltis.md), design variables k_L1, k_L2, c1, c2, k1, 
 import argparse
 import pathlib
 
+import parmbs  # noqa: F401  (before numpy: parmbs/_determinism.py pins numpy's CPU features for same-bytes results)
 import numpy as np
 
 from parmbs.config import load_config

@@ -12,6 +12,7 @@ derivative block would instead give a gap of fixed relative size from the first 
 """
 import argparse
 
+import parmbs  # noqa: F401  (before numpy: parmbs/_determinism.py pins numpy's CPU features for same-bytes results)
 import numpy as np
 
 from parmbs.config import load_config

@@ -1,5 +1,9 @@
-"""Two small spatial models for the 3-D semi-recursive method (tests/test_matrix_r_spatial.py,
-benchmarks): every tree-joint kind in one open chain, and a closed spatial four-bar."""
+"""Small spatial models for the 3-D semi-recursive method (tests/test_matrix_r_spatial.py,
+tests/test_matrix_r_natural.py): every tree-joint kind in one open chain, a closed
+spatial four-bar (with Euler-parameter or natural-coordinate coupler), and a chain of
+natural-coordinate bodies."""
+from pathlib import Path
+
 
 #: A free-floating base (a free root: no joint to ground) carrying a chain with one joint
 #: of every tree kind: revolute (base–b1, y axis), cylindrical (b1–b2, x), translational
@@ -234,3 +238,118 @@ b = "b6.W"
 WELD = (CHAIN.replace('[[spatial.joints]]\ntype = "revolute"\nname = "rev"', _B6 + '[[spatial.joints]]\ntype = "revolute"\nname = "rev"')
         .replace('b = "b5.T"\nstiffness = 80.0', 'b = "b6.T"\nstiffness = 80.0'))
 assert WELD.count('name = "weld"') == 1 and 'b = "b6.T"' in WELD
+
+#: configs/spatial-fourbar-natural.toml: an RSSR four-bar whose coupler is a natural-
+#: coordinate body (spatial/natural.py), and the same model with the coupler in Euler
+#: parameters (``NFOURBAR_EULER``)
+NFOURBAR = (Path(__file__).resolve().parents[1] / "configs" / "spatial-fourbar-natural.toml").read_text()
+NFOURBAR_EULER = (NFOURBAR.replace('[[spatial.natural_bodies]]\nname = "coupler"', '[[spatial.bodies]]\nname = "coupler"')
+                  .replace("spatial.natural_bodies.coupler.", "spatial.bodies.coupler."))
+
+#: Natural-coordinate bodies everywhere in a tree: n1 hangs from ground (spherical,
+#: rigid–natural), n2 from n1 (natural–natural), the Euler-parameter box from n2 (a
+#: rigid child of a natural parent: its Euler parameters' sign comes from the tree's
+#: e_P ∘ ρ, relative_tree.positions), and the natural body "drone" is a free root held by
+#: a spring-damper to ground.  A distance joint from ground to n2 closes a loop (1 cut
+#: row).  Relative coordinates 3 + 3 + 3 + 6 = 15; 14 degrees of freedom.
+NCHAIN = """
+[model]
+name = "natural-chain"
+[spatial]
+gravity = [0.0, 0.0, -9.81]
+[spatial.ground]
+points = { O = [0.0, 0.0, 0.0], K = [0.6, 0.8, -0.3], F = [0.0, 1.0, 0.5] }
+[[spatial.bodies]]
+name = "box"
+mass = 0.8
+inertia = [0.004, 0.006, 0.008]
+points = { P = [-0.1, 0.0, 0.0], T = [0.1, 0.05, 0.0] }
+initial = { position = [1.05, 0.0, -0.1], bryant = [0.1, 0.2, -0.3] }
+initial_velocity = { angular_velocity = [0.5, -1.0, 0.8] }
+independent = ["rx", "ry", "rz"]
+[[spatial.natural_bodies]]
+name = "n1"
+mass = 1.0
+inertia = [0.01, 0.03, 0.03]
+points = { P = [-0.25, 0.0, 0.0], A = [0.25, 0.0, 0.0] }
+initial = { position = [0.25, 0.0, 0.0] }
+initial_velocity = { angular_velocity = [0.3, 1.0, 2.0] }
+independent = ["rx", "ry", "rz"]
+[[spatial.natural_bodies]]
+name = "n2"
+mass = 0.7
+inertia = [0.005, 0.02, 0.02]
+points = { P = [-0.2, 0.0, 0.0], A = [0.2, 0.0, 0.1], Q = [0.0, 0.05, 0.0] }
+initial = { position = [0.7, 0.0, 0.0], bryant = [0.0, 0.0, 0.2] }
+initial_velocity = { angular_velocity = [1.0, 0.0, -0.5] }
+independent = ["rx", "ry"]
+[[spatial.natural_bodies]]
+name = "drone"
+mass = 0.5
+inertia = [0.002, 0.003, 0.004]
+points = { H = [0.0, 0.0, 0.1] }
+initial = { position = [0.0, 1.0, 0.2], bryant = [0.4, -0.2, 0.1] }
+initial_velocity = { velocity = [0.2, 0.0, 0.5], angular_velocity = [2.0, 1.0, -1.0] }
+independent = ["x", "y", "z", "rx", "ry", "rz"]
+[[spatial.joints]]
+type = "spherical"
+name = "s0"
+a = "ground.O"
+b = "n1.P"
+[[spatial.joints]]
+type = "spherical"
+name = "s1"
+a = "n1.A"
+b = "n2.P"
+[[spatial.joints]]
+type = "spherical"
+name = "s2"
+a = "box.P"
+b = "n2.A"
+[[spatial.joints]]
+type = "distance"
+name = "tie"
+a = "ground.K"
+b = "n2.Q"
+[[spatial.forces]]
+type = "spring_damper"
+name = "hold"
+a = "ground.F"
+b = "drone.H"
+stiffness = 300.0
+damping = 1.5
+length = 0.1
+[simulation]
+t_end = 0.1
+dt = 1e-2
+integrator = "trapezoidal"
+formulation = "matrix-r"
+[[design]]
+name = "m_n2"
+path = "spatial.natural_bodies.n2.mass"
+[[design]]
+name = "Jxx_n1"
+path = "spatial.natural_bodies.n1.inertia.xx"
+[[design]]
+name = "n1_A_x"
+path = "spatial.natural_bodies.n1.points.A.x"
+[[design]]
+name = "k_hold"
+path = "spatial.forces.hold.stiffness"
+[[objectives]]
+name = "tie_load"
+integrand = "reaction_sq"
+joint = "tie"
+[[objectives]]
+name = "s1_load"
+integrand = "reaction_sq"
+joint = "s1"
+[[objectives]]
+name = "box_acc"
+integrand = "vertical_acceleration_sq"
+point = "box.T"
+[[objectives]]
+name = "drone_speed"
+integrand = "point_velocity_sq"
+point = "drone.H"
+"""

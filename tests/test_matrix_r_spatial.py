@@ -13,7 +13,7 @@ from parmbs.sensitivity.problem import Problem
 
 from conftest import CONFIGS
 from gradient_checks import assert_gradients_agree, rel
-from matrix_r_spatial_models import CHAIN, FOURBAR, WELD
+from matrix_r_spatial_models import CHAIN, FOURBAR, NCHAIN, NFOURBAR, WELD
 
 MR = ["simulation.formulation=matrix-r", "simulation.integrator=trapezoidal"]
 
@@ -24,7 +24,8 @@ def problem(tmp_path, text, overrides=()):
     return Problem(load_config(str(path), list(overrides)))
 
 
-@pytest.mark.parametrize("text", [CHAIN, FOURBAR, WELD], ids=["chain", "fourbar", "weld"])
+@pytest.mark.parametrize("text", [CHAIN, FOURBAR, WELD, NFOURBAR, NCHAIN],
+                         ids=["chain", "fourbar", "weld", "natural-coupler", "natural-chain"])
 def test_recursive_kinematics(tmp_path, text):
     """At random relative coordinates (angles within ±(π/2 − 0.3) of the initial pose, so
     the spherical/free pitch stays off its ±90° singularity and the inverse map is single
@@ -37,7 +38,10 @@ def test_recursive_kinematics(tmp_path, text):
     * ∂(Rᵀw)/∂z (complex step) equals the Hessian of wᵀq from the analytic second-order
       jets by polarization, H_jk = ¼ wᵀ[a(e_j + e_k) − a(e_j − e_k)] at z̈ = 0 (two
       independent computations; round-off only);
-    * the closed-form inverse kinematics returns z."""
+    * the closed-form inverse kinematics returns z.
+    Natural-coordinate bodies (natural-coupler, natural-chain): their q = (r, columns of
+    A(e)), the orthonormality rows are tree rows (round-off), and an Euler-parameter
+    child of a natural body keeps its sign through the tree's e_P ∘ ρ (the far test)."""
     pr = problem(tmp_path, text, MR)
     s, T = pr.sys, pr.stepper.tree
     p = np.asarray(s.p, float)

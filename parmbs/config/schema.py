@@ -659,7 +659,10 @@ class MatrixR(_Model):
     (parmbs/spatial/relative_tree.py): the tree joints are revolute, cylindrical,
     translational, universal, spherical and rigid (weld: no coordinate) joints, and a
     body no tree joint connects to ground becomes a free root (6 coordinates: position
-    and yaw-pitch-roll); drivers are always cut rows.
+    and yaw-pitch-roll); drivers are always cut rows.  Natural-coordinate bodies
+    ([[spatial.natural_bodies]]) are tree bodies too, joined by spherical joints (or
+    free roots); their coordinates (r, e₁, e₂, e₃) follow from the tree's rotations, so
+    their orthonormality rows hold identically (configs/spatial-fourbar-natural.toml).
 
     ``coordinates``: "dependent" (default) integrates all relative coordinates z with
     the cut constraints kept by multipliers (matrix_r.py); "independent" applies the
@@ -672,7 +675,7 @@ class MatrixR(_Model):
     free roots BODY-x/-y/-z/-rz/-ry/-rx).  Natural coordinates may be degrees of
     freedom too (seed 002 §2.2.3, eqs. 12–15): a point's global coordinate
     ``BODY.POINT.x|y`` (planar; ``POINT`` may be ``com``) or ``BODY.POINT.x|y|z``
-    (spatial), and ``BODY.angle`` (planar), mixed with tree joints; then z^i = h(z) with a non-constant B = h_z (matrix_r_natural.py).
+    (spatial: Euler-parameter or natural-coordinate bodies), and ``BODY.angle`` (planar), mixed with tree joints; then z^i = h(z) with a non-constant B = h_z (matrix_r_natural.py).
     Default: chosen automatically at the initial state by column pivoting on the
     cut-constraint Jacobian Φ_z (the best-conditioned columns become dependent).
 

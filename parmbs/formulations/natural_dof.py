@@ -6,7 +6,8 @@ relative coordinates of the tree: seed 002 §2.2.3, eqs. 12–15.
 
 Here h(z) = H(f(z)) with f the tree kinematics (relative.Tree, spatial/relative_tree.py)
 and H a point of a body, r_P = r + A s (planar: s = P̄ − c̄, the point's offset from the
-centre of mass; spatial Euler-parameter bodies: s' from the body's points, A = A(e)):
+centre of mass; spatial Euler-parameter bodies: s' from the body's points, A = A(e);
+natural-coordinate bodies: A = (e₁ e₂ e₃), r_P = C(s') q_b linear in their coordinates):
 
     z^i = r_P,k,   ż^i = ṙ_P,k = ṙ_k + (Ȧ s)_k,   z̈^i = r̈_P,k = r̈_k + (Ä s)_k
 
@@ -18,7 +19,8 @@ relative coordinate named as DOF (a tree joint) is the constant-B case (eq. 9): 
 
 Names (``simulation.matrix_r.independent``): a tree joint (its relative coordinate),
 ``BODY.POINT.x|y`` (planar; ``POINT`` may be ``com``, the body's reference point),
-``BODY.angle`` (planar), ``BODY.POINT.x|y|z`` (spatial).
+``BODY.angle`` (planar), ``BODY.POINT.x|y|z`` (spatial: Euler-parameter or natural-coordinate
+bodies).
 
 ``DofMap.evaluate`` returns g = (z^i, ż^i, z̈^i) at a state ξ = (z, ż, z̈, ·) and the
 Jacobians with respect to z, ż, z̈ and the design variables: the point map's own
@@ -65,8 +67,19 @@ def _spatial_point_map(u):
             ab[..., :3] + Av(rotation_ddot(e, ed, edd)))
 
 
-#: (map, coordinates per body, point components) for planar and spatial bodies
-_MAPS = {"point": (_point_map, 3, "xy"), "spoint": (_spatial_point_map, 7, "xyz")}
+def _natural_point_map(u):
+    """(r_P, ṙ_P, r̈_P) (…, 3 each) of a natural-coordinate body (spatial/natural.py) from
+    u = (q_b, v_b, a_b, s') (…, 39), q_b = (r, e₁, e₂, e₃): r_P = C(s') q_b = r + Σ s'_k e_k,
+    linear in q_b, so ṙ_P = C v_b and r̈_P = C a_b."""
+    s = u[..., 36:39]
+    pt = lambda x: x[..., 0:3] + sum(s[..., k:k + 1] * x[..., 3 + 3 * k:6 + 3 * k] for k in range(3))  # noqa: E731
+    return pt(u[..., 0:12]), pt(u[..., 12:24]), pt(u[..., 24:36])
+
+
+#: (map, coordinates per body, point components) for planar, spatial (Euler-parameter)
+#: and natural-coordinate bodies
+_MAPS = {"point": (_point_map, 3, "xy"), "spoint": (_spatial_point_map, 7, "xyz"),
+         "npoint": (_natural_point_map, 12, "xyz")}
 
 
 class DofMap:
@@ -80,6 +93,8 @@ class DofMap:
         bodies = set(system.body_names)
         sp = getattr(system, "spatial", None)
         sbodies = sp.bodies if sp is not None and len(sp) else {}
+        nat = getattr(system, "natural", None)
+        nbodies = nat.bodies if nat is not None and len(nat) else {}
         for nm in self.names:
             parts = nm.split(".")
             if len(parts) == 1 and nm in joints:
@@ -94,6 +109,10 @@ class DofMap:
                     and parts[1] in sbodies[parts[0]].points:
                 idx = list(sbodies[parts[0]].points[parts[1]])          # s' (3), no COM offset
                 self.kind.append(("spoint", sbodies[parts[0]].qidx(), idx + idx, "xyz".index(parts[2])))
+            elif len(parts) == 3 and parts[0] in nbodies and parts[2] in ("x", "y", "z") \
+                    and parts[1] in nbodies[parts[0]].points:
+                idx = list(nbodies[parts[0]].points[parts[1]])          # s' (3), no COM offset
+                self.kind.append(("npoint", nbodies[parts[0]].qidx(), idx + idx, "xyz".index(parts[2])))
             else:
                 raise ModelError(KEY, f"{nm!r} is neither a joint of the relative-coordinate tree (tree joints: "
                                       f"{', '.join(joints)}) nor a natural coordinate BODY.POINT.x|y(|z) or "

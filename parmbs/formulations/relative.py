@@ -253,7 +253,8 @@ class Tree:
 
 
 #: body kinds (System.describe keys) as the refusal names them; matrix-r takes a model
-#: of only the first (planar rigid) or only the fifth (spatial Euler-parameter rigid)
+#: of only the first (planar rigid) or of the fifth and seventh (spatial rigid: Euler-
+#: parameter and natural-coordinate bodies)
 KINDS = (("bodies", "planar rigid bodies"), ("beams", "planar beams"), ("plates", "plates"),
          ("continua", "continua"), ("spatial bodies", "spatial rigid bodies"), ("spatial beams", "spatial beams"),
          ("natural bodies", "natural-coordinate bodies"), ("solids", "spatial solids"))
@@ -261,17 +262,19 @@ KINDS = (("bodies", "planar rigid bodies"), ("beams", "planar beams"), ("plates"
 
 def refusal(system):
     """None if matrix-r can build a relative-coordinate tree of the model, else the
-    ModelError naming its body kinds: the tree's joints move rigid bodies of one kind,
-    planar (Tree) or spatial Euler-parameter (SpatialTree); flexible bodies have no
-    relative-coordinate description, and natural-coordinate bodies (spatial/natural.py),
-    rigid as they are, are not described by the spatial tree."""
+    ModelError naming its body kinds: the tree's joints move rigid bodies, planar (Tree)
+    or spatial (SpatialTree: Euler-parameter and natural-coordinate bodies, the latter's
+    q = (r, columns of A(e)) from the same recursion); flexible bodies have no
+    relative-coordinate description."""
     d = system.describe()
     has = [(k, label) for k, label in KINDS if d.get(k)]
-    if [k for k, _ in has] in (["bodies"], ["spatial bodies"]):
+    kinds = [k for k, _ in has]
+    if kinds == ["bodies"] or (kinds and set(kinds) <= {"spatial bodies", "natural bodies"}):
         return None
     what = ", ".join(f"{label} ({d[k]})" for k, label in has) or "no bodies"
-    return ModelError("simulation.formulation", "matrix-r takes planar rigid bodies or spatial Euler-parameter "
-                      f"rigid bodies, one kind per model; this model has {what}: use formulation = \"index3\"")
+    return ModelError("simulation.formulation", "matrix-r takes planar rigid bodies or spatial rigid bodies "
+                      "(Euler-parameter and natural-coordinate), planar and spatial not mixed; this model has "
+                      f"{what}: use formulation = \"index3\"")
 
 
 def make_tree(system, cut=None):

@@ -1,6 +1,7 @@
-"""Relative (joint) coordinates of a spatial rigid model (Euler-parameter bodies): the
-kinematic tree, the recursive kinematics q = f(z; p) with its first and second time
-derivatives, and the data the semi-recursive stepper (formulations/matrix_r.py) needs.
+"""Relative (joint) coordinates of a spatial rigid model (Euler-parameter and natural-
+coordinate bodies): the kinematic tree, the recursive kinematics q = f(z; p) with its
+first and second time derivatives, and the data the semi-recursive stepper
+(formulations/matrix_r.py) needs.
 
 Seed 002 §2.1 (eqs. 1–4) in 3-D: every body j hangs from its parent π(j) by one tree
 joint; the joint's relative coordinates z_j move the child frame relative to the parent
@@ -49,6 +50,18 @@ the joint's name for one coordinate, JOINT-angle/-slide (cylindrical), JOINT-1/-
 
 Joints not in the tree and all drivers form the cut constraints (relative.CutView with
 ``tree_names``: the tree joints and the normalisation rows drop out).
+
+Natural-coordinate bodies (spatial/natural.py, ``[[spatial.natural_bodies]]``) are tree
+bodies like the Euler-parameter ones: the recursion carries their Euler parameters e
+(from A₀ at the initial guess) and presents q_b = (r, e₁, e₂, e₃), the columns of A(e),
+with the jets (Ȧ, Ä) the recursion already forms for their children.  So their six
+orthonormality rows are tree rows (``BODY.axes``, identically satisfied), their constant
+mass matrix enters RᵀMR through the components like any other, and v, a, R stay exact
+(complex-step safe).  The natural-coordinate joints (flexible/ancf3d_joints.py PAIRS)
+are spherical only, read with their own parameter layout (``_joint``); inverse
+kinematics takes A from the nearest rotation to (e₁ e₂ e₃), and since q_b is even in e,
+a natural body has no sign to keep: its tree parameters e_P ∘ ρ(z) are the reference
+for its children's signs.
 """
 import numpy as np
 
@@ -185,13 +198,19 @@ class SpatialTree:
 
     def __init__(self, system, cut=None, key="simulation.matrix_r.cut"):
         cfg = system.config
-        sp = system.spatial
-        names = list(sp.bodies)
+        sp, nat = system.spatial, system.natural
+        names = list(sp.bodies) + list(nat.bodies)
         nb = len(names)
-        if system.n != 7 * nb or any(b.offset != 7 * i for i, b in enumerate(sp.bodies.values())):
-            raise ModelError("simulation.formulation", "matrix-r in 3-D handles spatial rigid (Euler-parameter) "
-                             "bodies only (this model also has spatial beams or natural-coordinate bodies); "
-                             "use formulation = \"index3\"")
+        # body c's coordinates: (r, e) at 7 c (Euler parameters), then (r, e₁, e₂, e₃) per
+        # natural-coordinate body (natural_set.py: after the spatial beams, none here)
+        self.natural = np.array([b in nat.bodies for b in names], bool)
+        self.width = np.where(self.natural, 12, 7)
+        self.offset = np.r_[0, np.cumsum(self.width)[:-1]].astype(np.int64)
+        given = [sp.bodies[b].offset if b in sp.bodies else nat.bodies[b].offset for b in names]
+        if system.n != int(self.width.sum()) or list(self.offset) != given:
+            raise ModelError("simulation.formulation", "matrix-r in 3-D handles rigid bodies only (spatial "
+                             "Euler-parameter and natural-coordinate bodies; this model also has flexible "
+                             "bodies); use formulation = \"index3\"")
         self.sys, self.nb = system, nb
         cut, where = checked_cut(system, {j.name: j for j in cfg.spatial.joints}, cut, key)
         bodyset = set(names) | {"ground"}
@@ -220,11 +239,12 @@ class SpatialTree:
             if loose:
                 raise ModelError(key, f"joints {', '.join(loose)} close loops of the tree: add them to the cut list")
         self.cut_joints = [j.name for j in cfg.spatial.joints if j.name not in tree]
-        self.tree_names = tree | {f"{b}.norm" for b in names}
+        self.tree_names = tree | {f"{b}.axes" if b in nat.bodies else f"{b}.norm" for b in names}
 
         pv = np.asarray(system.p, float)
         bi = {b: i for i, b in enumerate(names)}
-        e0 = {b: np.asarray(sp.bodies[b].p0, float) for b in names}
+        e0 = {b: np.asarray(sp.bodies[b].p0, float) if b in sp.bodies else from_matrix(nat.bodies[b].A0)
+              for b in names}
         e0["ground"] = E0.copy()
         self.joints, self.tree_joints, k0 = [], [], 0
         for b in order:
@@ -263,8 +283,24 @@ class SpatialTree:
         """Fill J for config joint j (module doc): axes, Q, factors, slides, points."""
         g, e = ge
         pid = g.pidx[e]
-        a_is_child = j.b.split(".")[0] != child
         J.kind, J.name = j.type, j.name
+        kinds = getattr(g, "kinds", None)
+        if kinds is not None:
+            # a joint with a natural-coordinate side (flexible/ancf3d_joints.py PAIRS: only
+            # spherical joins them, sides ordered rigid < natural, so side b is natural;
+            # parameters s'_a (3, and the ground mask on a rigid side) then s'_b (3))
+            nat = self.sys.natural
+            refs = sorted((j.a, j.b), key=nat.is_natural_point) if kinds[0] != kinds[1] else [j.a, j.b]
+            a_is_child = refs[0].split(".")[0] == child
+            o = g.np_ - 3
+            sa, sb = np.asarray(pid[0:3]), np.asarray(pid[o:o + 3])
+            J.sP, J.sC = (sb, sa) if a_is_child else (sa, sb)
+            J.Q = Q0
+            J.factors = [("rot", EYE[2], k0), ("rot", EYE[1], k0 + 1), ("rot", EYE[0], k0 + 2),
+                         ("const", from_matrix(Q0))]
+            J.slides, J.coords = [], [f"{j.name}-rz", f"{j.name}-ry", f"{j.name}-rx"]
+            return
+        a_is_child = j.b.split(".")[0] != child
         sa, sb = np.asarray(pid[0:3]), np.asarray(pid[4:7])
         J.sP, J.sC = (sb, sa) if a_is_child else (sa, sb)
         vec = lambda i: pv[pid[8 + 3 * i:11 + 3 * i]]           # noqa: E731 (the i-th joint vector)
@@ -350,13 +386,16 @@ class SpatialTree:
             rC = [_add(rC[i], None if t2[i] is None else -t2[i]) for i in range(L)]
             E[J.c], Rr[J.c] = eC, rC
         out = []
+        for c in range(self.nb):                 # natural-coordinate body: (r, columns of A(e))
+            if self.natural[c]:
+                E[c] = [None if x is None else np.swapaxes(x, -1, -2).reshape(x.shape[:-2] + (9,)) for x in Aj[c]]
         for i in range(L):
             lead = [x[i] for c in range(self.nb) for x in (Rr[c], E[c]) if x[i] is not None]
             shape = np.broadcast_shapes(*(x.shape[:-1] for x in lead)) if lead else ()
             dt = np.result_type(*lead) if lead else float
             blocks = []
             for c in range(self.nb):
-                for x, w in ((Rr[c][i], 3), (E[c][i], 4)):
+                for x, w in ((Rr[c][i], 3), (E[c][i], self.width[c] - 3)):
                     blocks.append(np.zeros(shape + (w,), dt) if x is None else np.broadcast_to(x, shape + (w,)))
             out.append(np.concatenate(blocks, -1))
         return out[0] if order == 0 else tuple(out)
@@ -378,15 +417,24 @@ class SpatialTree:
     # -- inverse kinematics -------------------------------------------------------------
     def positions(self, q, p):
         """z from absolute coordinates q (closed form per joint, in tree order)."""
-        Q = np.asarray(q, float).reshape(self.nb, 7)
+        q = np.asarray(q, float)
+        r = [q[o:o + 3] for o in self.offset]
+        A, eul = [], []                             # rotation matrices; Euler parameters (None: natural)
+        for c, o in enumerate(self.offset):
+            if self.natural[c]:                     # the nearest rotation to (e₁ e₂ e₃)
+                U, _, Vt = np.linalg.svd(q[o + 3:o + 12].reshape(3, 3).T)
+                A.append(U @ Vt)
+                eul.append(None)
+            else:
+                eul.append(q[o + 3:o + 7] / np.linalg.norm(q[o + 3:o + 7]))
+                A.append(rotation(eul[-1]))
         z = np.zeros(self.nz)
         for J in self.joints:
-            rC, eC = Q[J.c, :3], Q[J.c, 3:] / np.linalg.norm(Q[J.c, 3:])
+            rC, AC = r[J.c], A[J.c]
             if J.par < 0:
                 rP, AP = np.zeros(3), EYE
             else:
-                rP, AP = Q[J.par, :3], rotation(Q[J.par, 3:] / np.linalg.norm(Q[J.par, 3:]))
-            AC = rotation(eC)
+                rP, AP = r[J.par], A[J.par]
             Rel = AP.T @ AC
             k = J.k0
             if J.kind in ("free", "spherical"):
@@ -405,12 +453,16 @@ class SpatialTree:
             # above are mod 2π, so shift the last one by 2π where ρ(z) has the opposite sign
             # of the given relative parameters, and f(z) reproduces q itself, not −e (the
             # tangent and adjoint maps at this state use R(z), whose ṗ rows flip with e)
+            # A natural-coordinate body's q is A(e), even in e: no sign to keep; its tree
+            # parameters e_P ∘ ρ(z) stand in for e where a child's sign is compared.
             last = [f[2] for f in J.factors if f[0] == "rot"]
-            if last:
-                eP = E0 if J.par < 0 else Q[J.par, 3:] / np.linalg.norm(Q[J.par, 3:])
-                rel = quat_product(eP * np.r_[1.0, -1.0, -1.0, -1.0], eC)
+            eP = E0 if J.par < 0 else eul[J.par]
+            if last and eul[J.c] is not None:
+                rel = quat_product(eP * np.r_[1.0, -1.0, -1.0, -1.0], eul[J.c])
                 if self._rho(J, z) @ rel < 0:
                     z[last[-1]] += 2.0 * np.pi
+            if eul[J.c] is None:
+                eul[J.c] = quat_product(eP, self._rho(J, z))
         return z
 
     @staticmethod

@@ -42,6 +42,8 @@ Jacobians on several ranks); runs checkpoint to HDF5 with every schedule, fixed 
 adaptive steps, and restart bit for bit (checkpoint/ts_run.py; ``fixed_times``: the times
 a TS started at a stored state reaches; ``march_adaptive``: the exact accepted steps).
 """
+import math
+
 import numpy as np
 
 from .._petsc import PETSc
@@ -51,7 +53,7 @@ from ..model.assembly import SparseOperator
 from ..model.system import ModelError
 from .newmark import StepError, saddle_point_pattern
 from .timeloop import StepSizeError, TimeGrid, march_ts
-from .rerun import Rerun
+from .rerun import march_rerun
 from .trajectory import Trajectory, quadrature_weights
 from .initial import InitialState
 from .ts_layout import TSLayout
@@ -805,18 +807,13 @@ class TSStepper(ARKIMEXSteps):
         step is not estimated), which a TS started at a stored x_k0 lacks: it would take
         other steps.  So a run resumed at k0 > 0 is re-run from x_0 — deterministic, the
         same bits — its x_k0 and t_k0 checked against the stored ones (RuntimeError if a
-        bit differs), and only the steps after k0 are kept (as ts_alpha2.py)."""
-        import math
-
-        def note(k):
-            if state is not None:
-                state.h_next, state.err_prev, state.hist = math.nan, None, []
-                state.rejected = self._live.getStepRejections()
-        kept = Rerun("TS", k0, t0, x, keep, note)
-        _, ts = self._run(self._problem, p, progress=progress, keep=kept)
-        rejected = ts.getStepRejections()
-        ts.destroy()
-        return (kept.done(), self._last_its[k0:]), rejected
+        bit differs), and only the steps after k0 are kept (rerun.march_rerun)."""
+        def run(kept):
+            _, ts = self._run(self._problem, p, progress=progress, keep=kept)
+            rejected = ts.getStepRejections()
+            ts.destroy()
+            return self._last_its, rejected
+        return march_rerun("TS", k0, t0, x, keep, state, run, lambda: (math.nan, self._live.getStepRejections()))
 
     def step(self, k, t, x, p):
         """x_{k+1} from x_k: one TS step from the stored state (a checkpoint provider's

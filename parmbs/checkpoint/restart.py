@@ -357,8 +357,7 @@ class CheckpointedRun:
             self._prepare_history(ob, p)
         x0 = pr.stepper.initial(pr.t0, p)
         refs = [ob.reference(pr.sys, x0[0], p) for ob in pr.objectives]
-        provider = {"all": _AllProvider, "every": _EveryProvider, "revolve": _RevolveProvider}[self.sched.kind](
-            self, p, k, x0)
+        provider = self._provider(p, k, x0, x1)
 
         def after(j, xj, mu_, grad_, gref_):
             self.adjoint_steps += 1
@@ -369,6 +368,11 @@ class CheckpointedRun:
         self.recomputed += provider.recomputed
         self.held.clear()
         return pr._adjoint_finish(p, x0, mu, grad, gref)
+
+    def _provider(self, p, k, x0, x1):
+        """The schedule's provider of x_{k−1}, …, x_0 (the adjoint record at k holds x1)."""
+        return {"all": _AllProvider, "every": _EveryProvider, "revolve": _RevolveProvider}[self.sched.kind](
+            self, p, k, x0)
 
 
 class _Provider:

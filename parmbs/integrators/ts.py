@@ -14,6 +14,10 @@ force there.  Because the integrand is a sum of point values, it is not fed to a
 quadrature (whose rule is the scheme's own, not the trapezoid): the adjoint runs
 TSAdjoint one step at a time (adjointSetSteps(1); adjointSolve()) and adds
 w_k ∂g/∂y_k to the cost gradients between steps — a terminal cost at every step.
+Those steps are taken by the reverse sweep every stepper's adjoint goes through
+(Problem._adjoint_sweep, in memory and from a checkpoint file): this stepper gives its
+reverse step (``adjoint_step_into``), its objective partials (``adjoint_local``) and
+the initial-state terms (``adjoint_finish``).
 The initial state y_0 = (q_0, v_0)(ρ) is the index-3 consistent one (InitialState).
 
 Adaptive steps (``simulation.adapt = {rtol, atol, dt_min, dt_max}``, or
@@ -38,6 +42,8 @@ Jacobians on several ranks); runs checkpoint to HDF5 with every schedule, fixed 
 adaptive steps, and restart bit for bit (checkpoint/ts_run.py; ``fixed_times``: the times
 a TS started at a stored state reaches; ``march_adaptive``: the exact accepted steps).
 """
+import math
+
 import numpy as np
 
 from .._petsc import PETSc
@@ -47,7 +53,7 @@ from ..model.assembly import SparseOperator
 from ..model.system import ModelError
 from .newmark import StepError, saddle_point_pattern
 from .timeloop import StepSizeError, TimeGrid, march_ts
-from .rerun import Rerun
+from .rerun import march_rerun
 from .trajectory import Trajectory, quadrature_weights
 from .initial import InitialState
 from .ts_layout import TSLayout
@@ -138,7 +144,30 @@ class _LinSolver:
 from .ts_arkimex import ARKIMEXSteps
 
 
+class _StateAt:
+    """State k as a trajectory (what ``_ygrads`` and Problem._local_grads read)."""
+
+    def __init__(self, T, k, x, stepper):
+        self.t, self.steps, self._x = T, len(T) - 1, tuple(x[:4])
+        self.y = {k: stepper.ystate(x)}
+        self.a = {k: x[2]}
+
+    def x(self, k):
+        return self._x
+
+
+class _Pair:
+    """Steps k and k + 1 as a trajectory (what the own adjoint steps read: t, y)."""
+
+    def __init__(self, T, k, xk, xk1, stepper):
+        self.t = T
+        self.y = {k: stepper.ystate(xk), k + 1: stepper.ystate(xk1)}
+
+
 class TSStepper(ARKIMEXSteps):
+    #: the TS of the reverse steps (``open_adjoint``: TSAdjoint), or None (our own steps)
+    _seg = None
+
     def __init__(self, model, sim, comm=None):
         self.mod, self.sim = model, sim
         self.h = sim.dt            # the next step() call's step size (timeloop.set_step)
@@ -778,18 +807,13 @@ class TSStepper(ARKIMEXSteps):
         step is not estimated), which a TS started at a stored x_k0 lacks: it would take
         other steps.  So a run resumed at k0 > 0 is re-run from x_0 — deterministic, the
         same bits — its x_k0 and t_k0 checked against the stored ones (RuntimeError if a
-        bit differs), and only the steps after k0 are kept (as ts_alpha2.py)."""
-        import math
-
-        def note(k):
-            if state is not None:
-                state.h_next, state.err_prev, state.hist = math.nan, None, []
-                state.rejected = self._live.getStepRejections()
-        kept = Rerun("TS", k0, t0, x, keep, note)
-        _, ts = self._run(self._problem, p, progress=progress, keep=kept)
-        rejected = ts.getStepRejections()
-        ts.destroy()
-        return (kept.done(), self._last_its[k0:]), rejected
+        bit differs), and only the steps after k0 are kept (rerun.march_rerun)."""
+        def run(kept):
+            _, ts = self._run(self._problem, p, progress=progress, keep=kept)
+            rejected = ts.getStepRejections()
+            ts.destroy()
+            return self._last_its, rejected
+        return march_rerun("TS", k0, t0, x, keep, state, run, lambda: (math.nan, self._live.getStepRejections()))
 
     def step(self, k, t, x, p):
         """x_{k+1} from x_k: one TS step from the stored state (a checkpoint provider's
@@ -841,7 +865,12 @@ class TSStepper(ARKIMEXSteps):
                 gp = gp - Fp.T @ z
         return np.r_[gq, gv], gp, gr
 
-    # -- discrete adjoint (TSAdjoint) -------------------------------------------------------------
+    # -- discrete adjoint: the steps of Problem._adjoint_sweep ----------------------------------------
+    # The reverse sweep is Problem's (the one every stepper's adjoint goes through): in memory
+    # here (``adjoint``), from a checkpoint file in CheckpointedRun.adjoint (checkpoint/ts_run.py
+    # supplies the states).  This stepper gives its steps (``adjoint_step_into``), its objective
+    # partials reduced to y (``adjoint_local``) and the initial-state terms (``adjoint_finish``);
+    # the adjoint state is λ_y packed as the record's blocks (μ_q, μ_v = y's halves: ``pack``).
     def uses_own_adjoint(self, problem):
         """Does the gradient come from our own adjoint steps instead of TSAdjoint?  PETSc
         3.18 has none for ARKIMEX, and its RK adjoint is wrong for some tableaus
@@ -855,114 +884,144 @@ class TSStepper(ARKIMEXSteps):
         return {"ts-arkimex": self._adjoint_step_ark, "ts-rk": self._adjoint_step_rk}.get(self.kind,
                                                                                        self._adjoint_step)
 
-    def adjoint(self, problem, p):
-        if self.uses_own_adjoint(problem):      # ARKIMEX, or an RK tableau PETSc's adjoint gets wrong
-            return self.own_adjoint(problem, p)
-        mod = self.mod
-        n, nd = mod.n, mod.nd
-        traj, ts = self._run(problem, p, save=True)
+    def adjoint(self, problem, p, own=None):
+        """∇ψ in memory: the forward TS run (its trajectory kept for TSAdjoint), then
+        Problem's reverse sweep over its states.  ``own``: our own adjoint steps instead of
+        TSAdjoint (default ``uses_own_adjoint``; ``own_adjoint``: the cross-check)."""
+        own = self.uses_own_adjoint(problem) if own is None else own
+        if own and self.endpoint:
+            raise NotImplementedError("own adjoint: stage-form theta schemes, ts-rk and ts-arkimex only")
+        traj, ts = self._run(problem, p, save=not own)
         problem.traj = traj
+        if own:
+            ts.destroy()
+        else:
+            self.open_adjoint(ts, p, traj.t, traj.y, len(problem.objectives))
+        x = self._memory_states(traj)
         N = traj.steps
-        obs = problem.objectives
-        refs = [ob.reference(mod.sys, traj.q[0], p) for ob in obs]
-        lams, mus, grefs = self.cost_vectors(len(obs))
-        g = traj.guess if self.reduced else [None] * (N + 1)
-        self.reseed(g[N])
-        for i, ob in enumerate(obs):
-            gy, gp, gr = self._ygrads(problem, ob, N, traj, p, refs[i])
-            self.layout.set(lams[i], gy)
-            self.layout.set(mus[i], gp if nd else np.zeros(1))
-            grefs.append(gr)
-        self._p, self._cache, self._adj = p, None, (traj.t, traj.y)
-        ts.setCostGradients(lams, mus if nd else None)
-        for k in range(N - 1, -1, -1):
-            self.reseed(g[k + 1])
+        refs = [ob.reference(self.mod.sys, traj.q[0], p) for ob in problem.objectives]
+        try:
+            mu, grad, gref = self.adjoint_local(problem, N, traj.t, x(N), p, refs)
+            mu, grad, gref = problem._adjoint_sweep(p, N, x(N), mu, grad, gref, x, refs, t=traj.t, h=traj.h)
+        finally:
+            self.close_adjoint()
+        return self.adjoint_finish(problem, p, x(0), mu, grad, gref)
+
+    def own_adjoint(self, problem, p):
+        """The discrete adjoint of the same TS scheme by our own steps (no TSAdjoint): the
+        cross-check of PETSc's TSAdjoint path (they agree to round-off)."""
+        return self.adjoint(problem, p, own=True)
+
+    def _memory_states(self, traj):
+        """x_k of an in-memory run as a checkpoint stores it (``extra_state``'s y and guess)."""
+        if not self.reduced:
+            return traj.x
+        return lambda k: traj.x(k) + (traj.y[k], traj.guess[k])
+
+    def open_adjoint(self, ts, p, T, Y, nobj):
+        """The reverse steps from here on are TSAdjoint's on ``ts`` (its trajectory kept over
+        the times T with states Y, what ``_adjoint_ydot`` reads), until ``close_adjoint``."""
+        self.close_adjoint()
+        lams, mus = [self.layout.vec() for _ in range(nobj)], [self.layout.pvec() for _ in range(nobj)]
+        ts.setCostGradients(lams, mus if self.mod.nd else None)
+        self._p, self._cache, self._adj = p, None, (np.asarray(T), np.asarray(Y))
+        self._seg = (ts, lams, mus)
+
+    def close_adjoint(self):
+        seg, self._seg, self._adj = getattr(self, "_seg", None), None, None
+        if seg is not None:
+            for v in (seg[0], *seg[1], *seg[2]):
+                v.destroy()
+
+    def pack(self, ly):
+        """λ_y (rows of y, one column per objective) as the adjoint state's blocks (μ_q, μ_v,
+        μ_a, μ_λ, the trailing blocks): y's halves in μ_q and μ_v (a reduced y = (z, ż) is
+        shorter than (q, v): zero-padded)."""
+        d, n, m, nobj = self.mod.n, self.mod.sys.n, self.mod.sys.m, ly.shape[1]
+        mq, mv = np.zeros((n, nobj)), np.zeros((n, nobj))
+        mq[:d], mv[:d] = ly[:d], ly[d:]
+        return [mq, mv, np.zeros((n, nobj)), np.zeros((m, nobj))] + [np.zeros((w, nobj)) for _, w in self.extra_state]
+
+    def unpack(self, mu):
+        d = self.mod.n
+        return np.r_[np.asarray(mu[0])[:d], np.asarray(mu[1])[:d]]
+
+    def adjoint_local(self, problem, k, T, x, p, refs):
+        """Objective partials at the state x_k (Problem._adjoint_local): ``_ygrads`` of every
+        objective, reduced to y, packed; from x_k's stored manifold guess."""
+        self._kcache = None                       # (a cache of step k's evaluations, per call)
+        self.reseed(x[5] if self.reduced else None)
+        view = _StateAt(T, k, x, self)
+        parts = [self._ygrads(problem, ob, k, view, p, ref) for ob, ref in zip(problem.objectives, refs)]
+        gy, gp, gr = (np.stack([pt[i] for pt in parts], -1) for i in range(3))
+        return self.pack(gy), gp, gr
+
+    def adjoint_step_into(self, k, T, x0, x1, mu, grad, p):
+        """Reverse step k+1 → k of Problem._adjoint_sweep: (μ_k before step k's objective
+        terms, ∇ψ with the step's term added).  TSAdjoint (after ``open_adjoint``) keeps ∇ψ
+        in its cost gradient μ and adds to it in place (VecAXPY), so ∇ψ goes in and out
+        whole; else our own step (``own_step``) and ∇ψ + its increment."""
+        ly = self.unpack(mu)
+        self.reseed(x1[5] if self.reduced else None)
+        if self._seg is None:
+            ly, dg = self.own_step()(k, _Pair(T, k, x0, x1, self), ly, p)
+            grad = grad + dg
+        else:
+            ts, lams, mus = self._seg
+            nd = self.mod.nd
+            for i in range(len(lams)):
+                self.layout.set(lams[i], ly[:, i])
+                self.layout.set(mus[i], np.array(grad[:, i]) if nd else np.zeros(1))
             ts.adjointSetSteps(1)
             ts.adjointSolve()
-            self.reseed(g[k])
-            self.add_local(problem, k, traj, p, refs, lams, mus, grefs)
-            problem._tick(N - k, N)             # progress of the sweep (sensitivity/problem.py)
-        grads = self.adjoint_finish(problem, traj.q[0], p, lams, mus, grefs)
-        self._adj = None
-        ts.destroy()
-        return grads
+            ly = np.stack([self.layout.get(v) for v in lams], -1)
+            grad = np.stack([self.layout.get(v)[:nd] for v in mus], -1)
+        self.reseed(x0[5] if self.reduced else None)
+        return self.pack(ly), grad
 
-    def cost_vectors(self, nobj):
-        """TSAdjoint's cost gradients λ (2n) and μ (nd) per objective, and the list of ∂ψ/∂ref."""
-        return [self.layout.vec() for _ in range(nobj)], [self.layout.pvec() for _ in range(nobj)], []
-
-    def add_local(self, problem, k, traj, p, refs, lams, mus, grefs):
-        """λ_k += ∂ψ_k/∂y_k, μ += ∂ψ_k/∂ρ, ∂ψ/∂ref += … after TSAdjoint's step to k."""
-        nd = self.mod.nd
-        for i, ob in enumerate(problem.objectives):
-            gy, gp, gr = self._ygrads(problem, ob, k, traj, p, refs[i])
-            self.layout.add(lams[i], gy)
-            if nd:
-                self.layout.add(mus[i], gp)
-            grefs[i] = grefs[i] + gr
-
-    def adjoint_finish(self, problem, q0, p, lams, mus, grefs):
-        """The gradient per objective from λ_0, μ and ∂ψ/∂ref: the reference and initial-state
-        (assembly) terms added; destroys the vectors."""
+    def adjoint_finish(self, problem, p, x0, mu, grad, gref):
+        """The gradient per objective from λ_0, ∂ψ/∂ρ and ∂ψ/∂ref: the reference and
+        initial-state (assembly) terms added (Problem._adjoint_finish)."""
         mod = self.mod
         n, nd = mod.sys.n, mod.nd
+        lam = self.unpack(mu)
         grads = {}
         for i, ob in enumerate(problem.objectives):
-            ly = self.layout.get(lams[i])
-            grad = self.layout.get(mus[i])[:nd]
-            Jq, Jp = ob.ref_grads(mod.sys, q0, p, mod.design_map, nd)
+            Jq, Jp = ob.ref_grads(mod.sys, x0[0], p, mod.design_map, nd)
             # y_0 = y(q_0, v_0; ρ): the explicit ρ of the reduced coordinates, then (q_0, v_0)(ρ)
-            mq, mv, gy0 = self._y_adjoint(*(self._qv0 or (None, None)), p, ly)
-            mq = mq + Jq.T @ grefs[i]
-            grad = grad + Jp.T @ grefs[i] + gy0
+            mq, mv, gy0 = self._y_adjoint(*(self._qv0 or (None, None)), p, lam[:, i])
+            mq = mq + Jq.T @ gref[:, i]
             col = lambda x: np.asarray(x, float).reshape(-1, 1)
             g0 = self.init.adjoint(p, col(mq), col(mv), col(np.zeros(n)), col(np.zeros(mod.sys.m)))
-            grad = grad + np.asarray(g0).reshape(-1)
-            grads[ob.name] = grad
-        for v in lams + mus:
-            v.destroy()
+            grads[ob.name] = grad[:, i] + Jp.T @ gref[:, i] + gy0 + np.asarray(g0).reshape(-1)
         return grads
 
-    def ts_adjoint_segment(self, problem, base, x_base, k, T, y_k, lams, mus, p, after):
-        """TSAdjoint over steps base … k−1 of a checkpointed run: the TS re-run from the
-        stored x_base to t_k with its trajectory kept (memory: the stages TSAdjoint
-        reads), then one adjoint step at a time down to base, ``after(j, x_j)`` after each
-        (objective terms, the adjoint record); λ and μ are updated in place.  The re-run
-        y_k must be ``y_k`` bit for bit (the state the sweep came from): otherwise
-        RuntimeError — a segment that does not repeat would give another gradient than
-        the uninterrupted run."""
-        nd = self.mod.nd
+    def rerun(self, problem, base, x_base, k, T, y_k, p, H=None):
+        """The states x_base … x_k of a checkpointed run, by the TS re-run from the stored
+        x_base to t_k with its trajectory kept (memory: the stages TSAdjoint reads), which
+        the next reverse steps run TSAdjoint back through (``open_adjoint``).  ``H``: an
+        adaptive run's exact step sizes.  The re-run y_k must be ``y_k`` bit for bit (the
+        state the sweep came from): otherwise RuntimeError — a stretch that does not repeat
+        would give another gradient than the uninterrupted run."""
         X = {base: x_base}
 
         def keep(j, t, h, x):
             X[j] = x
-        H = getattr(problem.grid, "h", None) if self.adapt is not None else None
+        self.close_adjoint()
         if H is not None:                       # an adaptive run's stretch: its exact steps
             _, ts = self._run(problem, p, save=True, start=(base, x_base, T[base]), keep=keep, guarded=False,
                               hs=H[base:k])
         else:
             _, ts = self._run(problem, p, save=True, start=(base, x_base), steps=k - base, keep=keep,
                               guarded=False)
-        y1 = self.ystate(X[k])
-        why = self.solves.mismatch(y1, y_k, k - base)
+        why = self.solves.mismatch(self.ystate(X[k]), y_k, k - base)
         if why:
             ts.destroy()
             raise RuntimeError(f"step {k} (t = {T[k]:.6g}): the TS step recomputed from the checkpoint differs "
                                f"from the stored state {why}")
-        self._p, self._cache = p, None
-        self._adj = (np.asarray(T[base:k + 1]), np.array([self.ystate(X[j]) for j in range(base, k + 1)]))
-        ts.setCostGradients(lams, mus if nd else None)
-        g = (lambda j: X[j][5]) if self.reduced else (lambda j: None)
-        try:
-            for j in range(k - 1, base - 1, -1):
-                self.reseed(g(j + 1))
-                ts.adjointSetSteps(1)
-                ts.adjointSolve()
-                self.reseed(g(j))
-                after(j, X[j])
-        finally:
-            self._adj = None
-            ts.destroy()
+        Y = [self.ystate(X[j]) for j in range(base, k + 1)]
+        self.open_adjoint(ts, p, T[base:k + 1], Y, len(problem.objectives))
+        return X
 
     # -- tangent-linear (direct) sweep of the same scheme ----------------------------------------
     def _tangent_step(self, k, traj, dy, p):
@@ -1051,52 +1110,6 @@ class TSStepper(ARKIMEXSteps):
         nu = self.lin.solve(lam1 / th, transpose=True)
         lam0 = lam1 - mod.operator(pe.blocks(1.0, 0.0)).T @ nu
         return lam0, -(pe.Fp().T @ nu)
-
-    def own_adjoint(self, problem, p):
-        """The discrete adjoint of the same TS scheme written by hand (no TSAdjoint):
-        the cross-check of PETSc's TSAdjoint path (they agree to round-off)."""
-        mod = self.mod
-        n, nd = mod.sys.n, mod.nd
-        if self.endpoint:
-            raise NotImplementedError("own adjoint: stage-form theta schemes, ts-rk and ts-arkimex only")
-        traj, ts = self._run(problem, p, save=False)
-        ts.destroy()
-        problem.traj = traj
-        obs = problem.objectives
-        refs = [ob.reference(mod.sys, traj.q[0], p) for ob in obs]
-
-        def local(k):
-            parts = [self._ygrads(problem, ob, k, traj, p, ref) for ob, ref in zip(obs, refs)]
-            return [np.stack([pt[i] for pt in parts], -1) for i in range(3)]
-
-        step = self.own_step()
-        N = traj.steps
-        g = traj.guess if self.reduced else [None] * (N + 1)
-        self.reseed(g[N])
-        lam, grad, gref = local(N)
-        for k in range(N - 1, -1, -1):
-            self.reseed(g[k + 1])
-            lam, dg = step(k, traj, lam, p)
-            self.reseed(g[k])
-            gy, gp, gr = local(k)
-            lam, grad, gref = lam + gy, grad + dg + gp, gref + gr
-            problem._tick(N - k, N)             # progress of the sweep (sensitivity/problem.py)
-        return self.own_finish(problem, traj.q[0], p, lam, grad, gref)
-
-    def own_finish(self, problem, q0, p, lam, grad, gref):
-        """The gradient per objective from the own sweep's λ_0, ∂ψ/∂ρ and ∂ψ/∂ref columns:
-        the reference and initial-state terms added (as ``adjoint_finish``)."""
-        mod = self.mod
-        n, nd = mod.sys.n, mod.nd
-        grads = {}
-        for i, ob in enumerate(problem.objectives):
-            Jq, Jp = ob.ref_grads(mod.sys, q0, p, mod.design_map, nd)
-            mq, mv, gy0 = self._y_adjoint(*(self._qv0 or (None, None)), p, lam[:, i])
-            mq = mq + Jq.T @ gref[:, i]
-            col = lambda x: np.asarray(x, float).reshape(-1, 1)
-            g0 = self.init.adjoint(p, col(mq), col(mv), col(np.zeros(n)), col(np.zeros(mod.sys.m)))
-            grads[ob.name] = grad[:, i] + Jp.T @ gref[:, i] + gy0 + np.asarray(g0).reshape(-1)
-        return grads
 
     def direct(self, problem, p):
         mod = self.mod

@@ -85,7 +85,7 @@ from .._log import stage, instrument
 from ..model.system import ModelError
 from ..petsc_options import _libpetsc, adapt_type, set_config_options
 from .newmark import NewmarkFamily, StepError
-from .rerun import Rerun
+from .rerun import march_rerun
 from .timeloop import Adapt, StepSizeError, TimeGrid, march_ts
 from .trajectory import Trajectory
 from .ts import PREFIX, TS_PREFIX
@@ -568,13 +568,6 @@ class TSAlpha2Stepper:
         gets the next h and the rejections; there is no own controller state to keep."""
         t_start = state.t_start if state is not None else t0
         x_start = x if k0 == 0 else self.nm.initial(t_start, p)
-
-        def note(k):
-            if state is not None:
-                state.h_next, state.err_prev, state.hist = self._ts.getTimeStep(), None, []
-                state.rejected = self._ts.getStepRejections()
-        kept = Rerun("TSALPHA2", k0, t0, x, keep, note)
-
         stepper = self
 
         class _After:
@@ -586,8 +579,11 @@ class TSAlpha2Stepper:
                     guard.check(k, t, xk)
 
         nominal = max(1, int(round((t_end - t_start) / self.sim.dt)))
-        its = self._run(None, p, 0, x_start, nominal, kept, _After(), progress, ad=ad, t0=t_start)
-        return (kept.done(), its[k0:]), self.rejected
+
+        def run(kept):
+            return self._run(None, p, 0, x_start, nominal, kept, _After(), progress, ad=ad, t0=t_start), self.rejected
+        return march_rerun("TSALPHA2", k0, t0, x, keep, state, run,
+                           lambda: (self._ts.getTimeStep(), self._ts.getStepRejections()))
 
     def step(self, k, t, x, p):
         """x_{k+1} from x_k by one TSALPHA2 step (a checkpoint provider's recomputation;

@@ -498,7 +498,11 @@ class Problem:
             self._table = None
 
     def _adjoint_local(self, k, t, x, p, refs, T=None):
-        """Objective partials at state x_k, one column per objective: (μ blocks, ∂ψ/∂ρ, ∂ψ/∂ref)."""
+        """Objective partials at state x_k, one column per objective: (μ blocks, ∂ψ/∂ρ, ∂ψ/∂ref)
+        (a PETSc TS stepper's own: reduced to its ODE's state, integrators/ts.py)."""
+        own = getattr(self.stepper, "adjoint_local", None)
+        if own is not None:
+            return own(self, k, T if T is not None else self.grid.t, x, p, refs)
         table = getattr(self, "_table", None)
         hit = table.get(k) if table is not None else None
         if hit is not None:
@@ -508,27 +512,38 @@ class Problem:
         gx = [np.stack([pt[0][i] for pt in parts], -1) for i in range(len(x))]
         return gx, np.stack([pt[1] for pt in parts], -1), np.stack([pt[2] for pt in parts], -1)
 
-    def _adjoint_sweep(self, p, k1, x1, mu, grad, gref, state, refs, after=None, t=None):
+    def _adjoint_sweep(self, p, k1, x1, mu, grad, gref, state, refs, after=None, t=None, h=None):
         """Reverse steps k1−1, …, 0 from μ_{k1} (x_{k1} given); ``state(k)`` supplies x_k in
         decreasing k (in memory, or a checkpoint provider); ``after(k, x_k, μ_k, grad, gref)``
-        is called after each step (checkpointing the adjoint state)."""
+        is called after each step (checkpointing the adjoint state).  The sweep of every
+        stepper: one whose step adds to ∇ψ in place (PETSc TSAdjoint's cost gradient μ,
+        integrators/ts.py) gives ``adjoint_step_into`` (∇ψ in and out whole) instead of
+        ``adjoint_step``'s increment; ``t``, ``h``: the run's times and step sizes (default
+        the problem's grid)."""
         T = t if t is not None else self.grid.t
+        H = h if h is not None else self.grid.h
+        N = len(T) - 1
+        into = getattr(self.stepper, "adjoint_step_into", None)
         self._observe(k1, T[k1], grad)
         if after is None and t is not None and adjoint_batch.usable(self, state, p, mu):
             mu, grad, gref, k1 = adjoint_batch.sweep(self, p, k1, mu, grad, gref, T)   # issue 19: blocks of steps
             x1 = state(k1)
         for k in range(k1 - 1, -1, -1):
             x0 = state(k)
-            set_step(self.stepper, self.grid.h[k])
-            mu, dg = self.stepper.adjoint_step(T[k], x0, x1, mu, p)
+            set_step(self.stepper, H[k])
+            if into is not None:
+                mu, grad = into(k, T, x0, x1, mu, grad, p)
+            else:
+                mu, dg = self.stepper.adjoint_step(T[k], x0, x1, mu, p)
+                grad = grad + dg
             mu = rank_fault("adjoint", k, mu)         # test hook (parmbs/faults.py); off: mu
             gx, gp, gr = self._adjoint_local(k, T[k], x0, p, refs, T)
             mu = [a + b for a, b in zip(mu, gx)]
-            grad = grad + dg + gp
+            grad = grad + gp
             gref = gref + gr
             x1 = x0
             self._observe(k, T[k], grad)
-            self._tick(self.nsteps - k, self.nsteps)
+            self._tick(N - k, N)
             if after is not None:
                 grad = self.combine_gradient(grad)   # a checkpoint holds the whole gradient
                 after(k, x0, mu, grad, gref)
@@ -543,7 +558,10 @@ class Problem:
 
     def _adjoint_finish(self, p, x0, mu, grad, gref):
         """Add the reference and initial-state (assembly) terms: the gradient dict
-        (per swept parameter column)."""
+        (per swept parameter column; a PETSc TS stepper's own, integrators/ts.py)."""
+        own = getattr(self.stepper, "adjoint_finish", None)
+        if own is not None:
+            return own(self, p, x0, mu, grad, gref)
         nd = self.design.nswept
         mu = [np.array(m, dtype=float) for m in mu]
         grad, gref = np.array(grad, dtype=float), np.asarray(gref)

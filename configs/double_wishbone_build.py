@@ -41,8 +41,17 @@ NOT given by the paper, chosen here (written into the file's header as well):
   (the paper's steel, the variational scheme) they ring from 0 to twice their static
   stress for the whole run (tube 5: −0.1 … −3.0 MPa through 50 ms at Δt 1e-3 and 5e-4),
   and the stress gradients changed 0.2–0.75 between Δt 1e-3 and 5e-4 over 0.1 s; damped,
-  0.009–0.044 (β = 1e-3 s: the same, so what remains is not ringing; not yet ≤ 1e-3,
-  benchmarks/README.md "dt-convergence");
+  0.009–0.044;
+* tube bending damping (opt file only): Kelvin–Voigt r = β_b EI K ė, β_b = BENDING_DAMPING
+  (ζ = β_b ω/2 ≈ 0.19 at the wishbones' ≈ 600 Hz bending mode; ≈ 1e-3 at 3 Hz).  The same
+  step at t₀ rings that mode, which the axial damping does not reach: the chord stress of
+  tube 5 kept a ±2e4 Pa rms 500–600 Hz oscillation through 0.1 s at every Δt down to
+  1.25e-4, its frequency moving with Δt, so the stress gradients did not converge;
+* stress constraints read σ at the midpoint (`stress_point = "midpoint"`, opt file): the
+  variational scheme balances the tube force at q_{n+½}, and the node chord of a turning
+  tube is longer by E(ωh)²/8 (+6.4e4 Pa mean on the rear tubes at Δt 1e-3, ∝ Δt²).
+  Both together: the stress gradients change 1.5e-3 … 7.3e-3 between Δt 1e-3 and 5e-4
+  over 0.1 s (benchmarks/README.md "dt-convergence");
 * a tie rod per wheel (a `distance` joint, TIE_*): the two ball joints leave the wheel
   free to steer about the kingpin; the paper does not say what holds it;
 * inertias: chassis a 300 kg box CHASSIS_BOX, wheels a 20 kg disc WHEEL_RADIUS ×
@@ -90,6 +99,7 @@ GRAVITY = 9.81                # m/s², along −Z
 TUBE_DENSITY, TUBE_RADII = 7800.0, (0.015, 0.01)   # kg/m³; r_o, r_i in m
 STRESS_LIMIT = 400e6          # Pa, Eq. 56
 AXIAL_DAMPING = 1e-4          # s, Kelvin–Voigt β of the tubes' axial strain (opt file; docstring)
+BENDING_DAMPING = 1e-4        # s, Kelvin–Voigt β_b of the tubes' bending strain (opt file; docstring)
 KS_RHO = 1e-7                 # 1/Pa: KS over a tube's element exceeds max |σ| by ≤ ln 2/ρ = 6.9 MPa
 
 
@@ -166,7 +176,9 @@ def text(opt=False):
     w(f"# Numbers: ELEMENTS = {ELEMENTS}, APEX_INSET = {APEX_INSET} m, ABS_INSET = {ABS_INSET} m, "
       f"TIE_ARM = {TIE_ARM} m,")
     w(f"# TIE_INNER = {TIE_INNER} m, CHASSIS_BOX = {CHASSIS_BOX} m, wheel disc r = {WHEEL_RADIUS} m, "
-      f"width {WHEEL_WIDTH} m" + (f", AXIAL_DAMPING = {AXIAL_DAMPING} s." if opt else "."))
+      f"width {WHEEL_WIDTH} m" + (f", AXIAL_DAMPING = {AXIAL_DAMPING} s," if opt else "."))
+    if opt:
+        w(f"# BENDING_DAMPING = {BENDING_DAMPING} s.")
     w("[model]")
     w('name = "double-wishbone"')
     w("")
@@ -218,6 +230,7 @@ def text(opt=False):
             w("E = 2.0e11")
             if opt:
                 w(f"axial_damping = {AXIAL_DAMPING!r}")
+                w(f"bending_damping = {BENDING_DAMPING!r}")
             w(f"initial = {{ position = {vec(p)}, direction = {vec(tuple(x / length for x in d))} }}")
             w("independent = []")
             w("")
@@ -291,7 +304,8 @@ def text(opt=False):
     w('point = "chassis.com"')
     if opt:
         for j in range(1, 17):
-            w(f'\n[[objectives]]\nname = "stress{j}"\nintegrand = "stress_ks"\nbody = "b{j}"\nks_rho = {KS_RHO!r}')
+            w(f'\n[[objectives]]\nname = "stress{j}"\nintegrand = "stress_ks"\nbody = "b{j}"\nks_rho = {KS_RHO!r}'
+              '\nstress_point = "midpoint"')
     return "\n".join(L) + "\n"
 
 

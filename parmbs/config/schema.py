@@ -786,6 +786,7 @@ class Objective(_Model):
     direction: Literal["x", "y", "z"] | None = None  # iso2631_*: global acceleration component (default z)
     ks_rho: PosReal | None = None  # stress_ks: KS parameter ρ [1/Pa]; KS exceeds max |σ| by at most ln(2 n_el)/ρ
     stress_limit: PosReal | None = None  # stress_ks_time: σ_lim [Pa] (flexible/spatial_stress_peak.py)
+    stress_point: Literal["node", "midpoint"] | None = None  # stress_ks*: σ at the node state (default) or of the chord the variational midpoint rule balances (flexible/spatial_beam_objectives.py)
 
 
 # ----------------------------------------------------------------------------- the rest

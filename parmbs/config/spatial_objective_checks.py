@@ -6,7 +6,8 @@
 * ``roll_rate_sq`` needs ``body`` (a spatial body) and optionally ``axis = "BODY.AXIS"``
   on that body (default: the body x axis);
 * ``stress_ks`` needs ``body`` (a spatial beam) and ``ks_rho``; ``stress_ks_time`` also
-  ``stress_limit``; ``vertical_acceleration_*``,
+  ``stress_limit``; ``stress_point = "midpoint"`` only with the variational integrator at
+  fixed steps (its midpoint rule is what it corrects for); ``vertical_acceleration_*``,
   ``point_velocity_sq``, ``point_acceleration_sq`` and ``point_deviation_sq`` (from the
   point's configured initial position) take a point on a spatial beam or a
   natural-coordinate body.
@@ -48,7 +49,15 @@ def check_spatial_objective(ck, o, kind: str) -> None:
         if (o.stress_limit is None) == (kind == "stress_ks_time"):
             raise ck.fail(f"{prefix}.stress_limit", needs if o.stress_limit is None
                           else f"not used by {kind!r} (only by 'stress_ks_time')")
+        sim = ck.cfg.simulation
+        if o.stress_point == "midpoint" and (sim.integrator != "variational" or sim.adapt is not None):
+            raise ck.fail(f"{prefix}.stress_point", "'midpoint' is the chord the variational integrator's "
+                          "midpoint rule balances at a fixed step; it needs simulation.integrator = "
+                          f"\"variational\" without simulation.adapt (got {sim.integrator!r}"
+                          f"{', adaptive' if sim.adapt is not None else ''}); use \"node\"")
         return
+    if o.stress_point is not None:
+        raise ck.fail(f"{prefix}.stress_point", f"not used by {kind!r} (only by 'stress_ks', 'stress_ks_time')")
     if o.ks_rho is not None:
         raise ck.fail(f"{prefix}.ks_rho", f"not used by {kind!r} (only by 'stress_ks', 'stress_ks_time')")
     if o.stress_limit is not None:

@@ -294,6 +294,7 @@ class SpatialBeam(_Model):
     elastic: Literal["seed", "conservative"] = "seed"   # "seed": EAεPe + EIKe (seed Eq. 34, errata fixed); "conservative": gradient of ½EAlε² + ½EI eᵀKe
     E: PosReal
     axial_damping: NonNegReal = 0.0   # Kelvin–Voigt β [s] of the axial strain, N = EA(ε + β ε̇): an axial mode ω gets ζ = β ω/2 (ancf3d.Ancf3AxialDamping); 0: none (the seed's beam)
+    bending_damping: NonNegReal = 0.0   # Kelvin–Voigt β_b [s] of the bending strain, r = β_b EI K ė: a bending mode ω gets ζ = β_b ω/2 (ancf3d.Ancf3BendingDamping); 0: none (the seed's beam)
     points: Annotated[dict[Name, NonNegReal], AfterValidator(_beam_point_names)] = {}   # named points: arclength from the root [m]
     initial: SpatialBeamPose = Field(default_factory=SpatialBeamPose)
     initial_velocity: SpatialVelocity = Field(default_factory=SpatialVelocity)

@@ -101,6 +101,10 @@ CLASS = {
                                        "EA(ε + β ε̇), damping ratio β ω/2 in an axial mode of angular frequency ω "
                                        "(parmbs/flexible/ancf3d.py `Ancf3AxialDamping`; not in [Ebrahimi 2019]); "
                                        "0: none"),
+    "SpatialBeam.bending_damping": ("s", "Kelvin–Voigt damping β_b of the bending strain, force "
+                                         "β_b EI K ė, damping ratio β_b ω/2 in a bending mode of angular frequency ω "
+                                         "(parmbs/flexible/ancf3d.py `Ancf3BendingDamping`; not in [Ebrahimi 2019]); "
+                                         "0: none"),
     "SpatialSolid.stiffness_damping": ("s", "stiffness-proportional (Rayleigh) damping β_K: elastic force "
                                             "K_ff(x) (u + β_K u̇), damping ratio β_K ω/2 in a mode of angular "
                                             "frequency ω (parmbs/flexible/solid.py `SolidDamping`; with a "
@@ -304,6 +308,11 @@ CLASS = {
     "Objective.terminal": ("", "G(x_N) added at t_end (same kinds, except `reaction_sq` and `python`)"),
     "Objective.point": ("", "point of the point kinds, `BODY.POINT`"),
     "Objective.body": ("", "body of the angle kinds, `roll_rate_sq`; spatial beam of `stress_ks`, `stress_ks_time`"),
+    "Objective.stress_point": ("", "`stress_ks`, `stress_ks_time`: where σ_e is read — `node` (default: "
+                                   "E(|r_j − r_i|/l − 1) at the step's state) or `midpoint` (the chord the "
+                                   "variational integrator's midpoint rule balances, without the node chord's "
+                                   "rotation bias E(ωh)²/8; that integrator at fixed steps only; "
+                                   "parmbs/flexible/spatial_beam_objectives.py)"),
     "Objective.force": ("", "spring of `spring_elongation_sq`"),
     "Objective.joint": ("", "joint of `reaction_sq`"),
     "Objective.reference": ("m", "r_ref of `point_deviation_sq`; absent: the point's initial position"),

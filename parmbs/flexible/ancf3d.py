@@ -41,6 +41,13 @@ in the seed): Kelvin–Voigt damping of the axial strain, N = EA(ε + β ε̇), 
 Rayleigh dissipation function R = ½ β EA l ε̇² gives (r = ∂R/∂ė, on the node positions
 only).  An axial mode of frequency ω decays with ζ = β ω / 2.  Why the double wishbone
 carries it: benchmarks/README.md, "dt-convergence".
+
+Bending damping (``Ancf3BendingDamping``, ``bending_damping`` = β_b in s; not in the seed):
+Kelvin–Voigt damping of the bending strain, r = β_b EI K ė with the bending part's
+constant K (Eq. 31), from R = ½ β_b EI ėᵀKė; a bending mode of frequency ω decays with
+ζ = β_b ω / 2, and rigid motions of a straight element are not damped.  The double
+wishbone's ≈ 600 Hz wishbone bending mode, rung by its step-loaded start, reaches the
+tubes' chord stress and is not touched by the axial damping (benchmarks/README.md).
 """
 import numpy as np
 
@@ -106,6 +113,21 @@ def axial_stress(q, p):
     """σ_e = E (|r_j − r_i|/l − 1) (..., ) of elements q (..., 12), p = (ρ, d₁, d₂, E, L, n_el)."""
     _, _, eps = ancf._stretch(q, p[..., 4] / p[..., 5], 3)
     return p[..., 3] * eps
+
+
+@register
+class Ancf3BendingDamping(_Spatial, ancf._AncfElement):
+    """Kelvin–Voigt damping of the bending strain (module docstring): r = β_b EI K ė
+    (K = ∫S″ᵀS″ dx ⊗ I₃ of the elastic force's bending part, Eq. 31), the force of the
+    Rayleigh dissipation R = ½ β_b EI ėᵀKė ≥ 0; zero for rigid motions of a straight
+    element (K annihilates them); p = (ρ, d₁, d₂, E, L, n_el, β_b)."""
+    nq, np_ = 12, 7
+    uses_v = True
+
+    def r(self, t, q, v, a, p):
+        _, I = self.section(p)
+        return ((p[..., 6] * p[..., 3] * I)[..., None] * ancf.apply4(ancf.bend4(ancf._elem(p)), v, 3)
+                + 0.0 * q[..., :1] + 0.0 * a[..., :1])
 
 
 @register

@@ -45,6 +45,8 @@ class _Beam3(_Beam):
         self.p = {k: P.add(f"{base}.{k}", getattr(cfg, k)) for k in ("density", "E", "length")}
         if cfg.axial_damping:                   # Kelvin–Voigt β > 0 (ancf3d.Ancf3AxialDamping)
             self.p["axial_damping"] = P.add(f"{base}.axial_damping", cfg.axial_damping)
+        if cfg.bending_damping:                 # Kelvin–Voigt β_b > 0 (ancf3d.Ancf3BendingDamping)
+            self.p["bending_damping"] = P.add(f"{base}.bending_damping", cfg.bending_damping)
         sec = cfg.section
         self.section = sec.shape
         self.p["d"] = [ZERO if k is None else P.add(f"{base}.section.{k}", getattr(sec, k))
@@ -117,6 +119,9 @@ class SpatialBeamSet:
                 if "axial_damping" in b.p:
                     system._add_force(("Ancf3AxialDamping", b.section), ancf3d.Ancf3AxialDamping, kw, name, qidx,
                                       mat + [b.p["axial_damping"]])
+                if "bending_damping" in b.p:
+                    system._add_force(("Ancf3BendingDamping", b.section), ancf3d.Ancf3BendingDamping, kw, name,
+                                      qidx, mat + [b.p["bending_damping"]])
 
     # -- joints ----------------------------------------------------------------------------
     def sides(self, system, spatial, refs):

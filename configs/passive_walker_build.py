@@ -184,10 +184,10 @@ def toml(t_end=1.2, dt=5e-4, friction=CONTACT["friction"], integrator="genalpha"
            "# data (the thesis prints none): masses, lengths, slope and initial state from Hsu",
            "# Chen 2007; inertias, contact and knee-stop laws and their constants are gaps",
            "# filled in the builder's docstring, each with its reason.  docs/passive-walker.md.",
-           "# t_end = 1.2 s (two steps): there ψ and ∇ψ are rtol-converged (rtol 1e-3 vs 1e-4:",
-           "# ≤ 4.8e-6, ≤ 2.4e-5).  The 5 s gait (--set simulation.t_end=5) converges in ψ (≤ 7e-6)",
-           "# but not in ∇ψ through eight heel strikes (theta_sq: 7.9e-2 at rtol 1e-3 vs 1e-4,",
-           "# 1.3e-2 at 1e-4 vs 1e-5): use it for the gait, not for gradients.",
+           "# t_end = 1.2 s (two steps).  ψ is rtol-converged (rtol 1e-3 vs 1e-4: ≤ 1.6e-5), ∇ψ is",
+           "# not (0.15–0.36; the heel strikes: benchmarks/README.md, \"Passive dynamic walker\").",
+           "# The 5 s gait (--set simulation.t_end=5) converges in ψ (≤ 7e-6), not in ∇ψ (theta_sq:",
+           "# 7.9e-2 at rtol 1e-3 vs 1e-4, 1.3e-2 at 1e-4 vs 1e-5): use it for the gait.",
            "", "[model]", 'name = "passive-walker"', f"gravity = [0.0, {_f(-G)}]", "",
            "[ground]", "points = { O = [0.0, 0.0] }", ""]
     out.append(body("hip", M_HIP, (0.0, 0.0), {"H": (0.0, 0.0)}, s["hip"], ["x", "y", "angle"]))

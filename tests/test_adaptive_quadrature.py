@@ -177,3 +177,29 @@ def test_shared_integrand_evaluation_is_bitwise_the_terms_own():
         for j in range(3):
             assert g[j].tobytes() == own[j].tobytes()
         assert np.any(g[2] != 0)     # chassis.com: s' = 0, so z̈ reads the accelerations only
+
+
+def test_values_and_gains_in_one_call_are_bitwise_the_separate_calls():
+    """The quadrature test's values and Newton-cap gains of one state come from one
+    stacked call (the plain state as row 0 before the complex steps:
+    shared_values_grads): the same bytes as shared_values and shared_state_grads, at
+    many perturbed states of the Iltis (z̈ of both objectives shared) and of the
+    five-bar (unshared terms: the separate calls)."""
+    from parmbs.sensitivity.objectives import shared_state_grads, shared_values, shared_values_grads
+    rng = np.random.default_rng(7)
+    for cfg, over in ((str(ROOT / "configs" / "iltis.toml"), ["simulation.t_end=0.001"]), (FIVEBAR, ADAPT)):
+        pr = Problem(load_config(cfg, over))
+        obs = [ob for ob in pr.objectives if ob.integrand]
+        terms = [ob.integrand for ob in obs]
+        p = pr.sys.p
+        dm, nd = pr.design.map, pr.design.ncols
+        x0 = pr.stepper.initial(pr.t0, p)
+        for scale in (0.0, 1e-6, 1e-3, 1e-1, 10.0):
+            x = tuple(np.asarray(y, float) + scale * rng.standard_normal(np.shape(y)) for y in x0[:4])
+            refs = [ob.reference(pr.sys, x[0], p) for ob in obs]
+            vals, grads = shared_values_grads(terms, pr.sys, 0.01, x, p, refs, dm, nd)
+            for v, w in zip(vals, shared_values(terms, pr.sys, 0.01, x, p, refs)):
+                assert np.float64(v).tobytes() == np.float64(w).tobytes()
+            for g, h in zip(grads, shared_state_grads(terms, pr.sys, 0.01, x, p, refs, dm, nd)):
+                for j in range(3):
+                    assert g[j].tobytes() == h[j].tobytes()

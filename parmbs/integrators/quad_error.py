@@ -72,6 +72,8 @@ import math
 
 import numpy as np
 
+from .newton_tol import KAPPA
+
 
 #: the alternating part of the two second differences enters the weight with this factor
 ALT_GAIN = 3.0
@@ -153,7 +155,6 @@ class QuadratureError:
         where the forward run did and recomputes its states bit for bit."""
         if self.unit_noise is None:
             return None
-        from .newton_tol import KAPPA
         g = np.real(np.asarray(self.unit_noise(t, x)(h), dtype=float))
         c = self._last                       # the accepted state's values from norm(), if it is x
         f = c[2] if c is not None and c[0] == t and c[1] is x else self._values(t, x)
@@ -185,6 +186,9 @@ class QuadratureError:
 
 
 def _wrms(e, sc):
+    if np.all(sc > 0):                  # the usual case: the same ratios without the masks and errstate
+        r = np.abs(e) / sc              # (no division by zero to silence; the same r as below)
+        return math.sqrt(float(np.mean(r * r))) if r.size else 0.0
     with np.errstate(divide="ignore", invalid="ignore"):
         r = np.where(sc > 0, np.abs(e) / sc, np.where(e == 0, 0.0, math.inf))
     return math.sqrt(float(np.mean(r * r))) if r.size else 0.0

@@ -5,6 +5,8 @@ c_k = h — part of the discrete scheme, differentiated with it.  Each integrand
 small complex-step-safe function of one body's (or spring's) local arrays; its
 partial derivatives are complex-step derivatives, exact to round-off.
 """
+import math
+
 import numpy as np
 
 from ..model.user_code import load_callable, describe_failure as _describe_failure  # noqa: F401
@@ -86,37 +88,64 @@ def shared_values(terms, sys, t, x, p, refs):
 def shared_state_grads(terms, sys, t, x, p, refs, design_map, nd):
     """[term.grads(...)[0][:3]]: ∂g/∂(q, v, a) of several terms at one state, bit for bit,
     with one complex-step evaluation of a shared inner per block (shared_values)."""
+    return shared_values_grads(terms, sys, t, x, p, refs, design_map, nd, values=False)[1]
+
+
+def shared_values_grads(terms, sys, t, x, p, refs, design_map, nd, values=True):
+    """(shared_values(...), shared_state_grads(...)) in one call, bit for bit the same: a
+    shared inner on a real state is evaluated once, on the plain state stacked as one
+    more row before the q, v, a complex steps (_stacked_cs).  Why: the adaptive
+    quadrature test needs both at every accepted state (quad_error.py: the values for
+    its norm, the gains for the next step's Newton cap), and one evaluation of the Iltis'
+    z̈ costs as much on 22 rows as on one (numpy call overhead; benchmarks/README.md,
+    "Iltis adapt+Q: the quadrature test's per-step cost")."""
+    vals = [None] * len(terms) if values else None
     out = [None] * len(terms)
     n = sys.n
     for g in _shared_groups(terms):
         tm = terms[g[0]]
         if len(g) == 1:
+            if values:
+                vals[g[0]] = tm.value(sys, t, x, p, refs[g[0]])
             out[g[0]] = tm.grads(sys, t, x, p, refs[g[0]], design_map, nd)[0][:3]
             continue
         args = tm.local(sys, t, x, p, refs[g[0]])
         for j in g:
             out[j] = []
-        for i, z, nc in _stacked_cs(tm.fn.inner, args):
+        for i, z, nc in _stacked_cs(tm.fn.inner, args, plain=values):
+            if i == 0:                              # the plain state (shared_values' z)
+                for j in g:
+                    vals[j] = float(np.real(np.sum(z ** terms[j].fn.power)))
+                continue
             for j in g:
                 d = np.zeros(n + 3)
                 d[terms[j].qidx] = cs_result(z ** terms[j].fn.power, nc)
                 out[j].append(d[:n])
-    return out
+    return vals, out
 
 
-def _stacked_cs(inner, args):
+def _stacked_cs(inner, args, plain=False):
     """(i, inner at cs_args(args, i), columns) for q, v, a (i = 1, 2, 3): one call of the
     inner on the three blocks' complex steps stacked on the leading axis when the state is
     real (elementwise over that axis, and numpy casts a real operand to complex with zero
-    imaginary part anyway: the same numbers as three calls), else one call per block."""
+    imaginary part anyway: the same numbers as three calls), else one call per block.
+    ``plain``: first (0, the inner at args, None) — on a real finite state row 0 of the
+    same stacked call, whose imaginary parts stay zero, so its real part is the real
+    call's (products (a + 0i)(b + 0i) = ab − 0·0, sums alike; not with a complex argument
+    or a non-finite entry, 0·inf being NaN: then the real call), given back as the real
+    array the plain call returns."""
     xs = [np.asarray(args[i]) for i in (1, 2, 3)]
-    if any(np.iscomplexobj(y) for y in xs) or any(y.ndim != 1 for y in xs):
+    if not all(y.dtype == _F64 and y.ndim == 1 for y in xs) or \
+            (plain and not (_real(args) and all(math.isfinite(y @ y) for y in xs))):
+        if plain:
+            yield 0, inner(*args), None
         for i in (1, 2, 3):
             a, nc = cs_args(args, i)
             yield i, inner(*a), nc
         return
     k = [len(y) for y in xs]
-    rows = np.cumsum([0] + k)
+    r0 = 1 if plain else 0
+    rows = [r0, r0 + k[0], r0 + k[0] + k[1], r0 + k[0] + k[1] + k[2]]
     a = [_lead_arg(y) for y in args]
     for b, y in enumerate(xs):
         xc = np.zeros((rows[-1], k[b]), dtype=complex)
@@ -124,8 +153,18 @@ def _stacked_cs(inner, args):
         xc.imag[rows[b] + np.arange(k[b]), np.arange(k[b])] = CS_H
         a[b + 1] = xc
     z = inner(*a)
+    if plain:
+        yield 0, np.real(z[0:1]).reshape(np.shape(z)[1:]), None
     for b in range(3):
         yield b + 1, z[rows[b]:rows[b + 1]], k[b]
+
+
+_F64 = np.dtype(np.float64)
+
+
+def _real(args):
+    """No complex array or number among ``args``."""
+    return not any(isinstance(y, complex) or getattr(y, "dtype", _F64).kind == "c" for y in args)
 
 
 class Term:

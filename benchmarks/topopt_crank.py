@@ -11,7 +11,8 @@ full run is long on the serial solver path, so ``--steps K`` runs the first K st
 per-step times (labelled as such).  The linear-solve time is the time spent inside
 the KSP (factorization + triangular solves) of the stepper's Newton operator,
 measured by wrapping ``SparseOperator.solve``; "step ÷ solve" is the forward step
-time over that.  ``--profile`` prints the cProfile top 25 of forward + adjoint; ``--cpu`` times with
+time over that.  ``--profile`` prints the cProfile top 25 of forward + adjoint (``--profile-out PREFIX``: every
+rank also writes its stats to PREFIX.RANK, for a per-rank breakdown); ``--cpu`` times with
 the process CPU time instead of wall-clock time (use it on a shared machine);
 ``--check`` compares g·d with a central difference of ψ along a random direction d
 (two more forward runs) — the gradient check at full scale.
@@ -55,6 +56,9 @@ def main():
     ap.add_argument("--nx", type=int)
     ap.add_argument("--ny", type=int)
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--profile-out", metavar="PREFIX",
+                    help="with --profile: every rank dumps its cProfile stats to PREFIX.RANK "
+                         "(pstats format; the clock of --cpu)")
     ap.add_argument("--check", action="store_true",
                     help="also check g·d against a central difference of ψ along a random direction d")
     ap.add_argument("--no-schur", action="store_true",
@@ -96,7 +100,7 @@ def main():
             solve_t["n"] += 1
     op.solve = timed_solve
 
-    prof = cProfile.Profile() if a.profile else None
+    prof = cProfile.Profile(clock) if a.profile else None
     if prof:
         prof.enable()
     step_t = []
@@ -224,6 +228,8 @@ def main():
         fd = (vals[0] - vals[1]) / (2 * h)
         say(f"check: g·d = {g @ d:.10e}, central difference (h = {h:g}) = {fd:.10e}, "
               f"relative difference {abs(g @ d - fd) / abs(fd):.2e}")
+    if prof and a.profile_out:
+        prof.dump_stats(f"{a.profile_out}.{comm.getRank()}")
     if prof and comm.getRank() == 0:
         pstats.Stats(prof).sort_stats("cumulative").print_stats(25)
         pstats.Stats(prof).sort_stats("tottime").print_stats(20)

@@ -79,13 +79,13 @@ def _midpoint_sets(kind):
 
 
 def test_midpoint_stress_is_the_balanced_chord(soft):
-    """``stress_point = "midpoint"`` (spatial_beam_objectives.midpoint_axial_stress) read at
+    """``stress_point = "midpoint"`` (ancf3d.midpoint_axial_stress) read at
     the node states of the swinging pendulum against the mean of σ at the two adjacent
     interval midpoints ½(q_{n−1} + q_n), ½(q_n + q_{n+1}), where the variational scheme
     balances the element forces: the time mean of the node chord's rotation bias E(ωh)²/8
     (tensile; the rest of node − mean, −(h²/8)σ̈ of the axial motion, averages out) is
     removed to ≤ 10 % per element."""
-    from parmbs.flexible.spatial_beam_objectives import midpoint_axial_stress
+    from parmbs.flexible.ancf3d import midpoint_axial_stress
     pr = Problem(load_config(soft, _midpoint_sets("stress_ks")))
     pr.forward()
     sb = pr.sys.spatial_beams

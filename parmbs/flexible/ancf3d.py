@@ -115,6 +115,30 @@ def axial_stress(q, p):
     return p[..., 3] * eps
 
 
+def midpoint_axial_stress(qe, ve, p, h):
+    """σ_e of the chord the variational integrator's midpoint force sees (``stress_point =
+    "midpoint"``, spatial_beam_objectives.py), read at a node state: E(d_m/l − 1) with
+    d_m = |D| − (h²/8)|Ḋ_⊥|²/|D|,  D = r_j − r_i,  Ḋ_⊥ = Ḋ − (D·Ḋ)D/|D|².
+    Why: the scheme balances the element force at q_{n+½} = ½(q_n + q_{n+1}); a chord
+    turning at ω has its midpoints at the balanced length d and its nodes on the circle
+    of radius d / cos(ωh/2), so the node chord E(|D|/l − 1) carries a tensile bias
+    E(ωh)²/8 (measured on the double wishbone: +6.4e4 Pa mean on the rear tubes at
+    Δt 1e-3, ∝ h², 4 % of their stress; benchmarks/README.md "dt-convergence").  With
+    |Ḋ_⊥| = ω|D| the correction is that bias to O(h⁴).  Complex-step safe."""
+    D, Dd = qe[..., 6:9] - qe[..., 0:3], ve[..., 6:9] - ve[..., 0:3]
+    dd = np.sum(D * D, -1)
+    perp2 = np.sum(Dd * Dd, -1) - np.sum(D * Dd, -1) ** 2 / dd
+    dm = np.sqrt(dd) - (0.125 * h * h) * perp2 / np.sqrt(dd)
+    return p[..., 3] * (dm / (p[..., 4] / p[..., 5]) - 1.0)
+
+
+def element_stress(q, v, p, h=0.0):
+    """σ_e of elements q, v (..., 12): at the node state (``axial_stress``, h = 0) or, h > 0,
+    of the chord the midpoint rule balances (``midpoint_axial_stress``) — the two
+    ``stress_point`` choices of the stress objectives."""
+    return midpoint_axial_stress(q, v, p, h) if h else axial_stress(q, p)
+
+
 @register
 class Ancf3BendingDamping(_Spatial, ancf._AncfElement):
     """Kelvin–Voigt damping of the bending strain (module docstring): r = β_b EI K ė

@@ -8,7 +8,7 @@
   mean: bounding it does not bound the peak); as a terminal, KS at t_end.
   ``stress_point = "midpoint"`` (both stress kinds; the variational integrator only): σ_e
   of the chord the midpoint rule balances, read at the node state without the node
-  chord's rotation bias E(ωh)²/8 (``midpoint_axial_stress``); "node" (default): at q_n.
+  chord's rotation bias E(ωh)²/8 (``ancf3d.midpoint_axial_stress``); "node" (default): at q_n.
 * ``stress_ks_time`` (``body``, ``ks_rho``, ``stress_limit``): the KS over time steps and
   elements as an integrand (``spatial_stress_peak.py``): ψ ≤ 1 with weight 1/Δt bounds
   max_t |σ_e(t)| by σ_lim.
@@ -32,7 +32,7 @@ from functools import partial
 import numpy as np
 
 from .ancf import beam_point_matrices
-from .ancf3d import axial_stress, ks
+from .ancf3d import element_stress, ks
 from .spatial_stress_peak import stress_ks_time
 
 #: the stress aggregates on a spatial beam (``body``, ``ks_rho``)
@@ -40,27 +40,7 @@ STRESS_KINDS = ("stress_ks", "stress_ks_time")
 
 
 def _stress_ks(t, q, v, a, lam, p, ref, elems, rho, h=0.0):
-    qe = q[..., elems]                                    # (..., E, 12)
-    if h:                                                 # stress_point = "midpoint"
-        return ks(midpoint_axial_stress(qe, v[..., elems], p[..., None, :], h), rho)
-    return ks(axial_stress(qe, p[..., None, :]), rho)
-
-
-def midpoint_axial_stress(qe, ve, p, h):
-    """σ_e of the chord the variational integrator's midpoint force sees (``stress_point =
-    "midpoint"``), read at a node state: E(d_m/l − 1) with
-    d_m = |D| − (h²/8)|Ḋ_⊥|²/|D|,  D = r_j − r_i,  Ḋ_⊥ = Ḋ − (D·Ḋ)D/|D|².
-    Why: the scheme balances the element force at q_{n+½} = ½(q_n + q_{n+1}); a chord
-    turning at ω has its midpoints at the balanced length d and its nodes on the circle
-    of radius d / cos(ωh/2), so the node chord E(|D|/l − 1) carries a tensile bias
-    E(ωh)²/8 (measured on the double wishbone: +6.4e4 Pa mean on the rear tubes at
-    Δt 1e-3, ∝ h², 4 % of their stress; benchmarks/README.md "dt-convergence").  With
-    |Ḋ_⊥| = ω|D| the correction is that bias to O(h⁴).  Complex-step safe."""
-    D, Dd = qe[..., 6:9] - qe[..., 0:3], ve[..., 6:9] - ve[..., 0:3]
-    dd = np.sum(D * D, -1)
-    perp2 = np.sum(Dd * Dd, -1) - np.sum(D * Dd, -1) ** 2 / dd
-    dm = np.sqrt(dd) - (0.125 * h * h) * perp2 / np.sqrt(dd)
-    return p[..., 3] * (dm / (p[..., 4] / p[..., 5]) - 1.0)
+    return ks(element_stress(q[..., elems], v[..., elems], p[..., None, :], h), rho)
 
 
 def _beam_matrix(p):

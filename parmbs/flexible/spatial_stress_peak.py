@@ -33,17 +33,13 @@ larger stress gives ψ = inf, which the run reports as non-finite.
 """
 import numpy as np
 
-from .ancf3d import axial_stress
+from .ancf3d import element_stress
 
 
 def stress_ks_time(t, q, v, a, lam, p, ref, elems, rho, limit, h=0.0):
     """g = Σ_e,± exp(ρ(±σ_e − σ_lim)) of one beam (elements ``elems`` of its q); h > 0:
     σ_e at the midpoint (``stress_point = "midpoint"``, spatial_beam_objectives.py)."""
-    if h:
-        from .spatial_beam_objectives import midpoint_axial_stress
-        sig = midpoint_axial_stress(q[..., elems], v[..., elems], p[..., None, :], h)
-    else:
-        sig = axial_stress(q[..., elems], p[..., None, :])       # (..., E)
+    sig = element_stress(q[..., elems], v[..., elems], p[..., None, :], h)   # (..., E)
     return np.sum(np.exp(rho * (sig - limit)) + np.exp(rho * (-sig - limit)), -1)
 
 

@@ -300,6 +300,11 @@ class _Checker:
                             f"parmbs's own time loop (integrators/quad_error.py); {sim.integrator!r} steps with "
                             "its embedded RK estimate (PETSc's TSAdapt; dopri5: the same rule, "
                             "formulations/index1_dopri.py): remove objective_atol or use a parmbs integrator")
+        if sim.adapt is not None and sim.adapt.sensitivities and (
+                sim.integrator.startswith("ts-") or sim.integrator == "dopri5"):
+            raise self.fail("simulation.adapt.sensitivities", f"the sensitivities' error control is part of "
+                            f"parmbs's own time loop (integrators/sens_error.py); {sim.integrator!r} steps with "
+                            "its own adaptivity: remove sensitivities or use a parmbs integrator")
         if sim.integrator == "hht" and sim.rho_inf < 0.5:
             raise self.fail("simulation.rho_inf", f"HHT-α needs rho_inf in [0.5, 1] (α_f ≤ 1/3), got "
                             f"{sim.rho_inf:g}; use integrator = \"genalpha\" or \"wbz\" for stronger damping")

@@ -539,14 +539,19 @@ class Adapt(_Model):
     absolute floor, as CVODES's errconQ (integrators/quad_error.py) — for objectives
     that read accelerations (∫ z̈² dt), which the position/velocity test does not
     control (parmbs's own steppers; refused with the PETSc TS ones, whose TSAdapt chooses the
-    steps).  Absent: the quadratures are not error-controlled.  Absent ``adapt``:
-    fixed steps of ``dt``."""
+    steps).  Absent: the quadratures are not error-controlled.  ``sensitivities = true``:
+    the direct sensitivities dx/dρ of the design are carried along the forward run and
+    each column's local error joins the test, as CVODES's errconS
+    (integrators/sens_error.py) — for runs whose gradient does not converge with the
+    state's mesh (a contact whose time moves with the design: the passive walker).
+    Absent ``adapt``: fixed steps of ``dt``."""
 
     rtol: PosReal = 1e-4
     atol: PosReal = 1e-6
     dt_min: PosReal | None = None
     dt_max: PosReal | None = None
     objective_atol: PosReal | None = None
+    sensitivities: bool = False
 
     @model_validator(mode="after")
     def _ordered(self) -> "Adapt":

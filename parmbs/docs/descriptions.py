@@ -268,6 +268,7 @@ CLASS = {
     "Adapt.dt_min": ("s", "smallest step (absent: 1e-10 t_end)"),
     "Adapt.dt_max": ("s", "largest step (absent: t_end / 10)"),
     "Adapt.objective_atol": ("", "absolute floor of the error test on the integral objectives' quadratures, in ψ's units (absent: quadratures not controlled)"),
+    "Adapt.sensitivities": ("", "carry the design's direct sensitivities in the forward run and include them in the error test (CVODES errconS)"),
     "Penalty.alpha": ("", "penalty factor α"),
     "Penalty.xi": ("", "damping ratio ξ of the constraint stabilisation"),
     "Penalty.omega": ("rad/s", "natural frequency ω of the constraint stabilisation"),

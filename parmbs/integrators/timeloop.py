@@ -440,7 +440,7 @@ class MarchState:
 
 
 def march(stepper, p, t_end, x, k0, t0, keep, *, dt=None, adapt=None, grid=None, guard=None,
-          progress=None, h_prev=None, comm=None, state=None, quad=None):
+          progress=None, h_prev=None, comm=None, state=None, quad=None, sens=None):
     """Advance x from step k0 at time t0 to t_end; ``keep(k, t, h_prev, x)`` is called for
     every accepted state x_k (k > k0) with h_prev = h_{k−1}.  The step sequence: ``adapt``
     (an Adapt: chosen here), else ``grid`` (a whole-run TimeGrid whose steps k0 … N are
@@ -449,7 +449,9 @@ def march(stepper, p, t_end, x, k0, t0, keep, *, dt=None, adapt=None, grid=None,
     accepted step), rejected steps).  ``comm`` (mpi4py, distributed runs): the accept/reject verdict is
     agreed by one allreduce so every rank takes the same step sequence.  ``quad`` (a
     quad_error.QuadratureError, adaptive runs): the objectives' quadratures join the
-    error test (``simulation.adapt.objective_atol``)."""
+    error test (``simulation.adapt.objective_atol``).  ``sens`` (a
+    sens_error.SensitivityError, adaptive runs): the forward sensitivities join it
+    (``simulation.adapt.sensitivities``)."""
     if adapt is None:
         if grid is None:
             grid = TimeGrid.fixed(t0, dt, int(round((t_end - t0) / dt)))
@@ -457,7 +459,8 @@ def march(stepper, p, t_end, x, k0, t0, keep, *, dt=None, adapt=None, grid=None,
     own = getattr(stepper, "march_adaptive", None)
     if own is not None:          # PETSc TSALPHA2: TSAdapt chooses the steps (integrators/ts_alpha2.py)
         return own(p, t_end, x, k0, t0, keep, adapt, guard, progress, state)
-    return _march_adaptive(stepper, p, t_end, x, k0, t0, keep, adapt, guard, progress, h_prev, comm, state, quad)
+    return _march_adaptive(stepper, p, t_end, x, k0, t0, keep, adapt, guard, progress, h_prev, comm, state, quad,
+                           sens)
 
 
 def set_step(stepper, h, cap=None):
@@ -544,7 +547,8 @@ def _probe(stepper, p, k, t, x, h, t_end):
     return (t + h, x2) if all(np.all(np.isfinite(y)) for y in x2) else None
 
 
-def _march_adaptive(stepper, p, t_end, x, k0, t0, keep, ad, guard, progress, h_prev, comm, state, quad=None):
+def _march_adaptive(stepper, p, t_end, x, k0, t0, keep, ad, guard, progress, h_prev, comm, state, quad=None,
+                    sens=None):
     ntol, v_gain = newton_data(stepper)
     nt = getattr(stepper, "newton", None)
     an = isinstance(nt, AdaptiveNewton)
@@ -566,6 +570,8 @@ def _march_adaptive(stepper, p, t_end, x, k0, t0, keep, ad, guard, progress, h_p
         est.start(t0, x, initial=(k0 == 0))
         if quad is not None:
             quad.start(t0, x)
+        if sens is not None:
+            sens.start(t0, initial=(k0 == 0))
         h = ad.dt0 if h_prev is None else min(max(h_prev, ad.dt_min), ad.dt_max)
         span = t_end - (t0 if state is None else state.t_start)
     T, H, its = [t0], [], []
@@ -589,6 +595,9 @@ def _march_adaptive(stepper, p, t_end, x, k0, t0, keep, ad, guard, progress, h_p
                 eq = quad.norm(t1, x1, hk, lambda: _probe(stepper, p, k + 1, t1, x1, hk, t_end))
                 # CVODES errconQ: the larger of the two norms
                 err = err if eq is None else max(err, eq)
+            if sens is not None and err is not None and err <= 1.0:
+                es = sens.norm(t, x, t1, x1, hk)      # CVODES errconS: the largest of the norms
+                err = err if es is None else max(err, es)
         else:
             err = math.inf
         if comm is not None:
@@ -611,6 +620,8 @@ def _march_adaptive(stepper, p, t_end, x, k0, t0, keep, ad, guard, progress, h_p
         est.accept(t1, x)
         if quad is not None:
             quad.accept()
+        if sens is not None:
+            sens.accept(t1)
         k, t = k + 1, t1
         T.append(t)
         H.append(hk)

@@ -32,7 +32,7 @@ from ..formulations import make_stepper
 from .design import DesignSpace
 from .objectives import Objective
 from ..integrators.newton_tol import AdaptiveNewton
-from ..integrators.timeloop import Adapt, TimeGrid, march, newton_data, set_step
+from ..integrators.timeloop import Adapt, TimeGrid, error_constant, march, newton_data, set_step
 from ..integrators.trajectory import Trajectory
 
 
@@ -70,6 +70,10 @@ class Problem:
         self.sys = system or System(config)
         self.design = DesignSpace(self.sys, config.design)
         if design_columns is not None:    # batch-parallel hook: a subset of the design columns
+            if config.simulation.adapt is not None and config.simulation.adapt.sensitivities:
+                raise ModelError("simulation.adapt.sensitivities", "batch-parallel gradients would choose one step "
+                                 "sequence per batch of design columns (integrators/sens_error.py); remove it or "
+                                 "run the gradient unbatched")
             self.design = self.design.subset(design_columns)
         sim = config.simulation
         self.h = sim.dt
@@ -99,6 +103,7 @@ class Problem:
         self._fixed_grid = TimeGrid.fixed(self.t0, self.h, self.nsteps)
         self._set_grid(self._fixed_grid)
         self.checkpoint = None            # a CheckpointedRun once use_checkpoint() was called
+        self.sens_error = None            # the last adaptive run's SensitivityError (simulation.adapt.sensitivities)
         self.traj = None                  # the last forward run (traj.p: its parameters)
         # instability guard of the step loops (integrators/guard.py; simulation.guard)
         from ..integrators.guard import Guard
@@ -161,6 +166,10 @@ class Problem:
         parmbs/checkpoint).  Index-3 steppers only; raises HDF5Error for a file of
         another config, ValueError for a whole-run (PETSc TS) stepper."""
         from ..checkpoint import open_run, parse_schedule
+        a = self.config.simulation.adapt
+        if a is not None and a.sensitivities:
+            raise ModelError("simulation.adapt.sensitivities", "the sensitivities' error control runs in memory "
+                             "only (integrators/sens_error.py); remove it or run without a checkpoint file")
         resources.check_disk(self.config.source, path, parse_schedule(self.config.checkpoint.schedule).slots(self.nsteps),
                              self.sys.n, self.sys.m, len(self.objectives), comm if comm is not None else self._mpi())
         self.checkpoint = open_run(self, path, comm=comm, interval=interval)
@@ -223,12 +232,30 @@ class Problem:
 
         # adaptive runs: the quadratures' error test; frozen replays: its Newton bound (timeloop.newton_cap)
         quad = self.quadrature_error(p, x) if "adapt" in steps or self.frozen_grid is not None else None
+        sens = self.sensitivity_error(p) if "adapt" in steps else None
         (grid, its), rejected = march(self.stepper, p, self.config.simulation.t_end, x, 0, self.t0, keep,
                                       guard=self.guard, progress=progress, comm=self._mpi_if_distributed(),
-                                      quad=quad, **steps)
+                                      quad=quad, sens=sens, **steps)
+        self.sens_error = sens                        # its steps and final dx/dρ (tests, benchmarks)
         self._set_grid(grid)
         Q, V, A, L, *E = rows.arrays()
         return Trajectory(grid.t, Q, V, A, L, its, grid, rejected, extra=E)
+
+    def sensitivity_error(self, p):
+        """The SensitivityError of an adaptive run at p (``simulation.adapt.sensitivities``;
+        integrators/sens_error.py), else None: the design's direct sensitivities, scaled
+        column by column by p̄_j = |ρ_j| (1 where ρ_j = 0), as CVODES' pbar."""
+        a = self.config.simulation.adapt
+        if a is None or not a.sensitivities or self.design.nswept == 0:
+            return None
+        self.design.check_direct()
+        from ..integrators.sens_error import SensitivityError
+        st = self.stepper
+        pbar = np.abs(np.asarray(np.real(p), dtype=float)[self.design.col_index[self.design.swept]])
+        pbar[pbar == 0.0] = 1.0
+        return SensitivityError(self.adapt, error_constant(st), newton_data(st)[1],
+                                lambda t, x0, x1, dx0: st.tangent_step(t, x0, x1, dx0, p),
+                                st.init.tangent(p), pbar)
 
     def quad_objectives(self):
         """The integral objectives whose quadratures join an adaptive run's error test

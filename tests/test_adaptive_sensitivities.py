@@ -72,8 +72,10 @@ def test_gradients_on_the_frozen_mesh(runs):
 
 
 def test_not_a_boolean_is_one_line(tmp_path):
-    text = open(WALKER).read().replace("sensitivities = true", "sensitivities = \"maybe\"", 1)
-    assert "maybe" in text
+    """A string — even "yes", which a lax boolean would take — is one line naming file and
+    key, exit 2 (a strict Bool, as simulation.progress)."""
+    text = open(WALKER).read().replace("sensitivities = true", "sensitivities = \"yes\"", 1)
+    assert "\"yes\"" in text
     p = tmp_path / "bad.toml"
     p.write_text(text)
     cli_one_line_error(["info", p], tmp_path, "bad.toml", "simulation.adapt.sensitivities")

@@ -551,7 +551,7 @@ class Adapt(_Model):
     dt_min: PosReal | None = None
     dt_max: PosReal | None = None
     objective_atol: PosReal | None = None
-    sensitivities: bool = False
+    sensitivities: Bool = False
 
     @model_validator(mode="after")
     def _ordered(self) -> "Adapt":

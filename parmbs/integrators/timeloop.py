@@ -23,6 +23,9 @@ FD replays the same mesh (``Problem.frozen_grid``), so all three compare like wi
 like.  The derivative of the step-size selection itself is left out on purpose: it
 is piecewise constant almost everywhere (a rejected/accepted decision flips) and of
 the order of the tolerance, i.e. of the discretisation error, not of the solution.
+Where an event that moves with the design (a contact switch) makes the frozen-mesh
+sensitivities converge much later than the state, ``simulation.adapt.sensitivities``
+puts them in the error test (sens_error.py, CVODES' errconS).
 
 Error estimate (``LocalError``): the principal local error term of the second-order
 one-step schemes here is C h³ y''' for y = q and y = v (C = 1/12 for the trapezoidal

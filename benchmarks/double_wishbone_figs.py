@@ -1,30 +1,41 @@
 """Figs. 15–17 of [Ebrahimi 2019] §6.3 from `parmbs optimize` records of
-configs/double-wishbone-opt.toml, as PNGs in OUTDIR:
+configs/double-wishbone-opt.toml, as PNGs in OUTDIR and as text tables on stdout (the
+tables go into benchmarks/README.md; the PNGs stay out of git):
 
 * ``fig15_objective.png`` — ψ = ∫|d_CM|² dt against the iteration for every record given
-  (the accepted iterates, ``/optimize/history``), and, for the records given a CPU log of
-  ``benchmarks/optimize_cpu_per_iteration.py``, against the CPU seconds spent (the
-  adjoint-vs-FD cost comparison over a run);
-* ``fig16_cm.png`` — the chassis CM displacement d_CM(t) = r_CM(t) − r_CM(t₀) (X, Z and
-  |d|) at the initial design and at the last accepted iterate of the first record;
-* ``fig17_stress.png`` — per tube the largest axial stress max_t |σ_e(t)|,
-  σ_e = E(|r_j − r_i|/l − 1) (``flexible/ancf3d.axial_stress``, Eq. 56's stress), at both
-  designs beside Eq. 56's ±400 MPa, and σ(t) of the most loaded tube.
+  (the accepted iterates, ``/optimize/history``: e.g. the adjoint-driven and the FD-driven
+  run), and, for the records given a CPU log of ``benchmarks/optimize_cpu_per_iteration.py``,
+  against the CPU seconds spent; table: ψ, max violation and step per iteration;
+* ``fig16_cm.png`` — the chassis CM displacement d_CM(t) = r_CM(t) − r_CM⁰ (X, Y, Z, |d|)
+  at the initial design and at an accepted iterate of the first record (``--iterate``,
+  default the last), over the record's horizon; d is the vector whose |d|² the objective
+  integrates (``spatial_beam_objectives.point_displacement``);
+* ``fig17_stress.png`` — per tube the largest tensile and compressive axial stress over
+  time, max_t σ_e(t) and min_t σ_e(t), at both designs beside Eq. 56's ±400 MPa (symlog
+  axis: the bars are MPa, the bounds hundreds), and σ(t) of the most loaded tube.  σ_e is
+  what each stress constraint aggregates — its elements and its ``stress_point``
+  (``midpoint`` in the opt file: the chord the variational step balances;
+  ``spatial_beam_objectives.stress_history``); table: per tube max σ, min σ, max |σ| and
+  the constraint's own value, the time mean of its KS (∫KS dt / T ≤ 400 MPa in the file).
 
-Figs. 16–17 run two forward simulations (the record's ``--set`` overrides, so its horizon)::
+Figs. 16–17 run one forward simulation per design (the record's ``--set`` overrides, so its
+horizon), cached in OUTDIR as ``sim-<hash>.npz`` (keyed by the config's resolved hash and the
+design), so a rerun for another record or figure reuses them::
 
     PYTHONPATH=$PWD python benchmarks/double_wishbone_figs.py OUTDIR configs/double-wishbone-opt.toml \\
-        adjoint=/path/opt.h5[:CPU.log] [fd=/path/fd.h5[:CPU.log] ...] [--no-sim]
+        adjoint=/path/opt.h5[:CPU.log] [fd=/path/fd.h5[:CPU.log] ...] [--iterate K] [--no-sim]
 
-A record may be the ``.h5.partial`` of a run still going (its finished iterates).  The
-designs are located in ``/optimize/x`` by their ψ (the accepted iterate's row of
-``/optimize/f``, to 1e-12 relative)."""
+A record may be a copy of the ``.h5.partial`` of a run still going (its finished iterates).
+The config must be the one the record was run with (its resolved hash is compared with the
+record's; a mismatch stops the script).  The designs are located in ``/optimize/x`` by
+their ψ (the accepted iterate's row of ``/optimize/f``, to 1e-12 relative); the re-simulated
+ψ is printed beside the record's."""
 import argparse
+import hashlib
 import json
 import pathlib
 import re
 import sys
-import tempfile
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 import parmbs  # noqa: E402,F401  (before numpy: one SIMD choice, DESIGN.md)
@@ -32,17 +43,19 @@ import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 
 STRESS_LIMIT = 400e6            # Eq. 56 [Pa]
-CM = "chassis.com"
 
 
 def read_record(path):
-    """(history (H, 6), sets, X accepted (H, n)) of an optimization record."""
-    with h5py.File(path, "r", locking=False) as f:     # a .partial is held open by its run
+    """{history (H, 6), columns, sets, X (H, n) of the accepted iterates, objective, sha} of
+    an optimization record."""
+    with h5py.File(path, "r", locking=False) as f:     # a .partial may be held open by its run
         g = f["optimize"]
         n = int(g.attrs["evaluations"])
         hist = g["history"][: int(g["history"].attrs["rows"])]
+        cols = str(g["history"].attrs["columns"]).split(",")
         X, F = g["x"][:n], g["f"][:n]
         sets = json.loads(g.attrs.get("sets", "[]"))
+        objective, sha = str(g.attrs["objective"]), str(g.attrs["resolved_sha256"])
     acc = []
     for psi in hist[:, 1]:
         rows = np.nonzero(np.abs(F - psi) <= 1e-12 * abs(psi))[0]     # a resumed run rewrites the
@@ -50,7 +63,7 @@ def read_record(path):
         if not len(rows):
             raise SystemExit(f"{path}: no /optimize/x row with f = {psi!r}")
         acc.append(X[rows[-1]])
-    return hist, sets, np.array(acc)
+    return dict(history=hist, columns=cols, sets=sets, X=np.array(acc), objective=objective, sha=sha)
 
 
 def read_cpu_log(path):
@@ -68,41 +81,171 @@ def read_cpu_log(path):
     return np.array(out).reshape(-1, 3)
 
 
-def simulate(config, sets, rhos):
-    """Forward runs at the designs ``rhos``: per design (t, d_CM (N+1, 3), σ per tube
-    {name: (N+1, E)})."""
+def load(config, rec):
+    """The config as the record's run loaded it (its ``--set`` overrides), checked against
+    the record's resolved hash."""
     from parmbs.config import load_config
-    from parmbs.flexible.ancf3d import axial_stress
-    from parmbs.flexible.ancf3d_joints import _natural_matrix
-    from parmbs.optimize import Optimization
-    cfg = load_config(str(config), list(sets) + ["simulation.progress=false"])
-    opt = Optimization(cfg, pathlib.Path(tempfile.mkdtemp()) / "figs.h5", out=lambda *a: None)
-    pr, sysm = opt.problem, opt.problem.sys
-    sb = sysm.spatial_beams
-    qidx, pidx = sysm.natural.point(CM)
-    r0 = sb.initial_point(sysm, sysm.spatial, "natural", CM)
+    from parmbs.optimize.driver import optimization_sha256
+    cfg = load_config(str(config), list(rec["sets"]))
+    if optimization_sha256(cfg) != rec["sha"]:
+        raise SystemExit(f"{config} with {rec['sets']} is not the config the record was run with "
+                         "(resolved hash differs)")
+    return cfg
+
+
+def simulate(cfg, objective, rhos, cache_dir):
+    """Forward runs at the designs ``rhos``: per design a dict t, d (K, 3) of the objective's
+    point, sigma {tube: (K, E)} of every stress objective, values {objective: ψ}, cpu [s]."""
+    import time
+    from parmbs.flexible.spatial_beam_objectives import STRESS_KINDS, point_displacement, stress_history
+    from parmbs.optimize.driver import optimization_sha256
+    from parmbs.sensitivity.problem import Problem
+    pr = None
+    obj = {o.name: o for o in cfg.objectives}
+    stress = [o for o in cfg.objectives if o.integrand in STRESS_KINDS]
     out = []
     for rho in rhos:
-        p = pr.design.apply(opt.p0, rho)
-        pr.forward(p)
-        q = np.asarray(pr.traj.q)
-        d = np.einsum("ij,nj->ni", _natural_matrix(p[np.asarray(pidx)]), q[:, qidx]) - r0
-        sig = {}
-        for name, b in sb.beams.items():
-            qb = q[:, b.offset:b.offset + b.ncoord]
-            elems = np.array([[i - b.offset for i in b.element(e)] for e in range(b.nel)])
-            sig[name] = axial_stress(qb[:, elems], p[np.asarray(b.material())][None, None, :])
-        out.append((np.asarray(pr.traj.t), d, sig))
+        key = hashlib.sha256((optimization_sha256(cfg) + np.asarray(rho, float).tobytes().hex())
+                             .encode()).hexdigest()[:16]
+        path = pathlib.Path(cache_dir) / f"sim-{key}.npz"
+        if path.exists():
+            z = np.load(path, allow_pickle=False)
+            out.append(dict(t=z["t"], d=z["d"], sigma={o.body: z["s_" + o.body] for o in stress},
+                            values=json.loads(str(z["values"])), cpu=float(z["cpu"]), cached=True))
+            continue
+        if pr is None:
+            pr = Problem(cfg)
+        c0 = time.process_time()
+        p = pr.design.apply(pr.sys.p.copy(), np.asarray(rho, float))
+        tr = pr.forward(p)
+        vals = {k: float(v) for k, v in pr.objective_values().items()}
+        d = point_displacement(pr.sys, obj[objective], tr.q, p)
+        sig = {o.body: stress_history(pr.sys, o, tr.q, tr.v, p) for o in stress}
+        res = dict(t=np.asarray(tr.t), d=d, sigma=sig, values=vals, cpu=time.process_time() - c0, cached=False)
+        np.savez(path.with_suffix(".tmp.npz"), t=res["t"], d=d, values=json.dumps(vals), cpu=res["cpu"],
+                 **{"s_" + b: s for b, s in sig.items()})
+        path.with_suffix(".tmp.npz").replace(path)
+        out.append(res)
     return out
 
 
-def main():
+def fig15(runs, outdir, plt):
+    ncol = 2 if any(r["cpu"] is not None for r in runs) else 1
+    fig, ax = plt.subplots(1, ncol, figsize=(5.5 * ncol, 4), squeeze=False)
+    for r in runs:
+        h = r["history"]
+        ax[0, 0].semilogy(h[:, 0], h[:, 1], "o-", ms=3, label=r["label"])
+        if r["cpu"] is not None and len(r["cpu"]):
+            ax[0, 1].semilogy(r["cpu"][:, 1], r["cpu"][:, 2], "o-", ms=3, label=r["label"])
+    ax[0, 0].set(xlabel="iteration", ylabel="ψ = ∫|d_CM|² dt [m²s]", title="Fig. 15: objective")
+    ax[0, 0].legend()
+    if ncol == 2:
+        ax[0, 1].set(xlabel="CPU [s]", ylabel="ψ [m²s]", title="objective against CPU")
+        ax[0, 1].legend()
+    fig.tight_layout()
+    _save(fig, outdir / "fig15_objective.png")
+    # the table: one row per iteration, per run ψ, max violation, step (and cumulative CPU)
+    heads = []
+    for r in runs:
+        heads += [f"ψ {r['label']} [m²s]", f"viol. {r['label']}", f"step {r['label']}"]
+        if r["cpu"] is not None:
+            heads.append(f"CPU {r['label']} [s]")
+    print("\nFig. 15 (ψ per accepted iterate; step = max|Δρ_j|/(upper − lower)):\n")
+    print("| iterate | " + " | ".join(heads) + " |")
+    print("|---" * (len(heads) + 1) + "|")
+    for k in range(max(int(r["history"][-1, 0]) for r in runs) + 1):
+        cells = []
+        for r in runs:
+            h, cols = r["history"], r["columns"]
+            row = h[h[:, 0] == k]
+            if len(row):
+                row = row[0]
+                cells += [f"{row[1]:.10e}", f"{row[cols.index('max_violation')]:.1e}" if "max_violation" in cols
+                          else "", f"{row[cols.index('step')]:.3e}" if "step" in cols and k else "—"]
+            else:
+                cells += ["—", "", ""]
+            if r["cpu"] is not None:
+                c = r["cpu"][r["cpu"][:, 0] == k]
+                cells.append(f"{c[-1, 1]:.1f}" if len(c) else "")
+        print(f"| {k} | " + " | ".join(cells) + " |")
+
+
+def fig16(sims, names, outdir, plt):
+    fig, ax = plt.subplots(1, 4, figsize=(17, 3.8))
+    for s, nm, ls in zip(sims, names, ("--", "-")):
+        t, d = s["t"], s["d"]
+        for k, (comp, lab) in enumerate(((d[:, 0], "X"), (d[:, 1], "Y"), (d[:, 2], "Z"),
+                                         (np.linalg.norm(d, axis=1), "|d|"))):
+            ax[k].plot(t, 1e3 * comp, ls, label=nm)
+            ax[k].set(xlabel="t [s]", ylabel=f"d_CM {lab} [mm]")
+            ax[k].grid(True, alpha=0.3)
+    ax[0].legend(fontsize=8)
+    fig.suptitle("Fig. 16: chassis CM displacement")
+    fig.tight_layout()
+    _save(fig, outdir / "fig16_cm.png")
+    print("\nFig. 16 (chassis CM displacement d_CM over the horizon) [mm]:\n")
+    print("| design | max_t \\|d\\| | at t [s] | min/max X | min/max Y | min/max Z | \\|d(T)\\| | ψ re-simulated [m²s] |")
+    print("|---|---|---|---|---|---|---|---|")
+    for s, nm in zip(sims, names):
+        d, n = 1e3 * s["d"], 1e3 * np.linalg.norm(s["d"], axis=1)
+        k = int(np.argmax(n))
+        mm = " | ".join(f"{d[:, j].min():.2f} / {d[:, j].max():.2f}" for j in range(3))
+        print(f"| {nm} | {n[k]:.2f} | {s['t'][k]:.3f} | {mm} | {n[-1]:.2f} | {s['psi']:.10e} |")
+
+
+def fig17(sims, names, stress_names, outdir, plt):
+    tubes = list(sims[0]["sigma"])
+    T = sims[0]["t"][-1] - sims[0]["t"][0]
+    hi = [np.array([s["sigma"][b].max() for b in tubes]) / 1e6 for s in sims]
+    lo = [np.array([s["sigma"][b].min() for b in tubes]) / 1e6 for s in sims]
+    absmax = [np.maximum(h, -l) for h, l in zip(hi, lo)]
+    worst = tubes[int(np.argmax(np.maximum(*absmax)))]
+    fig, ax = plt.subplots(1, 2, figsize=(13, 4.2), gridspec_kw=dict(width_ratios=[1.6, 1]))
+    x = np.arange(len(tubes))
+    for j, (h, l, nm, c) in enumerate(zip(hi, lo, names, ("tab:blue", "tab:orange"))):
+        ax[0].bar(x + (j - 0.5) * 0.4, h, 0.4, color=c, label=f"{nm}: max_t σ")
+        ax[0].bar(x + (j - 0.5) * 0.4, l, 0.4, color=c, alpha=0.5, label=f"{nm}: min_t σ")
+    for sgn in (1, -1):
+        ax[0].axhline(sgn * STRESS_LIMIT / 1e6, color="k", lw=0.9, ls=":",
+                      label="Eq. 56: ±400 MPa" if sgn > 0 else None)
+    ax[0].axhline(0, color="k", lw=0.5)
+    ax[0].set_yscale("symlog", linthresh=1.0)
+    ax[0].set_ylim(-1.5 * STRESS_LIMIT / 1e6, 1.5 * STRESS_LIMIT / 1e6)
+    ax[0].set(xticks=x, xticklabels=tubes, ylabel="axial stress [MPa] (symlog)",
+              title="Fig. 17: largest tensile / compressive axial stress per tube")
+    ax[0].legend(fontsize=7, ncol=2, loc="lower left")
+    for s, nm, ls in zip(sims, names, ("--", "-")):
+        sw = s["sigma"][worst]
+        ax[1].plot(s["t"], sw[:, int(np.argmax(np.abs(sw).max(axis=0)))] / 1e6, ls, label=nm)
+    ax[1].set(xlabel="t [s]", ylabel=f"σ of {worst} [MPa]", title=f"σ(t) of the most loaded tube, {worst}")
+    ax[1].legend(fontsize=8)
+    ax[1].grid(True, alpha=0.3)
+    fig.tight_layout()
+    _save(fig, outdir / "fig17_stress.png")
+    print(f"\nFig. 17 (axial stress per tube over the horizon, as the constraints read it) [MPa]; "
+          f"KS mean = the constraint's value ∫KS dt / T, T = {T:g} s (bound 400):\n")
+    print("| tube | " + " | ".join(f"max σ {nm} | min σ {nm} | KS mean {nm}" for nm in names)
+          + " | max\\|σ\\| opt./init. |")
+    print("|---" * (1 + 3 * len(names) + 1) + "|")
+    for i, b in enumerate(tubes):
+        cells = []
+        for j, s in enumerate(sims):
+            cells += [f"{hi[j][i]:.2f}", f"{lo[j][i]:.2f}", f"{s['values'][stress_names[b]] / T / 1e6:.2f}"]
+        print(f"| {b} | " + " | ".join(cells) + f" | {absmax[-1][i] / absmax[0][i]:.2f} |")
+    ks = [max(s["values"][stress_names[b]] for b in tubes) / T / 1e6 for s in sims]
+    print("| all | " + " | ".join(f"{h.max():.2f} | {l.min():.2f} | {m:.2f}" for h, l, m in zip(hi, lo, ks))
+          + f" | {absmax[-1].max() / absmax[0].max():.2f} |")
+
+
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("outdir")
-    ap.add_argument("config")
-    ap.add_argument("runs", nargs="+", help="LABEL=RECORD[:CPU_LOG]")
+    ap.add_argument("config", help="the config the records were run with")
+    ap.add_argument("runs", nargs="+", help="LABEL=RECORD[:CPU_LOG]; Figs. 16-17 from the first")
+    ap.add_argument("--iterate", type=int, default=None,
+                    help="accepted iterate of the first record for Figs. 16-17 (default: the last)")
     ap.add_argument("--no-sim", action="store_true", help="Fig. 15 only (no forward runs)")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -112,62 +255,30 @@ def main():
     for spec in a.runs:
         label, rest = spec.split("=", 1)
         rec, _, cpu = rest.partition(":")
-        runs.append((label, *read_record(rec), read_cpu_log(cpu) if cpu else None))
-
-    ncol = 2 if any(r[4] is not None for r in runs) else 1
-    fig, ax = plt.subplots(1, ncol, figsize=(5.5 * ncol, 4), squeeze=False)
-    for label, hist, _, _, cpu in runs:
-        ax[0, 0].semilogy(hist[:, 0], hist[:, 1], "o-", ms=3, label=label)
-        print(f"{label}: " + ", ".join(f"{int(k)}: {v:.4e}" for k, v in hist[:, :2]))
-        if cpu is not None and len(cpu):
-            ax[0, 1].semilogy(cpu[:, 1], cpu[:, 2], "o-", ms=3, label=label)
-            print(f"{label} CPU s at iterates: " + ", ".join(f"{int(k)}: {c:.0f}" for k, c, _ in cpu))
-    ax[0, 0].set(xlabel="iteration", ylabel="ψ = ∫|d_CM|² dt [m²s]", title="Fig. 15: objective")
-    if ncol == 2:
-        ax[0, 1].set(xlabel="CPU [s]", ylabel="ψ [m²s]", title="objective against CPU")
-        ax[0, 1].legend()
-    ax[0, 0].legend()
-    fig.tight_layout()
-    _save(fig, outdir / "fig15_objective.png")
+        runs.append(dict(read_record(rec), label=label, path=rec, cpu=read_cpu_log(cpu) if cpu else None))
+        print(f"{label}: {rec}: iterates 0..{int(runs[-1]['history'][-1, 0])}, sets {runs[-1]['sets']}")
+    fig15(runs, outdir, plt)
     if a.no_sim:
         return
-    label, hist, sets, acc, _ = runs[0]
-    (t, d0, s0), (_, d1, s1) = simulate(a.config, sets, [acc[0], acc[-1]])
-    names = [f"initial (ψ {hist[0, 1]:.3e})", f"{label} it {int(hist[-1, 0])} (ψ {hist[-1, 1]:.3e})"]
-
-    fig, ax = plt.subplots(1, 3, figsize=(14, 4))
-    for d, nm, ls in ((d0, names[0], "--"), (d1, names[1], "-")):
-        for k, (comp, lab) in enumerate(((d[:, 0], "X"), (d[:, 2], "Z"), (np.linalg.norm(d, axis=1), "|d|"))):
-            ax[k].plot(t, 1e3 * comp, ls, label=nm)
-            ax[k].set(xlabel="t [s]", ylabel=f"d_CM {lab} [mm]")
-    ax[0].legend(fontsize=8)
-    fig.suptitle("Fig. 16: chassis CM displacement")
-    fig.tight_layout()
-    _save(fig, outdir / "fig16_cm.png")
-
-    beams = list(s0)
-    m0 = np.array([np.max(np.abs(s0[b])) for b in beams]) / 1e6
-    m1 = np.array([np.max(np.abs(s1[b])) for b in beams]) / 1e6
-    worst = beams[int(np.argmax(np.maximum(m0, m1)))]
-    fig, ax = plt.subplots(1, 2, figsize=(12, 4))
-    x = np.arange(len(beams))
-    ax[0].bar(x - 0.2, m0, 0.4, label=names[0])
-    ax[0].bar(x + 0.2, m1, 0.4, label=names[1])
-    top = max(m0.max(), m1.max())
-    if top > 0.25 * STRESS_LIMIT / 1e6:          # else the limit would flatten the bars: named in the title
-        ax[0].axhline(STRESS_LIMIT / 1e6, color="k", lw=0.8, ls=":", label="Eq. 56: 400 MPa")
-    ax[0].set(xticks=x, xticklabels=beams, ylabel="max_t |σ| [MPa]",
-              title=f"Fig. 17: largest axial stress per tube (Eq. 56: ≤ {STRESS_LIMIT / 1e6:.0f} MPa)")
-    ax[0].legend(fontsize=8)
-    for s, nm, ls in ((s0, names[0], "--"), (s1, names[1], "-")):
-        ax[1].plot(t, np.max(np.abs(s[worst]), axis=1) / 1e6, ls, label=nm)
-    ax[1].set(xlabel="t [s]", ylabel=f"max_e |σ| of {worst} [MPa]")
-    ax[1].legend(fontsize=8)
-    fig.tight_layout()
-    _save(fig, outdir / "fig17_stress.png")
-    print("tube  max_t|σ| initial / optimized [MPa]: " + ", ".join(f"{b} {u:.1f}/{v:.1f}" for b, u, v in zip(beams, m0, m1)))
-    print(f"max |d_CM| initial / optimized: {1e3 * np.max(np.linalg.norm(d0, axis=1)):.1f} / "
-          f"{1e3 * np.max(np.linalg.norm(d1, axis=1)):.1f} mm")
+    r = runs[0]
+    its = r["history"][:, 0].astype(int)
+    k = int(its[-1]) if a.iterate is None else a.iterate
+    if k not in its:
+        raise SystemExit(f"{r['path']}: iterate {k} is not among the accepted iterates {its.min()}..{its.max()}")
+    i = int(np.nonzero(its == k)[0][0])
+    cfg = load(a.config, r)
+    sims = simulate(cfg, r["objective"], [r["X"][0], r["X"][i]], outdir)
+    for s in sims:
+        s["psi"] = s["values"][r["objective"]]
+    names = ["initial", f"{r['label']} it {k}"]
+    print(f"\nforward runs over {cfg.simulation.t_end:g} s: " + "; ".join(
+        f"{nm}: ψ {s['psi']:.10e} (record {psi:.10e}, {s['psi'] / psi - 1:+.1e} rel.), "
+        + ("cached" if s["cached"] else f"{s['cpu']:.1f} s CPU")
+        for s, nm, psi in zip(sims, names, r["history"][[0, i], 1])))
+    fig16(sims, names, outdir, plt)
+    from parmbs.flexible.spatial_beam_objectives import STRESS_KINDS
+    stress_names = {o.body: o.name for o in cfg.objectives if o.integrand in STRESS_KINDS}
+    fig17(sims, names, stress_names, outdir, plt)
 
 
 def _save(fig, path):

@@ -73,27 +73,61 @@ def beam3_term(system, kind, cfg):
 def _beam3_term(system, kind, cfg):
     sb = system.spatial_beams
     if kind in STRESS_KINDS:
-        b = sb.beams[cfg.body]
-        qidx = list(range(b.offset, b.offset + b.ncoord))
-        elems = np.array([[i - b.offset for i in b.element(e)] for e in range(b.nel)])
-        # stress_point = "midpoint": the variational step's h (config checks: fixed steps, that integrator)
-        h = system.config.simulation.dt if cfg.stress_point == "midpoint" else 0.0
+        b, qidx, elems, h = _stress_setup(system, cfg)
         if kind == "stress_ks_time":             # the peak over time (spatial_stress_peak.py)
             return (partial(stress_ks_time, elems=elems, rho=cfg.ks_rho, limit=cfg.stress_limit, h=h), qidx,
                     b.material())
         return partial(_stress_ks, elems=elems, rho=cfg.ks_rho, h=h), qidx, b.material()
-    if sb.is_beam_point(cfg.point):
-        (qidx, pidx), matrix = sb.point(cfg.point), _beam_matrix
-    else:                                       # a natural-coordinate body: r_P = C(s') q_b
-        from .ancf3d_joints import _natural_matrix
-        (qidx, pidx), matrix = system.natural.point(cfg.point), _natural_matrix
+    qidx, pidx, matrix = _point_setup(system, cfg)
     if kind == "point_deviation_sq":             # |r_P − r_P(t₀ configured)|², the seed's |d_CM|² (§6.3)
-        kind_ = "beam" if sb.is_beam_point(cfg.point) else "natural"
-        r0 = sb.initial_point(system, system.spatial, kind_, cfg.point)
-        return partial(_deviation_sq, matrix=matrix, r0=np.asarray(r0, float)), qidx, pidx
+        return partial(_deviation_sq, matrix=matrix, r0=_deviation_origin(system, cfg)), qidx, pidx
     if kind in ("point_velocity_sq", "point_acceleration_sq"):
         return partial(_speed_sq, acc=kind == "point_acceleration_sq", matrix=matrix), qidx, pidx
     return partial(_vertical, power=2 if kind == "vertical_acceleration_sq" else 4, matrix=matrix), qidx, pidx
+
+
+def _stress_setup(system, cfg):
+    """(beam, its coordinate indices, element coordinates (E, 12) local to the beam, h) of a
+    stress objective: h = Δt for ``stress_point = "midpoint"`` (the variational step; the
+    config checks fixed steps and that integrator), else 0 (the node state)."""
+    b = system.spatial_beams.beams[cfg.body]
+    elems = np.array([[i - b.offset for i in b.element(e)] for e in range(b.nel)])
+    h = system.config.simulation.dt if cfg.stress_point == "midpoint" else 0.0
+    return b, list(range(b.offset, b.offset + b.ncoord)), elems, h
+
+
+def _point_setup(system, cfg):
+    """(coordinate indices, parameter indices, r_P = matrix(p) q) of a beam or
+    natural-coordinate body point objective."""
+    sb = system.spatial_beams
+    if sb.is_beam_point(cfg.point):
+        return (*sb.point(cfg.point), _beam_matrix)
+    from .ancf3d_joints import _natural_matrix         # a natural-coordinate body: r_P = C(s') q_b
+    return (*system.natural.point(cfg.point), _natural_matrix)
+
+
+def _deviation_origin(system, cfg):
+    """r_P⁰ of ``point_deviation_sq``: the point in the configured initial pose."""
+    sb = system.spatial_beams
+    kind = "beam" if sb.is_beam_point(cfg.point) else "natural"
+    return np.asarray(sb.initial_point(system, system.spatial, kind, cfg.point), float)
+
+
+def stress_history(system, cfg, q, v, p):
+    """σ_e(t_k) (K, E) of stress objective ``cfg`` (``stress_ks``/``stress_ks_time``) along
+    states q, v (K, n) at parameters p (the full vector): the stresses its KS aggregates
+    (same elements, same ``stress_point``) — for reports such as Fig. 17 of the seed."""
+    b, qidx, elems, h = _stress_setup(system, cfg)
+    qb, vb = np.asarray(q)[:, qidx], np.asarray(v)[:, qidx]
+    return element_stress(qb[:, elems], vb[:, elems], np.asarray(p)[np.asarray(b.material())][None, None, :], h)
+
+
+def point_displacement(system, cfg, q, p):
+    """d(t_k) = r_P(t_k) − r_P⁰ (K, 3) of a ``point_deviation_sq`` objective ``cfg`` along
+    states q (K, n) at parameters p: the vector whose |d|² it integrates (the seed's d_CM)."""
+    qidx, pidx, matrix = _point_setup(system, cfg)
+    return np.einsum("ij,kj->ki", matrix(np.asarray(p)[np.asarray(pidx)]), np.asarray(q)[:, qidx]) \
+        - _deviation_origin(system, cfg)
 
 
 def is_beam3_objective(system, kind, cfg):

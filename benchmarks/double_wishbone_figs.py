@@ -224,16 +224,17 @@ def fig17(sims, names, stress_names, outdir, plt):
     _save(fig, outdir / "fig17_stress.png")
     print(f"\nFig. 17 (axial stress per tube over the horizon, as the constraints read it) [MPa]; "
           f"KS mean = the constraint's value ∫KS dt / T, T = {T:g} s (bound 400):\n")
-    print("| tube | " + " | ".join(f"max σ {nm} | min σ {nm} | KS mean {nm}" for nm in names)
+    print("| tube | " + " | ".join(f"max σ {nm} | min σ {nm} | t of max\\|σ\\| [s] | KS mean {nm}" for nm in names)
           + " | max\\|σ\\| opt./init. |")
-    print("|---" * (1 + 3 * len(names) + 1) + "|")
+    print("|---" * (1 + 4 * len(names) + 1) + "|")
     for i, b in enumerate(tubes):
         cells = []
         for j, s in enumerate(sims):
-            cells += [f"{hi[j][i]:.2f}", f"{lo[j][i]:.2f}", f"{s['values'][stress_names[b]] / T / 1e6:.2f}"]
+            tk = s["t"][int(np.argmax(np.abs(s["sigma"][b]).max(axis=1)))]
+            cells += [f"{hi[j][i]:.2f}", f"{lo[j][i]:.2f}", f"{tk:.3f}", f"{s['values'][stress_names[b]] / T / 1e6:.2f}"]
         print(f"| {b} | " + " | ".join(cells) + f" | {absmax[-1][i] / absmax[0][i]:.2f} |")
     ks = [max(s["values"][stress_names[b]] for b in tubes) / T / 1e6 for s in sims]
-    print("| all | " + " | ".join(f"{h.max():.2f} | {l.min():.2f} | {m:.2f}" for h, l, m in zip(hi, lo, ks))
+    print("| all | " + " | ".join(f"{h.max():.2f} | {l.min():.2f} | | {m:.2f}" for h, l, m in zip(hi, lo, ks))
           + f" | {absmax[-1].max() / absmax[0].max():.2f} |")
 
 

@@ -83,11 +83,15 @@ def read_cpu_log(path):
 
 def load(config, rec):
     """The config as the record's run loaded it (its ``--set`` overrides), checked against
-    the record's resolved hash."""
+    the record's resolved hash as ``parmbs optimize --restart`` does (record_match.matches:
+    schema keys added after the record was written do not count)."""
+    from parmbs.checkpoint.record_match import matches
     from parmbs.config import load_config
-    from parmbs.optimize.driver import optimization_sha256
+    from parmbs.optimize.driver import RUN_LENGTH_KEYS
     cfg = load_config(str(config), list(rec["sets"]))
-    if optimization_sha256(cfg) != rec["sha"]:
+    with h5py.File(rec["path"], "r", locking=False) as f:
+        ok = matches(f, rec["sha"], cfg, ignore=[("optimize", k) for k in RUN_LENGTH_KEYS])
+    if not ok:
         raise SystemExit(f"{config} with {rec['sets']} is not the config the record was run with "
                          "(resolved hash differs)")
     return cfg

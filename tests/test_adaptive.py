@@ -153,3 +153,21 @@ def test_cli_adaptive_run_reports_its_steps_and_keeps_a_checkpoint(tmp_path):
     r = _cli("simulate", FIVEBAR, "--set", "simulation.t_end=0.2", "--set", "simulation.adapt.rtol=1e-14",
              "--set", "simulation.adapt.atol=1e-14", "--set", "simulation.adapt.dt_min=5e-4")
     assert r.returncode == 1 and "fell below dt_min" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("grow_min", [1.3, 1.5])
+def test_growth_below_grow_min_keeps_the_step(grow_min):
+    """``simulation.adapt.grow_min`` (the controller's hysteresis, timeloop.Controller):
+    on an accepted step h either stays, shrinks, or grows by at least grow_min — except the
+    last step, cut to land on t_end, and growth clipped by dt_max.  1.3 is the default
+    (the same bytes as before the key); 1.5 takes another sequence (benchmarks/README.md,
+    "Adaptive vs fixed: the controller's hysteresis and cubic weights")."""
+    extra = ['simulation.integrator="genalpha"', 'simulation.genalpha_form="arnold-bruls"', "simulation.t_end=1"]
+    pr = _problem(extra + [f"simulation.adapt.grow_min={grow_min}"])     # over 0.2 s the two are the same
+    g = pr.forward().grid
+    r = g.h[1:-1] / g.h[:-2]
+    grew = r > 1.0
+    assert grew.any() and (r < 1.0).any()
+    assert np.all((r[grew] >= grow_min * (1 - 1e-12)) | (g.h[1:-1][grew] == pr.adapt.dt_max)), r[grew]
+    default = _problem(extra).forward().grid
+    assert (g == default) == (grow_min == 1.3)

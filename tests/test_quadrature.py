@@ -22,7 +22,7 @@ from parmbs.integrators.quadrature import cubic_weights
 from parmbs.integrators.timeloop import TimeGrid
 from parmbs.sensitivity.problem import Problem
 
-from gradient_checks import cli_one_line_error
+from gradient_checks import central_difference, cli_one_line_error
 from test_index1_ts import frozen_mesh_check
 from test_ts_adapt_rk import ADAPT, problem
 from test_ts_checkpoint import FIVEBAR, SHORT, _cli, _state
@@ -164,3 +164,42 @@ def test_own_adaptive_stepper_cubic_adjoint_direct_fd_complex_step():
         assert np.max(np.abs(d_cs - d_ad)) <= 1e-10 * s, o
         if o != "psi3":
             assert np.max(np.abs(ad[o] - fd[o])) <= 1e-6 * s, o
+
+
+
+def test_compiled_vehicle_adaptive_cubic_adjoint_direct_fd():
+    """The Iltis' compiled Arnold–Brüls step, adaptive on the state test alone (no
+    objective_atol) with the cubic weights — the configuration that puts adaptive at or
+    below the fixed-step CPU at equal accuracy on the bump (benchmarks/README.md, "Iltis:
+    cubic weights on both sides, the state test alone", branch adapt18h).  Over the bump's
+    first 4 ms the controller varies h (13 steps, h 1.7e-4 … 4e-4 s).  Bounds as
+    test_adaptive.test_sensitivities_on_the_accepted_steps (issue 18): adjoint = direct
+    ≤ 1e-9 (the same discrete map on the frozen steps: round-off; measured 3e-15); central
+    differences replaying the frozen steps ≤ 1e-6 of max|∇ψ|, with Newton to round-off (at
+    the adaptive Newton's own stop the FD noise is 1e-5) and per-variable steps as
+    test_iltis.FD_STEP: ψ is nearly linear in the leaf stiffnesses and the dampers
+    (relative step 1e-4: truncation ≤ 3e-7 measured) and strongly curved in the strut
+    stiffnesses k1, k2 (k·s with s ≈ 0.44 m; truncation 1.2e-6 of ψ4's at 1e-7, ≈ 1e-8 at
+    3e-8, where the round-off noise ε ψ / 3e-8 ≈ 1e-8 ψ / (k ∂ψ/∂k) leaves ≤ 7.3e-7 measured)."""
+    from pathlib import Path
+    iltis = str(Path(__file__).resolve().parents[1] / "configs" / "iltis.toml")
+    pr = Problem(load_config(iltis, ["simulation.t_end=0.004", "spatial.road.x0=1.0", "simulation.rho_inf=0.9",
+                                     "simulation.adapt.rtol=1e-6", "simulation.adapt.atol=1e-7", CUBIC,
+                                     "simulation.newton.atol=1e-15", "simulation.newton.rtol=1e-16"]))
+    tr = pr.forward()
+    assert tr.grid.h.max() > 2 * tr.grid.h.min()
+    assert np.array_equal(pr.w, cubic_weights(tr.grid.t, tr.grid.h))
+    ad, di = pr.adjoint(), pr.direct()
+    p0, grid = pr.sys.p.copy(), pr.grid
+    rho = pr.design.values(p0)
+    rel = {"k_L1": 1e-4, "k_L2": 1e-4, "c1": 1e-4, "c2": 1e-4, "k1": 3e-8, "k2": 3e-8}
+    with pr.frozen_steps():
+        fd = {o: np.array([central_difference(pr, p0, rho, j, rel[name] * abs(rho[j]), o)
+                           for j, name in enumerate(pr.design.names)]) for o in ad}
+    pr.forward(p0)
+    assert pr.grid == grid                            # the FD runs replayed the accepted steps
+    for o in ad:
+        s = np.max(np.abs(ad[o]))
+        print(f"{o}: adjoint vs direct {np.max(np.abs(ad[o] - di[o])) / s:.1e}, vs FD {np.max(np.abs(ad[o] - fd[o])) / s:.1e}")
+        assert np.max(np.abs(ad[o] - di[o])) <= 1e-9 * s, o
+        assert np.max(np.abs(ad[o] - fd[o])) <= 1e-6 * s, o

@@ -544,7 +544,10 @@ class Adapt(_Model):
     each column's local error joins the test, as CVODES's errconS
     (integrators/sens_error.py) — for runs whose gradient does not converge with the
     state's mesh (a contact whose time moves with the design: the passive walker).
-    Absent ``adapt``: fixed steps of ``dt``."""
+    ``grow_min``: a proposed growth of h below this factor keeps h (hysteresis against
+    generalized-α's parasitic root; 1.3 default, CVODE's 1.5 measured at par with a uniform
+    grid on the five-bar: benchmarks/README.md, "Adaptive vs fixed: the controller's
+    hysteresis and cubic weights").  Absent ``adapt``: fixed steps of ``dt``."""
 
     rtol: PosReal = 1e-4
     atol: PosReal = 1e-6
@@ -552,6 +555,8 @@ class Adapt(_Model):
     dt_max: PosReal | None = None
     objective_atol: PosReal | None = None
     sensitivities: Bool = False
+    # a proposed growth of h below this factor keeps h (the controller's hysteresis, timeloop.py)
+    grow_min: Annotated[float, Strict(), Field(allow_inf_nan=False, ge=1, le=5)] = 1.3
 
     @model_validator(mode="after")
     def _ordered(self) -> "Adapt":

@@ -269,6 +269,8 @@ CLASS = {
     "Adapt.dt_max": ("s", "largest step (absent: t_end / 10)"),
     "Adapt.objective_atol": ("", "absolute floor of the error test on the integral objectives' quadratures, in ψ's units (absent: quadratures not controlled)"),
     "Adapt.sensitivities": ("", "carry the design's direct sensitivities in the forward run and include them in the error test (CVODES errconS)"),
+    "Adapt.grow_min": ("", "a proposed growth of the step below this factor keeps h (the controller's hysteresis, 1 … 5; "
+                           "1.3 default; CVODE's 1.5 reaches a uniform grid's ∇ψ error per step on the five-bar)"),
     "Penalty.alpha": ("", "penalty factor α"),
     "Penalty.xi": ("", "damping ratio ξ of the constraint stabilisation"),
     "Penalty.omega": ("rad/s", "natural frequency ω of the constraint stabilisation"),

@@ -83,13 +83,18 @@ control adds at most ≈ T·tol_v to the positions' global error.
 Controller: PI (Gustafsson 1991; Hairer & Wanner, Solving ODEs II, §IV.2 eq. 2.43c)
 h_new = h · safety · ‖e_n‖^(−0.7/2) · ‖e_{n−1}‖^(0.4/2) (‖e‖ the scaled error), safety 0.9, the factor
 clipped to [0.2, 5] (PETSc TSAdapt basic: safety 0.9, clip [0.1, 10]); a proposed
-growth below 1.3× keeps h (hysteresis, as RADAU5 keeps h for factors in [1, 1.2] —
+growth below ``grow_min`` (1.3×) keeps h (hysteresis, as RADAU5 keeps h for factors in [1, 1.2] —
 Hairer & Wanner II §IV.8 — and CVODE does not grow h by less than 1.5×): every change
 of h excites the parasitic root of generalized-α (α_m ≠ α_f: the acceleration variable
 lags by (α_m − α_f) h), and without the hysteresis the estimator saw those transients
 and spiralled down — five-bar, genalpha, 0.5 s at rtol 1e-4: 64 rejections and h down
 to 6.5e-6 without, 1 rejection and h ≥ 3.4e-4 with; after a rejection no growth; a Newton failure quarters the step.  h stays in
-[dt_min, dt_max]; the last step lands on t_end exactly.
+[dt_min, dt_max]; the last step lands on t_end exactly.  The factor is
+``simulation.adapt.grow_min`` (1.3 by default): with CVODE's 1.5 the five-bar's Arnold–Brüls
+grid reaches a uniform grid's ∇ψ error per step (error × N² 107–108 against 108–110 fixed;
+1.3 gives 123–128, 1.1 161, no hysteresis 178–189: each small growth of h leaves ∇ψ an
+error a uniform grid does not have) — benchmarks/README.md, "Adaptive vs fixed: the
+controller's hysteresis and cubic weights".
 """
 from __future__ import annotations
 
@@ -107,8 +112,6 @@ from .newton_tol import NOISE_GAIN, AdaptiveNewton
 
 SAFETY = 0.9
 FAC_MIN, FAC_MAX = 0.2, 5.0
-#: a proposed growth below this factor keeps h (hysteresis; module docstring)
-GROW_MIN = 1.3
 K_I, K_P = 0.7 / 2.0, 0.4 / 2.0          # PI exponents: the scaled error ‖e‖ T/h goes with h²
 K_REJECT = 1.0 / 2.0
 NEWTON_FAIL_FACTOR = 0.25
@@ -175,6 +178,7 @@ class Adapt:
     dt_max: float
     horizon: float = 1.0        # T = t_end − t_0 of the whole run (the per-unit-step scale)
     objective_atol: float | None = None   # quadratures in the error test (quad_error.py)
+    grow_min: float = 1.3       # a proposed growth below this factor keeps h (hysteresis; module docstring)
 
     @classmethod
     def of(cls, sim, t0=0.0):
@@ -184,7 +188,8 @@ class Adapt:
         span = sim.t_end - t0
         dt_max = a.dt_max if a.dt_max is not None else span / 10.0
         dt_min = a.dt_min if a.dt_min is not None else 1e-10 * span
-        return cls(a.rtol, a.atol, min(max(sim.dt, dt_min), dt_max), dt_min, dt_max, span, a.objective_atol)
+        return cls(a.rtol, a.atol, min(max(sim.dt, dt_min), dt_max), dt_min, dt_max, span, a.objective_atol,
+                   grow_min=a.grow_min)
 
 
 _COMPLETE = (LEVELS, LEVELS)             # Diagonal.known with q's and v's third differences
@@ -366,7 +371,7 @@ class Controller:
         e = max(err, 1e-10)
         fac = SAFETY * e ** -K_I * (self.err_prev ** K_P if self.err_prev is not None else 1.0)
         fac = min(FAC_MAX, max(FAC_MIN, fac))
-        if 1.0 <= fac < GROW_MIN:           # hysteresis: no small increases
+        if 1.0 <= fac < self.ad.grow_min:   # hysteresis: no small increases
             fac = 1.0
         self.err_prev = e
         return self._clip(h * fac)

@@ -353,3 +353,156 @@ name = "drone_speed"
 integrand = "point_velocity_sq"
 point = "drone.H"
 """
+
+#: Natural-coordinate bodies on the joints with axes (flexible/ancf3d_joints.AXIS_PAIRS):
+#: n1 swings on a revolute hinge to ground (rigid–natural), n2 hangs from n1 by a
+#: universal joint and n4 from n2 by a revolute joint (natural–natural), the
+#: Euler-parameter box slides and turns on n2 by a cylindrical joint (a rigid child of a
+#: natural parent) and n3 slides on the box by a translational joint held by a spring
+#: (a natural child of a rigid parent).  Relative coordinates 1 + 2 + 1 + 2 + 1 = 7, all
+#: degrees of freedom (no cut).  ``NAXES_EULER``: every natural body in Euler parameters.
+NAXES = """
+[model]
+name = "natural-axes"
+[spatial]
+gravity = [0.0, 0.0, -9.81]
+[spatial.ground]
+points = { O = [0.0, 0.0, 0.0], F = [0.5, 1.2, 0.3] }
+[[spatial.natural_bodies]]
+name = "n1"
+mass = 1.0
+inertia = [0.03, 0.01, 0.03]
+points = { P = [0.0, -0.25, 0.0], A = [0.0, 0.25, 0.0] }
+initial = { position = [0.0, 0.25, 0.0] }
+initial_velocity = { angular_velocity = [1.0, 0.0, 0.0] }
+independent = ["rx"]
+axes = { h = [1.0, 0.0, 0.0] }
+[[spatial.natural_bodies]]
+name = "n2"
+mass = 0.7
+inertia = [0.02, 0.005, 0.02]
+points = { P = [0.0, -0.2, 0.0], A = [0.0, 0.2, 0.05], B = [0.1, 0.0, 0.0] }
+initial = { position = [0.0, 0.7, 0.0], bryant = [0.0, 0.0, 0.0] }
+initial_velocity = { angular_velocity = [1.5, 0.0, 0.8] }
+independent = ["rx", "rz"]
+[[spatial.natural_bodies]]
+name = "n4"
+mass = 0.4
+inertia = [0.002, 0.004, 0.004]
+points = { P = [-0.15, 0.0, 0.0] }
+initial = { position = [0.25, 0.7, 0.0] }
+initial_velocity = { angular_velocity = [0.0, 0.0, 2.0] }
+independent = ["rz"]
+[[spatial.bodies]]
+name = "box"
+mass = 0.8
+inertia = [0.004, 0.006, 0.008]
+points = { P = [0.05, -0.1, 0.0], T = [0.1, 0.1, 0.0] }
+initial = { position = [-0.05, 1.0, 0.05] }
+initial_velocity = { velocity = [0.0, 0.2, 0.0], angular_velocity = [0.0, 1.0, 0.0] }
+independent = ["y", "ry"]
+[[spatial.natural_bodies]]
+name = "n3"
+mass = 0.3
+inertia = [0.001, 0.002, 0.002]
+points = { P = [-0.1, 0.0, 0.0] }
+initial = { position = [0.15, 1.1, 0.05] }
+initial_velocity = { velocity = [0.1, 0.0, 0.0] }
+independent = ["x"]
+[[spatial.joints]]
+type = "revolute"
+name = "hinge"
+a = "ground.O"
+b = "n1.P"
+axis_a = "ground.x"
+axis_b = "n1.h"
+[[spatial.joints]]
+type = "universal"
+name = "cross"
+a = "n1.A"
+b = "n2.P"
+axis_a = "n1.x"
+axis_b = "n2.z"
+[[spatial.joints]]
+type = "revolute"
+name = "knee"
+a = "n2.B"
+b = "n4.P"
+axis_a = "n2.z"
+axis_b = "n4.z"
+[[spatial.joints]]
+type = "cylindrical"
+name = "sleeve"
+a = "box.P"
+b = "n2.A"
+axis_a = "box.y"
+axis_b = "n2.y"
+[[spatial.joints]]
+type = "translational"
+name = "rail"
+a = "box.T"
+b = "n3.P"
+axis_a = "box.x"
+axis_b = "n3.x"
+[[spatial.forces]]
+type = "spring_damper"
+name = "hold"
+a = "ground.F"
+b = "n3.P"
+stiffness = 200.0
+damping = 1.0
+length = 0.2
+[simulation]
+t_end = 0.1
+dt = 1e-2
+integrator = "trapezoidal"
+formulation = "matrix-r"
+[simulation.matrix_r]
+coordinates = "independent"
+[[design]]
+name = "m_n2"
+path = "spatial.natural_bodies.n2.mass"
+[[design]]
+name = "Jzz_n4"
+path = "spatial.natural_bodies.n4.inertia.zz"
+[[design]]
+name = "n2_A_z"
+path = "spatial.natural_bodies.n2.points.A.z"
+[[design]]
+name = "n1_A_y"
+path = "spatial.natural_bodies.n1.points.A.y"
+[[design]]
+name = "k_hold"
+path = "spatial.forces.hold.stiffness"
+[[objectives]]
+name = "hinge_load"
+integrand = "reaction_sq"
+joint = "hinge"
+[[objectives]]
+name = "sleeve_load"
+integrand = "reaction_sq"
+joint = "sleeve"
+[[objectives]]
+name = "box_acc"
+integrand = "vertical_acceleration_sq"
+point = "box.T"
+[[objectives]]
+name = "n4_acc"
+integrand = "vertical_acceleration_sq"
+point = "n4.P"
+"""
+NAXES_EULER = NAXES.replace("[[spatial.natural_bodies]]", "[[spatial.bodies]]").replace(
+    "spatial.natural_bodies.", "spatial.bodies.")
+
+#: The RSUR four-bar (``FOURBAR``) with its coupler a natural-coordinate body: the
+#: universal joint "cross" joins the Euler-parameter rocker (side a) to the natural
+#: coupler; in the tree the rocker hangs from the coupler (a rigid child of a natural
+#: parent across a universal joint), pivot_r cut.
+NFOURBAR_U = (FOURBAR.replace('[[spatial.bodies]]\nname = "coupler"', '[[spatial.natural_bodies]]\nname = "coupler"')
+              .replace("spatial.bodies.coupler.", "spatial.natural_bodies.coupler.")
+              .replace('name = "coupler_roll"\nintegrand = "roll_rate_sq"\nbody = "coupler"',
+                       'name = "coupler_acc"\nintegrand = "vertical_acceleration_sq"\npoint = "coupler.B"'))
+NFOURBAR_U_EULER = NFOURBAR_U.replace('[[spatial.natural_bodies]]\nname = "coupler"',
+                                      '[[spatial.bodies]]\nname = "coupler"').replace(
+    "spatial.natural_bodies.coupler.", "spatial.bodies.coupler.")
+assert NFOURBAR_U.count("natural_bodies") == 2 and "coupler_acc" in NFOURBAR_U

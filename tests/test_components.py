@@ -197,7 +197,9 @@ def test_registry_is_complete():
             "SpatialNaturalBeamSpherical", "SpatialNaturalBeamWeld", "NaturalInertia",
             "SpatialRigidBeamSpringDamper", "SpatialNaturalBeamSpringDamper", "SpatialBeamBeamSpringDamper",
             "SpatialRigidNaturalSpringDamper", "SpatialNaturalNaturalSpringDamper", "NaturalOrthonormality",
-            "SpatialBeamBeamWeld", "SpatialRigidNaturalDistance", "SpatialRigidBeamDistance",
+            "SpatialBeamBeamWeld", "SpatialRigidNaturalDistance",
+            *(f"Spatial{a}Natural{t}" for a in ("Rigid", "Natural")
+              for t in ("Revolute", "Universal", "Cylindrical", "Translational")), "SpatialRigidBeamDistance",
             "SpatialNaturalNaturalDistance", "SpatialNaturalBeamDistance", "SpatialBeamBeamDistance",
             "PlanarContact", "RotationalStop", "StanceLock",
             "SolidInertia", "SolidGravity", "SolidElastic", "SolidDamping", "SolidSpherical",

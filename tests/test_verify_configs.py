@@ -89,6 +89,7 @@ HORIZON = {
     "spatial-flexible-pendulum.toml": ["simulation.t_end=0.05", "simulation.dt=1e-2"],   # 5 steps
     # matrix-r (independent coordinates; no complex step: FD and Taylor carry the check), 8 steps
     "spatial-fourbar-natural.toml": ["simulation.t_end=0.02"],
+    "spatial-rsur-natural.toml": ["simulation.t_end=0.02"],       # 8 steps
     "spatial-quarter-car.toml": ["simulation.t_end=0.02", "simulation.dt=2e-3"],   # 10 steps
     # 10 × 2 elements (20 density columns), 2 steps; the pin and clamp moved with the mesh
     "topopt-crank.toml": ["simulation.t_end=0.04", "simulation.dt=0.02", "continua.crank.nx=10",

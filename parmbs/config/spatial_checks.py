@@ -77,12 +77,13 @@ def check_spatial(ck) -> None:
 
     def axis(ref, key, body_expected):
         body, name = ref.split(".")
-        body_of(ref, key)
+        body_of(ref, key, beam_ok=True)        # natural bodies have axes; beams are refused at set-up
         if body != body_expected:
             raise ck.fail(key, f"axis {ref!r} must be on the same body as the joint's point ({body_expected!r})")
         known = dict(PREDEFINED_AXES)
         if body not in solids:                  # a solid's frame has the predefined axes only
-            known.update(sp.ground.axes if body == "ground" else bodies[body].axes)
+            known.update(sp.ground.axes if body == "ground" else natural[body].axes if body in natural
+                         else bodies[body].axes if body in bodies else {})
         if name not in known:
             raise ck.fail(key, f"unknown axis {name!r} on {'ground' if body == 'ground' else 'body ' + repr(body)} "
                           f"(known: {', '.join(known)})")

@@ -316,7 +316,7 @@ class Spatial(_Model):
     ground: SpatialGround = Field(default_factory=SpatialGround)
     bodies: list[SpatialBody] = []
     beams: list[SpatialBeam] = []    # spatial ANCF beams (seed 000 §5.1)
-    natural_bodies: list[SpatialBody] = []   # rigid bodies in natural coordinates (seed 000 §5.2; constant mass matrix): the keys of [[spatial.bodies]], `independent` required, `axes` unused
+    natural_bodies: list[SpatialBody] = []   # rigid bodies in natural coordinates (seed 000 §5.2; constant mass matrix): the keys of [[spatial.bodies]], `independent` required; `axes` for its revolute, universal, cylindrical and translational joints
     solids: list[SpatialSolid] = []      # hexahedral floating-frame continua (seed 003 §2; solid_schema.py)
     joints: list[SpatialJoint] = []
     forces: list[SpatialForce] = []

@@ -11,6 +11,9 @@ the element the point lies on and the 5 beam-point parameters of
 
 * spherical (3 rows), seed 000 Eq. 41:   Φ = r_a − r_b,
       γ = Ä_a^v s'_a (rigid a; Ä^v = 2B(ṗ, ṗ), the velocity part of Ä) − 0.
+* revolute, universal, cylindrical, translational between a rigid or natural side a
+  and a natural side b (``_AxisPair``, AXIS_PAIRS): the primitive stacks of
+  spatial/joints.py on these sides.
 * weld, rigid or natural a – beam b (5 rows): spherical, and the beam tangent keeps its
   initial direction in a's frame: (A_a n'_k)·r′_b = 0, k = 1, 2, with n'_1, n'_2 ⊥ the
   initial tangent (body frame of a; parameters; natural: A_a n' = Σ n'_k e_k).  The seed's Eq. 42 fixes all three components
@@ -22,6 +25,7 @@ the element the point lies on and the 5 beam-point parameters of
 import numpy as np
 
 from ..model.component import Constraint, Force, register
+from ..spatial.joints import CLASSES, VECTORS
 from ..spatial.kinematics import E0, bilinear, dot, mv, rotation, rotation_jacobian
 from .ancf import BEAM_POINT_NP, beam_point_matrices
 
@@ -174,6 +178,90 @@ PAIRS = {(ka, kb, w): _pair((ka, kb), w)
 SpatialRigidBeamSpherical = PAIRS[("rigid", "beam", False)]
 SpatialBeamBeamSpherical = PAIRS[("beam", "beam", False)]
 SpatialRigidBeamWeld = PAIRS[("rigid", "beam", True)]
+
+
+class _AxisPair(Constraint):
+    """A revolute, universal, cylindrical or translational joint between a rigid side a
+    (Euler-parameter body or ground) or a natural side a and a natural side b: the stack
+    of primitives ``prims`` of spatial/joints.py (("sph",), ("dot1", i, j), ("dot2", i);
+    i, j index the vector parameters after the two sides', 3 each) with each side's point
+    P = r + A s' and body-fixed directions A n' read by ``_side`` and ``_direction``
+    (natural: C(s') q and Σ n'_k e_k, linear in q, no velocity part):
+
+        sph   Φ = P_a − P_b,   Φ_q = [J_Pa, −J_Pb],   γ = P̈_a^v − P̈_b^v;
+        dot1  Φ = a·b,         Φ_q = [bᵀJ_a, aᵀJ_b],  γ = ä^v·b + 2ȧ·ḃ + a·b̈^v;
+        dot2  Φ = n·d, d = P_b − P_a,  Φ_q = [dᵀJ_n − nᵀJ_Pa, nᵀJ_Pb],
+              γ = n̈^v·d + 2ṅ·ḋ + n·(P̈_b^v − P̈_a^v)
+
+    (r̈^v, ä^v the velocity parts of the second derivatives, zero on a natural side).
+    p = (side a, side b, vectors…) with the vectors of joints.VECTORS.  The constraint
+    Hessian is the base class's complex step through Φ_q."""
+    kinds = ("rigid", "natural")
+    prims = ()
+
+    def _sides(self, q, p, v=None):
+        ka, kb = self.kinds
+        na, pa, pb = SIDE_NQ[ka], SIDE_NP[ka], SIDE_NP[kb]
+        qa, qb = q[..., :na], q[..., na:]
+        va, vb = (None, None) if v is None else (v[..., :na], v[..., na:])
+        sa, sb = p[..., :pa], p[..., pa:pa + pb]
+        vec = lambda i: p[..., pa + pb + 3 * i:pa + pb + 3 * i + 3]        # noqa: E731
+        return (_side(ka, qa, va, sa), _side(kb, qb, vb, sb),
+                lambda i: _direction(ka, qa, va, sa, vec(i)), lambda j: _direction(kb, qb, vb, sb, vec(j)), va, vb)
+
+    def _rows(self, q, p, v, what):
+        A, B, da, db, va, vb = self._sides(q, p, v)
+        out = []
+        for pr in self.prims:
+            if pr[0] == "sph":
+                out.append(A[0] - B[0] if what == 0 else _bcast_cat([A[1], -B[1]], -1) if what == 1 else A[2] - B[2])
+                continue
+            a, Ja, ad, add = da(pr[1])
+            if pr[0] == "dot1":
+                b, Jb, bd, bdd = db(pr[2])
+                if what == 0:
+                    row = dot(a, b)
+                elif what == 1:
+                    row = _bcast_cat([np.einsum("...i,...ik->...k", b, Ja), np.einsum("...i,...ik->...k", a, Jb)], -1)
+                else:
+                    row = dot(add, b) + 2.0 * dot(ad, bd) + dot(a, bdd)
+            else:
+                d = B[0] - A[0]
+                if what == 0:
+                    row = dot(a, d)
+                elif what == 1:
+                    row = _bcast_cat([np.einsum("...i,...ik->...k", d, Ja) - np.einsum("...i,...ik->...k", a, A[1]),
+                                      np.einsum("...i,...ik->...k", a, B[1])], -1)
+                else:
+                    dd = np.einsum("...ij,...j->...i", B[1], vb) - np.einsum("...ij,...j->...i", A[1], va)
+                    row = dot(add, d) + 2.0 * dot(ad, dd) + dot(a, B[2] - A[2])
+            out.append(row[..., None, :] if what == 1 else row[..., None])
+        return _bcast_cat(out, -2 if what == 1 else -1)
+
+    def phi(self, t, q, p):
+        return self._rows(q, p, None, 0)
+
+    def phi_q(self, t, q, p):
+        return self._rows(q, p, None, 1)
+
+    def gamma(self, t, q, v, p):
+        return self._rows(q, p, v, 2)
+
+
+def _axis_pair(kinds, jtype):
+    ka, kb = kinds
+    prims = CLASSES[jtype].prims
+    attrs = dict(kinds=kinds, prims=prims, nq=SIDE_NQ[ka] + SIDE_NQ[kb], m=CLASSES[jtype].m,
+                 np_=SIDE_NP[ka] + SIDE_NP[kb] + 3 * len(VECTORS[jtype]),
+                 __doc__=f"{jtype.capitalize()} joint, side a {ka}, side b {kb} (``_AxisPair``).")
+    cls = type(f"Spatial{ka.capitalize()}{kb.capitalize()}{jtype.capitalize()}", (_AxisPair,), attrs)
+    cls.__module__ = __name__
+    return register(cls)
+
+
+#: (side a, side b, joint type) -> class: the joints with axes on natural-coordinate bodies
+AXIS_PAIRS = {(ka, kb, t): _axis_pair((ka, kb), t) for ka, kb in (("rigid", "natural"), ("natural", "natural"))
+              for t in ("revolute", "universal", "cylindrical", "translational")}
 
 
 

@@ -19,6 +19,8 @@ plus the ``independent`` rows: x, y, z (root position; velocity from
 (ω × d)·n_k).  All other rows have zero velocity right-hand side, so the initial
 velocity field is rigid.
 """
+from types import SimpleNamespace
+
 import numpy as np
 
 from ..model.parameters import ZERO
@@ -26,7 +28,7 @@ from ..model.body_kinds import body_kind
 from ..spatial.spatial_set import perpendiculars
 from . import ancf3d
 from ..spatial.natural import Beam3Pose
-from .ancf3d_joints import DISTANCES, PAIRS, SPRINGS, Beam3Shape, SpatialBeamBeamWeld
+from .ancf3d_joints import AXIS_PAIRS, DISTANCES, PAIRS, SPRINGS, Beam3Shape, SpatialBeamBeamWeld
 from .beams import _Beam, const
 
 NODE_DOF = 6
@@ -169,8 +171,9 @@ class SpatialBeamSet:
     def add_joint(self, system, spatial, j):
         """A ``[[spatial.joints]]`` entry with a beam point or a natural-coordinate body on at
         least one side: spherical between any two of ground / Euler body ("rigid"), natural
-        body and beam point; rigid (the weld of ancf3d_joints.py) from a rigid or natural
-        side a to a beam point."""
+        body and beam point; revolute, universal, cylindrical and translational between a
+        rigid or natural side and a natural body (ancf3d_joints.AXIS_PAIRS); rigid (the weld
+        of ancf3d_joints.py) from a rigid or natural side a to a beam point."""
         from ..model.system import ModelError
         key = f"spatial.joints.{j.name}"
         (ka, qa, pa, ra), (kb, qb, pb, rb) = self.sides(system, spatial, (j.a, j.b))
@@ -198,6 +201,18 @@ class SpatialBeamSet:
             return
         if getattr(j, "angle", None) is not None:
             raise ModelError(f"{key}.angle", "only a weld of two beam points holds an angle")
+        if j.type in ("revolute", "universal", "cylindrical", "translational"):
+            cls = AXIS_PAIRS.get((ka, kb, j.type))
+            if cls is None:
+                raise ModelError(f"{key}.type", f"a {j.type} joint between a {ka} side and a {kb} side is not "
+                                 "available (joints with axes join ground, spatial bodies and natural bodies; a "
+                                 "beam point takes spherical and rigid joints)")
+            # the sides in PAIRS order: the config's axes follow their points
+            side = SimpleNamespace(type=j.type, name=j.name, a=ra, b=rb,
+                                   axis_a=j.axis_a if ra == j.a else j.axis_b, axis_b=j.axis_b if ra == j.a else j.axis_a)
+            system._group((cls.__name__,), cls, {}, j.name, qa + qb,
+                          pa + pb + spatial._joint_vectors(side, system.natural), cls.m)
+            return
         cls = PAIRS.get((ka, kb, weld)) if j.type in ("spherical", "rigid") else None
         if cls is None:
             raise ModelError(f"{key}.type", f"a {j.type} joint between a {ka} side and a {kb} side is not "

@@ -8,7 +8,8 @@ Coordinates: after the spatial beams; body i owns 12 consecutive coordinates
 
 Parameters (config paths, design variables): ``spatial.natural_bodies.B.mass``,
 ``….inertia.xx|yy|zz|xy|xz|yz``, ``….points.P.x|y|z`` (body frame, from the centre of
-mass), ``….initial.position.x|y|z``.  The initial orientation A₀ (from ``initial``'s
+mass), ``….initial.position.x|y|z``, ``….axes.A.x|y|z`` (unit joint axes, body frame: the
+columns' coefficients, A e = Σ A_k e_k; x, y, z predefined).  The initial orientation A₀ (from ``initial``'s
 Euler parameters or Bryant angles) and the rates of the rotation rows are constant
 entries.
 
@@ -26,7 +27,7 @@ from ..model.body_kinds import body_kind
 from .bodies import SpatialGravity
 from .kinematics import pose_euler_parameters, rotation
 from .natural import Beam3Pose, NaturalInertia, NaturalOrthonormality
-from .spatial_set import body_parameters
+from .spatial_set import _axes, body_parameters
 
 XYZ = ("x", "y", "z")
 COORDS = ("x", "y", "z", "e1x", "e1y", "e1z", "e2x", "e2y", "e2z", "e3x", "e3y", "e3z")
@@ -44,7 +45,8 @@ class _NaturalBody:
         body_parameters(self, P, f"spatial.natural_bodies.{cfg.name}")
         self.A0 = rotation(pose_euler_parameters(cfg.initial))
         w = np.array(cfg.initial_velocity.angular_velocity, float)
-        self.axes = [[_const(P, v) for v in e] for e in np.eye(3)]           # position rows
+        self.units = [[_const(P, v) for v in e] for e in np.eye(3)]          # position rows
+        self.axes = _axes(P, f"spatial.natural_bodies.{cfg.name}", cfg.axes)  # joint axes (body frame)
         self.rows = {}                                                       # rotation rows
         for c, (i, j, sgn, k) in ROTATION_ROWS.items():
             self.rows[c] = (i, [_const(P, v) for v in self.A0[:, j]], _const(P, sgn * float(w @ self.A0[:, k])))
@@ -101,7 +103,7 @@ class NaturalBodySet:
             for c in b.cfg.independent or []:
                 if c in XYZ:
                     k = XYZ.index(c)
-                    g = Beam3Pose([f"{b.name}.{c}"], [q[0:6]], [[b.position[k]] + b.axes[k]], [[0]],
+                    g = Beam3Pose([f"{b.name}.{c}"], [q[0:6]], [[b.position[k]] + b.units[k]], [[0]],
                                   coordinate="position")
                     system.independent.append((key, g, b.velocity[k]))
                 else:

@@ -57,8 +57,12 @@ bodies like the Euler-parameter ones: the recursion carries their Euler paramete
 with the jets (Ȧ, Ä) the recursion already forms for their children.  So their six
 orthonormality rows are tree rows (``BODY.axes``, identically satisfied), their constant
 mass matrix enters RᵀMR through the components like any other, and v, a, R stay exact
-(complex-step safe).  The natural-coordinate joints (flexible/ancf3d_joints.py PAIRS)
-are spherical only, read with their own parameter layout (``_joint``); inverse
+(complex-step safe).  Their joints (flexible/ancf3d_joints.py: spherical, PAIRS;
+revolute, universal, cylindrical, translational, AXIS_PAIRS — the primitives of
+joints.py with a natural side's point C(s') q and directions Σ n'_k e_k) are read with
+their own parameter layout (``_joint``: side a rigid or natural, side b natural, then
+the vectors of joints.VECTORS), the natural body's frame being that of A(e) = (e₁ e₂ e₃),
+so the joint kinds above apply unchanged; inverse
 kinematics takes A from the nearest rotation to (e₁ e₂ e₃), and since q_b is even in e,
 a natural body has no sign to keep: its tree parameters e_P ∘ ρ(z) are the reference
 for its children's signs.
@@ -286,24 +290,20 @@ class SpatialTree:
         J.kind, J.name = j.type, j.name
         kinds = getattr(g, "kinds", None)
         if kinds is not None:
-            # a joint with a natural-coordinate side (flexible/ancf3d_joints.py PAIRS: only
-            # spherical joins them, sides ordered rigid < natural, so side b is natural;
-            # parameters s'_a (3, and the ground mask on a rigid side) then s'_b (3))
+            # a joint with a natural-coordinate side (flexible/ancf3d_joints.py PAIRS and
+            # AXIS_PAIRS; sides ordered rigid < natural, so side b is natural): parameters
+            # s'_a (3, and the ground mask on a rigid side), s'_b (3), the vectors
             nat = self.sys.natural
             refs = sorted((j.a, j.b), key=nat.is_natural_point) if kinds[0] != kinds[1] else [j.a, j.b]
             a_is_child = refs[0].split(".")[0] == child
-            o = g.np_ - 3
-            sa, sb = np.asarray(pid[0:3]), np.asarray(pid[o:o + 3])
-            J.sP, J.sC = (sb, sa) if a_is_child else (sa, sb)
-            J.Q = Q0
-            J.factors = [("rot", EYE[2], k0), ("rot", EYE[1], k0 + 1), ("rot", EYE[0], k0 + 2),
-                         ("const", from_matrix(Q0))]
-            J.slides, J.coords = [], [f"{j.name}-rz", f"{j.name}-ry", f"{j.name}-rx"]
-            return
-        a_is_child = j.b.split(".")[0] != child
-        sa, sb = np.asarray(pid[0:3]), np.asarray(pid[4:7])
+            o = 4 if kinds[0] == "rigid" else 3
+            v0 = o + 3
+        else:                                   # joints.py: (s'_a, g_a, s'_b, g_b, vectors)
+            a_is_child = j.b.split(".")[0] != child
+            o, v0 = 4, 8
+        sa, sb = np.asarray(pid[0:3]), np.asarray(pid[o:o + 3])
         J.sP, J.sC = (sb, sa) if a_is_child else (sa, sb)
-        vec = lambda i: pv[pid[8 + 3 * i:11 + 3 * i]]           # noqa: E731 (the i-th joint vector)
+        vec = lambda i: pv[pid[v0 + 3 * i:v0 + 3 + 3 * i]]      # noqa: E731 (the i-th joint vector)
         J.slides, J.factors = [], []
         if j.type in ("revolute", "cylindrical", "translational"):
             n1, n2, ub = vec(0), vec(1), _unit(vec(2))

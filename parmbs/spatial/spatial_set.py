@@ -244,15 +244,20 @@ class SpatialBodySet:
             else:
                 self._add_joint(system, j)
 
-    def _joint_vectors(self, j):
-        """The vector parameters of joint j (joints.VECTORS order) and its sides."""
+    def _joint_vectors(self, j, natural=None):
+        """The vector parameters of joint j (joints.VECTORS order) and its sides; with
+        ``natural`` (the NaturalBodySet) a side may be a natural-coordinate body (its
+        named axes and initial A₀)."""
+        nat = {} if natural is None else natural.bodies
+        axis = lambda ref: nat[ref.split(".", 1)[0]].axes[ref.split(".", 1)[1]] \
+            if ref.split(".", 1)[0] in nat else self._axis(ref)         # noqa: E731
         ba, bb = j.a.split(".", 1)[0], j.b.split(".", 1)[0]
-        Aa0, Ab0 = self._A0(ba), self._A0(bb)
+        Aa0, Ab0 = (nat[b].A0 if b in nat else self._A0(b) for b in (ba, bb))
         base = f"spatial.joints.{j.name}"
         vecs = []
         if j.type in ("revolute", "cylindrical", "translational", "universal"):
-            ia, ua = self._axis(j.axis_a)
-            ib, ub = self._axis(j.axis_b)
+            ia, ua = axis(j.axis_a)
+            ib, ub = axis(j.axis_b)
             if j.type == "universal":
                 if abs((Aa0 @ ua) @ (Ab0 @ ub)) > 1e-6:
                     from ..model.system import ModelError
@@ -308,6 +313,11 @@ class SpatialBodySet:
             return
         target = joints[j.joint]
         ba, bb = target.a.split(".", 1)[0], target.b.split(".", 1)[0]
+        if system.natural.is_natural_point(target.a) or system.natural.is_natural_point(target.b):
+            from ..model.system import ModelError
+            raise ModelError(f"spatial.joints.{j.name}.joint", f"a {j.motion} driver on {target.name!r}, a joint of a "
+                             "natural-coordinate body, is not available (drive a joint between spatial bodies or "
+                             "ground, or a centre-of-mass coordinate with `coordinate`)")
         qa, pa = self.side(target.a)
         qb, pb = self.side(target.b)
         if j.motion == "translation":

@@ -1,0 +1,147 @@
+"""Natural-coordinate bodies on joints with axes (revolute, universal, cylindrical,
+translational: flexible/ancf3d_joints.AXIS_PAIRS) in the 3-D relative-coordinate tree
+(spatial/relative_tree.py) under matrix-r: the same trajectory as the Euler-parameter
+model, exact discrete gradients, Taylor order 2, second order against index-3 on the
+natural coordinates, and the refusals that remain (one line, exit 2).  The components'
+derivative blocks: tests/test_components.py (generic block test).
+
+Models (tests/matrix_r_spatial_models.py): NAXES — every new joint type in one tree
+(ground–natural revolute, natural–natural universal and revolute, a cylindrical joint
+with an Euler child under a natural parent, a translational joint with a natural child
+under an Euler parent; 7 relative coordinates, no cut); NFOURBAR_U — the RSUR four-bar
+with a natural coupler whose universal joint carries the Euler rocker, pivot_r cut.
+
+Bounds (as tests/test_matrix_r_natural.py).  Natural = Euler: the tree, z and the
+z-equations are the same (RᵀMR, RᵀQ are each body's kinetic energy and virtual power in
+z whichever absolute coordinates describe it) and the trapezoidal rule acts on z, so the
+trajectories differ by Newton's tolerance and round-off only: 1e-12 × |q| ~ 1e-12, bound
+1e-10 (measured ≤ 3.6e-16 m over 0.1 s); objectives relative 1e-9 (measured ≤ 8.9e-13;
+3.8e-10 in the dependent form, whose reactions are index-3 multipliers: Newton's
+tolerance amplified by the step).
+adjoint = direct ≤ 1e-9 (one dense LU per step, condition ~1e6 × 1e-16; measured ≤ 3.3e-11,
+dependent form; ≤ 6e-15 independent).  Central FD: truncation falls as h² (measured
+6.6e-3, 6.6e-5, 6.6e-7 at relative steps 1e-3, 1e-4, 1e-5 on NAXES), round-off ~1e-12/h,
+so the minimum over the sweep 1e-4, 1e-5, 1e-6 is ≤ 1e-6 (measured ≤ 6.5e-9 independent,
+2e-7 for the dependent form's index-3 accelerations, whose FD noise is the
+multipliers')."""
+import numpy as np
+import pytest
+
+from parmbs.config import load_config
+from parmbs.io.hdf5 import coordinate_names
+from parmbs.sensitivity.problem import Problem
+
+from gradient_checks import cli_one_line_error, rel, taylor_orders
+from matrix_r_spatial_models import NAXES, NAXES_EULER, NFOURBAR_U, NFOURBAR_U_EULER
+from test_matrix_r_spatial import drift as spatial_drift
+from test_natural_bodies import on_beam
+
+BODIES = {"naxes": ("n1", "n2", "n4", "box", "n3"), "fourbar": ("crank", "coupler", "rocker")}
+MODELS = {"naxes": (NAXES, NAXES_EULER), "fourbar": (NFOURBAR_U, NFOURBAR_U_EULER)}
+INDEPENDENT = "simulation.matrix_r.coordinates=independent"
+
+
+def nproblem(tmp_path, text, extra=()):
+    f = tmp_path / "natural-axes.toml"
+    f.write_text(text)
+    return Problem(load_config(str(f), ["simulation.formulation=matrix-r", "simulation.t_end=0.1",
+                                        "simulation.dt=1e-2", *extra]))
+
+
+@pytest.mark.parametrize("model,coords", [("naxes", "independent"), ("fourbar", "independent"),
+                                          ("fourbar", "dependent")])
+def test_natural_axis_joints_equal_euler(tmp_path, model, coords):
+    """The model with natural bodies and with the same bodies in Euler parameters:
+    trajectories and objectives to round-off (module doc); the tree holds the new joint
+    kinds."""
+    out = {}
+    for kind, text in zip(("natural", "euler"), MODELS[model]):
+        pr = nproblem(tmp_path, text, [f"simulation.matrix_r.coordinates={coords}"])
+        kinds = [J.kind for J in pr.stepper.tree.joints]
+        tr = pr.forward()
+        names = coordinate_names(pr.sys)
+        cols = [names.index(f"{b}.{c}") for b in BODIES[model] for c in "xyz"]
+        out[kind] = tr.q[:, cols], pr.objective_values(tr, pr.sys.p)
+    assert kinds == (["revolute", "universal", "revolute", "cylindrical", "translational"] if model == "naxes"
+                     else ["revolute", "spherical", "universal"]), kinds
+    print("trajectories", np.max(np.abs(out["natural"][0] - out["euler"][0])), "objectives",
+          max(abs(out["natural"][1][o] / v - 1.0) for o, v in out["euler"][1].items()))
+    assert np.max(np.ptp(out["natural"][0], 0)) > 0.02                   # it moved
+    assert np.max(np.abs(out["natural"][0] - out["euler"][0])) <= 1e-10
+    for o, v in out["euler"][1].items():
+        assert abs(out["natural"][1][o] - v) <= 1e-9 * abs(v), o
+
+
+@pytest.mark.parametrize("model,extra", [
+    ("naxes", [INDEPENDENT]),
+    ("fourbar", [INDEPENDENT]),
+    ("fourbar", ["simulation.matrix_r.coordinates=dependent"]),
+    ("fourbar", [INDEPENDENT, 'simulation.matrix_r.cut=["cross"]'])],
+    ids=["naxes-independent", "fourbar-independent", "fourbar-dependent", "fourbar-universal-cut"])
+def test_natural_axis_joints_gradients(tmp_path, model, extra):
+    """10 steps; design variables on the natural bodies' mass, inertia and joint points, a
+    ground point and a spring.  The last case cuts the rigid–natural universal joint
+    instead of pivot_r: its rows are cut rows (the component's Φ, Φ_q, γ and complex-step
+    Hessian in the stepper) and the gradient is that of the tree case.  Drift: cut rows
+    to Newton's tolerance, tree rows by construction, ≤ 1e-10."""
+    pr = nproblem(tmp_path, MODELS[model][0], extra)
+    tr = pr.forward()
+    assert spatial_drift(pr, tr) <= 1e-10
+    adj, dir_ = pr.adjoint(), pr.direct()
+    fds = [pr.finite_differences(h) for h in (1e-4, 1e-5, 1e-6)]
+    for o in adj:
+        fd = min(rel(f[o], adj[o]) for f in fds)
+        print(f"{o}: |adj-dir| {rel(dir_[o], adj[o]):.1e} min |adj-fd| {fd:.1e}  grad {adj[o]}")
+        assert rel(dir_[o], adj[o]) <= 1e-9, o
+        assert fd <= 1e-6, o
+        assert np.any(np.abs(adj[o]) > 0), o
+
+
+@pytest.mark.parametrize("model,objectives", [("naxes", ("hinge_load", "box_acc")), ("fourbar", ("rocker_load",))])
+def test_natural_axis_joints_taylor_order_two(tmp_path, model, objectives):
+    """|ψ(ρ + εd) − ψ(ρ) − ε ∇ψ·d| = O(ε²) along a random direction (ε = 4e-3 … 5e-4)."""
+    pr = nproblem(tmp_path, MODELS[model][0], [INDEPENDENT])
+    pr.forward()
+    for o in objectives:
+        orders = taylor_orders(pr, o)
+        assert np.all(np.abs(orders - 2.0) < 0.15), (o, orders)
+
+
+def test_natural_axis_joints_second_order_to_index3(tmp_path):
+    """NAXES under matrix-r and under index-3 + GGL on the natural coordinates (the new
+    components as constraint rows): two second-order schemes of the same DAE, the final
+    states' difference over 0.2 s at dt = 1e-2, 5e-3, 2.5e-3 falls with order 2 ± 0.2
+    (measured 5.1e-4, 1.3e-4, 3.2e-5: orders 1.985, 1.995).  GGL's Newton matrix here (206 unknowns, the
+    serial MUMPS path) needs more MUMPS workspace than its default estimate (INFOG(1) =
+    −9 at ICNTL(14) = 20 %), hence ``mat_mumps_icntl_14``."""
+    errs = []
+    for dt in (1e-2, 5e-3, 2.5e-3):
+        ov = ["simulation.t_end=0.2", f"simulation.dt={dt}"]
+        a = nproblem(tmp_path, NAXES, ov).forward()
+        b = nproblem(tmp_path, NAXES, ov + ["simulation.formulation=index3", "simulation.stabilization=ggl",
+                                            "simulation.petsc_options.mat_mumps_icntl_14=100"]).forward()
+        errs.append(np.max(np.abs(a.q[-1] - b.q[-1])))
+    orders = np.log2(np.array(errs[:-1]) / np.array(errs[1:]))
+    print("differences", errs, "orders", orders)
+    assert np.all((orders > 1.8) & (orders < 2.2)), orders
+
+
+def test_remaining_refusals_one_line(tmp_path):
+    """What stays refused, in one line naming the key, exit 2: a joint with axes on a beam
+    point (a gradient-deficient beam has no cross-section frame), and a driver on a joint
+    of a natural-coordinate body (RevoluteDriver / TranslationDriver read Euler
+    parameters)."""
+    text = on_beam("spherical").replace('type = "spherical"\nname = "tip"\na = "box.P"\nb = "beam.tip"',
+                                        'type = "revolute"\nname = "tip"\na = "box.P"\nb = "beam.tip"\n'
+                                        'axis_a = "box.x"\naxis_b = "beam.x"')
+    assert 'type = "revolute"\nname = "tip"' in text
+    f = tmp_path / "beam.toml"
+    f.write_text(text)
+    cli_one_line_error(["simulate", f, "-o", tmp_path / "x.h5"], tmp_path, "spatial.joints.tip.type",
+                       "revolute", "natural side", "beam side")
+    f = tmp_path / "driven.toml"
+    f.write_text(NAXES.replace("[simulation]", '[[spatial.joints]]\ntype = "driver"\nname = "knee_drive"\n'
+                               'joint = "knee"\nfunction = { type = "harmonic", amplitude = 0.1, omega = 1.2 }\n'
+                               "[simulation]", 1))
+    cli_one_line_error(["simulate", f, "-o", tmp_path / "x.h5"], tmp_path, "spatial.joints.knee_drive.joint",
+                       "natural-coordinate body", "not available")

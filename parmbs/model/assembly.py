@@ -180,6 +180,14 @@ def local_size(N, comm):
 #: serial systems of at least this many unknowns are factored by MUMPS (measured crossover)
 SERIAL_MUMPS_SIZE = 200
 
+#: MUMPS's INFOG(1) codes for a workspace too small, which a larger ICNTL(14) cures
+#: (MUMPS 5.5 user's guide §8: −8, −9 factorization; −11, −12, −14, −15 solve and
+#: refinement; −17, −20 communication buffers); tried at most this many doublings
+MUMPS_WORKSPACE_ERRORS = (-8, -9, -11, -12, -14, -15, -17, -20)
+MUMPS_WORKSPACE_TRIES = 4
+#: how many times any operator of this process enlarged MUMPS's workspace (for tests)
+MUMPS_RETRIES = [0]
+
 #: the forward run in progress (``new_run``); an operator set up in an earlier one is
 #: factored from scratch at its first matrix of this one (``SparseOperator.set_values``)
 _RUN = [0]
@@ -275,6 +283,7 @@ class SparseOperator(ColumnSolves):
         self.ksp = ksp
         self._factored = False
         self._run = _RUN[0]
+        self._mumps_icntl14, self._mumps_tries = None, 0
 
     @event("ParmbsAssemble")
     def set_values(self, vals):
@@ -306,19 +315,54 @@ class SparseOperator(ColumnSolves):
             return self.solve(np.ascontiguousarray(rhs.real), transpose) \
                 + 1j * self.solve(np.ascontiguousarray(rhs.imag), transpose)
         self._to_petsc(rhs)
+        while True:
+            try:
+                if transpose:
+                    self.ksp.solveTranspose(self.b, self.x)
+                else:
+                    self.ksp.solve(self.b, self.x)
+                reason, why = self.ksp.getConvergedReason(), None
+            except PETSc.Error as e:   # zero pivot, factorization failure
+                reason, why = -1, f"PETSc error {e.ierr}"
+            if reason >= 0:
+                return self._gather(self.x)
+            if not self._more_mumps_workspace():
+                self._reset()
+                raise np.linalg.LinAlgError(f"linear solve failed ({why or f'KSP reason {reason}'}"
+                                            f"{self._mumps_note()})")
+
+    def _mumps_infog1(self):
+        """MUMPS's INFOG(1) of the current factorization (0 when not factored by MUMPS)."""
+        pc = self.ksp.getPC()
+        if pc.getType() not in ("lu", "cholesky") or pc.getFactorSolverType() != "mumps":
+            return 0
         try:
-            if transpose:
-                self.ksp.solveTranspose(self.b, self.x)
-            else:
-                self.ksp.solve(self.b, self.x)
-        except PETSc.Error as e:   # zero pivot, factorization failure
-            self._reset()
-            raise np.linalg.LinAlgError(f"linear solve failed (PETSc error {e.ierr})") from None
-        reason = self.ksp.getConvergedReason()
-        if reason < 0:
-            self._reset()
-            raise np.linalg.LinAlgError(f"linear solve failed (KSP reason {reason})")
-        return self._gather(self.x)
+            return pc.getFactorMatrix().getMumpsInfog(1)
+        except PETSc.Error:
+            return 0
+
+    def _more_mumps_workspace(self):
+        """After a failed solve: if MUMPS stopped because its workspace estimate was too
+        small (INFOG(1) in ``MUMPS_WORKSPACE_ERRORS``), double ICNTL(14) — the percentage
+        MUMPS adds to its analysis's estimate, 20 by default (MUMPS 5.5 user's guide,
+        §5.1 and the error list of §8) — forget the factorization and return True, so the
+        caller factors again; at most ``MUMPS_WORKSPACE_TRIES`` times per operator.
+        Measured: a 206-unknown natural-body model under index-3 + GGL stopped with −9 at
+        20 % (branch seed24g) and PETSc reported it as a failed factorization, read as a
+        singular Newton matrix.  The condition is global (every rank's INFOG), so every
+        rank retries together."""
+        if self._mumps_infog1() not in MUMPS_WORKSPACE_ERRORS or self._mumps_tries >= MUMPS_WORKSPACE_TRIES:
+            return False
+        self._mumps_tries += 1
+        MUMPS_RETRIES[0] += 1
+        self._mumps_icntl14 = 2 * (self._mumps_icntl14 or
+                                   self.ksp.getPC().getFactorMatrix().getMumpsIcntl(14))
+        self._reset()
+        return True
+
+    def _mumps_note(self):
+        i = self._mumps_infog1()
+        return f"; MUMPS INFOG(1) = {i}, ICNTL(14) = {self._mumps_icntl14 or 'default'}" if i else ""
 
     def _reset(self):
         """Forget the factorization, so the next matrix is factored from scratch (the
@@ -338,6 +382,10 @@ class SparseOperator(ColumnSolves):
         self.ksp.getPC().reset()
         self.ksp.setOperators(self.A)
         self._factored = False
+        if self._mumps_icntl14:            # the enlarged workspace, on the new factor matrix
+            pc = self.ksp.getPC()
+            pc.setFactorSetUpSolverType()
+            pc.getFactorMatrix().setMumpsIcntl(14, self._mumps_icntl14)
 
     def destroy(self):
         for o in (self.ksp, self.A, self.x, self.b, self._all, self._x_all):

@@ -15,22 +15,20 @@ Every stepper declares
   (``direct(problem, p)``), ``"adjoint"`` (``adjoint(problem, p)``); ``WHOLE`` all three;
 * ``freezes_steps``: an adaptive run's steps are chosen inside the stepper (TSAdapt, its
   own controller), so ``Problem.frozen_steps`` replays them through its ``freeze(t)``;
-* the reverse step of Problem's one sweep, ``adjoint_step_into(k, T, x_k, x_{k+1}, μ, ∇ψ, p)``
-  → (μ_k, ∇ψ with step k's term): ``OneStep``'s adds ``adjoint_step``'s increment;
-* the tangent step of Problem's one direct loop, ``tangent_step_at(k, traj, dx, p)``, from
-  the tangent state ``tangent_start(dx_0, p)``: ``OneStep``'s are ``tangent_step`` and dx_0;
-* ``own_adjoint_terms``: the adjoint and tangent states are the stepper's own, not the
-  record's (q, v, a, λ) blocks — the stepper then gives the objective partials at a state
-  (``adjoint_local``; ``tangent_local``) and the initial-state terms (``adjoint_finish``)
-  that Problem gives the others (PETSc TS: λ_y and dy/dρ of its ODE, ts.py).
+* the steps of Problem's one reverse sweep and one direct loop: ``adjoint_step_into``
+  (∇ψ in and out whole), ``tangent_start``, ``tangent_step_at`` (``OneStep``'s: by
+  ``adjoint_step``/``tangent_step``); ``own_adjoint_terms``: μ and dx are not the
+  record's (q, v, a, λ) blocks, so the stepper gives the objective partials (``adjoint_local``,
+  ``tangent_local``) and initial terms (``adjoint_finish``) too (PETSc TS: its ODE's y).
 
 A stepper whose steps ``timeloop.march`` takes one by one (Newmark family, variational,
-index-1, Maggi, matrix-r, kinematic) inherits them from ``OneStep``; the whole-run PETSc
-TS steppers (ts.py, ts_alpha2.py) and dopri5 (formulations/index1_dopri.py) declare their own.  A new stepper declares them and the
-checkpoint layer needs no edit (as PETSc's ``TSTrajectory`` serves every ``TSType``).
+index-1, Maggi, matrix-r, kinematic, and ts-alpha2's steps) inherits them from
+``OneStep``; the PETSc TS steppers (ts.py) and dopri5 (formulations/index1_dopri.py)
+declare their own.  A new stepper declares them and the checkpoint layer needs no edit
+(as PETSc's ``TSTrajectory`` serves every ``TSType``).
 """
 
-#: ``whole_runs`` of a stepper that runs forward, direct and adjoint itself (PETSc TS, dopri5)
+#: ``whole_runs`` of a stepper that runs forward, direct and adjoint itself (ts-alpha2, dopri5)
 WHOLE = frozenset(("forward", "direct", "adjoint"))
 
 
@@ -49,15 +47,12 @@ class OneStep:
     own_adjoint_terms = False
 
     def tangent_start(self, dx0, p):
-        """The tangent state of Problem's direct loop from dx_0/dρ (the record's blocks)."""
         return dx0
 
     def tangent_step_at(self, k, traj, dx, p):
-        """Tangent step k → k+1 of Problem's direct loop along ``traj``: ``tangent_step``'s."""
         return self.tangent_step(traj.t[k], traj.x(k), traj.x(k + 1), dx, p)
 
     def adjoint_step_into(self, k, T, x0, x1, mu, grad, p):
-        """Reverse step k+1 → k of Problem._adjoint_sweep: (μ_k, ∇ψ + ``adjoint_step``'s increment)."""
         mu, dg = self.adjoint_step(T[k], x0, x1, mu, p)
         return mu, grad + dg
 

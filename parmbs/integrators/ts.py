@@ -680,9 +680,10 @@ class TSStepper(ARKIMEXSteps):
             return None, ts
         Y = np.array(Y)
         T = np.array(T)
-        traj = Trajectory(T, np.array(Q), np.array(V), np.array(A), np.array(L), its)
+        # a reduced ODE's y and manifold guess: the state's trailing blocks (``extra_state``)
+        traj = Trajectory(T, np.array(Q), np.array(V), np.array(A), np.array(L), its,
+                          extra=(Y, np.array(G)) if self.reduced else ())
         traj.y = Y
-        traj.guess = np.array(G) if self.reduced else None
         traj.h = np.array(H[1:])                # h_0 … h_{N−1} as the TS took them
         # the objective's weights on the computed times (Problem reads problem.w; simulation.quadrature);
         # an adaptive run's from its exact step sizes (TimeGrid.weights: the same bits as a
@@ -751,9 +752,15 @@ class TSStepper(ARKIMEXSteps):
             self._finite_or_fail(k + 1, t, x1)
         return t, h, x1, ts.getSNES().getIterationNumber()
 
+    #: Problem.forward keeps the TS's trajectory for TSAdjoint's steps (``adjoint``)
+    _save = False
+
     def forward(self, problem, p, progress=None, on_step=None):
-        traj, ts = self._run(problem, p, False, progress, on_step)
-        ts.destroy()
+        traj, ts = self._run(problem, p, self._save, progress, on_step)
+        if self._save:
+            self.open_adjoint(ts, p, traj.t, traj.y, len(problem.objectives))
+        else:
+            ts.destroy()
         return traj
 
     # -- the one-step interface of checkpointed runs (checkpoint/ts_run.py) ---------------
@@ -772,9 +779,8 @@ class TSStepper(ARKIMEXSteps):
     #: steps (``uses_own_adjoint``): checkpoint/ts_run.py
     checkpoint_sweep = "ts"
 
-    #: forward and adjoint run whole in PETSc TS (integrators/one_step.py); direct is Problem's
-    #: loop with this scheme's tangent steps; an adaptive run's steps are TSAdapt's, replayed
-    #: through ``freeze``
+    #: forward and adjoint run whole in PETSc TS (integrators/one_step.py; direct: Problem's
+    #: loop); an adaptive run's steps are TSAdapt's, replayed through ``freeze``
     whole_runs = frozenset(("forward", "adjoint"))
     freezes_steps = True
 
@@ -835,7 +841,7 @@ class TSStepper(ARKIMEXSteps):
     def _ygrads(self, problem, ob, k, traj, p, ref):
         """(∂ψ_k/∂y_k (2n), ∂ψ_k/∂ρ explicit (nd), ∂ψ_k/∂ref (2)) with a_k(y_k), λ_k(y_k)."""
         mod = self.mod
-        (gq, gv, ga, gl), gp, gr = problem._local_grads(ob, k, traj, p, ref)
+        (gq, gv, ga, gl, *_), gp, gr = problem._local_grads(ob, k, traj, p, ref)  # (+ y, guess: 0)
         if getattr(mod, "reduced", False):       # through the presentation x(y; ρ)
             dy, dp = mod.present_grads(traj.t[k], traj.y[k], p, gq, gv, ga, gl)
             return dy, gp + dp, gr
@@ -888,38 +894,28 @@ class TSStepper(ARKIMEXSteps):
                                                                                        self._adjoint_step)
 
     def adjoint(self, problem, p, own=None):
-        """∇ψ in memory: the forward TS run (its trajectory kept for TSAdjoint), then
-        Problem's reverse sweep over its states.  ``own``: our own adjoint steps instead of
-        TSAdjoint (default ``uses_own_adjoint``; ``own_adjoint``: the cross-check)."""
+        """∇ψ in memory: Problem's forward run (TSAdjoint: its TS's trajectory kept, whose
+        stages TSAdjoint reads — petsc4py 3.18 cannot fill a TSTrajectory from stored
+        states, so a trajectory in memory without them is run again), then Problem's
+        reverse sweep over its states.  ``own``: our own adjoint steps instead of TSAdjoint
+        (default ``uses_own_adjoint``; ``own_adjoint``: the cross-check)."""
         own = self.uses_own_adjoint(problem) if own is None else own
         if own and self.endpoint:
             raise NotImplementedError("own adjoint: stage-form theta schemes, ts-rk and ts-arkimex only")
-        traj, ts = self._run(problem, p, save=not own)
-        problem.traj = traj
-        if own:
-            ts.destroy()
-        else:
-            self.open_adjoint(ts, p, traj.t, traj.y, len(problem.objectives))
-        x = self._memory_states(traj)
-        N = traj.steps
-        refs = [ob.reference(self.mod.sys, traj.q[0], p) for ob in problem.objectives]
+        self._save = not own
         try:
-            mu, grad, gref = self.adjoint_local(problem, N, traj.t, x(N), p, refs)
-            mu, grad, gref = problem._adjoint_sweep(p, N, x(N), mu, grad, gref, x, refs, t=traj.t, h=traj.h)
+            problem.forward(p)
+        finally:
+            self._save = False
+        try:
+            return problem._adjoint_memory(p)
         finally:
             self.close_adjoint()
-        return self.adjoint_finish(problem, p, x(0), mu, grad, gref)
 
     def own_adjoint(self, problem, p):
         """The discrete adjoint of the same TS scheme by our own steps (no TSAdjoint): the
         cross-check of PETSc's TSAdjoint path (they agree to round-off)."""
         return self.adjoint(problem, p, own=True)
-
-    def _memory_states(self, traj):
-        """x_k of an in-memory run as a checkpoint stores it (``extra_state``'s y and guess)."""
-        if not self.reduced:
-            return traj.x
-        return lambda k: traj.x(k) + (traj.y[k], traj.guess[k])
 
     def open_adjoint(self, ts, p, T, Y, nobj):
         """The reverse steps from here on are TSAdjoint's on ``ts`` (its trajectory kept over
@@ -1026,9 +1022,7 @@ class TSStepper(ARKIMEXSteps):
         self.open_adjoint(ts, p, T[base:k + 1], Y, len(problem.objectives))
         return X
 
-    # -- tangent-linear (direct) steps of the same scheme: Problem's direct loop --------------------
-    # The tangent state is (dy/dρ,) and the objective partials ([∂ψ_k/∂y_k], ∂ψ_k/∂ρ, ∂ψ_k/∂ref)
-    # (``own_adjoint_terms``; integrators/one_step.py).
+    # -- tangent-linear steps of the same scheme (Problem's direct loop; tangent state (dy/dρ,)) --
     def tangent_start(self, dx0, p):
         """(dy_0/dρ,) from dx_0/dρ of the initial state (y_0 = y(q_0, v_0; ρ))."""
         self._cache, self._kcache = None, None

@@ -30,9 +30,8 @@ class LocalGradTable:
 
     @staticmethod
     def usable(problem, traj):
-        """Every objective has an integrand ``Term`` of the elementwise kinds, the
-        trajectory's states are arrays (in memory) and the stepper's sensitivities are in
-        their blocks (not ``own_adjoint_terms``)."""
+        """Every objective has an integrand ``Term`` of the elementwise kinds, and the
+        trajectory's states are arrays (in memory) of the stepper's sensitivities."""
         obs = problem.objectives
         return bool(obs) and not problem.stepper.own_adjoint_terms \
             and all(isinstance(ob.integrand, Term) and ob.integrand.batchable() for ob in obs) \

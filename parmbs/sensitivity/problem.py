@@ -15,7 +15,7 @@ Giving a ``p`` other than the trajectory's is a ValueError (the derivatives woul
 taken along a trajectory of other parameters: a wrong number, silently).  Before the
 first ``forward`` there is no trajectory; ``objective_values``/``direct``/``adjoint``
 then raise ValueError too (except the whole-run PETSc TS steppers' ``direct`` and
-``adjoint``, which run their own forward at ``p``, default ``sys.p``).
+``adjoint``, which run ``forward`` at ``p``, default ``sys.p``, first).
 """
 import contextlib
 import time
@@ -521,6 +521,10 @@ class Problem:
             return self.checkpoint.adjoint(p)
         if "adjoint" in self.stepper.whole_runs:
             return self.stepper.adjoint(self, p)
+        return self._adjoint_memory(p)
+
+    def _adjoint_memory(self, p):
+        """The reverse sweep over the in-memory trajectory (a PETSc TS's too, integrators/ts.py)."""
         traj = self.traj
         N = traj.steps
         x0 = traj.x(0)
@@ -528,7 +532,8 @@ class Problem:
         self._prepare_history(traj, p)
         with self._local_table(traj, p, refs):
             mu, grad, gref = self._adjoint_local(N, traj.t[N], traj.x(N), p, refs, traj.t)
-            mu, grad, gref = self._adjoint_sweep(p, N, traj.x(N), mu, grad, gref, traj.x, refs, t=traj.t)
+            mu, grad, gref = self._adjoint_sweep(p, N, traj.x(N), mu, grad, gref, traj.x, refs, t=traj.t,
+                                                 h=self.grid.h if traj.h is None else traj.h)
         return self._adjoint_finish(p, x0, mu, grad, gref)
 
     @contextlib.contextmanager

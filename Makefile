@@ -14,9 +14,7 @@ MPIRUN := mpirun -n 2
 # --dist loadfile keeps each test file on one worker: its module- and session-scoped fixtures (reference
 # runs, tests/test_slurm.py's private SLURM) are made once, as serially.  (xdist_group marks with
 # --dist loadgroup would be finer, but pytest-xdist 3.8 cannot apply them under pytest 9: its worker
-# sets item._nodeid, which pytest 9's nodeid no longer reads.)  --no-loadscope-reorder: the workers
-# take the files in tests/conftest.py's order, the heaviest by measured CPU first (xdist's default
-# order, most tests first, left files with a few long tests to the end, on one worker).
+# sets item._nodeid, which pytest 9's nodeid no longer reads.)
 TEST_WORKERS ?= 2
 
 .PHONY: setup slurm-pkgs demo test test-serial test-mpi bench docs clean
@@ -60,7 +58,7 @@ slurm-pkgs:
 NO_PYC_ENV := env -u PYTHONDONTWRITEBYTECODE
 
 test-serial: setup slurm-pkgs
-	$(NO_PYC_ENV) $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder tests
+	$(NO_PYC_ENV) $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile tests
 
 test-mpi: setup
 	$(NO_PYC_ENV) $(MPIRUN) $(PY) -m pytest -q --with-mpi -m mpi tests

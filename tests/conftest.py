@@ -61,38 +61,6 @@ def pytest_collection_finish(session):
     _WARM.append(subprocess.Popen([sys.executable, str(script)], preexec_fn=lambda: os.nice(10), **quiet))
 
 
-#: the serial suite's files by CPU, largest first (each file's CPU incl. its subprocesses,
-#: benchmarks/pytest_cpu_per_file.py; benchmarks/README.md, "Per-file CPU of the serial
-#: suite"; the files measured before that run was stopped).  Files not named here follow,
-#: most tests first.
-HEAVY_FIRST = (
-    "test_verify_configs.py",       # 173.6 s (the 2026-11-28 two-worker run, load 9-15)
-    "test_ts_checkpoint.py",        # 67.6 s
-    "test_checkpoint.py",           # 36.7 s
-    "test_no_data_loss.py",         # 35.0 s
-    "test_cli.py",                  # 25.0 s
-    "test_bad_input.py",            # 18.3 s
-    "test_optimize_mma.py",         # 15.1 s
-)
-
-
-def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist's ``--dist loadfile`` (``make test``) a free worker takes the next
-    whole file in collection order.  xdist's own order (most tests first) puts files with a
-    few long tests last, where one worker runs them while the other has nothing left.  Here
-    the heaviest files by measured CPU go first, then the rest by number of tests (xdist's
-    order), so the last files to start are short and both workers finish near together
-    (longest first).  Makefile passes ``--no-loadscope-reorder`` so xdist keeps this order.
-    A file's tests keep their order (a stable sort); serial runs are not reordered."""
-    if not os.environ.get("PYTEST_XDIST_WORKER"):
-        return
-    rank = {name: i for i, name in enumerate(HEAVY_FIRST)}
-    count = {}
-    for it in items:
-        count[it.path] = count.get(it.path, 0) + 1
-    items.sort(key=lambda it: (rank.get(it.path.name, len(rank)), -count[it.path]))
-
-
 def pytest_sessionfinish(session):
     for p in _WARM:
         if p.poll() is None:

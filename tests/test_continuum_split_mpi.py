@@ -73,10 +73,11 @@ def test_split_trajectory_gradient_and_element_share(serial, monkeypatch):
     g = pr.adjoint()["compliance"]
     monkeypatch.undo()
     assert np.max(np.abs(g - gs)) <= 1e-10 * np.max(np.abs(gs))
-    # the stepper's adjoint steps (4) evaluated this rank's block of every continuum group
+    # the stepper's adjoint steps (4) and the initial-state adjoint (1) evaluated this
+    # rank's block of every continuum group
     steps = [s for s in seen if s[2] != s[1]]
     e0, e1 = block_range(NX * NY, comm.size, comm.rank)
-    assert len(steps) == 2 * 4 and all(s[2] == e1 - e0 for s in steps)
+    assert len(steps) == 2 * (4 + 1) and all(s[2] == e1 - e0 for s in steps)
     assert sum(comm.allgather(e1 - e0)) == NX * NY
     own = comm.allgather(np.nonzero(mine)[0])
     assert sorted(np.concatenate(own).tolist()) == list(range(NX * NY))   # each column owned once

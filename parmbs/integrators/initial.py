@@ -18,11 +18,16 @@ from ..model.system import ModelError
 
 
 class InitialState:
-    def __init__(self, system, accel_op, design_map, ndesign, newton, comm=None, options=None):
+    def __init__(self, system, accel_op, design_map, ndesign, newton, comm=None, options=None, plan=None):
         """``options``: more PETSc options of the position/velocity solve (prefix
         parmbs_init_) over the defaults below (a distributed TS run's PCREDUNDANT:
-        integrators/ts_determinism.py)."""
+        integrators/ts_determinism.py).  ``plan``: the stepper's EvalPlan of ``system``
+        (with ``design_map``) for the acceleration-level states — with FFR continua it
+        carries their structured operators and element split (newmark.py), so the
+        initial accelerations and their adjoint evaluate the continua by this rank's
+        rows and elements, not by every element on every rank (issue 21 item 3)."""
         self.sys = system
+        self.plan = plan if plan is not None and plan.sys is system and plan.design_map is design_map else None
         self.view = _AssemblyView(system)
         n, m = system.n, system.m
         if self.view.m != n:
@@ -88,7 +93,7 @@ class InitialState:
         n, m = self.sys.n, self.sys.m
         a, lam = np.zeros(n, q.dtype), np.zeros(m, q.dtype)
         for it in range(self.newton.max_it):
-            ev = StateEval(self.sys, t0, q, v, a, lam, p)
+            ev = StateEval(self.sys, t0, q, v, a, lam, p, self.design_map, self.plan)
             R = np.r_[ev.residual(), ev.phi_q_dot(a) + ev.gamma()]
             self._set_accel_matrix(ev.real())
             dz = self.accel_op.solve(-R)
@@ -113,7 +118,7 @@ class InitialState:
         q, v, a, lam = self.x0
         n = self.sys.n
         ev_pos = StateEval(self.view, self.t0, q, v, np.zeros(n), np.zeros(self.view.m), p, self.design_map)
-        ev_acc = StateEval(self.sys, self.t0, q, v, a, lam, p, self.design_map)
+        ev_acc = StateEval(self.sys, self.t0, q, v, a, lam, p, self.design_map, self.plan)
         return ev_pos, ev_acc
 
     def _vel_sel(self):
@@ -154,7 +159,9 @@ class InitialState:
         ea_, el = eta[:n], eta[n:]
         mq -= ea.K().T @ ea_ + (ea.phi_q_w_q(a) + ea.gamma_q()).T @ el
         mv -= ea.Cv().T @ ea_ + ea.gamma_v().T @ el
-        grad = -(ea.R_p(nd).T @ ea_ + ea.phi_q_w_p(nd, a).T @ el + ea.gamma_p(nd).T @ el)
+        # own=True: with a split plan, this rank's continuum elements only — the caller
+        # combines the gradient (Problem.adjoint_finish, continuum_split.ElementSplit)
+        grad = -(ea.R_p(nd, own=True).T @ ea_ + ea.phi_q_w_p(nd, a).T @ el + ea.gamma_p(nd).T @ el)
         self.pos_op.set_values(ev.phi_q_blocks())
         ev_ = self.pos_op.solve_many(mv, transpose=True)
         mq -= (ev.phi_q_w_q(v) + ev.phi_t_q()).T @ ev_

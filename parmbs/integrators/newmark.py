@@ -194,7 +194,7 @@ class NewmarkFamily(NewmarkParameterSets):
         init_op = self.op if self.schur is None else \
             continuum_schur.ContinuumSchurOperator(system, self.plan, comm=comm, options_prefix="parmbs_schur0_",
                                                    structure=self.schur.st, pattern=self.schur.fpat)
-        self.init = InitialState(system, init_op, self.design_map, ndesign, newton, comm=comm)
+        self.init = InitialState(system, init_op, self.design_map, ndesign, newton, comm=comm, plan=self.plan)
         # issue 19: small planar rigid models take one compiled call per step (parmbs/compiled)
         from .. import compiled as _compiled
         self.compiled, self.compiled_note = (None, None) if self.schur is not None else \

@@ -232,6 +232,15 @@ class ContinuumSchurOperator(ColumnSolves):
         self._fb = (e, rf[e], self.cpos[cb[e]])
         e = np.nonzero((rb >= 0) & (cf >= 0))[0]
         self._bf = (e, self.rpos[rb[e]], cf[e])
+        # … and their entries in this rank's f rows [fr0, fr1) (U, V hold those rows only)
+        nl, r0 = local_size(nf, self.comm)
+        r1 = r0 + nl
+        e, i, j = self._fb
+        k = (i >= r0) & (i < r1)
+        self._fb_loc = (e[k], i[k] - r0, j[k])
+        e, i, j = self._bf
+        k = (j >= r0) & (j < r1)
+        self._bf_loc = (e[k], i[k], j[k] - r0)
         e = np.nonzero((rb >= 0) & (cb >= 0))[0]
         self._bb = (e, rb[e], cb[e])
         # the unit right-hand sides e_i of Y's sparse part: f rows of U, f columns of V
@@ -260,16 +269,19 @@ class ContinuumSchurOperator(ColumnSolves):
         data = self.small.values(vals)
         self._small_vals = vals
         self.Jc = st.jacobian(ev.q, ev.v, ev.a, cq, cv, ca, wi, wf)
-        nf, nb = st.nf, self.nb
+        nl, nb = self.fr1 - self.fr0, self.nb
         self._data = data
         self._Sff = data[self._ff]
         self._Aff = None
-        U = np.zeros((nf, len(self.cset)))
-        V = np.zeros((len(self.rset), nf))
+        # the border blocks on this rank's f rows only (issue 21 item 3): U (f rows ×
+        # border columns), V (border rows × f columns); their products over all f rows
+        # are this rank's partial sums, reduced with the gather that follows them
+        U = np.zeros((nl, len(self.cset)))
+        V = np.zeros((len(self.rset), nl))
         Jbb = np.zeros((nb, nb))
-        e, i, j = self._fb
+        e, i, j = self._fb_loc
         U[i, j] = data[e]
-        e, i, j = self._bf
+        e, i, j = self._bf_loc
         V[i, j] = data[e]
         e, i, j = self._bb
         Jbb[i, j] = data[e]
@@ -338,14 +350,15 @@ class ContinuumSchurOperator(ColumnSolves):
         self._rho = self._probe()
         release()                            # freed set-up temporaries back to the OS (_memory.py)
 
-    def _fsolve(self, R, transpose=False):
-        """F⁻¹ R (or F⁻ᵀ R) for an (nf,) or (nf, k) numpy array, replicated."""
+    def _fsolve(self, R, transpose=False, local=False):
+        """F⁻¹ R (or F⁻ᵀ R) for an (nf,) or (nf, k) numpy array, replicated; ``local``: R
+        and the solution are this rank's f rows [fr0, fr1) only (no gather)."""
         if R.ndim == 2:
             if R.shape[1] > 1 and not self.iterative:
-                return self._fsolve_block(R, transpose)
-            return np.stack([self._fsolve(R[:, j], transpose) for j in range(R.shape[1])], 1) \
+                return self._fsolve_block(R, transpose, local)
+            return np.stack([self._fsolve(R[:, j], transpose, local) for j in range(R.shape[1])], 1) \
                 if R.shape[1] else np.zeros_like(R)
-        self.b.setArray(R[self.fr0:self.fr1])
+        self.b.setArray(R if local else R[self.fr0:self.fr1])
         try:
             (self.ksp.solveTranspose if transpose else self.ksp.solve)(self.b, self.x)
         except PETSc.Error as e:
@@ -354,12 +367,12 @@ class ContinuumSchurOperator(ColumnSolves):
             raise np.linalg.LinAlgError(f"linear solve failed (KSP reason {self.ksp.getConvergedReason()})")
         self.nfsolve += 1
         self.nkspit += self.ksp.getIterationNumber()
-        if self._serial:
+        if self._serial or local:
             return self.x.getArray(readonly=True).copy()
         self._all.scatter(self.x, self._x_all, addv=PETSc.InsertMode.INSERT, mode=PETSc.ScatterMode.FORWARD)
         return self._x_all.getArray(readonly=True).copy()
 
-    def _fsolve_block(self, R, transpose):
+    def _fsolve_block(self, R, transpose, local=False):
         """F⁻¹ R (F⁻ᵀ R) for k > 1 columns by one MatMatSolve (MatMatSolveTranspose) of
         the MUMPS factor: MUMPS's solve phase takes the k right-hand sides together
         (blocked by ICNTL(27)), one pass over the factor instead of k.  Measured at 10⁵
@@ -370,7 +383,7 @@ class ContinuumSchurOperator(ColumnSolves):
         self.ksp.setUp()                     # the factorization of the current F
         Ff = self.ksp.getPC().getFactorMatrix()
         B = PETSc.Mat().createDense(((nl, self.st.nf), (None, k)),
-                                    array=np.asfortranarray(R[self.fr0:self.fr1]), comm=self.comm)
+                                    array=np.asfortranarray(R if local else R[self.fr0:self.fr1]), comm=self.comm)
         X = PETSc.Mat().createDense(((nl, self.st.nf), (None, k)), comm=self.comm)
         X.setUp()
         try:
@@ -384,7 +397,7 @@ class ContinuumSchurOperator(ColumnSolves):
             raise np.linalg.LinAlgError(f"linear solve failed (PETSc error {e.ierr})") from None
         self.nfsolve += k
         Xl = X.getDenseArray()
-        if self._serial:
+        if self._serial or local:
             out = np.array(Xl, order="C")
         else:
             out = np.empty((self.st.nf, k))
@@ -401,24 +414,29 @@ class ContinuumSchurOperator(ColumnSolves):
 
     def _solved(self, transpose):
         """Z = F⁻¹ (or F⁻ᵀ) [e_i (unit columns of the border's sparse part), Φ_k (frame k's
-        constant border basis, nf × 4) …]: solved once per factorization."""
+        constant border basis, nf × 4) …]: solved once per factorization; this rank's f
+        rows [fr0, fr1) only."""
         if transpose not in self._Z:
             st, units = self.st, self._units[transpose]
-            E = np.zeros((st.nf, len(units) + 4 * len(self._frame_b)))
-            E[units, np.arange(len(units))] = 1.0
+            r0, r1 = self.fr0, self.fr1
+            E = np.zeros((r1 - r0, len(units) + 4 * len(self._frame_b)))
+            mine = (units >= r0) & (units < r1)
+            E[units[mine] - r0, np.arange(len(units))[mine]] = 1.0
             for k in range(len(self._frame_b)):
-                E[:, len(units) + 4 * k:len(units) + 4 * k + 4] = st.basis(k)
-            self._Z[transpose] = self._fsolve(E, transpose)
+                E[:, len(units) + 4 * k:len(units) + 4 * k + 4] = st.basis(k, local=True)
+            self._Z[transpose] = self._fsolve(E, transpose, local=True)      # this rank's rows
             self.nfsolve_factor += E.shape[1]
         return self._Z[transpose]
 
     def _rem_solve(self, R, scale, transpose):
         """F⁻¹ R (F⁻ᵀ R) of the frames' border remainder, lagged (module doc): (solve, lagged)."""
         lag = self._rem.get(transpose)
-        if lag is not None and lag[0].shape == R.shape \
-                and np.max(np.abs(R - lag[0]), initial=0.0) <= REM_LAG * scale:
-            return lag[1], True
-        Yr = self._fsolve(R, transpose)
+        if lag is not None and lag[0].shape == R.shape:
+            # R, its solve: this rank's f rows; the decision from the global maxima (collective)
+            d = self.st.rows.allreduce(np.array([np.max(np.abs(R - lag[0]), initial=0.0)]), "max")[0]
+            if d <= REM_LAG * scale:
+                return lag[1], True
+        Yr = self._fsolve(R, transpose, local=True)
         self._rem[transpose] = (R.copy(), Yr)
         return Yr, False
 
@@ -426,7 +444,8 @@ class ContinuumSchurOperator(ColumnSolves):
         """(Y, S̃⁻¹, border rows of the b × f block, their b indices, Y's b columns) for J̃
         (or J̃ᵀ), once per matrix.  Y = F⁻¹ J_fb on the border columns with f rows only:
         Z W (Z the per-factorization solves, W their coefficients: the other groups'
-        few f entries and the frames' basis coefficients) + the remainder's lagged solve."""
+        few f entries and the frames' basis coefficients) + the remainder's lagged solve.
+        Y and the border blocks hold this rank's f rows only; J_bf Y is reduced (|r| × |c|)."""
         if transpose not in self._Y:
             nb = self.nb
             Z = self._solved(transpose)
@@ -439,15 +458,23 @@ class ContinuumSchurOperator(ColumnSolves):
                 (e, i, j), cols, rows, pos, Cbf = self._fb, self.cset, self.rset, self.cpos, self.V
             W = np.zeros((Z.shape[1], len(cols)))
             np.add.at(W, (upos[i], j), self._data[e])
-            rem, where, scale = [], [], 0.0
+            Rs, scale = [], 0.0
             for k, (bi, fr) in enumerate(zip(self._frame_b, self.Jc.frames)):
                 _, Cc, Rc, Cr, Rr = fr[6]
                 C, R = (Cr, Rr.T) if transpose else (Cc, Rc)
                 o = len(units) + 4 * k
                 W[o:o + 4, pos[bi]] += C
                 scale = max(scale, np.max(np.abs(fr[2] if transpose else fr[1]), initial=0.0))
+                Rs.append((bi, R))
+            # R: this rank's f rows; which remainder columns are nonzero and the scale are
+            # decided on the global maxima (one small Allreduce), the same on every rank
+            nz = np.array([np.any(R[:, c] != 0.0) for _, R in Rs for c in range(3)], float)
+            red = self.st.rows.allreduce(np.r_[nz, scale], "max")
+            nz, scale = red[:-1] > 0, red[-1]
+            rem, where = [], []
+            for k, (bi, R) in enumerate(Rs):
                 for c in range(3):
-                    if np.any(R[:, c] != 0.0):
+                    if nz[3 * k + c]:
                         rem.append(R[:, c])
                         where.append(pos[bi[c]])
             Y = Z @ W
@@ -457,19 +484,20 @@ class ContinuumSchurOperator(ColumnSolves):
                 Y[:, where] += Yr
             Cbb = self.Jbb.T if transpose else self.Jbb
             S = Cbb.copy()
-            S[np.ix_(rows, cols)] -= Cbf @ Y
+            S[np.ix_(rows, cols)] -= self.st.rows.allreduce(Cbf @ Y)      # Y, Cbf: this rank's f rows
             self._Y[transpose] = (Y, np.linalg.inv(S) if nb else S, Cbf, rows, cols, lagged)
         return self._Y[transpose]
 
     def _apply_tilde(self, r, transpose):
         Y, Sinv, Cbf, rows, cols, _ = self._schur(transpose)
         f, b = self.st.fidx, self.bidx
-        y = self._fsolve(np.ascontiguousarray(r[f]), transpose)
+        fl = f[self.fr0:self.fr1]
+        y = self._fsolve(np.ascontiguousarray(r[fl]), transpose, local=True)     # this rank's rows
         t = r[b].copy()
-        t[rows] -= Cbf @ y
+        t[rows] -= self.st.rows.allreduce(Cbf @ y)
         zb = Sinv @ t
         z = np.empty(self.N)
-        z[f] = y - Y @ zb[cols]
+        z[f] = self.st.rows.gather(y - Y @ zb[cols])
         z[b] = zb
         return z
 
@@ -484,20 +512,23 @@ class ContinuumSchurOperator(ColumnSolves):
     def matvec(self, z, transpose=False):
         """J z (or Jᵀ z) with the exact matrix.  Its f rows by this rank's row block (the
         structured J_ff as one sparse product per coefficient, the border's U rows or V
-        columns) and one gather; no whole J_ff on any rank."""
+        columns) and one gather, which also sums the ranks' parts of the border rows'
+        V z_f (Uᵀ z_f); no whole J_ff or border on any rank."""
         f, b = self.st.fidx, self.bidx
         r0, r1 = self.fr0, self.fr1
         out = np.empty(self.N)
         zf, zb = z[f], z[b]
         Sl, Stl = self._small_rows()
         ob = (self.Jbb.T if transpose else self.Jbb) @ zb
+        zl = zf[r0:r1]
         if transpose:
-            yl = self.Jc.T.ff_product(zf) + Stl @ zf + self.V[:, r0:r1].T @ zb[self.rset]
-            ob[self.cset] += self.U.T @ zf
+            yl = self.Jc.T.ff_product(zf) + Stl @ zf + self.V.T @ zb[self.rset]
+            out[f], part = self.st.rows.gather_sum(yl, self.U.T @ zl)
+            ob[self.cset] += part
         else:
-            yl = self.Jc.ff_product(zf) + Sl @ zf + self.U[r0:r1] @ zb[self.cset]
-            ob[self.rset] += self.V @ zf
-        out[f] = self.st.rows.gather(yl)
+            yl = self.Jc.ff_product(zf) + Sl @ zf + self.U @ zb[self.cset]
+            out[f], part = self.st.rows.gather_sum(yl, self.V @ zl)
+            ob[self.rset] += part
         out[b] = ob
         return out
 
@@ -580,12 +611,13 @@ class ContinuumSchurOperator(ColumnSolves):
             for k, (_, _, _, _, cM, cG, _) in enumerate(Jc.frames):
                 low = low - abs(cM) * aM[k] - abs(cG) * aG[k]
             Sl, Stl = self._small_rows()
-            rf = np.maximum(low - np.asarray(abs(Sl).sum(1)).ravel(), 0.0) + np.abs(self.U[r0:r1]).sum(1)
-            cf = np.maximum(low - np.asarray(abs(Stl).sum(1)).ravel(), 0.0) + np.abs(self.V[:, r0:r1]).sum(0)
-            U, V, B = np.abs(self.U), np.abs(self.V), np.abs(self.Jbb)
+            U, V, B = np.abs(self.U), np.abs(self.V), np.abs(self.Jbb)     # U, V: this rank's f rows
+            rf = np.maximum(low - np.asarray(abs(Sl).sum(1)).ravel(), 0.0) + U.sum(1)
+            cf = np.maximum(low - np.asarray(abs(Stl).sum(1)).ravel(), 0.0) + V.sum(0)
             rb, cb = B.sum(1), B.sum(0)
-            rb[self.rset] += V.sum(1)
-            cb[self.cset] += U.sum(0)
+            sums = st.rows.allreduce(np.r_[V.sum(1), U.sum(0)])
+            rb[self.rset] += sums[:len(self.rset)]
+            cb[self.cset] += sums[len(self.rset):]
             nrm = max(np.max(rf, initial=0.0), np.max(cf, initial=0.0))
             if st.rows.parallel:
                 from mpi4py import MPI

@@ -77,6 +77,45 @@ class RowSplit:
         return out
 
 
+    def gather_sum(self, local, part):
+        """(the whole (nf, …) array of ``gather``, Σ_ranks ``part``) in one Allgatherv:
+        each rank's row block travels with its partial sum of a small border product
+        (the frame rows' ``row @ x_f`` of a distributed border, continuum_structured.py),
+        summed in rank order on every rank.  Serial: (local, part)."""
+        if self.mpi is None:
+            return local, part
+        from mpi4py import MPI
+        local = np.ascontiguousarray(local, float)
+        part = np.asarray(part, float)
+        tail = local.shape[1:]
+        w = int(np.prod(tail, dtype=np.int64))
+        k = part.size
+        buf = np.concatenate([local.ravel(), part.ravel()])
+        out = np.empty(self.nf * w + self.size * k)
+        counts = self.counts * w + k
+        displs = np.r_[0, np.cumsum(counts)[:-1]]
+        self.mpi.Allgatherv([buf, MPI.DOUBLE], [out, (counts, displs), MPI.DOUBLE])
+        self.ngather += 1
+        whole = np.empty((self.nf,) + tail)
+        flat = whole.reshape(-1)
+        tot = np.zeros(k)
+        for r in range(self.size):
+            o, n = displs[r], self.counts[r] * w
+            flat[self.displs[r] * w:self.displs[r] * w + n] = out[o:o + n]
+            tot += out[o + n:o + n + k]
+        return whole, tot.reshape(part.shape)
+
+    def allreduce(self, x, op="sum"):
+        """Σ (or max) over ranks of a small array (x itself when serial)."""
+        if self.mpi is None:
+            return x
+        from mpi4py import MPI
+        x = np.ascontiguousarray(x, float)
+        out = np.empty_like(x)
+        self.mpi.Allreduce(x, out, op=MPI.SUM if op == "sum" else MPI.MAX)
+        return out
+
+
 class ElementSplit:
     """Per continuum group, the elements [e0, e1) this rank evaluates in ``R_p``, and the
     design columns it owns (module doc).  ``active`` is False when serial or when the

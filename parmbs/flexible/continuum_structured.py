@@ -201,9 +201,15 @@ class ContinuumStructure:
         Z[:, 2] = -(X[:, 1] - yc) * Z[:, 0] + (X[:, 0] - xc) * Z[:, 1]
         return Z
 
-    def basis(self, k):
-        """Φ_k = [B, b_X, b_JX] (nf × 4): the constant part of frame k's border."""
-        return np.column_stack([self.B[k], self.bX[k], self.bJX[k]])
+    def basis(self, k, local=False):
+        """Φ_k = [B, b_X, b_JX] (nf × 4): the constant part of frame k's border, once per
+        design; ``local``: this rank's f rows [r0, r1) of it."""
+        key = (self.version, self.rows.r0, self.rows.r1)
+        if getattr(self, "_basis_of", None) != key:
+            self._basis = [np.column_stack([self.B[j], self.bX[j], self.bJX[j]]) for j in range(len(self.B))]
+            self._basis_of = key
+        Phi = self._basis[k]
+        return Phi[self.rows.r0:self.rows.r1] if local else Phi
 
     # -- the state-dependent pieces ---------------------------------------------------------
     def frame_state(self, q, v, a):
@@ -262,8 +268,13 @@ class ContinuumStructure:
 
     def jacobian(self, q, v, a, cq, cv, ca, wi, wf):
         """cq ∂r/∂q + cv ∂r/∂v + ca ∂r/∂a (inertia weighted wi, elastic wf) as a
-        ``StructuredJacobian``."""
+        ``StructuredJacobian``.  The border's f parts (``col``, ``row``, the remainders
+        Rc, Rr) are this rank's f rows [r0, r1) only (issue 21 item 3: no O(nf) border
+        arithmetic repeated on every rank); their consumers reduce the few products
+        with them over the ranks."""
         frames = []
+        r0, r1 = self.rows.r0, self.rows.r1
+        nl = r1 - r0
         dt = np.result_type(q, v, a)
         for k, s in enumerate(self.frame_state(q, v, a)):
             th, dth, ddth, A, S = s["th"], s["dth"], s["ddth"], s["A"], s["S"]
@@ -275,9 +286,10 @@ class ContinuumStructure:
             # state-dependent remainder: col = Φ Cc + Rc (f rows × frame columns),
             # row = (Φ Cr)ᵀ + Rr (frame rows × f columns); the solver reuses F⁻¹Φ
             Cc, Cr = np.zeros((4, 3), dt), np.zeros((4, 3), dt)
-            Rc, Rr = np.zeros((self.nf, 3), dt), np.zeros((3, self.nf), dt)
+            Rc, Rr = np.zeros((nl, 3), dt), np.zeros((3, nl), dt)
             ff = np.zeros((3, 3), dt)
-            Gu, Mu = s["ju"] - self.bJX[k], s["su"] - self.bX[k]
+            Gu, Mu = s["ju"][r0:r1] - self.bJX[k][r0:r1], s["su"][r0:r1] - self.bX[k][r0:r1]
+            Gw, Ga, Mw = s["Gw"][r0:r1], s["Ga"][r0:r1], s["Mw"][r0:r1]
             I2 = np.eye(2)
             if ca:                                   # ∂r/∂a
                 Cc[0:2, 0:2] += ca * A.T
@@ -294,7 +306,7 @@ class ContinuumStructure:
                 ff[0:2, 2] += cv * (A @ (-2 * dth * S + 2 * (_J2 @ s["Btw"])))
                 ff[2, 2] += cv * 2 * (su @ v[self.fidx])
                 Cc[2, 2] += -2 * dth * cv
-                Rc[:, 2] += cv * (-2 * dth * Mu + 2 * s["Gw"])
+                Rc[:, 2] += cv * (-2 * dth * Mu + 2 * Gw)
                 Cr[0:2, 0:2] += cv * 2 * dth * (A @ _J2).T
                 Cr[2, 2] += cv * 2 * dth
                 Rr[2] += cv * 2 * dth * Mu
@@ -305,8 +317,8 @@ class ContinuumStructure:
                 Cr[0:2, 0:2] += cq * (A @ (ddth * _J2 - dth ** 2 * I2)).T
                 Cr[2, 2] += cq * 2 * ddth
                 Cr[0:2, 2] += -cq * Jb
-                Rr[2] += cq * (2 * ddth * Mu - s["Ga"] + 2 * dth * s["Mw"])
-            Phi = self.basis(k)
+                Rr[2] += cq * (2 * ddth * Mu - Ga + 2 * dth * Mw)
+            Phi = self.basis(k, local=True)
             col = Phi @ Cc + Rc
             row = (Phi @ Cr).T + Rr
             cM = wi * (ca - cq * dth ** 2)
@@ -318,8 +330,9 @@ class ContinuumStructure:
 
 class StructuredJacobian:
     """Σ_k (cM_k M_k + cG_k G_k) + cK K on f × f plus, per frame, the dense border:
-    f rows × frame columns (``col``), frame rows × f columns (``row``) and the 3 × 3
-    frame block (``ff``).  Acts on n-vectors or (n, k) blocks (``@``, ``.T @``)."""
+    f rows × frame columns (``col``), frame rows × f columns (``row``) — both on this
+    rank's f rows [r0, r1) only — and the 3 × 3 frame block (``ff``).  Acts on n-vectors
+    or (n, k) blocks (``@``, ``.T @``)."""
 
     def __init__(self, st, frames, cK, transposed=False):
         self.st, self.frames, self.cK, self.transposed = st, frames, cK, transposed
@@ -353,22 +366,31 @@ class StructuredJacobian:
         return y
 
     def __matmul__(self, X):
-        """J X (Jᵀ X): the f rows by this rank's row block + one Allgatherv, the frame
-        rows (3 per frame, dense border) replicated."""
+        """J X (Jᵀ X): the f rows by this rank's row block, the frame rows' border
+        products (``row @ x_f``: 3 per frame) as this rank's partial sums, both made
+        whole by one Allgatherv (``RowSplit.gather_sum``)."""
         X = np.asarray(X)
+        if np.iscomplexobj(X):
+            return self @ np.ascontiguousarray(X.real) + 1j * (self @ np.ascontiguousarray(X.imag))
         st = self.st
         f = st.fidx
         r0, r1 = st.rows.r0, st.rows.r1
         out = np.zeros(X.shape, np.result_type(X, float))
         xf = X[f]
+        xl = xf[r0:r1]
         yf = self.ff_product(xf)
+        part = []
         for idx, col, row, ff, *_ in self.frames:
             idx = list(idx)
             if self.transposed:
-                yf += row[:, r0:r1].T @ X[idx]
-                out[idx] += col.T @ xf + ff.T @ X[idx]
+                yf += row.T @ X[idx]
+                part.append(col.T @ xl)
             else:
-                yf += col[r0:r1] @ X[idx]
-                out[idx] += row @ xf + ff @ X[idx]
-        out[f] += st.rows.gather(yf)
+                yf += col @ X[idx]
+                part.append(row @ xl)
+        yw, pw = st.rows.gather_sum(yf, np.array(part) if part else np.zeros((0,) + X.shape[1:]))
+        out[f] += yw
+        for (idx, col, row, ff, *_), pk in zip(self.frames, pw):
+            idx = list(idx)
+            out[idx] += pk + (ff.T if self.transposed else ff) @ X[idx]
         return out

@@ -110,7 +110,7 @@ class RowSplit:
         if self.mpi is None:
             return x
         from mpi4py import MPI
-        x = np.ascontiguousarray(x, float)
+        x = np.ascontiguousarray(x, np.result_type(x, float))
         out = np.empty_like(x)
         self.mpi.Allreduce(x, out, op=MPI.SUM if op == "sum" else MPI.MAX)
         return out

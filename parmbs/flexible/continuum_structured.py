@@ -229,41 +229,51 @@ class ContinuumStructure:
         return out
 
     def _frame_state(self, q, v, a):
+        """The products on this rank's f rows [r0, r1) only (s_u, j_u, G u̇ … of the dict
+        and K u: (r1 − r0,) vectors; issue 21 item 3) — the Jacobian's border needs those
+        rows, the residual gathers its f rows once — and the three dot products over all
+        f rows the frame rows need (uᵀMu, j_uᵀü, s_uᵀu̇) as this rank's partial sums, made
+        whole by one small Allreduce per state (serial: the same sums as before)."""
         f = self.fidx
         u, w, ud = q[f], v[f], a[f]
+        r0, r1 = self.rows.r0, self.rows.r1
+        ul, wl, udl = u[r0:r1], w[r0:r1], ud[r0:r1]
         Ml, Gl, Kl, _ = self.local_rows()
-        # this rank's rows of the 6 products per frame and K u, then one Allgatherv
-        loc = []
-        for M, G in zip(Ml, Gl):
-            loc += [M @ u, G @ u, M @ w, G @ w, G @ ud, M @ ud]
-        loc.append(Kl @ u)
-        P = np.ascontiguousarray(self.rows.gather(np.column_stack(loc)).T)
+        loc, dots = [], []
+        for k, (M, G) in enumerate(zip(Ml, Gl)):
+            Mu, Gu, Mw, Gw, Ga, Ma = M @ u, G @ u, M @ w, G @ w, G @ ud, M @ ud
+            su, ju = self.bX[k][r0:r1] + Mu, self.bJX[k][r0:r1] + Gu
+            loc.append(dict(Mu=Mu, Gu=Gu, su=su, ju=ju, Gw=Gw, Ga=Ga, Mw=Mw, Ma=Ma))
+            dots += [ul @ Mu, ju @ udl, su @ wl]
+        dots = self.rows.allreduce(np.array(dots))
         out = []
         for k, (iR0, iR1, ith) in enumerate(self.frames):
             B = self.B[k]
-            Mu, Gu, Mw, Gw, Ga, Ma = P[6 * k:6 * k + 6]
             th, dth, ddth = q[ith], v[ith], a[ith]
             A = _A(th)
             Rdd = a[[iR0, iR1]]
             S = self.x0[k] + B.T @ u
-            out.append(dict(idx=(iR0, iR1, ith), th=th, dth=dth, ddth=ddth, A=A, ATR=A.T @ Rdd,
-                            S=S, su=self.bX[k] + Mu, ju=self.bJX[k] + Gu, Gw=Gw, Ga=Ga, Mw=Mw, Ma=Ma,
-                            Btw=B.T @ w, Bta=B.T @ ud, SS=self.I0[k] + 2 * self.bX[k] @ u + u @ Mu))
-        return out, P[-1]
+            out.append(dict(idx=(iR0, iR1, ith), th=th, dth=dth, ddth=ddth, A=A, ATR=A.T @ Rdd, S=S,
+                            Btw=B.T @ w, Bta=B.T @ ud, SS=self.I0[k] + 2 * self.bX[k] @ u + dots[3 * k],
+                            juA=dots[3 * k + 1], suV=dots[3 * k + 2], **loc[k]))
+        return out, Kl @ u
 
     def residual(self, q, v, a, wi, wf, out):
-        """Adds wi r_inertia + wf r_elastic of every continuum to ``out`` (n,)."""
+        """Adds wi r_inertia + wf r_elastic of every continuum to ``out`` (n,): the f rows
+        on this rank's rows and one Allgatherv."""
         f = self.fidx
+        r0, r1 = self.rows.r0, self.rows.r1
         frames, Ku = self.state_products(q, v, a)
         rf = wf * Ku
         for k, s in enumerate(frames):
             iR0, iR1, ith = s["idx"]
             dth, ddth = s["dth"], s["ddth"]
-            rf += wi * (s["Ma"] + self.B[k] @ s["ATR"] + ddth * s["ju"] - dth ** 2 * s["su"] + 2 * dth * s["Gw"])
+            rf += wi * (s["Ma"] + self.B[k][r0:r1] @ s["ATR"] + ddth * s["ju"] - dth ** 2 * s["su"]
+                        + 2 * dth * s["Gw"])
             sa = self.m0[k] * s["ATR"] + ddth * (_J2 @ s["S"]) - dth ** 2 * s["S"] + s["Bta"] + 2 * dth * (_J2 @ s["Btw"])
             out[[iR0, iR1]] += wi * (s["A"] @ sa)
-            out[ith] += wi * ((_J2 @ s["S"]) @ s["ATR"] + ddth * s["SS"] + s["ju"] @ a[f] + 2 * dth * s["su"] @ v[f])
-        out[f] += rf
+            out[ith] += wi * ((_J2 @ s["S"]) @ s["ATR"] + ddth * s["SS"] + s["juA"] + 2 * dth * s["suV"])
+        out[f] += self.rows.gather(rf)
         return out
 
     def jacobian(self, q, v, a, cq, cv, ca, wi, wf):
@@ -278,7 +288,6 @@ class ContinuumStructure:
         dt = np.result_type(q, v, a)
         for k, s in enumerate(self.frame_state(q, v, a)):
             th, dth, ddth, A, S = s["th"], s["dth"], s["ddth"], s["A"], s["S"]
-            B, su, ju = self.B[k], s["su"], s["ju"]
             JS = _J2 @ S
             Jb = _J2 @ s["ATR"]
             sa = self.m0[k] * s["ATR"] + ddth * JS - dth ** 2 * S + s["Bta"] + 2 * dth * (_J2 @ s["Btw"])
@@ -288,8 +297,7 @@ class ContinuumStructure:
             Cc, Cr = np.zeros((4, 3), dt), np.zeros((4, 3), dt)
             Rc, Rr = np.zeros((nl, 3), dt), np.zeros((3, nl), dt)
             ff = np.zeros((3, 3), dt)
-            Gu, Mu = s["ju"][r0:r1] - self.bJX[k][r0:r1], s["su"][r0:r1] - self.bX[k][r0:r1]
-            Gw, Ga, Mw = s["Gw"][r0:r1], s["Ga"][r0:r1], s["Mw"][r0:r1]
+            Gu, Mu, Gw, Ga, Mw = s["Gu"], s["Mu"], s["Gw"], s["Ga"], s["Mw"]     # this rank's rows
             I2 = np.eye(2)
             if ca:                                   # ∂r/∂a
                 Cc[0:2, 0:2] += ca * A.T
@@ -304,7 +312,7 @@ class ContinuumStructure:
                 ff[2, 2] += ca * s["SS"]
             if cv:                                   # ∂r/∂v
                 ff[0:2, 2] += cv * (A @ (-2 * dth * S + 2 * (_J2 @ s["Btw"])))
-                ff[2, 2] += cv * 2 * (su @ v[self.fidx])
+                ff[2, 2] += cv * 2 * s["suV"]
                 Cc[2, 2] += -2 * dth * cv
                 Rc[:, 2] += cv * (-2 * dth * Mu + 2 * Gw)
                 Cr[0:2, 0:2] += cv * 2 * dth * (A @ _J2).T

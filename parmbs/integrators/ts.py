@@ -32,10 +32,10 @@ sizes are frozen, their own dependence on ρ (through the error estimate) is not
 differentiated — as PETSc's TSAdjoint does.  ``freeze(t)`` replays a step sequence
 with fixed steps, so finite differences check exactly that derivative.
 
-The direct gradient is Problem's tangent loop with the tangent steps of the same schemes
-(``tangent_step_at``; petsc4py has no TSForward) and ``own_adjoint`` its transpose,
-written by hand: both agree with TSAdjoint to round-off, which for the penalty matrix
-M + αΦ_qᵀΦ_q grows ∝ α (≈1e-12 at α = 1e5, ≈1e-10 at 1e7 on the double pendulum).
+``direct`` is the tangent-linear sweep of the same schemes (petsc4py has no
+TSForward) and ``own_adjoint`` its transpose, written by hand: both agree with
+TSAdjoint to round-off, which for the penalty matrix M + αΦ_qᵀΦ_q grows ∝ α
+(≈1e-12 at α = 1e5, ≈1e-10 at 1e7 on the double pendulum).
 
 The TS lives on the problem's communicator (ts_layout.py: distributed Vecs and
 Jacobians on several ranks); runs checkpoint to HDF5 with every schedule, fixed or
@@ -59,6 +59,7 @@ from .initial import InitialState
 from .ts_layout import TSLayout
 from .ts_determinism import DistributedSolves
 from .ts_steps import TSSteps
+from .one_step import WHOLE
 
 #: options prefix of everything the TS owns: PETSc's TS reads its prefix + "ts_<name>",
 #: so the TS itself gets "parmbs_" (-parmbs_ts_monitor, -parmbs_ts_type, -parmbs_ts_adapt_type,
@@ -680,10 +681,9 @@ class TSStepper(ARKIMEXSteps):
             return None, ts
         Y = np.array(Y)
         T = np.array(T)
-        # a reduced ODE's y and manifold guess: the state's trailing blocks (``extra_state``)
-        traj = Trajectory(T, np.array(Q), np.array(V), np.array(A), np.array(L), its,
-                          extra=(Y, np.array(G)) if self.reduced else ())
+        traj = Trajectory(T, np.array(Q), np.array(V), np.array(A), np.array(L), its)
         traj.y = Y
+        traj.guess = np.array(G) if self.reduced else None
         traj.h = np.array(H[1:])                # h_0 … h_{N−1} as the TS took them
         # the objective's weights on the computed times (Problem reads problem.w; simulation.quadrature);
         # an adaptive run's from its exact step sizes (TimeGrid.weights: the same bits as a
@@ -752,15 +752,9 @@ class TSStepper(ARKIMEXSteps):
             self._finite_or_fail(k + 1, t, x1)
         return t, h, x1, ts.getSNES().getIterationNumber()
 
-    #: Problem.forward keeps the TS's trajectory for TSAdjoint's steps (``adjoint``)
-    _save = False
-
     def forward(self, problem, p, progress=None, on_step=None):
-        traj, ts = self._run(problem, p, self._save, progress, on_step)
-        if self._save:
-            self.open_adjoint(ts, p, traj.t, traj.y, len(problem.objectives))
-        else:
-            ts.destroy()
+        traj, ts = self._run(problem, p, False, progress, on_step)
+        ts.destroy()
         return traj
 
     # -- the one-step interface of checkpointed runs (checkpoint/ts_run.py) ---------------
@@ -779,13 +773,10 @@ class TSStepper(ARKIMEXSteps):
     #: steps (``uses_own_adjoint``): checkpoint/ts_run.py
     checkpoint_sweep = "ts"
 
-    #: forward and adjoint run whole in PETSc TS (integrators/one_step.py; direct: Problem's
-    #: loop); an adaptive run's steps are TSAdapt's, replayed through ``freeze``
-    whole_runs = frozenset(("forward", "adjoint"))
+    #: forward, direct and adjoint run whole in PETSc TS (integrators/one_step.py);
+    #: an adaptive run's steps are TSAdapt's, replayed through ``freeze``
+    whole_runs = WHOLE
     freezes_steps = True
-
-    #: the adjoint state is λ_y of the ODE: ``adjoint_local`` and ``adjoint_finish`` (one_step.py)
-    own_adjoint_terms = True
 
     def initial(self, t0, p):
         """x_0 = (q_0, v_0, a_0, λ_0) as the forward run's first state."""
@@ -841,7 +832,7 @@ class TSStepper(ARKIMEXSteps):
     def _ygrads(self, problem, ob, k, traj, p, ref):
         """(∂ψ_k/∂y_k (2n), ∂ψ_k/∂ρ explicit (nd), ∂ψ_k/∂ref (2)) with a_k(y_k), λ_k(y_k)."""
         mod = self.mod
-        (gq, gv, ga, gl, *_), gp, gr = problem._local_grads(ob, k, traj, p, ref)  # (+ y, guess: 0)
+        (gq, gv, ga, gl), gp, gr = problem._local_grads(ob, k, traj, p, ref)
         if getattr(mod, "reduced", False):       # through the presentation x(y; ρ)
             dy, dp = mod.present_grads(traj.t[k], traj.y[k], p, gq, gv, ga, gl)
             return dy, gp + dp, gr
@@ -894,28 +885,38 @@ class TSStepper(ARKIMEXSteps):
                                                                                        self._adjoint_step)
 
     def adjoint(self, problem, p, own=None):
-        """∇ψ in memory: Problem's forward run (TSAdjoint: its TS's trajectory kept, whose
-        stages TSAdjoint reads — petsc4py 3.18 cannot fill a TSTrajectory from stored
-        states, so a trajectory in memory without them is run again), then Problem's
-        reverse sweep over its states.  ``own``: our own adjoint steps instead of TSAdjoint
-        (default ``uses_own_adjoint``; ``own_adjoint``: the cross-check)."""
+        """∇ψ in memory: the forward TS run (its trajectory kept for TSAdjoint), then
+        Problem's reverse sweep over its states.  ``own``: our own adjoint steps instead of
+        TSAdjoint (default ``uses_own_adjoint``; ``own_adjoint``: the cross-check)."""
         own = self.uses_own_adjoint(problem) if own is None else own
         if own and self.endpoint:
             raise NotImplementedError("own adjoint: stage-form theta schemes, ts-rk and ts-arkimex only")
-        self._save = not own
+        traj, ts = self._run(problem, p, save=not own)
+        problem.traj = traj
+        if own:
+            ts.destroy()
+        else:
+            self.open_adjoint(ts, p, traj.t, traj.y, len(problem.objectives))
+        x = self._memory_states(traj)
+        N = traj.steps
+        refs = [ob.reference(self.mod.sys, traj.q[0], p) for ob in problem.objectives]
         try:
-            problem.forward(p)
-        finally:
-            self._save = False
-        try:
-            return problem._adjoint_memory(p)
+            mu, grad, gref = self.adjoint_local(problem, N, traj.t, x(N), p, refs)
+            mu, grad, gref = problem._adjoint_sweep(p, N, x(N), mu, grad, gref, x, refs, t=traj.t, h=traj.h)
         finally:
             self.close_adjoint()
+        return self.adjoint_finish(problem, p, x(0), mu, grad, gref)
 
     def own_adjoint(self, problem, p):
         """The discrete adjoint of the same TS scheme by our own steps (no TSAdjoint): the
         cross-check of PETSc's TSAdjoint path (they agree to round-off)."""
         return self.adjoint(problem, p, own=True)
+
+    def _memory_states(self, traj):
+        """x_k of an in-memory run as a checkpoint stores it (``extra_state``'s y and guess)."""
+        if not self.reduced:
+            return traj.x
+        return lambda k: traj.x(k) + (traj.y[k], traj.guess[k])
 
     def open_adjoint(self, ts, p, T, Y, nobj):
         """The reverse steps from here on are TSAdjoint's on ``ts`` (its trajectory kept over
@@ -1022,20 +1023,7 @@ class TSStepper(ARKIMEXSteps):
         self.open_adjoint(ts, p, T[base:k + 1], Y, len(problem.objectives))
         return X
 
-    # -- tangent-linear steps of the same scheme (Problem's direct loop; tangent state (dy/dρ,)) --
-    def tangent_start(self, dx0, p):
-        """(dy_0/dρ,) from dx_0/dρ of the initial state (y_0 = y(q_0, v_0; ρ))."""
-        self._cache, self._kcache = None, None
-        return (self._y_tangent(*(self._qv0 or (None, None)), p, dx0[0], dx0[1]),)
-
-    def tangent_step_at(self, k, traj, dx, p):
-        return (self._tangent_step(k, traj, dx[0], p),)
-
-    def tangent_local(self, problem, ob, k, traj, p, ref):
-        """Objective ``ob``'s partials at step k reduced to y (``_ygrads``), y's as one block."""
-        gy, gp, gr = self._ygrads(problem, ob, k, traj, p, ref)
-        return [gy], gp, gr
-
+    # -- tangent-linear (direct) sweep of the same scheme ----------------------------------------
     def _tangent_step(self, k, traj, dy, p):
         if self.kind == "ts-rk":
             return self._tangent_step_rk(k, traj, dy, p)
@@ -1122,3 +1110,28 @@ class TSStepper(ARKIMEXSteps):
         nu = self.lin.solve(lam1 / th, transpose=True)
         lam0 = lam1 - mod.operator(pe.blocks(1.0, 0.0)).T @ nu
         return lam0, -(pe.Fp().T @ nu)
+
+    def direct(self, problem, p):
+        mod = self.mod
+        nd = mod.nd
+        traj, ts = self._run(problem, p, save=False)
+        ts.destroy()
+        problem.traj = traj
+        dq, dv, _, _ = self.init.tangent(p)
+        dy = self._y_tangent(*(self._qv0 or (None, None)), p, dq, dv)
+        obs = problem.objectives
+        refs = [ob.reference(mod.sys, traj.q[0], p) for ob in obs]
+        drefs = []
+        for ob in obs:
+            Jq, Jp = ob.ref_grads(mod.sys, traj.q[0], p, mod.design_map, nd)
+            drefs.append(Jq @ dq + Jp)
+        grads = {ob.name: np.zeros(nd) for ob in obs}
+        for k in range(traj.steps + 1):
+            if k > 0:
+                dy = self._tangent_step(k - 1, traj, dy, p)
+            for i, ob in enumerate(obs):
+                gy, gp, gr = self._ygrads(problem, ob, k, traj, p, refs[i])
+                grads[ob.name] += gy @ dy + gp + gr @ drefs[i]
+            if k > 0:
+                problem._tick(k, traj.steps)    # progress of the sweep (sensitivity/problem.py)
+        return grads

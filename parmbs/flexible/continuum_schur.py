@@ -408,7 +408,10 @@ class ContinuumSchurOperator(ColumnSolves):
                 out[:, j] = self._x_all.getArray(readonly=True)
         B.destroy()
         X.destroy()
-        if not np.all(np.isfinite(out)):
+        bad = float(not np.all(np.isfinite(out)))
+        if local and not self._serial:       # each rank sees its own rows only: decide together,
+            bad = self.st.rows.allreduce(np.array([bad]), "max")[0]   # so every rank raises
+        if bad:
             raise np.linalg.LinAlgError("linear solve failed (non-finite solution)")
         return out
 

@@ -202,3 +202,39 @@ def test_non_finite_candidate_is_infinite(compiled):
             est.accept(k * 1e-3, x(k * 1e-3))
     assert ests[0].norm(6e-3, x(6e-3, np.nan), 1e-3) == math.inf
     assert ests[0].norm(6e-3, x(6e-3), 1e-3) == ests[1].norm(6e-3, x(6e-3), 1e-3) < math.inf
+
+
+@pytest.mark.parametrize("grow_min", [1.3, 1.5])
+def test_compiled_proposal_is_the_controllers(grow_min):
+    """The step the compiled estimate proposes after an acceptance (LocalError.h_accept,
+    compiled/local_error.estimate_step) is Controller.after_accept's, bit for bit, over
+    norms from 1e-13 to 1e3 (the error-floor, FAC_MIN/FAC_MAX and dt_min/dt_max clips
+    and the hysteresis band all reached, asserted) with and without the I-part memory;
+    and Controller.accepted keeps the same memory as after_accept."""
+    if not _numba():
+        pytest.skip("numba not installed: the compiled path is optional")
+    n = 4
+    ad = Adapt(rtol=1e-6, atol=1e-7, dt0=1e-3, dt_min=2e-4, dt_max=3e-3, horizon=0.5, grow_min=grow_min)
+    est = LocalError(ad, 1.0 / 12.0, (0.0, 0.0), compiled=True)     # no noise floor
+    est.ctl = ctl = tl.Controller(ad)
+    rng = np.random.default_rng(3)
+    x = lambda c: (np.full(n, c), np.full(n, c), np.zeros(n), np.zeros(2))  # noqa: E731  (‖e‖ ∝ c)
+    est.start(0.0, x(0.0), initial=False)
+    for k in range(1, 5):
+        est.accept(k * 1e-3, x(0.0))
+    seen, facs = [], []
+    for c in 10.0 ** np.linspace(-22.0, -4.0, 60):
+        for prev in (None, float(10.0 ** rng.uniform(-3, 0.5))):
+            ctl.err_prev = prev
+            h = float(10.0 ** rng.uniform(-3.6, -2.6))
+            err = est.norm(5e-3, x(c), h)
+            ref = tl.Controller(ad)
+            ref.err_prev = prev
+            want = ref.after_accept(h, err)
+            assert est.h_accept == want                             # bitwise
+            assert ctl.accepted(h, err, est.h_accept) == want and ctl.err_prev == ref.err_prev
+            seen.append(err)
+            facs.append(want / h)
+    assert min(seen) < 1e-10 and max(seen) > 1e2
+    assert any(f == 1.0 for f in facs) and min(facs) < 1.0 < max(facs)
+    assert any(f == tl.FAC_MIN for f in facs) or any(abs(f * 1e-3 - ad.dt_min) < 1e-18 for f in facs)

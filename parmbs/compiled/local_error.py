@@ -19,33 +19,53 @@ numpy's (tests/test_local_error.py checks both).  The floor bookkeeping of the r
 where the noise sets a weight stays numpy's on the caller's side.  Used when the run's
 step is compiled (as the guard's compiled/monitor.py) and the diagonal is complete (four
 levels of q and v).
+
+The same call also proposes the next step after an acceptance (timeloop.Controller.
+after_accept's PI formula, hysteresis and clip, the same operations: bitwise its numbers)
+when the run's error is this norm alone (no quadrature or sensitivity test, no MPI
+verdict).  Its cost is the dispatcher's: on the five-bar (24 components) the arithmetic
+is well under 1 µs, while each array argument or returned array costs numba's dispatcher
+≈ 0.3 µs and a returned tuple with a new array ≈ 2 µs (benchmarks/README.md, "Adaptive vs
+fixed: one call for estimate and controller").  So the caller passes the output array W
+(two buffers, alternating: the candidate's diagonal and the accepted one), the constants
+in one array S, the proposal and sums come back in S, and the norm is the return value.
 """
+import math
+
 import numpy as np
 from ._jit import njit
 
 from .monitor import _bad
 
 
+# S: the constants of a run (LocalError.__init__), then the outputs of a call
+S_ATOL, S_RTOL, S_HORIZON, S_VPER, S_GAIN, S_VGAIN = 0, 1, 2, 3, 4, 5
+S_SAFETY, S_KI, S_KP, S_FMIN, S_FMAX, S_GROW, S_DTMAX, S_DTMIN = 6, 7, 8, 9, 10, 11, 12, 13
+S_OVER, S_ACC, S_HNEXT = 14, 15, 16
+S_SIZE = 17
+
+
 @njit(cache=True)
-def estimate(P, absy0, z1, z2, z3, t1, q1, v1, a1, l1, e1, mean, s, atol, rtol, share, v_share, dqv, dq_a, dq_b,
-             gain, v_gain, h):
-    """One candidate x1 = (q1, v1, a1, l1[, e1]) at t1 (``e1`` a trailing block, or empty; as
-    separate arguments: a tuple's type costs numba's dispatcher tens of µs) after the
-    diagonal whose levels 0–3 are the rows of P, whose last three nodes are z1, z2, z3
-    (newest first) and whose newest |y| is ``absy0``.  Returns (finite, W, noise > tol
-    somewhere, Σ r_q² + Σ r_v²) with W's rows the new diagonal's levels 0–3, its |y|, r =
-    e / (tol + noise), tol and noise (one array: each returned array costs the dispatcher
-    about as much as the arithmetic here); ``finite`` False (x1 has a non-finite entry):
-    nothing else computed.  ``mean``: average the new level 3 with P's (four states kept);
-    ``s`` = 6 C h³; the weights' share: ``share`` on positions, ``v_share`` on velocities
-    (1.0 for the numpy path's none: w · 1.0 is w); noise δ_i = max(dqv_i, dq_a |q1|_max) if
-    ``dqv`` has entries, else dq_a + dq_b |q1|_max (newton_tol.AdaptiveNewton.noise_law);
-    ``gain`` = NOISE_GAIN, ``v_gain`` = γ/β."""
+def estimate_step(P, W, q1, v1, a1, l1, e1, dqv, S, z1, z2, z3, t1, s, h, dq_a, dq_b, err_prev, mean):
+    """‖e‖ of one candidate x1 = (q1, v1, a1, l1[, e1]) at t1 (``e1`` a trailing block, or
+    empty; separate arguments: a tuple's type costs numba's dispatcher tens of µs), −1.0
+    when x1 has a non-finite entry (nothing else computed), after the diagonal whose levels
+    0–3 are the rows of P and whose newest |y| is P's row 4; z1, z2, z3 its last three nodes
+    (newest first).  W (8 × 2n, written): the new diagonal's levels 0–3, its |y|, r = e /
+    (tol + noise), tol and noise.  S: the constants (S_* above) in, and out S[S_OVER] (1.0:
+    noise > tol somewhere), S[S_ACC] = Σ r_q² + Σ r_v², S[S_HNEXT] the step the controller
+    proposes if this step is accepted (``err_prev`` its I-part memory, NaN: none).
+    ``mean``: average the new level 3 with P's (four states kept); ``s`` = 6 C h³; the
+    weights' share h/T on positions, on velocities too unless S[S_VPER]; noise δ_i =
+    max(dqv_i, dq_a |q1|_max) if ``dqv`` has entries, else dq_a + dq_b |q1|_max
+    (newton_tol.AdaptiveNewton.noise_law)."""
     if _bad(q1) or _bad(v1) or _bad(a1) or _bad(l1) or _bad(e1):              # the guard's test
-        return False, np.empty((8, 0)), False, 0.0
+        return -1.0
+    atol, rtol, gain, v_gain = S[S_ATOL], S[S_RTOL], S[S_GAIN], S[S_VGAIN]
+    share = h / S[S_HORIZON]
+    v_share = 1.0 if S[S_VPER] != 0.0 else share
     n = q1.shape[0]
     M = 2 * n
-    W = np.empty((8, M))
     d1, d2, d3 = t1 - z1, t1 - z2, t1 - z3
     qmax = 0.0
     for i in range(M):
@@ -65,7 +85,7 @@ def estimate(P, absy0, z1, z2, z3, t1, q1, v1, a1, l1, e1, mean, s, atol, rtol, 
     for i in range(M):
         j = i if i < n else i - n
         dq = (dqv[j] if dqv[j] >= rq else rq) if measured else dq_s
-        b0, b1 = absy0[i], W[4, i]
+        b0, b1 = P[4, i], W[4, i]
         w = atol + rtol * (b0 if b0 >= b1 else b1)
         if i < n:
             w *= share
@@ -83,4 +103,17 @@ def estimate(P, absy0, z1, z2, z3, t1, q1, v1, a1, l1, e1, mean, s, atol, rtol, 
     rp, rv = W[5, :n], W[5, n:]
     acc = np.dot(rp, rp)
     acc += np.dot(rv, rv)
-    return True, W, over, acc
+    err = math.sqrt(acc / M)
+    S[S_OVER] = 1.0 if over else 0.0
+    S[S_ACC] = acc
+    # timeloop.Controller.after_accept, operation by operation
+    e = 1e-10 if 1e-10 > err else err                                        # max(err, 1e-10)
+    fac = S[S_SAFETY] * e ** -S[S_KI] * (err_prev ** S[S_KP] if not math.isnan(err_prev) else 1.0)
+    fac = fac if fac > S[S_FMIN] else S[S_FMIN]                              # min(FAC_MAX, max(FAC_MIN, fac))
+    fac = fac if fac < S[S_FMAX] else S[S_FMAX]
+    if 1.0 <= fac < S[S_GROW]:
+        fac = 1.0
+    hn = h * fac
+    hn = S[S_DTMAX] if S[S_DTMAX] < hn else hn
+    S[S_HNEXT] = S[S_DTMIN] if S[S_DTMIN] > hn else hn
+    return err

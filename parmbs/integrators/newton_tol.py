@@ -78,13 +78,22 @@ class AdaptiveNewton:
         self.err_rtol, self.err_atol, self.horizon, self.v_gain = rtol, atol, horizon, v_gain
         self.atol, self.rtol = newton.atol, newton.rtol
         self.h = None
+        self._key = None                      # (h, V_PER_STEP) of _atol_h, set_h's scalar test
         self.last_dq = None
         self.cap = None
 
     def set_h(self, h):
-        """Step size of the next step: the scalar test and a fresh noise record."""
-        self.h = float(h.real)                # as float(np.real(h)), without its array dispatch
-        self.atol = min(self.user_atol, self._allowed(self.err_atol, self.err_atol, min))
+        """Step size of the next step: the scalar test and a fresh noise record.  The
+        scalar test depends on h alone (and timeloop.V_PER_STEP): computed again only when
+        they change — the controller keeps h for runs of steps (its hysteresis), and this
+        was ≈ 1 µs of an adaptive five-bar step (benchmarks/README.md, "Adaptive vs fixed:
+        one call for estimate and controller")."""
+        h = float(h.real)                     # as float(np.real(h)), without its array dispatch
+        key = (h, _timeloop().V_PER_STEP)
+        if key != self._key:
+            self.h, self._key = h, key
+            self._atol_h = min(self.user_atol, self._allowed(self.err_atol, self.err_atol, min))
+        self.atol = self._atol_h
         self.rtol = min(self.user_rtol, ROUNDOFF)
         self.last_dq = None
         self.cap = None

@@ -209,7 +209,10 @@ class LocalError:
     "Adaptive overhead cut").  ``compiled`` (runs whose step is compiled): once the
     diagonal is complete, the update and the weighted ratios are one compiled call
     (compiled/local_error.py, the same operations: bitwise this path's numbers), ≈ 25
-    numpy calls fewer a step ("Adaptive overhead: one compiled call").
+    numpy calls fewer a step ("Adaptive overhead: one compiled call"), and with ``ctl`` (a
+    Controller; set by the loop when this norm alone decides: no quadrature, sensitivity
+    or MPI verdict) the same call proposes the step after an acceptance, ``h_accept``
+    (Controller.accepted; "Adaptive vs fixed: one call for estimate and controller").
 
     ``noise``: δq of the step just taken, per component or scalar (a callable of q1;
     newton_tol.AdaptiveNewton.noise), or None: Newton's scalar tolerance; ``noise_law``
@@ -226,9 +229,17 @@ class LocalError:
         self.noise = noise
         self.noise_law = noise_law
         self._kernel = None
+        self.ctl = None                      # a Controller: the compiled call proposes h_accept
+        self.h_accept = None                 # its proposal for the last norm() call, or None
         if compiled:
-            from ..compiled.local_error import estimate
-            self._kernel = estimate
+            from ..compiled import local_error as cl
+            self._kernel = cl.estimate_step
+            S = np.zeros(cl.S_SIZE)          # the call's constants (compiled/local_error.py)
+            S[[cl.S_ATOL, cl.S_RTOL, cl.S_HORIZON, cl.S_VPER, cl.S_GAIN, cl.S_VGAIN]] = \
+                (adapt.atol, adapt.rtol, adapt.horizon, float(V_PER_STEP), NOISE_GAIN, v_gain)
+            S[[cl.S_SAFETY, cl.S_KI, cl.S_KP, cl.S_FMIN, cl.S_FMAX, cl.S_GROW, cl.S_DTMAX, cl.S_DTMIN]] = \
+                (SAFETY, K_I, K_P, FAC_MIN, FAC_MAX, adapt.grow_min, adapt.dt_max, adapt.dt_min)
+            self._S, self._buf, self._cl = S, None, cl
         self.floor_hits = 0                  # accepted steps where the floor was the larger weight of some component
         self.floor_decided = 0               # ... and those components carried more than half of the norm
         self._floor = (False, False)
@@ -272,10 +283,15 @@ class LocalError:
         y''' ≈ 3! y[z_{k−2}, …, z_{k+1}], the mean with y[z_{k−3}, …, z_k] once four states
         are kept (cancels a (−1)^k mode); on the first step (nodes t_0, t_0, t_0, t_1) only
         the positions' difference exists and the norm is theirs."""
+        self.h_accept = None
+        d = self._diag
+        if self._kernel is not None and d.known == _COMPLETE and 4 <= len(x1) <= 5:
+            q1, v1, buf = x1[0], x1[1], self._buf
+            if (type(q1) is np.ndarray and type(v1) is np.ndarray and q1.dtype == v1.dtype == _F64
+                    and (buf is not None and (d.levels is buf[0] or d.levels is buf[1])    # float rows
+                         or d.levels[0].dtype == _F64)):
+                return self._norm_compiled(t1, x1, h)
         q1, v1 = np.asarray(x1[0]), np.asarray(x1[1])
-        if (self._kernel is not None and self._diag.known == _COMPLETE and 4 <= len(x1) <= 5
-                and q1.dtype == v1.dtype == self._diag.levels[0].dtype == _F64):
-            return self._norm_compiled(t1, x1, h)
         if not _finite(x1):
             return math.inf
         cand = self._diag.push(t1, q1, v1)
@@ -332,32 +348,44 @@ class LocalError:
 
     def _norm_compiled(self, t1, x1, h):
         """``norm`` with the diagonal complete, in one compiled call (compiled/local_error.py):
-        the same numbers.  The new Diagonal's levels are the first four rows of the call's
-        array W (its |y| the fifth; r, tol, noise the next three)."""
+        the same numbers.  The new Diagonal's levels are the first four rows of the array W
+        the call writes (its |y| the fifth; r, tol, noise the next three): one of two
+        buffers, the other holding the current diagonal's."""
         d = self._diag
         L, z = d.levels, d.z
-        if not isinstance(L, np.ndarray):                     # built by Diagonal.push: rows of one array
-            L = np.array(L)
+        buf = self._buf
+        if buf is not None and L is buf[0]:
+            W = buf[1]
+        elif buf is not None and L is buf[1]:
+            W = buf[0]
+        else:                                   # the first call (levels a list): P with |y| as row 4
+            L = np.array([*L[:4], d.absy])
+            if buf is None or buf[0].shape[1] != L.shape[1]:
+                buf = self._buf = (np.empty((8, L.shape[1])), np.empty((8, L.shape[1])))
+            W = buf[0]
         q1 = x1[0]
         dqv, a, b = self._law(q1)
-        share = h / self.horizon
-        finite, W, over, acc = self._kernel(
-            L, d.absy, z[-1], z[-2], z[-3], t1, *x1[:4], x1[4] if len(x1) > 4 else _NONE, len(self.hist) >= 4,
-            self.C * h ** 3 * 6.0, self.atol, self.rtol, share, 1.0 if V_PER_STEP else share,
-            _NONE if dqv is None else dqv, a, b, NOISE_GAIN, self.v_gain, h)
-        if not finite:
+        ctl = self.ctl
+        ep = math.nan if ctl is None or ctl.err_prev is None else ctl.err_prev
+        S = self._S
+        err = self._kernel(L, W, *x1[:4], x1[4] if len(x1) > 4 else _NONE, _NONE if dqv is None else dqv, S,
+                           z[-1], z[-2], z[-3], t1, self.C * h ** 3 * 6.0, h, a, b, ep, len(self.hist) >= 4)
+        if err < 0.0:                                          # x1 has a non-finite entry
             return math.inf
         self._cand = (t1, q1, x1[1], Diagonal(z[1:] + [t1], W, d.known, d.n, W[4]))
-        n = d.n
+        if ctl is not None:
+            self.h_accept = S.item(self._cl.S_HNEXT)
+        over = S.item(self._cl.S_OVER) != 0.0
         decided = False
         if over:
+            n = d.n
             r = W[5]
             rr = np.where(W[7] > W[6], r * r, 0.0)
             acc_floor = float(np.sum(rr[:n]))
             acc_floor += float(np.sum(rr[n:]))
-            decided = acc_floor > 0.5 * acc
+            decided = acc_floor > 0.5 * S.item(self._cl.S_ACC)
         self._floor = (over, decided)
-        return math.sqrt(acc / W.shape[1])
+        return err
 
 
 class Controller:
@@ -375,6 +403,14 @@ class Controller:
             fac = 1.0
         self.err_prev = e
         return self._clip(h * fac)
+
+    def accepted(self, h, err, h_next):
+        """``after_accept(h, err)`` whose result ``h_next`` the compiled estimate computed
+        (LocalError.h_accept, or None: computed here)."""
+        if h_next is None:
+            return self.after_accept(h, err)
+        self.err_prev = max(err, 1e-10)
+        return h_next
 
     def after_reject(self, h, err):
         fac = min(1.0, max(FAC_MIN, SAFETY * max(err, 1e-10) ** -K_REJECT))
@@ -564,6 +600,8 @@ def _march_adaptive(stepper, p, t_end, x, k0, t0, keep, ad, guard, progress, h_p
                      noise_law=nt.noise_law if an else None,
                      compiled=getattr(stepper, "compiled", None) is not None)
     ctl = Controller(ad)
+    if quad is None and sens is None and comm is None:     # the norm alone decides: the compiled call proposes h
+        est.ctl = ctl
     rejected = 0
     if state is not None and state.hist is not None:      # resumed: the stored loop state
         est.start(state.t_start, state.x0, initial=True)
@@ -634,7 +672,7 @@ def _march_adaptive(stepper, p, t_end, x, k0, t0, keep, ad, guard, progress, h_p
         T.append(t)
         H.append(hk)
         its.append(it)
-        h = ctl.after_accept(hk, err if err is not None else 1.0)
+        h = ctl.accepted(hk, err if err is not None else 1.0, est.h_accept)
         if state is not None:
             state.h_next, state.err_prev, state.hist = h, ctl.err_prev, est.hist
             state.floor_hits, state.rejected = est.floor_hits, rejected

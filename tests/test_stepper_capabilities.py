@@ -64,8 +64,8 @@ RUN_KINDS = [
     ("matrix-r", "trapezoidal", [], set(), False),
     ("maggi", "trapezoidal", [], set(), False),
     ("maggi", "trapezoidal", ['simulation.maggi.adjoint="second-order"'], {"adjoint"}, False),
-    ("penalty", "ts-cn", [], {"forward", "direct", "adjoint"}, True),
-    ("index1", "ts-rk", [], {"forward", "direct", "adjoint"}, True),
+    ("penalty", "ts-cn", [], {"forward", "adjoint"}, True),
+    ("index1", "ts-rk", [], {"forward", "adjoint"}, True),
     ("index3", "ts-alpha2", [], {"forward", "direct", "adjoint"}, False),
     ("index1", "dopri5", [], {"forward", "direct", "adjoint"}, True),
 ]

@@ -14,7 +14,15 @@ Every stepper declares
   ``"forward"`` (``forward(problem, p, progress, on_step)``), ``"direct"``
   (``direct(problem, p)``), ``"adjoint"`` (``adjoint(problem, p)``); ``WHOLE`` all three;
 * ``freezes_steps``: an adaptive run's steps are chosen inside the stepper (TSAdapt, its
-  own controller), so ``Problem.frozen_steps`` replays them through its ``freeze(t)``.
+  own controller), so ``Problem.frozen_steps`` replays them through its ``freeze(t)``;
+* the reverse step of Problem's one sweep, ``adjoint_step_into(k, T, x_k, x_{k+1}, μ, ∇ψ, p)``
+  → (μ_k, ∇ψ with step k's term): ``OneStep``'s adds ``adjoint_step``'s increment;
+* the tangent step of Problem's one direct loop, ``tangent_step_at(k, traj, dx, p)``, from
+  the tangent state ``tangent_start(dx_0, p)``: ``OneStep``'s are ``tangent_step`` and dx_0;
+* ``own_adjoint_terms``: the adjoint and tangent states are the stepper's own, not the
+  record's (q, v, a, λ) blocks — the stepper then gives the objective partials at a state
+  (``adjoint_local``; ``tangent_local``) and the initial-state terms (``adjoint_finish``)
+  that Problem gives the others (PETSc TS: λ_y and dy/dρ of its ODE, ts.py).
 
 A stepper whose steps ``timeloop.march`` takes one by one (Newmark family, variational,
 index-1, Maggi, matrix-r, kinematic) inherits them from ``OneStep``; the whole-run PETSc
@@ -36,6 +44,22 @@ class OneStep:
 
     #: Problem's grid holds an adaptive run's steps
     freezes_steps = False
+
+    #: μ is the record's blocks: Problem's objective partials and initial-state terms
+    own_adjoint_terms = False
+
+    def tangent_start(self, dx0, p):
+        """The tangent state of Problem's direct loop from dx_0/dρ (the record's blocks)."""
+        return dx0
+
+    def tangent_step_at(self, k, traj, dx, p):
+        """Tangent step k → k+1 of Problem's direct loop along ``traj``: ``tangent_step``'s."""
+        return self.tangent_step(traj.t[k], traj.x(k), traj.x(k + 1), dx, p)
+
+    def adjoint_step_into(self, k, T, x0, x1, mu, grad, p):
+        """Reverse step k+1 → k of Problem._adjoint_sweep: (μ_k, ∇ψ + ``adjoint_step``'s increment)."""
+        mu, dg = self.adjoint_step(T[k], x0, x1, mu, p)
+        return mu, grad + dg
 
     def checkpoint_refusal(self):
         """Every schedule checkpoints (None)."""

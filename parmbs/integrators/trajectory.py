@@ -11,6 +11,7 @@ class Trajectory:
         self.extra = tuple(extra)         # trailing state blocks (state_blocks), row k = step k
         self.newton_its = newton_its
         self.grid = grid                  # TimeGrid: t_k and h_k (integrators/timeloop.py)
+        self.h = None if grid is None else grid.h   # h_k (a PETSc TS run sets its own)
         self.rejected = rejected          # rejected steps of an adaptive run
 
     def x(self, k):

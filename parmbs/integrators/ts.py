@@ -32,10 +32,10 @@ sizes are frozen, their own dependence on ρ (through the error estimate) is not
 differentiated — as PETSc's TSAdjoint does.  ``freeze(t)`` replays a step sequence
 with fixed steps, so finite differences check exactly that derivative.
 
-``direct`` is the tangent-linear sweep of the same schemes (petsc4py has no
-TSForward) and ``own_adjoint`` its transpose, written by hand: both agree with
-TSAdjoint to round-off, which for the penalty matrix M + αΦ_qᵀΦ_q grows ∝ α
-(≈1e-12 at α = 1e5, ≈1e-10 at 1e7 on the double pendulum).
+The direct gradient is Problem's tangent loop with the tangent steps of the same schemes
+(``tangent_step_at``; petsc4py has no TSForward) and ``own_adjoint`` its transpose,
+written by hand: both agree with TSAdjoint to round-off, which for the penalty matrix
+M + αΦ_qᵀΦ_q grows ∝ α (≈1e-12 at α = 1e5, ≈1e-10 at 1e7 on the double pendulum).
 
 The TS lives on the problem's communicator (ts_layout.py: distributed Vecs and
 Jacobians on several ranks); runs checkpoint to HDF5 with every schedule, fixed or
@@ -59,7 +59,6 @@ from .initial import InitialState
 from .ts_layout import TSLayout
 from .ts_determinism import DistributedSolves
 from .ts_steps import TSSteps
-from .one_step import WHOLE
 
 #: options prefix of everything the TS owns: PETSc's TS reads its prefix + "ts_<name>",
 #: so the TS itself gets "parmbs_" (-parmbs_ts_monitor, -parmbs_ts_type, -parmbs_ts_adapt_type,
@@ -773,10 +772,14 @@ class TSStepper(ARKIMEXSteps):
     #: steps (``uses_own_adjoint``): checkpoint/ts_run.py
     checkpoint_sweep = "ts"
 
-    #: forward, direct and adjoint run whole in PETSc TS (integrators/one_step.py);
-    #: an adaptive run's steps are TSAdapt's, replayed through ``freeze``
-    whole_runs = WHOLE
+    #: forward and adjoint run whole in PETSc TS (integrators/one_step.py); direct is Problem's
+    #: loop with this scheme's tangent steps; an adaptive run's steps are TSAdapt's, replayed
+    #: through ``freeze``
+    whole_runs = frozenset(("forward", "adjoint"))
     freezes_steps = True
+
+    #: the adjoint state is λ_y of the ODE: ``adjoint_local`` and ``adjoint_finish`` (one_step.py)
+    own_adjoint_terms = True
 
     def initial(self, t0, p):
         """x_0 = (q_0, v_0, a_0, λ_0) as the forward run's first state."""
@@ -1023,7 +1026,22 @@ class TSStepper(ARKIMEXSteps):
         self.open_adjoint(ts, p, T[base:k + 1], Y, len(problem.objectives))
         return X
 
-    # -- tangent-linear (direct) sweep of the same scheme ----------------------------------------
+    # -- tangent-linear (direct) steps of the same scheme: Problem's direct loop --------------------
+    # The tangent state is (dy/dρ,) and the objective partials ([∂ψ_k/∂y_k], ∂ψ_k/∂ρ, ∂ψ_k/∂ref)
+    # (``own_adjoint_terms``; integrators/one_step.py).
+    def tangent_start(self, dx0, p):
+        """(dy_0/dρ,) from dx_0/dρ of the initial state (y_0 = y(q_0, v_0; ρ))."""
+        self._cache, self._kcache = None, None
+        return (self._y_tangent(*(self._qv0 or (None, None)), p, dx0[0], dx0[1]),)
+
+    def tangent_step_at(self, k, traj, dx, p):
+        return (self._tangent_step(k, traj, dx[0], p),)
+
+    def tangent_local(self, problem, ob, k, traj, p, ref):
+        """Objective ``ob``'s partials at step k reduced to y (``_ygrads``), y's as one block."""
+        gy, gp, gr = self._ygrads(problem, ob, k, traj, p, ref)
+        return [gy], gp, gr
+
     def _tangent_step(self, k, traj, dy, p):
         if self.kind == "ts-rk":
             return self._tangent_step_rk(k, traj, dy, p)
@@ -1110,28 +1128,3 @@ class TSStepper(ARKIMEXSteps):
         nu = self.lin.solve(lam1 / th, transpose=True)
         lam0 = lam1 - mod.operator(pe.blocks(1.0, 0.0)).T @ nu
         return lam0, -(pe.Fp().T @ nu)
-
-    def direct(self, problem, p):
-        mod = self.mod
-        nd = mod.nd
-        traj, ts = self._run(problem, p, save=False)
-        ts.destroy()
-        problem.traj = traj
-        dq, dv, _, _ = self.init.tangent(p)
-        dy = self._y_tangent(*(self._qv0 or (None, None)), p, dq, dv)
-        obs = problem.objectives
-        refs = [ob.reference(mod.sys, traj.q[0], p) for ob in obs]
-        drefs = []
-        for ob in obs:
-            Jq, Jp = ob.ref_grads(mod.sys, traj.q[0], p, mod.design_map, nd)
-            drefs.append(Jq @ dq + Jp)
-        grads = {ob.name: np.zeros(nd) for ob in obs}
-        for k in range(traj.steps + 1):
-            if k > 0:
-                dy = self._tangent_step(k - 1, traj, dy, p)
-            for i, ob in enumerate(obs):
-                gy, gp, gr = self._ygrads(problem, ob, k, traj, p, refs[i])
-                grads[ob.name] += gy @ dy + gp + gr @ drefs[i]
-            if k > 0:
-                problem._tick(k, traj.steps)    # progress of the sweep (sensitivity/problem.py)
-        return grads

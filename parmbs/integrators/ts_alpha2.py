@@ -90,7 +90,7 @@ from .timeloop import Adapt, StepSizeError, TimeGrid, march_ts
 from .trajectory import Trajectory
 from .ts import PREFIX, TS_PREFIX
 from .ts_steps import TSSteps
-from .one_step import WHOLE
+from .one_step import WHOLE, OneStep
 
 #: TSAlpha_Restart's parameters (α_m, α_f, γ, β) during its backward-Euler half steps
 RESTART_PARAMS = (1.0, 1.0, 1.0, 0.5)
@@ -117,7 +117,7 @@ def _alpha2_params(ts, params=None):
     return tuple(x.value for x in v)
 
 
-class TSAlpha2Stepper:
+class TSAlpha2Stepper(OneStep):
     """Whole-run stepper: ``forward`` on TSALPHA2, ``direct``/``adjoint`` by
     NewmarkFamily's sweeps over its trajectory (module docstring)."""
 

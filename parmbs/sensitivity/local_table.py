@@ -30,10 +30,12 @@ class LocalGradTable:
 
     @staticmethod
     def usable(problem, traj):
-        """Every objective has an integrand ``Term`` of the elementwise kinds, and the
-        trajectory's states are arrays (in memory)."""
+        """Every objective has an integrand ``Term`` of the elementwise kinds, the
+        trajectory's states are arrays (in memory) and the stepper's sensitivities are in
+        their blocks (not ``own_adjoint_terms``)."""
         obs = problem.objectives
-        return bool(obs) and all(isinstance(ob.integrand, Term) and ob.integrand.batchable() for ob in obs) \
+        return bool(obs) and not problem.stepper.own_adjoint_terms \
+            and all(isinstance(ob.integrand, Term) and ob.integrand.batchable() for ob in obs) \
             and all(isinstance(getattr(traj, k, None), np.ndarray) for k in ("q", "v", "a", "lam"))
 
     def get(self, k):

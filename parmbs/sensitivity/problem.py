@@ -437,25 +437,30 @@ class Problem:
         return {k: self.design.expand(g) for k, g in grads.items()}
 
     def _direct_swept(self, p):
-        if "direct" in self.stepper.whole_runs:
-            return self.stepper.direct(self, p)
+        st = self.stepper
+        if "direct" in st.whole_runs:
+            return st.direct(self, p)
         traj = self.traj
         if self.checkpoint is not None:
             traj = self.checkpoint.full_trajectory(traj)
+        elif traj is None:                          # a whole-run forward (PETSc TS) at p
+            traj = self.forward(p)
         nd = self.design.nswept
-        dx = self.stepper.init.tangent(p)
+        dx = st.init.tangent(p)
         grads = {ob.name: np.zeros(nd) for ob in self.objectives}
         refs = {ob.name: ob.reference(self.sys, traj.q[0], p) for ob in self.objectives}
         dref = {}
         for ob in self.objectives:
             Jq, Jp = ob.ref_grads(self.sys, traj.q[0], p, self.design.sweep_map, nd)
             dref[ob.name] = Jq @ dx[0] + Jp
+        dx = st.tangent_start(dx, p)                # the stepper's tangent state (one_step.py)
+        H = self.grid.h if traj.h is None else traj.h
         ride = {ob.name: np.zeros((traj.steps + 1, nd)) for ob in self._history()}   # ds_k/dp (ride.py)
         with self._local_table(traj, p, [refs[ob.name] for ob in self.objectives]) as table:
             for k in range(traj.steps + 1):
                 if k > 0:
-                    set_step(self.stepper, self.grid.h[k - 1])
-                    dx = self.stepper.tangent_step(traj.t[k - 1], traj.x(k - 1), traj.x(k), dx, p)
+                    set_step(st, H[k - 1])
+                    dx = st.tangent_step_at(k - 1, traj, dx, p)
                 hit = table.get(k) if table is not None else None
                 for j, ob in enumerate(self.objectives):
                     if ob.name in ride:
@@ -465,7 +470,8 @@ class Problem:
                         continue
                     # contiguous columns: a strided vector takes another BLAS path in ``@`` (other sums)
                     gx, gp, gr = ([g[:, j].copy() for g in hit[0]], hit[1][:, j].copy(), hit[2][:, j].copy()) \
-                        if hit is not None else self._local_grads(ob, k, traj, p, refs[ob.name])
+                        if hit is not None else st.tangent_local(self, ob, k, traj, p, refs[ob.name]) \
+                        if st.own_adjoint_terms else self._local_grads(ob, k, traj, p, refs[ob.name])
                     grads[ob.name] += sum(g @ d for g, d in zip(gx, dx)) + gp + gr @ dref[ob.name]
                 self._observe(k, traj.t[k], grads, dx)
                 if k > 0:
@@ -539,9 +545,8 @@ class Problem:
     def _adjoint_local(self, k, t, x, p, refs, T=None):
         """Objective partials at state x_k, one column per objective: (μ blocks, ∂ψ/∂ρ, ∂ψ/∂ref)
         (a PETSc TS stepper's own: reduced to its ODE's state, integrators/ts.py)."""
-        own = getattr(self.stepper, "adjoint_local", None)
-        if own is not None:
-            return own(self, k, T if T is not None else self.grid.t, x, p, refs)
+        if self.stepper.own_adjoint_terms:
+            return self.stepper.adjoint_local(self, k, T if T is not None else self.grid.t, x, p, refs)
         table = getattr(self, "_table", None)
         hit = table.get(k) if table is not None else None
         if hit is not None:
@@ -555,14 +560,11 @@ class Problem:
         """Reverse steps k1−1, …, 0 from μ_{k1} (x_{k1} given); ``state(k)`` supplies x_k in
         decreasing k (in memory, or a checkpoint provider); ``after(k, x_k, μ_k, grad, gref)``
         is called after each step (checkpointing the adjoint state).  The sweep of every
-        stepper: one whose step adds to ∇ψ in place (PETSc TSAdjoint's cost gradient μ,
-        integrators/ts.py) gives ``adjoint_step_into`` (∇ψ in and out whole) instead of
-        ``adjoint_step``'s increment; ``t``, ``h``: the run's times and step sizes (default
-        the problem's grid)."""
+        stepper, by its ``adjoint_step_into`` (∇ψ in and out whole: integrators/one_step.py);
+        ``t``, ``h``: the run's times and step sizes (default the problem's grid)."""
         T = t if t is not None else self.grid.t
         H = h if h is not None else self.grid.h
         N = len(T) - 1
-        into = getattr(self.stepper, "adjoint_step_into", None)
         self._observe(k1, T[k1], grad)
         if after is None and t is not None and adjoint_batch.usable(self, state, p, mu):
             mu, grad, gref, k1 = adjoint_batch.sweep(self, p, k1, mu, grad, gref, T)   # issue 19: blocks of steps
@@ -570,11 +572,7 @@ class Problem:
         for k in range(k1 - 1, -1, -1):
             x0 = state(k)
             set_step(self.stepper, H[k])
-            if into is not None:
-                mu, grad = into(k, T, x0, x1, mu, grad, p)
-            else:
-                mu, dg = self.stepper.adjoint_step(T[k], x0, x1, mu, p)
-                grad = grad + dg
+            mu, grad = self.stepper.adjoint_step_into(k, T, x0, x1, mu, grad, p)
             mu = rank_fault("adjoint", k, mu)         # test hook (parmbs/faults.py); off: mu
             gx, gp, gr = self._adjoint_local(k, T[k], x0, p, refs, T)
             mu = [a + b for a, b in zip(mu, gx)]
@@ -598,9 +596,8 @@ class Problem:
     def _adjoint_finish(self, p, x0, mu, grad, gref):
         """Add the reference and initial-state (assembly) terms: the gradient dict
         (per swept parameter column; a PETSc TS stepper's own, integrators/ts.py)."""
-        own = getattr(self.stepper, "adjoint_finish", None)
-        if own is not None:
-            return own(self, p, x0, mu, grad, gref)
+        if self.stepper.own_adjoint_terms:
+            return self.stepper.adjoint_finish(self, p, x0, mu, grad, gref)
         nd = self.design.nswept
         mu = [np.array(m, dtype=float) for m in mu]
         grad, gref = np.array(grad, dtype=float), np.asarray(gref)

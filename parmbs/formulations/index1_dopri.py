@@ -246,6 +246,10 @@ class DormandPrince:
     whole_runs = WHOLE
     freezes_steps = True
 
+    #: its sensitivities are the record's blocks where Problem reads them (the local-gradient
+    #: table, sensitivity/local_table.py): the capability of integrators/one_step.py
+    own_adjoint_terms = False
+
     def __init__(self, system, sim, design_map=None, ndesign=0, comm=None):
         from ..compiled.index1_rk import DP_A, DP_B, DP_BH, DP_C
         self.sys, self.sim = system, sim

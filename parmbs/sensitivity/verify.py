@@ -51,6 +51,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..integrators.one_step import OneStep
+
 EPS = float(np.finfo(float).eps)
 
 #: seeded direction of the Taylor test and seed of the round-off perturbations
@@ -113,6 +115,13 @@ class _Perturbed:
     def adjoint_step(self, *args):
         mu, g = self._s.adjoint_step(*args)
         return tuple(self._j(b) for b in mu), self._j(g)
+
+    # Problem's loops step through these (integrators/one_step.py): taken from OneStep so that
+    # they call the perturbed steps above, not the wrapped stepper's (a bound method of the
+    # wrapped stepper would bypass the rounding and leave σ̂ = 0).  Only steppers with Problem's
+    # loops reach here (``roundoff_measurable``); their steps are OneStep's.
+    tangent_step_at = OneStep.tangent_step_at
+    adjoint_step_into = OneStep.adjoint_step_into
 
 
 class _PerturbedSolves:

@@ -100,6 +100,7 @@ class ContinuumStructure:
         self.version = 0
         self.rows = RowSplit(self.nf, None, serial=True)
         self._loc = None
+        self._prod = None                    # ``product``'s (version, x, {id(A): A @ x})
 
     def distribute(self, comm):
         """Compute the O(nnz) products by f rows over the ranks of ``comm`` (a petsc4py
@@ -108,7 +109,7 @@ class ContinuumStructure:
         if (rows.r0, rows.r1, rows.size) == (self.rows.r0, self.rows.r1, self.rows.size):
             return                           # already split so (the operators share this structure)
         self.rows = rows
-        self._loc, self._last = None, None
+        self._loc, self._last, self._prod = None, None, None
         self._pattern, self._p = None, None  # M, G, K again, by this rank's rows
 
     @property
@@ -133,6 +134,20 @@ class ContinuumStructure:
     def M_product(self, x):
         """Σ_k M_k x (nf,) whole on every rank: this rank's rows and one gather."""
         return self.rows.gather(sum(M @ x for M in self.M))
+
+    def product(self, A, x):
+        """A @ x for one of this design's M_k, G_k, K (this rank's rows), remembered for
+        the last x (compared by value): the adjoint step multiplies one ν by ∂r/∂q, ∂r/∂v,
+        ∂r/∂a of two states (integrators/newmark.py), nine products of three matrices
+        (the same numbers as recomputing each)."""
+        c = self._prod
+        if c is None or c[0] != self.version or c[1].shape != x.shape or c[1].dtype != x.dtype \
+                or not np.array_equal(c[1], x):
+            c = self._prod = (self.version, x.copy(), {})
+        y = c[2].get(id(A))
+        if y is None:
+            y = c[2][id(A)] = A @ x
+        return y
 
     def set_design(self, p):
         """Recompute the constant matrices when p changed (once per design)."""
@@ -282,6 +297,23 @@ class ContinuumStructure:
         Rc, Rr) are this rank's f rows [r0, r1) only (issue 21 item 3: no O(nf) border
         arithmetic repeated on every rank); their consumers reduce the few products
         with them over the ranks."""
+        return self.weigh(self.jacobian_frames(q, v, a, cq, cv, ca), cq, wi, wf)
+
+    @staticmethod
+    def _weigh_frame(fr, wi):
+        idx, col, row, ff, cM, cG, (k, Cc, Rc, Cr, Rr) = fr
+        return idx, wi * col, wi * row, wi * ff, wi * cM, wi * cG, (k, wi * Cc, wi * Rc, wi * Cr, wi * Rr)
+
+    def weigh(self, frames, cq, wi, wf):
+        """The ``StructuredJacobian`` of unweighted ``jacobian_frames`` with the inertia
+        weighted wi and the elastic part wf: every weighted entry is wi times the
+        unweighted one, as ``jacobian`` computes it, so one border serves every weighting
+        of a state (the adjoint step asks for ∂r/∂q and ∂r/∂v of a state twice)."""
+        return StructuredJacobian(self, [self._weigh_frame(fr, wi) for fr in frames], wf * cq)
+
+    def jacobian_frames(self, q, v, a, cq, cv, ca):
+        """Per frame the unweighted border of ``jacobian``: (idx, col, row, ff, cM, cG,
+        (k, Cc, Rc, Cr, Rr)) with the inertia weight 1 (``weigh`` applies the weights)."""
         frames = []
         r0, r1 = self.rows.r0, self.rows.r1
         nl = r1 - r0
@@ -329,11 +361,9 @@ class ContinuumStructure:
             Phi = self.basis(k, local=True)
             col = Phi @ Cc + Rc
             row = (Phi @ Cr).T + Rr
-            cM = wi * (ca - cq * dth ** 2)
-            cG = wi * (2 * cv * dth + cq * ddth)
-            frames.append((s["idx"], wi * col, wi * row, wi * ff, cM, cG,
-                           (k, wi * Cc, wi * Rc, wi * Cr, wi * Rr)))
-        return StructuredJacobian(self, frames, wf * cq)
+            frames.append((s["idx"], col, row, ff, ca - cq * dth ** 2, 2 * cv * dth + cq * ddth,
+                           (k, Cc, Rc, Cr, Rr)))
+        return frames
 
 
 class StructuredJacobian:
@@ -370,7 +400,7 @@ class StructuredJacobian:
         y = np.zeros((Kl.shape[0],) + xf.shape[1:], np.result_type(xf, float))
         for c, A in terms:
             if c:
-                y += c * (A @ xf)
+                y += c * self.st.product(A, xf)
         return y
 
     def __matmul__(self, X):

@@ -318,7 +318,7 @@ class NewmarkFamily(NewmarkParameterSets):
         wi, wf = 1 - self.am, 1 - self.af
         mq1, mv1, ma1, ml1 = mu1
         n = self.sys.n
-        ev = self._eval(t + h, x1, p)
+        ev = self._adjoint_eval(t + h, x1, p)
         self._set_matrix(ev)
         nu = self.lin.solve_many(np.vstack([b * h * h * mq1 + g * h * mv1 + ma1, ml1]), transpose=True)
         nu1, nu2 = nu[:n], nu[n:] / (b * h * h)
@@ -336,7 +336,22 @@ class NewmarkFamily(NewmarkParameterSets):
             ma -= eo.Ma(self.am, self.af).T @ nu1
             ml -= self.af * (eo.G() @ nu1)
             grad -= eo.R_p(nd, self.am, self.af, own=True).T @ nu1
+            self._adj_prev = (t, tuple(np.array(y, copy=True) for y in x0), p, eo)
         return (mq, mv, ma, ml), grad
+
+    def _adjoint_eval(self, t1, x1, p):
+        """The evaluation at x_{k+1} of adjoint step k: the previous adjoint step's
+        old-state evaluation when that was this state (the backward sweep visits x_{k+1}
+        as step k+1's x_k just before; compared by value, with time and parameters) —
+        its element ∂r/∂ρ and structured Jacobians are remembered (model/evaluation.py),
+        so each state's are computed once per sweep instead of twice — else a new one."""
+        prev, self._adj_prev = getattr(self, "_adj_prev", None), None
+        if prev is not None:
+            t0, x0, p0, eo = prev
+            if t0 == t1 and (p0 is p or np.array_equal(p0, p)) and all(
+                    np.shape(y) == np.shape(z) and np.array_equal(y, z) for y, z in zip(x0, x1)):
+                return eo
+        return self._eval(t1, x1, p)
 
 
 def family_member(family, system, sim, **common):

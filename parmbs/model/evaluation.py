@@ -295,8 +295,15 @@ class StateEval:
         return st
 
     def _structured_jac(self, cq, cv, ca, wi, wf):
+        """The structured operators' cq ∂r/∂q + cv ∂r/∂v + ca ∂r/∂a, the unweighted
+        border remembered per (cq, cv, ca) and weighted here (``ContinuumStructure.weigh``:
+        the same products as building it weighted)."""
         st = self._structured()
-        return [] if st is None else [st.jacobian(self.q, self.v, self.a, cq, cv, ca, wi, wf)]
+        if st is None:
+            return []
+        raw = self._memo(("sjac", cq, cv, ca, st.version),
+                         lambda: st.jacobian_frames(self.q, self.v, self.a, cq, cv, ca))
+        return [st.weigh(raw, cq, wi, wf)]
 
     def G(self):
         """Φ_q (m × n)."""
@@ -334,7 +341,10 @@ class StateEval:
         default wf, as in ``residual``).  ``own``: the continuum
         groups' elements of this rank only (``plan.split``, flexible/continuum_split.py):
         ``R_p.T @ λ`` is then complete in this rank's own columns only — for the adjoint
-        sweep's accumulator, which ``ElementSplit.combine`` makes whole once per sweep."""
+        sweep's accumulator, which ``ElementSplit.combine`` makes whole once per sweep.
+        Each group's unweighted ∂r/∂ρ is remembered: the adjoint step asks for it at one
+        state with two weightings (integrators/newmark.py: x_k as the old state of step k
+        and as the new state of step k − 1), and w·B is the same product either way."""
         items = []
         split = getattr(self.plan, "split", None) if own else None
         if split is not None and not split.active:
@@ -343,19 +353,13 @@ class StateEval:
         for g, q, v, a, p in self.forces_except(mine):
             cols, dcols = self._pcols(g)
             if len(cols):
-                B = (wi if g.inertial else wf) * g.r_p(self.t, q, v, a, p, cols)
+                B = (wi if g.inertial else wf) * self._memo(("rp", id(g)), lambda: g.r_p(self.t, q, v, a, p, cols))
                 items.append((self._rows(g), dcols, B))
         for i, g in enumerate(self.sys.forces):
             cols, dcols = self._pcols(g)
             if id(g) in mine and len(cols):          # this rank's elements only, gathered alone
                 e0, e1 = split.ranges[id(g)]
-                if self._F[i] is not None:
-                    _, q, v, a, p = self._F[i]
-                    q, v, a, p = q[e0:e1], v[e0:e1], a[e0:e1], p[e0:e1]
-                else:
-                    q, v, a = (self.sys.extend(x)[g.qidx[e0:e1]] for x in self._qva)
-                    p = self.p[g.pidx[e0:e1]]
-                B = (wi if g.inertial else wf) * g.r_p(self.t, q, v, a, p, cols)
+                B = (wi if g.inertial else wf) * self._memo(("rp_own", id(g)), lambda: self._own_r_p(i, g, e0, e1, cols))
                 items.append((self._rows(g)[e0:e1], dcols[e0:e1], B))
         for g, q, v, a, lam, p in self.C:
             cols, dcols = self._pcols(g)
@@ -363,6 +367,16 @@ class StateEval:
                 items.append((self._rows(g), dcols, (wf if wl is None else wl)
                               * g.phi_qT_lam_p(self.t, q, p, lam, cols)))
         return self._pop(self.n, ndesign, items)
+
+    def _own_r_p(self, i, g, e0, e1, cols):
+        """∂r/∂p of force group i's elements [e0, e1) (unweighted), gathered alone."""
+        if self._F[i] is not None:
+            _, q, v, a, p = self._F[i]
+            q, v, a, p = q[e0:e1], v[e0:e1], a[e0:e1], p[e0:e1]
+        else:
+            q, v, a = (self.sys.extend(x)[g.qidx[e0:e1]] for x in self._qva)
+            p = self.p[g.pidx[e0:e1]]
+        return g.r_p(self.t, q, v, a, p, cols)
 
     def _con_p(self, ndesign, fn):
         items = []

@@ -237,6 +237,7 @@ class NewmarkFamily(NewmarkParameterSets):
 
     # -- forward ------------------------------------------------------------------------------------
     def initial(self, t0, p):
+        self._adj_prev = None          # a forward run: the last sweep's evaluation is not kept through it
         return self.init.solve(t0, p)
 
     def step(self, k, t, x, p, ev_old=None):

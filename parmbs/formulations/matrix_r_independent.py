@@ -137,12 +137,17 @@ def smin_dependent(Phiz, ind):
 class MatrixRIndependent(MatrixRStepper):
     name = "matrix-r-independent"
 
+    # class defaults: matrix_r_natural.MatrixRNatural (natural coordinates as DOF) skips
+    # this __init__; its steps then neither re-select nor monitor (its _newton_lin
+    # leaves _phiz None)
+    reselect = None
+    _base = None
+    _phiz = None                              # Φ_z of the step's first Newton matrix (the fold monitor)
+    _warned = False                           # the monitor warns once per stepper
+
     def __init__(self, system, h, newton, cut=None, independent=None, reselect=None, **kw):
         super().__init__(system, h, newton, cut=cut, **kw)
         self.reselect = reselect
-        self._base = None
-        self._phiz = None                     # Φ_z of the step's first Newton matrix (the fold monitor)
-        self._warned = False                  # the monitor warns once per stepper
         nz, mc = self.nz, self.ml            # ml: the rank of Φ_z (redundant rows dropped or least squares)
         self.nind = nz - mc
         if self.nind < 0:
@@ -229,7 +234,7 @@ class MatrixRIndependent(MatrixRStepper):
                   "every choice is this poorly conditioned here (a singular configuration of the mechanism?)"
             warnings.warn(f"step {k + 1} (t = {t:.6g}): the independent coordinate(s) "
                           f"{', '.join(self.ind_names) or 'none'} are near a turning point along the motion: "
-                          f"σ_min(Φ_z D) = {sD:.2e} is {sD / s:.2g} x σ_min(Φ_z) = {s:.2e} (seed 002 eq. 24's R^Φ "
+                          f"σ_min(Φ_z D) = {sD:.2e} is {sD / s:.2g} x σ_min(Φ_z) = {s:.2e} (the projection R^Φ "
                           f"grows as its inverse; the run past it is not dt-converged); {fix}",
                           RuntimeWarning, stacklevel=2)
 

@@ -162,3 +162,88 @@ def test_remaining_refusals_one_line(tmp_path):
                                "[simulation]", 1))
     cli_one_line_error(["simulate", f, "-o", tmp_path / "x.h5"], tmp_path, "spatial.joints.knee_drive.joint",
                        "natural-coordinate body", "not available")
+
+
+def test_reselect_through_a_fold_exact_gradients():
+    """configs/spatial-rsur-natural.toml over 0.55 s at dt = 1e-2 with
+    simulation.matrix_r.reselect = 0.25 and ball-rx as the base independent coordinate
+    (column pivoting's choice at t0; the file lists cross-1): ball-rx has
+    a turning point along the motion near 0.49 s (σ_min(Φ_z D) → 3.5e-4 at dt = 2.5e-3,
+    benchmarks/rsur_singularity.py), so the steps from t = 0.39 s use cross-1 and
+    from 0.54 s pivot_c (measured; matrix_r_independent.py "Re-selection").  The choice is
+    a function of the step's start state, so the tangent and adjoint steps make the
+    forward step's choice: adjoint = direct to round-off (bound 1e-9, as the module
+    doc; measured ≤ 3.9e-14), central FD as the module doc (minimum over 1e-5, 1e-6 ≤
+    1e-6; measured ≤ 6.9e-9 over 1e-4…1e-6); the chosen coordinate is the forward run's
+    at every step of the direct sweep."""
+    pr = Problem(load_config("configs/spatial-rsur-natural.toml",
+                             ["simulation.t_end=0.55", "simulation.dt=1e-2", "simulation.matrix_r.reselect=0.25",
+                              'simulation.matrix_r.independent=["ball-rx"]']))
+    st = pr.stepper
+    chosen, step = {}, st.step
+
+    def logged(k, t, x, p):
+        out = step(k, t, x, p)
+        chosen[k] = tuple(st.ind_names)
+        return out
+
+    st.step = logged
+    pr.forward()
+    seq = [chosen[k] for k in sorted(chosen)]
+    print([(k, c) for k, c in enumerate(seq) if k == 0 or c != seq[k - 1]])
+    assert seq[0] == ("ball-rx",)
+    assert any(c != ("ball-rx",) for c in seq), seq          # switched
+    tangent, seen = st.tangent_step, {}
+
+    def tangent_logged(t, x0, x1, dx0, p):
+        out = tangent(t, x0, x1, dx0, p)
+        seen[int(round(t / pr.h))] = tuple(st.ind_names)
+        return out
+
+    st.tangent_step = tangent_logged
+    dir_ = pr.direct()
+    assert [seen[k] for k in sorted(seen)] == seq
+    adj = pr.adjoint()
+    fds = [pr.finite_differences(h) for h in (1e-5, 1e-6)]
+    for o in adj:
+        fd = min(rel(f[o], adj[o]) for f in fds)
+        print(f"{o}: |adj-dir| {rel(dir_[o], adj[o]):.1e} min |adj-fd| {fd:.1e}")
+        assert rel(dir_[o], adj[o]) <= 1e-9, o
+        assert fd <= 1e-6, o
+
+
+def test_reselect_refusals(tmp_path):
+    """reselect is read by the trapezoidal tree-coordinate stepper only: with dependent
+    coordinates (config error) and with a ts-* integrator (model error), refused naming
+    the key."""
+    f = tmp_path / "nfourbar-u.toml"
+    f.write_text(NFOURBAR_U)
+    with pytest.raises(Exception, match="'reselect' is read only with coordinates"):
+        load_config(str(f), ["simulation.formulation=matrix-r", "simulation.matrix_r.coordinates=dependent",
+                             "simulation.matrix_r.reselect=0.5"])
+    with pytest.raises(Exception, match="simulation.matrix_r.reselect.*trapezoidal stepper only"):
+        Problem(load_config(str(f), ["simulation.formulation=matrix-r", INDEPENDENT, "simulation.integrator=ts-cn",
+                                     "simulation.matrix_r.reselect=0.5"]))
+
+
+def test_fold_monitor_warns_once_naming_the_step():
+    """The fold monitor (matrix_r_independent.FOLD_WARN): with ball-rx as z^i the run of
+    the file over 0.5 s (dt = 1e-2) warns once, naming the step and the coordinate, when
+    σ_min(Φ_z D) < 0.05 σ_min(Φ_z) (ball-rx's turning point near 0.49 s; the ratio is
+    0.19 at 0.4 s); the file as shipped (cross-1, 0.6 s) and the re-selecting run do
+    not warn."""
+    import warnings
+    base = ["simulation.t_end=0.5", "simulation.dt=1e-2", "simulation.progress=false"]
+    ballrx = 'simulation.matrix_r.independent=["ball-rx"]'
+    pr = Problem(load_config("configs/spatial-rsur-natural.toml", base + [ballrx]))
+    with pytest.warns(RuntimeWarning, match=r"step \d+ \(t = 0\.4\d*\): the independent coordinate\(s\) ball-rx "
+                                            r"are near a turning point") as rec:
+        pr.forward()
+        pr.forward()                                          # once per stepper
+    assert sum("turning point" in str(w.message) for w in rec) == 1
+    for extra in ([], [ballrx, "simulation.matrix_r.reselect=0.5"]):
+        pr = Problem(load_config("configs/spatial-rsur-natural.toml",
+                                 ["simulation.t_end=0.6", "simulation.dt=1e-2", "simulation.progress=false"] + extra))
+        with warnings.catch_warnings():
+            warnings.filterwarnings("error", message=".*turning point")
+            pr.forward()

@@ -688,6 +688,14 @@ class MatrixR(_Model):
     (spatial: Euler-parameter or natural-coordinate bodies), and ``BODY.angle`` (planar), mixed with tree joints; then z^i = h(z) with a non-constant B = h_z (matrix_r_natural.py).
     Default: chosen automatically at the initial state by column pivoting on the
     cut-constraint Jacobian Φ_z (the best-conditioned columns become dependent).
+    ``reselect``: with "independent" (trapezoidal, tree-joint coordinates), re-choose
+    the independent coordinates at the start of a step whose σ_min(Φ_z D) has fallen
+    below ``reselect`` times that of the column-pivoted choice at that state (a fold:
+    z^i has a turning point along the motion, R^Φ is unbounded there, and a run
+    through it is not dt-converged; configs/spatial-rsur-natural.toml); the chosen or
+    listed coordinates are used again once they are well conditioned.  A function of
+    the state, so the direct and adjoint steps use the forward step's choice.
+    Default: off (one choice for the whole run).
 
     ``redundant``: redundant cut-constraint rows (found at set-up, model/redundancy.py).
     "least-squares" (default, as seed 002 eq. 17): every row is enforced and each step's
@@ -703,11 +711,14 @@ class MatrixR(_Model):
     coordinates: Literal["dependent", "independent"] = "dependent"
     independent: Annotated[list[DofName], AfterValidator(_no_duplicates)] | None = None
     redundant: Literal["least-squares", "drop"] = "least-squares"
+    reselect: Annotated[float, Strict(), Field(allow_inf_nan=False, gt=0, le=1)] | None = None
 
     @model_validator(mode="after")
     def _independent_needs_coordinates(self) -> "MatrixR":
         if self.independent is not None and self.coordinates != "independent":
             raise ValueError("'independent' is read only with coordinates = \"independent\"")
+        if self.reselect is not None and self.coordinates != "independent":
+            raise ValueError("'reselect' is read only with coordinates = \"independent\"")
         return self
 
 

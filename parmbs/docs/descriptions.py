@@ -355,6 +355,10 @@ CLASS = {
                               "solved by least squares ([López Varela 2025] eq. 17; stops if a design breaks "
                               "the redundancy) or `drop` (the rows dropped at set-up are not enforced); same "
                               "trajectory where the redundancy holds; `ts-*` integrators drop"),
+    "MatrixR.reselect": ("", "τ in (0, 1]: with `independent` (trapezoidal, tree joints), a step whose "
+                             "σ_min(Φ_z D) is below τ times that of the column-pivoted choice at its start "
+                             "state uses that choice (a coordinate that turns back along the motion); "
+                             "absent: one choice for the whole run"),
     "Parallel.distribute": ("", "several ranks, groups = 1: `auto` distributes the state only for "
                                 "large models (small ones run replicated); `always` distributes"),
     "Parallel.groups": ("", "parallel groups G: gradients split into G batches of design "

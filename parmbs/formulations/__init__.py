@@ -57,6 +57,10 @@ def _make(system, sim, **kw):
     if f == "matrix-r":
         if sim.matrix_r.coordinates == "independent":
             if sim.integrator.startswith("ts-"):    # the ODE in z^i on PETSc TS (matrix_r_ode.py)
+                if sim.matrix_r.reselect is not None:
+                    from ..model.system import ModelError
+                    raise ModelError("simulation.matrix_r.reselect", "read by the trapezoidal stepper only; "
+                                                                     f"not with integrator = {sim.integrator!r}")
                 from .matrix_r_ode import make_matrix_r_ts_stepper
                 return make_matrix_r_ts_stepper(system, sim, **kw)
             from .matrix_r_independent import make_matrix_r_independent_stepper

@@ -52,23 +52,50 @@ joint naming the relative coordinate of the body it attaches to its parent.  Def
 at the initial state, greedy column pivoting (Gram–Schmidt with the largest remaining
 column norm) on Φ_z = Φ_c,q R picks the m_c best-conditioned columns as dependent, the
 rest are z^i; chosen once per stepper, so every run of a Problem (FD included) uses
-the same B.  Φ_z D must be nonsingular at t = 0 (otherwise ModelError naming the key;
-a driver on a tree joint whose coordinate is listed is named: its coordinate is
+the same B (unless ``reselect``, below).  Φ_z D must be nonsingular at t = 0
+(otherwise ModelError naming the key; a driver on a tree joint whose coordinate is
+listed is named: its coordinate is
 prescribed, matrix_r.py "Drivers").  With drivers, E₄ carries Φ_c,t (ḟ) and E₂ the
 driver's γ (f̈), so driven tree coordinates follow f, ḟ, f̈ at every step.
+
+Re-selection (``simulation.matrix_r.reselect = τ``, off by default).  A fixed z^i
+fails where it has a turning point along the motion while the mechanism moves on (a
+fold of the coordinate on the configuration path, not a singularity of the mechanism:
+Φ_z keeps full rank): Φ_z D is singular there, R^Φ unbounded, the dependent
+coordinates are square-root functions of z^i, and the trapezoidal rule on z^i is not
+dt-converged across it (configs/spatial-rsur-natural.toml: z^i = ball-rx folds at
+t = 0.486 s, where σ_min(Φ_z D) drops from 0.24 to 3.5e-4 while σ_min(Φ_z) stays
+0.147; ∇ψ changed 11–27 % between dt and dt/2 at 0.6 s).  With τ, the step that
+starts at x_k uses the initial (or listed) choice while σ_min(Φ_z D) ≥ τ σ_min(Φ_z D*),
+and D* otherwise; D* the largest-volume choice at x_k (``volume_choice``: |det(Φ_z D)| is
+proportional to the minor of the null-space basis on the independent rows, so pivoting
+on that basis; for one degree of freedom the coordinate that moves most along the
+motion.  Column pivoting on Φ_z, the t0 default, picks good *dependent* columns, not the
+best independent one: at 0.5725 s on the file it offers cross-1, σ_min(Φ_z D) = 0.109,
+where pivot_c gives 0.142).  Each step is the scheme above
+with its own D (ẑ, ẑ' are formed from all of z, ż, z̈, so nothing else changes), the
+choice is a function of x_k alone (``_reselect_at``, remembered with the state), and
+tangent_step / adjoint_step make the same choice from the same x_k: the discrete map
+is differentiated exactly (adjoint = direct), and it is piecewise smooth in ρ (a
+perturbation that moves a switch by one step is a jump of O(h³) in that step).
 
 Drift: none beyond Newton's tolerance.  E₃, E₄ hold at every step:
 |Φ_c(q_k)| ≤ βh² |E₃| and |Φ̇_c| ≤ γh |E₄| at the converged iterate; with newton
 rtol = atol = 1e-12 tests/test_matrix_r_independent.py checks max_k |Φ| ≤ 1e-10 and
 max_k |Φ_q v + Φ_t| ≤ 1e-9 on every row of the model.
 """
+import warnings
+
 import numpy as np
 
 from ..model.evaluation import StateEval
 from ..model.system import ModelError
-from .matrix_r import MatrixRStepper, Factor, dense
+from .matrix_r import MatrixRStepper, Factor, dense, _key
 
 KEY = "simulation.matrix_r.independent"
+
+#: the fold monitor's threshold on σ_min(Φ_z D) / σ_min(Φ_z) (module doc, "Re-selection")
+FOLD_WARN = 0.05
 
 
 def pivot_columns(A, k):
@@ -89,11 +116,38 @@ def pivot_columns(A, k):
     return picked, smallest
 
 
+def volume_choice(Phiz, d):
+    """d independent columns of the full-rank Φ_z (m × (m + d)) for which |det(Φ_z D)| is
+    large: by the complementary-minor identity (Jacobi) |det(Φ_z D)| ∝ |det(N_ind)|, N an
+    orthonormal basis of null(Φ_z) and N_ind its rows of the independent columns, so
+    greedy column pivoting on Nᵀ (the coordinates that move most along the admissible
+    motions).  For d = 1 it is argmax |n_i| exactly."""
+    if d == 0:
+        return []
+    N = np.linalg.svd(Phiz)[2][Phiz.shape[0]:].T
+    return pivot_columns(N.T, d)[0]
+
+
+def smin_dependent(Phiz, ind):
+    """σ_min(Φ_z D), D the columns not in ``ind``."""
+    dep = np.setdiff1d(np.arange(Phiz.shape[1]), ind)
+    return np.linalg.svd(Phiz[:, dep], compute_uv=False)[-1] if len(dep) else np.inf
+
+
 class MatrixRIndependent(MatrixRStepper):
     name = "matrix-r-independent"
 
-    def __init__(self, system, h, newton, cut=None, independent=None, **kw):
+    # class defaults: matrix_r_natural.MatrixRNatural (natural coordinates as DOF) skips
+    # this __init__; its steps then neither re-select nor monitor (its _newton_lin
+    # leaves _phiz None)
+    reselect = None
+    _base = None
+    _phiz = None                              # Φ_z of the step's first Newton matrix (the fold monitor)
+    _warned = False                           # the monitor warns once per stepper
+
+    def __init__(self, system, h, newton, cut=None, independent=None, reselect=None, **kw):
         super().__init__(system, h, newton, cut=cut, **kw)
+        self.reselect = reselect
         nz, mc = self.nz, self.ml            # ml: the rank of Φ_z (redundant rows dropped or least squares)
         self.nind = nz - mc
         if self.nind < 0:
@@ -125,9 +179,12 @@ class MatrixRIndependent(MatrixRStepper):
         x0 = super().initial(t0, p)
         xi = self._xi(x0, p)
         L = self._lin(t0, xi, p)
-        if self.ind is None:
-            dep, _ = pivot_columns(L.Phiz, self.ml)
-            self._set_selection(np.setdiff1d(np.arange(self.nz), dep))
+        if self._base is None:
+            if self.ind is None:
+                dep, _ = pivot_columns(L.Phiz, self.ml)
+                self._set_selection(np.setdiff1d(np.arange(self.nz), dep))
+            self._base = self.ind.copy()
+        self._set_selection(self._base)
         PD = L.Phiz[:, self.dep]
         self._refuse_prescribed(L.Phiz)
         sv = np.linalg.svd(PD, compute_uv=False) if self.mc else np.ones(1)
@@ -136,6 +193,50 @@ class MatrixRIndependent(MatrixRStepper):
                                   "determine the configuration at t = 0 (Φ_z D is singular, seed 002 eq. 10); "
                                   "choose others")
         return x0
+
+    def _reselect_at(self, t, x, p):
+        """The selection for the step that starts at the presented state x (module doc,
+        "Re-selection"): the base one unless σ_min(Φ_z D) falls below ``reselect`` times
+        that of the largest-volume choice at x (``volume_choice``), then that one.  A
+        function of x alone."""
+        if self.reselect is None:
+            return
+        key = ("sel",) + _key(x, p)
+        ind = self._memo.get(key)
+        if ind is None:
+            xi = self._xi(x, p)
+            R = self.tree.jacobian(xi[0], p)
+            ev = StateEval(self.view, t, x[0], x[1], x[2], xi[3], p, self.design_map, self.plan)
+            Phiz = (dense(ev.G()) @ R)[:self.ml]
+            best = np.sort(volume_choice(Phiz, self.nind))
+            s_base, s_best = (smin_dependent(Phiz, i) for i in (self._base, best))
+            ind = self._base if s_base >= self.reselect * s_best else best
+            self._remember(key, ind)
+        if not np.array_equal(ind, self.ind):
+            self._set_selection(ind)
+
+    def step(self, k, t, x, p):
+        self._reselect_at(t, x, p)
+        x1, it = super().step(k, t, x, p)
+        if not self._warned and self.mc and self._phiz is not None:
+            self._monitor(k, t + self.h)
+        return x1, it
+
+    def _monitor(self, k, t):
+        """Warn (once) when the step's z^i nears a fold: σ_min(Φ_z D) < FOLD_WARN σ_min(Φ_z)."""
+        P = self._phiz[:self.ml]
+        s = np.linalg.svd(P, compute_uv=False)[-1]
+        sD = np.linalg.svd(P[:, self.dep], compute_uv=False)[-1]
+        if sD < FOLD_WARN * s:
+            self._warned = True
+            fix = ("simulation.matrix_r.reselect = 0.5 re-chooses them where they degrade, or list others in "
+                   "simulation.matrix_r.independent") if self.reselect is None else \
+                  "every choice is this poorly conditioned here (a singular configuration of the mechanism?)"
+            warnings.warn(f"step {k + 1} (t = {t:.6g}): the independent coordinate(s) "
+                          f"{', '.join(self.ind_names) or 'none'} are near a turning point along the motion: "
+                          f"σ_min(Φ_z D) = {sD:.2e} is {sD / s:.2g} x σ_min(Φ_z) = {s:.2e} (the projection R^Φ "
+                          f"grows as its inverse; the run past it is not dt-converged); {fix}",
+                          RuntimeWarning, stacklevel=2)
 
     def _refuse_prescribed(self, Phiz):
         """A cut row that acts on independent coordinates only (its row of Φ_z D vanishes)
@@ -214,6 +315,7 @@ class MatrixRIndependent(MatrixRStepper):
 
     def _newton_lin(self, t, xi, p):
         L = self._elin(t, xi, p)
+        self._phiz = L.Phiz
         return L.E, L.J
 
     def _newton_residual(self, t, xi, p):
@@ -232,6 +334,7 @@ class MatrixRIndependent(MatrixRStepper):
     # -- tangent (direct differentiation) --------------------------------------------------------
     def tangent_step(self, t, x0, x1, dx0, p):
         """dx_{k+1}/dρ from dx_k/dρ (four (·, nd) blocks)."""
+        self._reselect_at(t, x0, p)
         h, b, g = self.h, self.beta, self.gamma
         xi0, xi1 = self._xi(x0, p), self._xi(x1, p)
         dz, dzd, dzdd, _ = self._left_inverse(self._kin_p(x0, xi0, p), dx0)
@@ -246,6 +349,7 @@ class MatrixRIndependent(MatrixRStepper):
     # -- discrete adjoint --------------------------------------------------------------------------
     def adjoint_step(self, t, x0, x1, mu1, p):
         """(μ_k, ∇ψ increment) from μ_{k+1} (blocks on x_{k+1}, one column per objective)."""
+        self._reselect_at(t, x0, p)
         h, b, g = self.h, self.beta, self.gamma
         bh, gh = b * h * h, g * h
         xi0, xi1 = self._xi(x0, p), self._xi(x1, p)
@@ -271,10 +375,15 @@ def make_matrix_r_independent_stepper(system, sim, design_map=None, ndesign=0, c
         raise ValueError(f"matrix-r runs the trapezoidal rule, not {sim.integrator!r}")
     names = sim.matrix_r.independent
     if names is not None and any("." in nm for nm in names):     # natural coordinates as DOF (eqs. 12–15)
+        if sim.matrix_r.reselect is not None:
+            raise ModelError("simulation.matrix_r.reselect", "re-selection chooses among tree-joint coordinates; "
+                                                             "it does not apply to natural coordinates as degrees "
+                                                             "of freedom (leave it out)")
         from .matrix_r_natural import MatrixRNatural
         return MatrixRNatural(system, sim.dt, sim.newton, cut=sim.matrix_r.cut, independent=names,
                               petsc_options=sim.petsc_options, design_map=design_map, ndesign=ndesign, comm=comm,
                               redundant=sim.matrix_r.redundant)
     return MatrixRIndependent(system, sim.dt, sim.newton, cut=sim.matrix_r.cut,
                               independent=sim.matrix_r.independent, petsc_options=sim.petsc_options,
-                              design_map=design_map, ndesign=ndesign, comm=comm, redundant=sim.matrix_r.redundant)
+                              design_map=design_map, ndesign=ndesign, comm=comm, redundant=sim.matrix_r.redundant,
+                              reselect=sim.matrix_r.reselect)

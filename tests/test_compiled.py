@@ -216,7 +216,7 @@ def test_kernels_equal_numpy_components(tmp_path, model):
     R0, J0 = _numpy_RJ(st, t, x, s.p, wi, wf, bh2, gh)
     N = s.n + s.m
     R, J = np.zeros(N), np.zeros((N, N))
-    _evaluate(*x, s.p, t, s.n, wi, wf, bh2, gh, wf * bh2, bh2, True, R, J, *st.compiled.sets(0))
+    _evaluate(*x, s.p, t, s.n, wi, wf, bh2, gh, wf * bh2, bh2, True, R, J, *st.compiled.sets(0), 1.0)
     assert np.max(np.abs(R - R0)) <= 100 * U * np.max(np.abs(R0))
     assert np.max(np.abs(J - J0)) <= 100 * U * np.max(np.abs(J0))
     assert np.count_nonzero(J0) > 2 * N and np.count_nonzero(R0) > N // 2     # not a trivial comparison

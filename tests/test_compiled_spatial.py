@@ -49,7 +49,7 @@ def test_spatial_kernels_equal_numpy_components(model):
     R0, J0 = _numpy_RJ(st, 0.3, x, s.p, wi, wf, bh2, gh)
     N = s.n + s.m
     R, J = np.zeros(N), np.zeros((N, N))
-    _evaluate(*x, s.p, 0.3, s.n, wi, wf, bh2, gh, wf * bh2, bh2, True, R, J, *st.compiled.sets(0))
+    _evaluate(*x, s.p, 0.3, s.n, wi, wf, bh2, gh, wf * bh2, bh2, True, R, J, *st.compiled.sets(0), 1.0)
     assert np.max(np.abs(R - R0)) <= 100 * U * np.max(np.abs(R0))
     assert np.max(np.abs(J - J0)) <= 100 * U * np.max(np.abs(J0))
     assert np.count_nonzero(J0) > 4 * N and np.count_nonzero(R0) > N // 2     # not a trivial comparison
@@ -78,7 +78,7 @@ def test_spatial_kernels_complex_parameters_give_the_parameter_derivative():
     for j in range(nd):
         pc = s.p + 1j * CS_H * (np.asarray(st.design_map) == j)
         R, J = np.zeros(N, complex), np.zeros((1, 1), complex)
-        _evaluate(*x, pc, 0.3, s.n, wi, wf, 0.0, 0.0, 0.0, bh2, False, R, J, *st.compiled.sets(0))
+        _evaluate(*x, pc, 0.3, s.n, wi, wf, 0.0, 0.0, 0.0, bh2, False, R, J, *st.compiled.sets(0), 1.0)
         out[:, j] = R.imag / CS_H
         assert J[0, 0] == 0
     assert np.count_nonzero(ref) >= nd and np.all(np.any(ref != 0, axis=0))

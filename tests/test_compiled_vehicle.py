@@ -78,7 +78,7 @@ def test_vehicle_kernels_equal_numpy_components(model):
     R0, J0 = _numpy_RJ(st, t, x, p, 1.0, 1.0, bh2, gh)
     N = s.n + s.m
     R, J = np.zeros(N), np.zeros((N, N))
-    evaluate(*x, p, t, s.n, bh2, gh, bh2, bh2, True, R, J, cs.Kf, cs.Kp, cs.Ks, cs.Vf, cs.Vo, 0, cs.rp)
+    evaluate(*x, p, t, s.n, bh2, gh, bh2, bh2, True, R, J, cs.Kf, cs.Kp, cs.Ks, cs.Vf, cs.Vo, 0, cs.rp, 1.0)
     # the forces' own sizes: the chassis rows sum strut and bump-stop forces of ±1.6e5 N
     # to a residual ten times smaller, whose round-off is relative to the terms summed
     qe, ve, ae = (np.r_[y, np.zeros(3)] for y in x[:3])

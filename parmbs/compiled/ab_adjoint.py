@@ -55,7 +55,7 @@ def _r_rho(q, v, a, lam, p, t, n, bh2, dmap, nd, Kdf, Kdp, Kds, Vdf, Vdo, rp):
         for i in range(p.shape[0]):
             pc[i] = complex(p[i], CS_H) if dmap[i] == j else complex(p[i], 0.0)
         Rc = np.zeros(N, np.complex128)
-        evaluate(q, v, a, lam, pc, t, n, 0.0, 0.0, 0.0, bh2, False, Rc, Jd, Kdf, Kdp, Kds, Vdf, Vdo, j, rp)
+        evaluate(q, v, a, lam, pc, t, n, 0.0, 0.0, 0.0, bh2, False, Rc, Jd, Kdf, Kdp, Kds, Vdf, Vdo, j, rp, 1.0)
         for i in range(N):
             out[i, j] = Rc[i].imag / CS_H
     return out

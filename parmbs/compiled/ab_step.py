@@ -41,7 +41,7 @@ def unpack_vehicle(flat, o):
 
 
 @njit(cache=True)
-def evaluate(q, v, a, lam, p, t, n, cq, cv, hw, bh2, want_J, R, J, Kf, Kp, Ks, Vf, Vo, s, rp, ca=1.0):
+def evaluate(q, v, a, lam, p, t, n, cq, cv, hw, bh2, want_J, R, J, Kf, Kp, Ks, Vf, Vo, s, rp, ca):
     """R (and J) of every group with unit weights: the rigid kinds (newmark_step._evaluate,
     (Kf, Kp, Ks) as there, c_a the weight of r_a), then the vehicle kinds in
     ab_stepper.VLAYOUT's order ((Vf, Vo): their packed arrays); s the element set."""
@@ -99,7 +99,7 @@ def ab_newton_step(q0, v0, qdd0, lam0, a0, p, t, h, beta, gamma, am, af, atol, r
             v1[i] = vp[i] + G * qdd[i]
         R[:] = 0.0
         J[:, :] = 0.0
-        evaluate(q1, v1, qdd, lam, p, t + h, n, B, G, B, B, True, R, J, Kf, Kp, Ks, Vf, Vo, 0, rp)
+        evaluate(q1, v1, qdd, lam, p, t + h, n, B, G, B, B, True, R, J, Kf, Kp, Ks, Vf, Vo, 0, rp, 1.0)
         for i in range(N):
             R[i] = -R[i]
         LU, ok = factor(J, jp, ji, perm, ptr, idx)

@@ -66,7 +66,7 @@ from .newmark_step import _evaluate
 
 
 @njit(cache=True)
-def _matrix(q, v, a, lam, p, t, n, w1, w2, cq, cv, hw, bh2, Kf, Kp, Ks, s, ca=1.0):
+def _matrix(q, v, a, lam, p, t, n, w1, w2, cq, cv, hw, bh2, Kf, Kp, Ks, s, ca):
     """The (N, N) matrix of _evaluate at this state with these weights (R discarded),
     element set s (0 all, 1 ``Km``, 2 ``Kv``)."""
     N = n + lam.shape[0]
@@ -93,7 +93,7 @@ def _r_rho_at(q, v, a, lam, t, w1, w2, pc, n, bh2, nd, Kdf, Kdp, Kds, out):
     Rc = np.zeros(nd * (n + m), np.complex128)
     Jd = np.zeros((1, 1), np.complex128)          # not touched (want_J False)
     _evaluate(_tile(q, nd), _tile(v, nd), _tile(a, nd), _tile(lam, nd), pc, t, nd * n, w1, w2, 0.0, 0.0, 0.0,
-              bh2, False, Rc, Jd, Kdf, Kdp, Kds, 0)
+              bh2, False, Rc, Jd, Kdf, Kdp, Kds, 0, 1.0)
     for j in range(nd):
         for i in range(n):
             out[i, j] = Rc[j * n + i].imag / CS_H
@@ -140,7 +140,7 @@ def _col(S, a):
 
 
 @njit(cache=True)
-def _tmul(A, r0, c0, nr, nc, X, w=1.0, S=None):
+def _tmul(A, r0, c0, nr, nc, X, w, S):
     """(w A[r0:r0+nr, c0:c0+nc])ᵀ X for X (nr, k), over J's pattern when S (``_span``)."""
     k = X.shape[1]
     out = np.zeros((nc, k))
@@ -194,7 +194,7 @@ def _im_at(q, v, a, lam, t, w1, w2, pc, n, bh2, nd, Kdf, Kdp, Kds, s, out):
     Rc = np.zeros(nd * (n + m), np.complex128)
     Jd = np.zeros((1, 1), np.complex128)          # not touched (want_J False)
     _evaluate(_tile(q, nd), _tile(v, nd), _tile(a, nd), _tile(lam, nd), pc, t, nd * n, w1, w2, 0.0, 0.0, 0.0,
-              bh2, False, Rc, Jd, Kdf, Kdp, Kds, s)
+              bh2, False, Rc, Jd, Kdf, Kdp, Kds, s, 1.0)
     for j in range(nd):
         for i in range(n):
             out[i, j] = Rc[j * n + i].imag
@@ -215,10 +215,10 @@ def state_blocks(q, v, a, lam, p, pc, t, n, bh2, nd, MIp, Kf, Kp, Ks, Kdf, Kdp, 
     KI = np.zeros((N, N))
     if Ks is not None:
         KI = _matrix(q, v, a, lam, p, t, n, 1.0, 0.0, 1.0, 0.0, 0.0, bh2, Kf, Kp, Ks, 1, 0.0)
-    CF = _matrix(q, v, a, lam, p, t, n, 0.0, 1.0, 0.0, 1.0, 0.0, bh2, Kf, Kp, Ks, 2)
+    CF = _matrix(q, v, a, lam, p, t, n, 0.0, 1.0, 0.0, 1.0, 0.0, bh2, Kf, Kp, Ks, 2, 1.0)
     MI = MIp                                    # planar: r_a = diag(m, m, I) reads p alone
     if Ks is not None:
-        MI = _matrix(q, v, a, lam, p, t, n, 1.0, 0.0, 0.0, 0.0, 0.0, bh2, Kf, Kp, Ks, 1)
+        MI = _matrix(q, v, a, lam, p, t, n, 1.0, 0.0, 0.0, 0.0, 0.0, bh2, Kf, Kp, Ks, 1, 1.0)
     RI, RF = np.zeros((N, nd)), np.zeros((N, nd))
     _im_at(q, v, a, lam, t, 1.0, 0.0, pc, n, bh2, nd, Kdf, Kdp, Kds, 1, RI)
     _im_at(q, v, a, lam, t, 0.0, 1.0, pc, n, bh2, nd, Kdf, Kdp, Kds, 0, RF)
@@ -228,11 +228,11 @@ def state_blocks(q, v, a, lam, p, pc, t, n, bh2, nd, MIp, Kf, Kp, Ks, Kdf, Kdp, 
 @njit(cache=True)
 def _mass(q, v, a, lam, p, t, n, bh2, Kf, Kp, Ks):
     """M_I at one state (``state_blocks``' MIp)."""
-    return _matrix(q, v, a, lam, p, t, n, 1.0, 0.0, 0.0, 0.0, 0.0, bh2, Kf, Kp, Ks, 1)
+    return _matrix(q, v, a, lam, p, t, n, 1.0, 0.0, 0.0, 0.0, 0.0, bh2, Kf, Kp, Ks, 1, 1.0)
 
 
 @njit(cache=True)
-def _combine(wI, wF, XI, XF, r1, S=None):
+def _combine(wI, wF, XI, XF, r1, S):
     """wI X_I + wF X_F on rows < r1, X_F's own rows from r1 on (the unweighted Φ rows);
     with S on J's pattern only (the rest is zero in X_I and X_F: ``_span``)."""
     if S is None:
@@ -295,15 +295,15 @@ def _adjoint_by_parts(q1, l1, mq1, mv1, ma1, ml1, h, beta, gamma, am, af, nd, B1
             mq[i, c] = dq
             mv[i, c] = h * dq + dv
             ma[i, c] = (0.5 - beta) * h * h * dq + (1.0 - gamma) * h * dv
-    Rr = _combine(wi, wf, RI, RF, n) / CS_H
-    grad -= _tmul(Rr, 0, 0, N, nd, nu)
+    Rr = _combine(wi, wf, RI, RF, n, None) / CS_H
+    grad -= _tmul(Rr, 0, 0, N, nd, nu, 1.0, None)
     if am != 0.0 or af != 0.0:
         KI, KF, CF, MI, RI, RF = B0
         mq -= _tmul(_combine(am, af, KI, KF, n, S), 0, 0, n, n, nu1, 1.0, S)
         mv -= _tmul(CF, 0, 0, n, n, nu1, af, S)
         ma -= _tmul(MI, 0, 0, n, n, nu1, am, S)
         ml -= af * _mul(KF, n, 0, m, n, nu1, S)              # rows n.. of a matrix of all kinds: G⁰
-        grad -= _tmul(_combine(am, af, RI, RF, n) / CS_H, 0, 0, n, nd, nu1)
+        grad -= _tmul(_combine(am, af, RI, RF, n, None) / CS_H, 0, 0, n, nd, nu1, 1.0, None)
     return mq, mv, ma, ml, grad, 0
 
 
@@ -379,12 +379,12 @@ def tangent_step(q0, v0, a0, l0, q1, v1, a1, l1, dq, dv, da, dl, p, t, h, beta, 
     t1 = t + h
     dqp = dq + h * dv + (0.5 - beta) * h * h * da
     dvp = dv + (1.0 - gamma) * h * da
-    J = _matrix(q1, v1, a1, l1, p, t1, n, wi, wf, bh2, gh, wf * bh2, bh2, Kf, Kp, Ks, 0)
+    J = _matrix(q1, v1, a1, l1, p, t1, n, wi, wf, bh2, gh, wf * bh2, bh2, Kf, Kp, Ks, 0, 1.0)
     LU, piv, ok = newton_lu.factor(J, S)
     if not ok:
         return dqp, dvp, da, dl, 1
     Kq = _matrix(q1, v1, a1, l1, p, t1, n, wi, wf, 1.0, 0.0, wf, bh2, Kf, Kp, Ks, 0, 0.0)
-    Cv = _matrix(q1, v1, a1, l1, p, t1, n, 0.0, wf, 0.0, 1.0, 0.0, bh2, Kf, Kp, Ks, 2)
+    Cv = _matrix(q1, v1, a1, l1, p, t1, n, 0.0, wf, 0.0, 1.0, 0.0, bh2, Kf, Kp, Ks, 2, 1.0)
     old = am != 0.0 or af != 0.0
     Rr, R0 = _r_rho(q1, v1, a1, l1, t1, wi, wf, q0, v0, a0, l0, t, am, af, old, p, n, bh2, dmap, nd, Kdf, Kdp, Kds)
     r = Rr[:, :kc].copy()
@@ -392,8 +392,8 @@ def tangent_step(q0, v0, a0, l0, q1, v1, a1, l1, dq, dv, da, dl, p, t, h, beta, 
     r[n:] += _mul(J, n, 0, m, n, dqp, S) / bh2
     if old:
         K0 = _matrix(q0, v0, a0, l0, p, t, n, am, af, 1.0, 0.0, af, bh2, Kf, Kp, Ks, 0, 0.0)
-        C0 = _matrix(q0, v0, a0, l0, p, t, n, 0.0, af, 0.0, 1.0, 0.0, bh2, Kf, Kp, Ks, 2)
-        M0 = _matrix(q0, v0, a0, l0, p, t, n, am, af, 0.0, 0.0, 0.0, bh2, Kf, Kp, Ks, 1)
+        C0 = _matrix(q0, v0, a0, l0, p, t, n, 0.0, af, 0.0, 1.0, 0.0, bh2, Kf, Kp, Ks, 2, 1.0)
+        M0 = _matrix(q0, v0, a0, l0, p, t, n, am, af, 0.0, 0.0, 0.0, bh2, Kf, Kp, Ks, 1, 1.0)
         r[:n] += (_mul(K0, 0, 0, n, n, dq, S) + _mul(C0, 0, 0, n, n, dv, S) + _mul(M0, 0, 0, n, n, da, S)
                   + af * _tmul(K0, n, 0, m, n, dl, 1.0, S) + R0[:n, :kc])
     dz = np.empty((N, kc))

@@ -109,7 +109,7 @@ def _spatial(q, v, a, lam, p, t, n, wi, wf, cq, cv, hw, bh2, want_J, R, J, K, ca
 
 
 @njit(cache=True)
-def _evaluate(q, v, a, lam, p, t, n, wi, wf, cq, cv, hw, bh2, want_J, R, J, Kf, Kp, Ks, s, ca=1.0):
+def _evaluate(q, v, a, lam, p, t, n, wi, wf, cq, cv, hw, bh2, want_J, R, J, Kf, Kp, Ks, s, ca):
     """R (and J when want_J) of every group at time t, forces first (the numpy order).
     J₁₁ += w (c_a r_a + c_v r_v + c_q r_q): c_a = 1 in the Newton matrix, 0 for the
     adjoint's K = ∂R₁/∂q, whose inertial kinds (the spatial ones) have r_q ≠ 0.
@@ -167,7 +167,7 @@ def newton_step(q0, v0, a0, lam0, p, t, h, beta, gamma, am, af, atol, rtol, max_
             newton_lu.clear(J, S)
             xq, xv, xa, xl, Rt, tx = q1, v1, a, lam, R, t + h
             w1, w2, cq, cv, cw, want_J = wi, wf, bh2, gh, hw, True
-        _evaluate(xq, xv, xa, xl, p, tx, n, w1, w2, cq, cv, cw, bh2, want_J, Rt, J, Kf, Kp, Ks, 0)
+        _evaluate(xq, xv, xa, xl, p, tx, n, w1, w2, cq, cv, cw, bh2, want_J, Rt, J, Kf, Kp, Ks, 0, 1.0)
         if it == 0:
             continue
         for i in range(n):

@@ -11,8 +11,9 @@ Pairs (own stepper ↔ TS path; the same formulation):
   the schemes' discretization error (O(h²) of the trapezoidal rule);
 * penalty: TS only (ts-cn, ts-rk), listed beside index3 trapezoidal.
 
-Gradient = ``Problem.adjoint`` (one forward re-run inside, as a user's ``parmbs
-gradient`` does); times are CPU seconds of this process (time.process_time; every
+Gradient = ``Problem.adjoint`` after the forward run, as a user's ``parmbs gradient``
+does (the TS paths reuse the forward run's TS since branch ts18e: integrators/ts_kept.py;
+the tables below were measured with one forward re-run inside); times are CPU seconds of this process (time.process_time; every
 solver here is single-threaded), so other jobs on the machine do not inflate them.
 A row that fails prints the error's first line.
 

@@ -11,8 +11,9 @@ checkpoint/ts_run.py, integrators/ts_alpha2.py).
   A reduced ODE (Maggi, matrix-r) stores its y and its manifold Newton's first guess too.
 * ts-arkimex runs our own adjoint steps on the provider's states.
 * adaptive runs (simulation.adapt, TSAdapt basic; ts-theta, ts-cn, ts-beuler) store each
-  accepted step's exact size; re-runs take those steps, a forward run killed part-way is
-  re-run from x_0.  Adaptive ts-rk and ts-arkimex: PETSc rolls a rejected attempt back
+  accepted step's exact size; re-runs take those steps, a forward run killed part-way
+  resumes at its last checkpoint (TSTHETA: from the stored step before it, which sets
+  up TSAdapt's estimate; test_adaptive_forward_resumes_at_its_checkpoint).  Adaptive ts-rk and ts-arkimex: PETSc rolls a rejected attempt back
   by subtraction, so the accepted attempt does not start from y_k bit for bit; their
   states carry TSAdapt's next proposed step and a re-run repeats the rejected attempts
   (ts.py ``replays_attempts``).  The runs below have rejections whose rollback is not
@@ -61,6 +62,9 @@ RUNS = {
                         "simulation.adapt.rtol=1e-5"],
     "penalty-beuler-ad": ['simulation.formulation="penalty"', 'simulation.integrator="ts-beuler"',
                           "simulation.adapt.rtol=1e-4"],
+    # a reduced ODE's adaptive run: 49 accepted steps
+    "maggi-theta-ad": ['simulation.formulation="maggi"', 'simulation.integrator="ts-theta"',
+                       "simulation.adapt.rtol=1e-5"],
     # adaptive RK (5dp) and ARKIMEX with rejected attempts: 12 accepted steps, 1 rejected;
     # 29 accepted, 1 rejected (t_end 0.3 s, alpha 1e5)
     "penalty-rk-ad": ['simulation.formulation="penalty"', 'simulation.integrator="ts-rk"',
@@ -221,15 +225,10 @@ def test_a_nondeterministic_solve_is_checked_against_its_bound(tmp_path, monkeyp
         ck.store.close()
 
 
-@pytest.mark.parametrize("run,kill", [("index1-theta", "adjoint:10"), ("index1-theta", "forward:23"),
-                                      ("penalty-cn", "write:30")])
-def test_resumed_every_k_sweep_same_gradient(run, kill, tmp_path, monkeypatch):
-    """In-process: the run stops at ``kill`` (SimulatedKill) — inside a reverse interval
-    of every:7 (TSAdjoint is part-way through the TS re-run from x_42), in the forward
-    run, or between an adjoint record's data and its marker — the file is left as a
-    crash leaves it, a new Problem resumes it: the in-memory gradient, bit for bit."""
+def _killed_then_reopened(run, kill, tmp_path, monkeypatch):
+    """``run`` with every:7 stopped in-process at ``kill`` (SimulatedKill), its file left
+    as a crash leaves it, and a new Problem on that file: (problem, checkpointed run)."""
     from parmbs.checkpoint import SimulatedKill
-    values0, grad0 = reference(run)
     monkeypatch.setenv("PARMBS_TEST_FAULTS", "1")
     monkeypatch.setenv("PARMBS_CHECKPOINT_INTERVAL", "0")
     monkeypatch.setenv("PARMBS_CHECKPOINT_KILL", f"raise:{kill}")
@@ -243,13 +242,46 @@ def test_resumed_every_k_sweep_same_gradient(run, kill, tmp_path, monkeypatch):
     ck.store.abandon()
     monkeypatch.delenv("PARMBS_CHECKPOINT_KILL")
     pr = Problem(load_config(FIVEBAR, sets))
-    ck = pr.use_checkpoint(h5)
+    return pr, pr.use_checkpoint(h5)
+
+
+@pytest.mark.parametrize("run,kill", [("index1-theta", "adjoint:10"), ("index1-theta", "forward:23"),
+                                      ("penalty-cn", "write:30")])
+def test_resumed_every_k_sweep_same_gradient(run, kill, tmp_path, monkeypatch):
+    """In-process: the run stops at ``kill`` (SimulatedKill) — inside a reverse interval
+    of every:7 (TSAdjoint is part-way through the TS re-run from x_42), in the forward
+    run, or between an adjoint record's data and its marker — the file is left as a
+    crash leaves it, a new Problem resumes it: the in-memory gradient, bit for bit."""
+    values0, grad0 = reference(run)
+    pr, ck = _killed_then_reopened(run, kill, tmp_path, monkeypatch)
     resumed = ck.store.adjoint_marker[1]
     tr = pr.forward()
     values = pr.objective_values(tr)
     grad = pr.adjoint()
     ck.store.close()
     assert (0 < resumed < 50) == (kill != "forward:23")     # an adjoint record in the middle
+    for k in grad0:
+        assert values[k] == values0[k], k
+        assert np.array_equal(grad[k], grad0[k]), (k, np.max(np.abs(grad[k] - grad0[k])))
+
+
+@pytest.mark.parametrize("run,kill,k0", [("index1-theta-ad", "forward:23", 21), ("penalty-beuler-ad", "forward:12", 7),
+                                         ("maggi-theta-ad", "forward:30", 28), ("penalty-ark-ad", "forward:15", 14)])
+def test_adaptive_forward_resumes_at_its_checkpoint(run, kill, k0, tmp_path, monkeypatch):
+    """An adaptive run stopped in its forward part resumes at its last checkpoint (every:7:
+    k0), not from x_0: TSTHETA from the stored step before it (ts.py
+    ``resumes_from_previous``), ARKIMEX at TSAdapt's stored proposal; the TS takes only
+    the N − k0 steps after it, and ψ, ∇ψ are the uninterrupted run's bit for bit."""
+    values0, grad0 = reference(run)
+    pr, ck = _killed_then_reopened(run, kill, tmp_path, monkeypatch)
+    taken, step = [], pr.stepper.ts_step
+    pr.stepper.ts_step = lambda k, x: (taken.append(k), step(k, x))[1]
+    tr = pr.forward()
+    forward = list(taken)                   # (the reverse sweep's re-runs step through ts_step too)
+    values = pr.objective_values(tr)
+    grad = pr.adjoint()
+    ck.store.close()
+    assert forward[0] == k0 and len(forward) == tr.steps - k0 == _STEPS[run] - k0, (forward[:3], len(forward), tr.steps)
     for k in grad0:
         assert values[k] == values0[k], k
         assert np.array_equal(grad[k], grad0[k]), (k, np.max(np.abs(grad[k] - grad0[k])))

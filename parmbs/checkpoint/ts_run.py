@@ -56,10 +56,10 @@ h_k differs (penalty 5dp, 0.5 s, rtol 1e-4, revolve:3: ∇ψ 2.1e-7 off; 3bs: a 
 state 3.5e-11 off).  Their states carry TSAdapt's proposal for the next step
 (``h_next``, ``TSStepper.replays_attempts``), and a re-run starts from x_k with TSAdapt
 at that step size, repeating the rejected attempts and their rollbacks bit for bit
-before it accepts h_k (checked against the stored h_k).  TSAdapt's estimate
-reads the scheme's previous steps (TSTHETA: y_{k−1}), which a TS started at a stored
-state lacks, so a forward run killed part-way is re-run from x_0 and checked bitwise at
-the state it resumes from (integrators/rerun.py).  -parmbs_ts_adapt_type contradicting
+before it accepts h_k (checked against the stored h_k).  A forward run killed part-way
+resumes at its last stored state with TSAdapt as the uninterrupted run had it there:
+TSTHETA's estimate reads the step before (y_{k−1}, t_{k−1}), stored with each adaptive
+state and re-taken first (integrators/ts_resume.py); RK and ARKIMEX start at h_next.  -parmbs_ts_adapt_type contradicting
 simulation.adapt is refused (``TSStepper.checkpoint_refusal``).
 """
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """An adaptive TS forward run resumed at step k0, re-run from x_0 (``march_rerun``: the
-adaptive loop of timeloop.march for ts.py and ts_alpha2.py, ``march_adaptive``).
+adaptive loop of timeloop.march for ts_alpha2.py, and ts.py's run from x_0; ts.py resumes
+at k0 itself: ts_resume.py).
 
 TSAdapt's step-size estimate reads the scheme's previous steps (TSTHETA: y_{k−1};
 TSALPHA2: X_{n−1}, V_{n−1} and its own restart at a TS's first step), which a TS started

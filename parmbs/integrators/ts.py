@@ -42,7 +42,6 @@ Jacobians on several ranks); runs checkpoint to HDF5 with every schedule, fixed 
 adaptive steps, and restart bit for bit (checkpoint/ts_run.py; ``fixed_times``: the times
 a TS started at a stored state reaches; ``march_adaptive``: the exact accepted steps).
 """
-import math
 
 import numpy as np
 
@@ -141,6 +140,8 @@ class _LinSolver:
 
 
 from .ts_arkimex import ARKIMEXSteps
+from .ts_kept import KeptForward
+from .ts_resume import AdaptiveResume
 
 
 class _StateAt:
@@ -163,7 +164,7 @@ class _Pair:
         self.y = {k: stepper.ystate(xk), k + 1: stepper.ystate(xk1)}
 
 
-class TSStepper(ARKIMEXSteps):
+class TSStepper(ARKIMEXSteps, KeptForward, AdaptiveResume):
     #: the TS of the reverse steps (``open_adjoint``: TSAdjoint), or None (our own steps)
     _seg = None
 
@@ -347,7 +348,13 @@ class TSStepper(ARKIMEXSteps):
         point's last bits depend on the guess, so both are part of the state a TS
         restarts from (checkpoint/ts_run.py)."""
         blocks = (("y", self.mod.N), ("guess", self.mod.guess_size)) if self.reduced else ()
-        return blocks + ((("h_next", 1),) if self.replays_attempts else ())
+        if self.sim.adapt is None:
+            return blocks
+        blocks += (("h_next", 1),)
+        if self.resumes_from_previous:
+            blocks += (("prev", 2), ("y_prev", self.mod.N)) + ((("guess_prev", self.mod.guess_size),)
+                                                                if self.reduced else ())
+        return blocks
 
     @property
     def replays_attempts(self):
@@ -426,12 +433,14 @@ class TSStepper(ARKIMEXSteps):
         fixed = getattr(problem, "_fixed_grid", None)
         return fixed.steps if fixed is not None else problem.nsteps
 
-    def _make_ts(self, problem, p, save, k0=0, steps=None, seg=None):
+    def _make_ts(self, problem, p, save, k0=0, steps=None, seg=None, resume=None):
         """The TS of a run; ``k0``, ``steps``: a fixed-step run's part from t_k0 over
         ``steps`` steps (default: the whole run); ``seg`` = (t_k0, [h_k0, …], h_first): a
         part of an adaptive run repeated with its exact step sizes (no TSAdapt), or, when
         ``h_first`` is not None (``replays_attempts``), with TSAdapt from the step size it
-        had proposed at k0, to the run's own end time, over len(hs) steps."""
+        had proposed at k0, to the run's own end time, over len(hs) steps.  ``resume`` =
+        (t, h): an adaptive run with TSAdapt from time t with first step h to the run's own
+        end time (a resumed checkpointed run: ``_run``'s ``resume``)."""
         mod, sim = self.mod, self.sim
         h, N = self.dt, self._nsteps(problem)
         ts = PETSc.TS().create(comm=self.layout.comm)
@@ -480,6 +489,10 @@ class TSStepper(ARKIMEXSteps):
                 t = t + float(h_)
             ts.setMaxTime(t)
             ts.setMaxSteps(len(hs))
+        elif resume is not None:                # TSAdapt's run from a stored state (its end: the forward run's)
+            ts.setTime(float(resume[0]))
+            ts.setTimeStep(float(resume[1]))
+            ts.setMaxTime(self.fixed_times(problem)[N])
         elif grid is not None:
             ts.setTime(problem.t0)
             ts.setTimeStep(grid[1] - grid[0])
@@ -596,7 +609,7 @@ class TSStepper(ARKIMEXSteps):
 
     @stage("forward")          # (also the forward re-run inside adjoint and direct: -log_view)
     def _run(self, problem, p, save=False, progress=None, on_step=None, start=None, steps=None, keep=None,
-             guarded=True, hs=None):
+             guarded=True, hs=None, resume=False):
         """The TS run; the in-memory Trajectory and the TS.  ``start`` = (k0, x_k0): a
         fixed-step run continued from a stored state (x_k0's a is the first guess of the
         next acceleration, as in the uninterrupted run), over ``steps`` steps (default:
@@ -605,9 +618,12 @@ class TSStepper(ARKIMEXSteps):
         from ``start`` (a stretch of an adaptive run, repeated without TSAdapt).  The
         states keep() receives carry a reduced ODE's y and manifold guess (``extra_state``).
         The steps are taken by parmbs's time loop (timeloop.march_ts), one TSStep each
-        (``ts_step``; ts_steps.py): PETSc's TSSolve loop is not used."""
+        (``ts_step``; ts_steps.py): PETSc's TSSolve loop is not used.  ``resume``: ``start``
+        = (k0, x_k0, t_k0) continues an adaptive run with TSAdapt in the state the
+        uninterrupted run had after step k0 (``_resume_adaptive``)."""
         mod = self.mod
         N = self._nsteps(problem)
+        self.release()                          # any other run: the kept forward run is no adjoint's
         self._p, self._cache, self._adj, self._kcache = p, None, None, None
         k0 = 0 if start is None else start[0]
         if start is None:
@@ -618,9 +634,14 @@ class TSStepper(ARKIMEXSteps):
             q0, v0, a0 = start[1][0], start[1][1], start[1][2]
         if hs is not None:                      # start = (k0, x_k0, t_k0)
             steps = len(hs)
-        h_first = float(start[1][-1][0]) if hs is not None and self.replays_attempts else None
-        ts = self._make_ts(problem, p, save, k0, steps, None if hs is None else (start[2], hs, h_first))
-        if start is not None and (self.adaptive or self.grid is not None):
+        h_first = float(self._block(start[1], "h_next")[0]) if hs is not None and self.replays_attempts else None
+        first = None
+        if resume:                              # TSAdapt from the step before x_k0, or from x_k0 at h_next
+            h_next = float(self._block(start[1], "h_next")[0])
+            first = tuple(float(v) for v in self._block(start[1], "prev")) if self.resumes_from_previous \
+                else (float(start[2]), h_next)
+        ts = self._make_ts(problem, p, save, k0, steps, None if hs is None else (start[2], hs, h_first), first)
+        if start is not None and (self.adaptive or self.grid is not None) and not resume:
             raise RuntimeError("a TS run continues from a stored state with fixed steps only")
         T, Y, Q, V, A, L, H, G = [], [], [], [], [], [], [], []
         t0, t1 = problem.t0, ts.getMaxTime()
@@ -632,12 +653,19 @@ class TSStepper(ARKIMEXSteps):
         y = self.layout.vec()
         if start is None:
             self.layout.set(y, self._y(q0, v0, p))
+        elif resume and self.resumes_from_previous:
+            self.layout.set(y, self._block(start[1], "y_prev"))
+            self.reseed(self._block(start[1], "guess_prev") if self.reduced else None)
         else:
             self.layout.set(y, self.ystate(start[1]))
             self.reseed(start[1][5] if self.reduced else None)
         self._steps = TSSteps(ts, y)
+        last = None if start is None else (float(ts.getTime()), np.array(self.ystate(start[1])),
+                                           start[1][5] if self.reduced else None)
         self._step_of = dict(hs=hs, h_first=h_first, guard=guard, t1=t1, t=ts.getTime(), a=np.asarray(a0, float).copy(),
-                             dt_min=self._adapt_settings(problem).dt_min if self.adaptive else None)
+                             dt_min=self._adapt_settings(problem).dt_min if self.adaptive else None, last=last)
+        if resume and self.resumes_from_previous:
+            self._resume_adaptive(ts, start, first, h_next)
 
         def record(k, t, h, x):
             """x_k to ``keep`` or to the in-memory trajectory; on_step."""
@@ -696,8 +724,9 @@ class TSStepper(ARKIMEXSteps):
         problem.w = traj.w
         return traj, ts
 
-    def _observe(self, t, u, p):
-        """x = (q, v, a, λ) at the TS state ``u`` (a Vec), with ``extra_state``'s blocks."""
+    def _observe(self, t, u, p, h=0.0):
+        """x = (q, v, a, λ) at the TS state ``u`` (a Vec), reached by a step of size h,
+        with ``extra_state``'s blocks."""
         ts, st = self._live, self._step_of
         y = np.array(self.layout.get(u))
         x = self._x(t, y, p, st["a"])
@@ -707,8 +736,7 @@ class TSStepper(ARKIMEXSteps):
             # cached evaluation (an FSAL tableau's last stage is at y_{k+1} up to round-off,
             # its evaluation made from another guess; measured 2.8e-17 off with 3bs)
             self._cache = None
-        if self.replays_attempts:           # the step TSAdapt proposes next: extra_state h_next
-            x = tuple(x) + (np.array([ts.getTimeStep()]),)
+        x = tuple(x) + self._adaptive_blocks(t, y, x, h, ts.getTimeStep())
         st["a"] = x[2]
         return x
 
@@ -746,14 +774,21 @@ class TSStepper(ARKIMEXSteps):
             raise RuntimeError(f"step {k + 1} (t = {t:.6g}): the adaptive {self.kind} step re-run from the "
                                f"checkpoint took h = {self._h_try!r}, the forward run {h!r}")
         st["t"] = t
-        x1 = self._observe(t, ts.getSolution(), p=self._p)
+        x1 = self._observe(t, ts.getSolution(), self._p, h)
         if st["guard"] is None:
             self._finite_or_fail(k + 1, t, x1)
         return t, h, x1, ts.getSNES().getIterationNumber()
 
     def forward(self, problem, p, progress=None, on_step=None):
-        traj, ts = self._run(problem, p, False, progress, on_step)
-        ts.destroy()
+        """The in-memory forward run; its TS is kept, trajectory saved, for an adjoint at
+        the same p that follows (``_take_forward``): one forward run per gradient instead
+        of two.  A frozen replay (FD, verify's perturbed runs) keeps none."""
+        keep = problem.frozen_grid is None and self.grid is None
+        traj, ts = self._run(problem, p, keep, progress, on_step)
+        if keep:
+            self._kept = (self._forward_key(problem, p), traj, ts, self._qv0)
+        else:
+            ts.destroy()
         return traj
 
     # -- the one-step interface of checkpointed runs (checkpoint/ts_run.py) ---------------
@@ -789,8 +824,9 @@ class TSStepper(ARKIMEXSteps):
         x = self._x(t0, y0, p, np.zeros(self.mod.sys.n))
         if self.reduced:                         # the run's first state as _run has it (_observe)
             x = tuple(x) + (np.array(y0), self.mod.get_guess())
-        if self.replays_attempts:                # the first step the forward TS tries (_make_ts)
-            x = tuple(x) + (np.array([float(self.dt)]),)
+        if self.sim.adapt is not None:           # the first step the forward TS tries (_make_ts)
+            self._step_of = {}
+            x = tuple(x) + self._adaptive_blocks(t0, np.array(y0), x, 0.0, float(self.dt))
         return x
 
     def march_fixed(self, p, x, k0, grid, keep, guard, progress):
@@ -806,17 +842,19 @@ class TSStepper(ARKIMEXSteps):
         gets each accepted step's exact size (``_h_try``: what the scheme used, not
         t_{k+1} − t_k), which the reverse sweep's re-runs take again (``hs``).
 
-        TSAdapt's estimate reads the scheme's previous steps (TSTHETA: y_{k−1}; its first
-        step is not estimated), which a TS started at a stored x_k0 lacks: it would take
-        other steps.  So a run resumed at k0 > 0 is re-run from x_0 — deterministic, the
-        same bits — its x_k0 and t_k0 checked against the stored ones (RuntimeError if a
-        bit differs), and only the steps after k0 are kept (rerun.march_rerun)."""
+        A run resumed at k0 > 0 continues from the stored x_k0 with TSAdapt in the state
+        the uninterrupted run had there (``_march_resumed``, integrators/ts_resume.py: the
+        same steps, bit for bit); k0 = 0 is the run from x_0."""
+        if k0 > 0:
+            return self._march_resumed(p, x, k0, t0, keep, state, progress)
+
         def run(kept):
             _, ts = self._run(self._problem, p, progress=progress, keep=kept)
             rejected = ts.getStepRejections()
             ts.destroy()
             return self._last_its, rejected
-        return march_rerun("TS", k0, t0, x, keep, state, run, lambda: (math.nan, self._live.getStepRejections()))
+        return march_rerun("TS", k0, t0, x, keep, state, run,
+                           lambda: (self._live.getTimeStep(), self._live.getStepRejections()))
 
     def step(self, k, t, x, p):
         """x_{k+1} from x_k: one TS step from the stored state (a checkpoint provider's
@@ -888,16 +926,20 @@ class TSStepper(ARKIMEXSteps):
                                                                                        self._adjoint_step)
 
     def adjoint(self, problem, p, own=None):
-        """∇ψ in memory: the forward TS run (its trajectory kept for TSAdjoint), then
-        Problem's reverse sweep over its states.  ``own``: our own adjoint steps instead of
+        """∇ψ in memory: the forward TS run with its trajectory saved for TSAdjoint — the
+        one ``forward`` kept at this p (ts_kept.py), else a new one — then Problem's
+        reverse sweep over its states.  ``own``: our own adjoint steps instead of
         TSAdjoint (default ``uses_own_adjoint``; ``own_adjoint``: the cross-check)."""
         own = self.uses_own_adjoint(problem) if own is None else own
         if own and self.endpoint:
             raise NotImplementedError("own adjoint: stage-form theta schemes, ts-rk and ts-arkimex only")
-        traj, ts = self._run(problem, p, save=not own)
-        problem.traj = traj
+        traj, ts = self._take_forward(problem, p, own)
+        if traj is None:                        # no kept forward run for this p: run it again
+            traj, ts = self._run(problem, p, save=not own)
+            problem.traj = traj
         if own:
-            ts.destroy()
+            if ts is not None:
+                ts.destroy()
         else:
             self.open_adjoint(ts, p, traj.t, traj.y, len(problem.objectives))
         x = self._memory_states(traj)
@@ -1029,16 +1071,34 @@ class TSStepper(ARKIMEXSteps):
     # -- tangent-linear (direct) steps of the same scheme: Problem's direct loop --------------------
     # The tangent state is (dy/dρ,) and the objective partials ([∂ψ_k/∂y_k], ∂ψ_k/∂ρ, ∂ψ_k/∂ref)
     # (``own_adjoint_terms``; integrators/one_step.py).
+    # A reduced ODE's evaluations start from its state's stored manifold guess, as the adjoint
+    # steps' do (``adjoint_step_into``: step k → k+1 from x_{k+1}'s guess, the objective terms at
+    # k from x_k's): the manifold Newton's last bits depend on its first guess, so without it the
+    # direct gradient depended on what ran before (the guess an adjoint sweep, a forward run or
+    # the previous direct sweep left: Maggi ts-rk, 6e-15 absolute in ∇ψ) — tests/test_reduced_ts.py
+    @staticmethod
+    def _guess_at(traj, k):
+        """x_k's stored manifold guess (in memory: traj.guess; a checkpoint's rows: block 5)."""
+        g = getattr(traj, "guess", None)
+        if g is not None:
+            return g[k]
+        extra = getattr(traj, "extra", ())
+        return extra[1][k] if len(extra) >= 2 else None
+
     def tangent_start(self, dx0, p):
-        """(dy_0/dρ,) from dx_0/dρ of the initial state (y_0 = y(q_0, v_0; ρ))."""
+        """(dy_0/dρ,) from dx_0/dρ of the initial state (y_0 = y(q_0, v_0; ρ); no manifold solve)."""
         self._cache, self._kcache = None, None
         return (self._y_tangent(*(self._qv0 or (None, None)), p, dx0[0], dx0[1]),)
 
     def tangent_step_at(self, k, traj, dx, p):
+        if self.reduced:
+            self.reseed(self._guess_at(traj, k + 1))
         return (self._tangent_step(k, traj, dx[0], p),)
 
     def tangent_local(self, problem, ob, k, traj, p, ref):
         """Objective ``ob``'s partials at step k reduced to y (``_ygrads``), y's as one block."""
+        if self.reduced:
+            self.reseed(self._guess_at(traj, k))
         gy, gp, gr = self._ygrads(problem, ob, k, traj, p, ref)
         return [gy], gp, gr
 

@@ -110,7 +110,11 @@ def groups(tmp):
         ("vehicle", 41, [(CONFIGS / "buggy-lane-change.toml", "simulation.t_end=0.01"),
               (CONFIGS / "buggy-step-descent.toml", short),
               (CONFIGS / "iltis.toml", "simulation.t_end=0.01", "simulation.adapt.rtol=1.0",
-               "simulation.adapt.atol=1.0", "simulation.adapt.dt_max=5e-3")]),
+               "simulation.adapt.atol=1.0", "simulation.adapt.dt_max=5e-3"),
+              # enough error-controlled steps for the step with the estimate in its call
+              # (ab_step.ab_newton_step_estimate: a complete divided-difference table)
+              (CONFIGS / "iltis.toml", "simulation.t_end=0.004", "spatial.road.x0=1.0", "simulation.rho_inf=0.9",
+               "simulation.adapt.rtol=1e-6", "simulation.adapt.atol=1e-7")]),
         ("spatial", 25, [*((CONFIGS / "spatial-double-pendulum.toml", short, f"simulation.integrator={integrator}",
                  "simulation.stabilization=none") for integrator in ("genalpha", "trapezoidal")),
               (CONFIGS / "heavy-top.toml", short)]),

@@ -257,3 +257,28 @@ def test_compiled_monitor_gives_the_numpy_numbers():
     for guard in (g, ref):
         with pytest.raises(InstabilityError, match=r"step 7 \(t = 1\): unstable run: non-finite state block 4"):
             guard.check(7, 1.0, tuple(x))
+
+
+def test_adaptive_runs_check_the_energy_without_the_monitor(monkeypatch):
+    """In an adaptive run every accepted state has passed LocalError.norm's non-finite test
+    (a candidate with a non-finite entry is rejected), and the (−1)ᵏ monitor is off (unequal
+    steps): Guard.check(finite=True) runs neither the compiled monitor nor the non-finite
+    test again, only the energy test every ENERGY_EVERY steps (the five-bar is closed).  A
+    non-finite state handed to it without ``finite`` still stops the run."""
+    from parmbs.integrators import guard as gd
+    pr = problem("fivebar", ["simulation.t_end=0.2", "simulation.adapt.rtol=1e-5", "simulation.adapt.atol=1e-5",
+                             'simulation.genalpha_form="arnold-bruls"'])
+    energy = []
+    real = gd.Guard._check_energy
+    monkeypatch.setattr(gd.Guard, "_check_energy", lambda self, k, t, x: energy.append(k) or real(self, k, t, x))
+    monkeypatch.setattr(gd, "_first_non_finite", lambda *a: pytest.fail("non-finite test repeated"))
+    pr.guard._monitor = lambda *a: pytest.fail("monitor called")
+    n = pr.forward().grid.steps
+    assert not pr.guard.alternating and pr.guard.e0 is not None
+    assert energy == list(range(gd.ENERGY_EVERY, n + 1, gd.ENERGY_EVERY))
+    monkeypatch.undo()
+    g = pr.guard
+    g._monitor = None
+    z = np.zeros(pr.sys.n)
+    with pytest.raises(InstabilityError, match="non-finite v"):
+        g.check(n + 1, 0.3, (z, z + np.nan, z, np.zeros(pr.sys.m), z))

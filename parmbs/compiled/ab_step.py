@@ -27,6 +27,7 @@ from ._jit import njit
 from . import vehicle
 from .newmark_step import _evaluate as _evaluate_rigid, _view
 from .sparse_lu import factor, solve_refined
+from .local_error import with_step
 
 
 @njit(cache=True)
@@ -127,3 +128,20 @@ def ab_newton_step(q0, v0, qdd0, lam0, a0, p, t, h, beta, gamma, am, af, atol, r
                 a1[i] = c * qdd[i] + s[i]
             return q1, v1, qdd, lam, a1, it, 0
     return q1, v1, qdd, lam, qdd, max_it, 3
+
+
+
+@njit(cache=True)
+def ab_newton_step_estimate(q0, v0, qdd0, lam0, a0, p, t, h, beta, gamma, am, af, atol, rtol, max_it, Kf, Kp, Ks,
+                            Vf, Vo, rp, perm, ptr, idx, jp, ji, ws, cur, z1, z2, z3, t1, s, dq_a, dq_b, err_prev,
+                            mean):
+    """``ab_newton_step``, and when it converged the adaptive loop's local error estimate
+    of the new state in the same call (local_error.with_step, its arguments after ``ji``):
+    (q, v, q̈, λ, a, iterations, status, ‖e‖, proposed h, noise-over flag), ‖e‖ = −2.0
+    when not estimated (status ≠ 0)."""
+    q1, v1, qdd, lam, a1, it, status = ab_newton_step(q0, v0, qdd0, lam0, a0, p, t, h, beta, gamma, am, af, atol,
+                                                      rtol, max_it, Kf, Kp, Ks, Vf, Vo, rp, perm, ptr, idx, jp, ji)
+    if status != 0:
+        return q1, v1, qdd, lam, a1, it, status, -2.0, 0.0, 0.0
+    err, hn, over = with_step(q1, v1, qdd, lam, a1, h, ws, cur, z1, z2, z3, t1, s, dq_a, dq_b, err_prev, mean)
+    return q1, v1, qdd, lam, a1, it, status, err, hn, over

@@ -96,14 +96,23 @@ class CompiledAB:
         self.jp, self.ji = np.asarray(pat.indptr, np.int64), np.asarray(pat.indices, np.int64)
         self.perm, self.ptr, self.idx = order(system.n + system.m, system.n, self.jp, self.ji)
 
-    def newton(self, x, p, t, h, beta, gamma, am, af, tol):
-        """(q, v, q̈, λ, a, iterations, status) of ab_step.ab_newton_step."""
-        from .ab_step import ab_newton_step
+    def newton(self, x, p, t, h, beta, gamma, am, af, tol, estimate=None):
+        """(q, v, q̈, λ, a, iterations, status) of ab_step.ab_newton_step; with a request
+        ``estimate`` (local_error.Request, its ``args`` set: timeloop.LocalError.request)
+        the same call also estimates the new state's local error
+        (ab_step.ab_newton_step_estimate) into ``estimate.out``."""
+        from .ab_step import ab_newton_step, ab_newton_step_estimate
         f = lambda y: np.ascontiguousarray(y, dtype=np.float64)
-        return ab_newton_step(*(f(y) for y in x), f(p), float(t), float(h), float(beta), float(gamma),
-                              float(am), float(af), float(tol.atol), float(tol.rtol), int(tol.max_it), self.Kf,
-                              self.Kp, self.Ks, self.Vf, self.Vo, self.rp, self.perm, self.ptr, self.idx, self.jp,
-                              self.ji)
+        extra = () if estimate is None or estimate.args is None else estimate.args
+        r = (ab_newton_step_estimate if extra else ab_newton_step)(
+            *(f(y) for y in x), f(p), float(t), float(h), float(beta), float(gamma), float(am), float(af),
+            float(tol.atol), float(tol.rtol), int(tol.max_it), self.Kf, self.Kp, self.Ks, self.Vf, self.Vo, self.rp,
+            self.perm, self.ptr, self.idx, self.jp, self.ji, *extra)
+        if not extra:
+            return r
+        if r[6] == 0:
+            estimate.out = r[7:]
+        return r[:7]
 
     #: one line on the first compiled adjoint step of the process (the CLI prints it)
     sens_note = None

@@ -29,6 +29,11 @@ is well under 1 µs, while each array argument or returned array costs numba's d
 fixed: one call for estimate and controller").  So the caller passes the output array W
 (two buffers, alternating: the candidate's diagonal and the accepted one), the constants
 in one array S, the proposal and sums come back in S, and the norm is the return value.
+
+``with_step`` is the same call made from inside a step kernel (ab_step.
+ab_newton_step_estimate), so an adaptive step is one dispatch from Python, as a fixed
+one: the buffers and S one workspace array, the per-step scalars plain arguments
+(``Request``).
 """
 import math
 
@@ -117,3 +122,44 @@ def estimate_step(P, W, q1, v1, a1, l1, e1, dqv, S, z1, z2, z3, t1, s, h, dq_a, 
     hn = S[S_DTMAX] if S[S_DTMAX] < hn else hn
     S[S_HNEXT] = S[S_DTMIN] if S[S_DTMIN] > hn else hn
     return err
+
+
+class Request:
+    """What the adaptive loop hands a step kernel that also estimates (the stepper's
+    ``estimate_into``; timeloop.LocalError.request): ``args`` the estimate's arguments
+    after the step's own — the workspace ``ws`` (``workspace``: the two diagonal buffers
+    and S in one array, one argument for numba's dispatcher), cur (the buffer holding the
+    current diagonal), the nodes z1, z2, z3, t1, s = 6 C h³, the noise law's a, b, err_prev
+    (NaN: none) and ``mean`` — or None: no estimate with this step; ``out`` (err, proposed
+    h, noise-over flag) once the step's call estimated (``with_step``), else None.
+    Per-step values travel as arguments, not as writes into S: a float argument costs
+    numba's dispatcher ≈ 20 ns, a numpy item assignment from Python 5–10× that
+    (benchmarks/README.md, "Adaptive vs fixed: the fixed step's Python path")."""
+    __slots__ = ("args", "out")
+
+    def __init__(self):
+        self.args = self.out = None
+
+
+def workspace(m, S):
+    """(ws, B, S'): one array holding the two 8 × m diagonal buffers B (B[cur] the current
+    diagonal and its |y|, B[1 − cur] written with the candidate's) and then S's values
+    (S' the view that replaces S)."""
+    ws = np.empty(16 * m + S.shape[0])
+    ws[16 * m:] = S
+    return ws, ws[:16 * m].reshape(2, 8, m), ws[16 * m:]
+
+
+@njit(cache=True)
+def with_step(q1, v1, a1, l1, e1, h, ws, cur, z1, z2, z3, t1, s, dq_a, dq_b, err_prev, mean):
+    """(‖e‖, the proposed next step, 1.0 if the noise exceeded some weight) of the step
+    of size h that just produced x1 = (q1, v1, a1, l1, e1): ``estimate_step`` on the
+    diagonal in buffer ``cur`` of the workspace ``ws``, the new one written to the other
+    (``Request``).  Called by the step kernels' ``*_estimate`` entry points
+    (ab_step.ab_newton_step_estimate): the estimate without a dispatch of its own."""
+    m = 2 * q1.shape[0]
+    B = ws[:16 * m].reshape((2, 8, m))
+    S = ws[16 * m:]
+    err = estimate_step(B[cur], B[1 - cur], q1, v1, a1, l1, e1, np.empty(0), S, z1, z2, z3, t1, s, h, dq_a, dq_b,
+                        err_prev, mean)
+    return err, S[S_HNEXT], S[S_OVER]

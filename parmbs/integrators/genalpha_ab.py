@@ -90,6 +90,9 @@ class ArnoldBrulsAlpha(NewmarkFamily):
     name = "genalpha-arnold-bruls"
     #: trailing state blocks after (q, v, a, λ): (name, width) — the pseudo-acceleration
     extra_state = (("pseudo_a", "n"),)
+    #: the compiled step estimates the local error too when the adaptive loop asks
+    #: (``estimate_into``: integrators/one_step.py, timeloop.LocalError.request)
+    fuses_estimate = True
 
     def __init__(self, system, h, alpha_m=0.0, alpha_f=0.0, beta=0.25, gamma=0.5, compiled="off", **kw):
         if not alpha_m < 1.0:
@@ -134,7 +137,7 @@ class ArnoldBrulsAlpha(NewmarkFamily):
         q, v, qdd, lam, a = x
         if self.compiled is not None and not any(np.iscomplexobj(y) for y in (p, *x)):
             *x1, its, status = self.compiled.newton(x, p, t, self.h, self.beta, self.gamma, self.am, self.af,
-                                                    self.newton)
+                                                    self.newton, self.estimate_into)
             if status == 0:
                 return tuple(x1), its
             # a failed compiled step is redone below, so the error names step and time as always

@@ -238,8 +238,14 @@ class Guard:
         raise InstabilityError(f"step {k} (t = {t:.6g}): unstable run: {what}; {advice(self.sim)} "
                                f"(simulation.guard = false switches this check off)")
 
-    def check(self, k, t, x):
-        """x = x_k (q, v, a, λ) at t_k, after step k.
+    def check(self, k, t, x, finite=False):
+        """x = x_k (q, v, a, λ) at t_k, after step k.  ``finite``: the caller has already
+        found every block of x finite (the adaptive loop: LocalError.norm rejects a
+        candidate with a non-finite entry, on every rank through the loop's allreduce of
+        the error) — with the (−1)ᵏ monitor off (unequal steps) nothing per step is then
+        left but the energy test: not the compiled call whose non-finite test was the
+        estimate's again and whose N, S go unused (≈ 6 µs of a five-bar step;
+        benchmarks/README.md, "Adaptive vs fixed: the fixed step's Python path").
 
         The per-step numbers — a non-finite block, the alternating and smooth parts N, S
         of the accelerations, ‖q‖∞ — come from one compiled call when the model's step is
@@ -250,6 +256,10 @@ class Guard:
         same operations in the same order: the same numbers.  The median of the window
         is that of a sorted list (the value np.median gives: the middle element, or the
         mean of the middle two).  benchmarks/README.md, "instability guard"."""
+        if finite and not self.alternating:
+            if self.enabled and self.e0 is not None and (k - self.k0) % ENERGY_EVERY == 0:
+                self._check_energy(k, t, x)
+            return
         a0, a1 = self.a0, self.a1
         a = x[2]
         nums = None

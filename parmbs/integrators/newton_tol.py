@@ -77,6 +77,7 @@ class AdaptiveNewton:
         self.user_atol, self.user_rtol, self.max_it = newton.atol, newton.rtol, newton.max_it
         self.err_rtol, self.err_atol, self.horizon, self.v_gain = rtol, atol, horizon, v_gain
         self.atol, self.rtol = newton.atol, newton.rtol
+        self._rtol_h = min(self.user_rtol, ROUNDOFF)     # set_h's scalar rtol (constant)
         self.h = None
         self._key = None                      # (h, V_PER_STEP) of _atol_h, set_h's scalar test
         self.last_dq = None
@@ -94,7 +95,7 @@ class AdaptiveNewton:
             self.h, self._key = h, key
             self._atol_h = min(self.user_atol, self._allowed(self.err_atol, self.err_atol, min))
         self.atol = self._atol_h
-        self.rtol = min(self.user_rtol, ROUNDOFF)
+        self.rtol = self._rtol_h
         self.last_dq = None
         self.cap = None
 

@@ -19,6 +19,11 @@ Every stepper declares
   → (μ_k, ∇ψ with step k's term): ``OneStep``'s adds ``adjoint_step``'s increment;
 * the tangent step of Problem's one direct loop, ``tangent_step_at(k, traj, dx, p)``, from
   the tangent state ``tangent_start(dx_0, p)``: ``OneStep``'s are ``tangent_step`` and dx_0;
+* ``fuses_estimate``: its compiled step also computes the adaptive loop's local error
+  estimate when ``estimate_into`` is a request (compiled/local_error.Request, from
+  timeloop.LocalError.fused; the
+  Arnold–Brüls step: compiled/ab_step.ab_newton_step_estimate) — one compiled call a
+  step instead of two;
 * ``own_adjoint_terms``: the adjoint and tangent states are the stepper's own, not the
   record's (q, v, a, λ) blocks — the stepper then gives the objective partials at a state
   (``adjoint_local``; ``tangent_local``) and the initial-state terms (``adjoint_finish``)
@@ -44,6 +49,10 @@ class OneStep:
 
     #: Problem's grid holds an adaptive run's steps
     freezes_steps = False
+
+    #: the step computes no local error estimate (``estimate_into`` unused)
+    fuses_estimate = False
+    estimate_into = None
 
     #: μ is the record's blocks: Problem's objective partials and initial-state terms
     own_adjoint_terms = False

@@ -212,7 +212,10 @@ class LocalError:
     numpy calls fewer a step ("Adaptive overhead: one compiled call"), and with ``ctl`` (a
     Controller; set by the loop when this norm alone decides: no quadrature, sensitivity
     or MPI verdict) the same call proposes the step after an acceptance, ``h_accept``
-    (Controller.accepted; "Adaptive vs fixed: one call for estimate and controller").
+    (Controller.accepted; "Adaptive vs fixed: one call for estimate and controller"); a
+    stepper that ``fuses_estimate`` (the compiled Arnold–Brüls step) computes that call
+    inside its own step call (``request`` before the step, ``fused``; "Adaptive vs fixed:
+    the fixed step's Python path").
 
     ``noise``: δq of the step just taken, per component or scalar (a callable of q1;
     newton_tol.AdaptiveNewton.noise), or None: Newton's scalar tolerance; ``noise_law``
@@ -228,7 +231,7 @@ class LocalError:
         # None: Newton's scalar tolerance (steppers without the coupled test)
         self.noise = noise
         self.noise_law = noise_law
-        self._kernel = None
+        self._kernel = self._S = self._buf = self._ws = self._cl = self._req = None
         self.ctl = None                      # a Controller: the compiled call proposes h_accept
         self.h_accept = None                 # its proposal for the last norm() call, or None
         if compiled:
@@ -269,11 +272,52 @@ class LocalError:
         self.floor_hits += self._floor[0]
         self.floor_decided += self._floor[1]
         self._floor = (False, False)
-        q, v = np.asarray(x[0]), np.asarray(x[1])
+        q, v = x[0], x[1]
+        if type(q) is not np.ndarray or type(v) is not np.ndarray:
+            q, v = np.asarray(q), np.asarray(v)
         self.hist.append((t, q, v))
         del self.hist[:-4]
         c, self._cand = self._cand, None
         self._diag = c[3] if c is not None and c[0] == t and c[1] is q and c[2] is v else self._diag.push(t, q, v)
+
+    def request(self, t1, h):
+        """Before a step to t1 of size h by a stepper that ``fuses_estimate`` (its
+        ``estimate_into`` is ``fused()``, a compiled/local_error.Request): its ``args``, the
+        compiled estimate's arguments, when that estimate applies to the step's result —
+        the diagonal in the buffers B (so complete: _norm_compiled put it there) and the
+        noise Newton's scalar law (a compiled step records no update; AdaptiveNewton.set_h
+        has run) — else None, and ``norm`` computes it as without a request."""
+        req, buf = self._req, self._buf
+        req.out = None
+        L = self._diag.levels
+        cur = 0 if L is buf[0] else 1 if L is buf[1] else -1
+        law = self.noise_law() if self.noise_law is not None else None if self.noise is not None else \
+            (None, self.ntol[0], self.ntol[1])
+        if cur < 0 or law is None or law[0] is not None:
+            req.args = None
+            return
+        z, ep = self._diag.z, self.ctl.err_prev
+        req.args = (self._ws, cur, z[-1], z[-2], z[-3], t1, self.C * h ** 3 * 6.0, law[1], law[2],
+                    math.nan if ep is None else ep, len(self.hist) >= 4)
+
+    def fused(self):
+        """The Request a stepper that ``fuses_estimate`` is given as ``estimate_into`` (the
+        loop calls ``request`` before each step), or None when the estimate is not
+        compiled or does not propose the step (no ``ctl``)."""
+        if self._kernel is None or self.ctl is None:
+            return None
+        if self._buf is None:
+            self._buffers(2 * self._diag.n)
+        if self._req is None:
+            self._req = self._cl.Request()
+        return self._req
+
+    def _buffers(self, m):
+        """The two 8 × m buffers of the compiled estimate, the current diagonal in one, the
+        candidate's written to the other, and S: views of one array, the fused call's
+        workspace (compiled/local_error.workspace)."""
+        self._ws, B, self._S = self._cl.workspace(m, self._S)
+        self._buf = (B[0], B[1])
 
     def norm(self, t1, x1, h):
         """‖e‖ of the step to (t1, x1); math.inf when x1 has a non-finite entry; None when
@@ -282,8 +326,13 @@ class LocalError:
 
         y''' ≈ 3! y[z_{k−2}, …, z_{k+1}], the mean with y[z_{k−3}, …, z_k] once four states
         are kept (cancels a (−1)^k mode); on the first step (nodes t_0, t_0, t_0, t_1) only
-        the positions' difference exists and the norm is theirs."""
+        the positions' difference exists and the norm is theirs.  After a ``request`` the
+        step's own compiled call may have computed it (the Request's ``out``)."""
         self.h_accept = None
+        req = self._req
+        if req is not None and req.out is not None:          # the step's call estimated (request)
+            out, req.out = req.out, None
+            return self._compiled_result(t1, x1, out[0], self._buf[1 - req.args[1]], out[1], out[2] != 0.0)
         d = self._diag
         if self._kernel is not None and d.known == _COMPLETE and 4 <= len(x1) <= 5:
             q1, v1, buf = x1[0], x1[1], self._buf
@@ -361,7 +410,8 @@ class LocalError:
         else:                                   # the first call (levels a list): P with |y| as row 4
             L = np.array([*L[:4], d.absy])
             if buf is None or buf[0].shape[1] != L.shape[1]:
-                buf = self._buf = (np.empty((8, L.shape[1])), np.empty((8, L.shape[1])))
+                self._buffers(L.shape[1])
+                buf = self._buf
             W = buf[0]
         q1 = x1[0]
         dqv, a, b = self._law(q1)
@@ -370,12 +420,19 @@ class LocalError:
         S = self._S
         err = self._kernel(L, W, *x1[:4], x1[4] if len(x1) > 4 else _NONE, _NONE if dqv is None else dqv, S,
                            z[-1], z[-2], z[-3], t1, self.C * h ** 3 * 6.0, h, a, b, ep, len(self.hist) >= 4)
+        return self._compiled_result(t1, x1, err, W, S.item(self._cl.S_HNEXT), S.item(self._cl.S_OVER) != 0.0)
+
+    def _compiled_result(self, t1, x1, err, W, h_next, over):
+        """``norm``'s result from the compiled estimate: ``err``, the new diagonal W, the
+        proposed step and whether the noise exceeded some weight."""
         if err < 0.0:                                          # x1 has a non-finite entry
             return math.inf
-        self._cand = (t1, q1, x1[1], Diagonal(z[1:] + [t1], W, d.known, d.n, W[4]))
-        if ctl is not None:
-            self.h_accept = S.item(self._cl.S_HNEXT)
-        over = S.item(self._cl.S_OVER) != 0.0
+        d = self._diag
+        z = d.z
+        S = self._S
+        self._cand = (t1, x1[0], x1[1], Diagonal(z[1:] + [t1], W, d.known, d.n, W[4]))
+        if self.ctl is not None:
+            self.h_accept = h_next
         decided = False
         if over:
             n = d.n
@@ -507,11 +564,16 @@ def march(stepper, p, t_end, x, k0, t0, keep, *, dt=None, adapt=None, grid=None,
                            sens)
 
 
-def set_step(stepper, h, cap=None):
+def set_step(stepper, h, cap=None, newton=True):
     """The step size of the stepper's next step/tangent/adjoint call (steppers read
     ``self.h`` at every call); ``cap``: a further bound on Newton's last position
-    update (newton_cap)."""
+    update (newton_cap).  ``newton=False``: the call solves no Newton system (tangent and
+    adjoint steps), so an adaptive run's Newton test (AdaptiveNewton.set_h) is left as it
+    is — every forward step sets it again (≈ 1 µs of a five-bar adjoint step;
+    benchmarks/README.md, "Adaptive vs fixed: the fixed step's Python path")."""
     stepper.h = h
+    if not newton:
+        return
     nt = getattr(stepper, "newton", None)
     if isinstance(nt, AdaptiveNewton):
         nt.set_h(h)
@@ -620,6 +682,23 @@ def _march_adaptive(stepper, p, t_end, x, k0, t0, keep, ad, guard, progress, h_p
             sens.start(t0, initial=(k0 == 0))
         h = ad.dt0 if h_prev is None else min(max(h_prev, ad.dt_min), ad.dt_max)
         span = t_end - (t0 if state is None else state.t_start)
+    # the stepper's compiled call estimates too (one dispatch a step; LocalError.request):
+    # when the norm alone decides and no test hook replaces the step's result
+    req = est.fused() if getattr(stepper, "fuses_estimate", False) and not rank_fault.active else None
+    fuse = req is not None
+    if fuse:
+        stepper.estimate_into = req
+    try:
+        return _adaptive_steps(stepper, p, t_end, x, k0, t0, keep, ad, guard, progress, comm, state, quad, sens,
+                               est, ctl, h, rejected, span, fuse)
+    finally:
+        if fuse:
+            stepper.estimate_into = None
+
+
+def _adaptive_steps(stepper, p, t_end, x, k0, t0, keep, ad, guard, progress, comm, state, quad, sens, est, ctl, h,
+                    rejected, span, fuse):
+    """_march_adaptive's loop over steps."""
     T, H, its = [t0], [], []
     t, k = t0, k0
     t_start = t_end - span
@@ -627,13 +706,15 @@ def _march_adaptive(stepper, p, t_end, x, k0, t0, keep, ad, guard, progress, h_p
     while t_end - t > tiny:
         last = t + 1.1 * h >= t_end - tiny          # no sliver of a step at the end
         hk = t_end - t if last else h
+        t1 = t_end if last else t + hk
         set_step(stepper, hk, newton_cap(quad, t, x, hk))
+        if fuse:
+            est.request(t1, hk)
         try:
             x1, it = stepper.step(k, t, x, p)
             failed = None
         except StepError as e:                        # Newton failed: a smaller step
             x1, it, failed = None, 0, e
-        t1 = t_end if last else t + hk
         if failed is None:
             x1 = rank_fault("forward", k + 1, x1)
             err = est.norm(t1, x1, hk)                # math.inf: a non-finite x1
@@ -662,7 +743,7 @@ def _march_adaptive(stepper, p, t_end, x, k0, t0, keep, ad, guard, progress, h_p
         x = x1
         if guard is not None:
             guard.h = hk
-            guard.check(k + 1, t1, x)
+            guard.check(k + 1, t1, x, finite=True)     # est.norm rejected a non-finite x1
         est.accept(t1, x)
         if quad is not None:
             quad.accept()

@@ -63,5 +63,5 @@ def sweep(problem, p, k1, mu, grad, gref, T):
         k = k_end
         if k != b0:
             break
-    set_step(st, problem.grid.h[k if k < k1 else k1 - 1])
+    set_step(st, problem.grid.h[k if k < k1 else k1 - 1], newton=False)
     return [mq, mv, ma, ml], grad, gref, k

@@ -459,7 +459,7 @@ class Problem:
         with self._local_table(traj, p, [refs[ob.name] for ob in self.objectives]) as table:
             for k in range(traj.steps + 1):
                 if k > 0:
-                    set_step(st, H[k - 1])
+                    set_step(st, H[k - 1], newton=False)
                     dx = st.tangent_step_at(k - 1, traj, dx, p)
                 hit = table.get(k) if table is not None else None
                 for j, ob in enumerate(self.objectives):
@@ -571,7 +571,7 @@ class Problem:
             x1 = state(k1)
         for k in range(k1 - 1, -1, -1):
             x0 = state(k)
-            set_step(self.stepper, H[k])
+            set_step(self.stepper, H[k], newton=False)
             mu, grad = self.stepper.adjoint_step_into(k, T, x0, x1, mu, grad, p)
             mu = rank_fault("adjoint", k, mu)         # test hook (parmbs/faults.py); off: mu
             gx, gp, gr = self._adjoint_local(k, T[k], x0, p, refs, T)

@@ -130,7 +130,6 @@ def ab_newton_step(q0, v0, qdd0, lam0, a0, p, t, h, beta, gamma, am, af, atol, r
     return q1, v1, qdd, lam, qdd, max_it, 3
 
 
-
 @njit(cache=True)
 def ab_newton_step_estimate(q0, v0, qdd0, lam0, a0, p, t, h, beta, gamma, am, af, atol, rtol, max_it, Kf, Kp, Ks,
                             Vf, Vo, rp, perm, ptr, idx, jp, ji, ws, cur, z1, z2, z3, t1, s, dq_a, dq_b, err_prev,

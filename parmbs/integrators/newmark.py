@@ -159,6 +159,8 @@ class NewmarkFamily(NewmarkParameterSets):
     name = "newmark-family"
     #: its Newton loop takes the per-component test of adaptive runs (integrators/newton_tol.py)
     noise_aware_newton = True
+    #: (t, x_k copy, p, evaluation) of the last adjoint step's old state, or None (``_adjoint_eval``)
+    _adj_prev = None
 
     def __init__(self, system, h, alpha_m=0.0, alpha_f=0.0, beta=0.25, gamma=0.5,
                  newton=None, petsc_options=None, design_map=None, ndesign=0, comm=None, compiled="off"):
@@ -346,7 +348,7 @@ class NewmarkFamily(NewmarkParameterSets):
         as step k+1's x_k just before; compared by value, with time and parameters) —
         its element ∂r/∂ρ and structured Jacobians are remembered (model/evaluation.py),
         so each state's are computed once per sweep instead of twice — else a new one."""
-        prev, self._adj_prev = getattr(self, "_adj_prev", None), None
+        prev, self._adj_prev = self._adj_prev, None
         if prev is not None:
             t0, x0, p0, eo = prev
             if t0 == t1 and (p0 is p or np.array_equal(p0, p)) and all(

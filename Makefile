@@ -57,8 +57,10 @@ slurm-pkgs:
 # compiled again
 NO_PYC_ENV := env -u PYTHONDONTWRITEBYTECODE
 
+# --durations: the 25 slowest test phases (≥ 5 s wall) at the end of every run, so each CI log
+# says where the suite's time goes (issue 19's suite time)
 test-serial: setup slurm-pkgs
-	$(NO_PYC_ENV) $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile tests
+	$(NO_PYC_ENV) $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=25 --durations-min=5 tests
 
 test-mpi: setup
 	$(NO_PYC_ENV) $(MPIRUN) $(PY) -m pytest -q --with-mpi -m mpi tests

@@ -69,9 +69,16 @@ def taylor_orders(pr, objective, seed=2, eps=(4e-3, 2e-3, 1e-3, 5e-4)):
 
 def cli_one_line_error(args, cwd, *words):
     """``python -m parmbs ARGS`` exits 2 with exactly one stderr line containing every
-    word, and no traceback; returns the line."""
-    r = subprocess.run([sys.executable, "-m", "parmbs", *map(str, args)], capture_output=True, text=True,
-                       timeout=120, cwd=cwd)
+    word, and no traceback; returns the line.  Run in this process (``cli.main``, the
+    function ``python -m parmbs`` calls: tests/cli_helpers.py) unless ARGS has PETSc
+    options (they need PetscInitialize: a real process); the real process's exit 2 is
+    tests/test_cli.py's test_bad_usage and test_bad_input_exit_2["unknown key"]."""
+    from cli_helpers import parmbs_in_process, petsc_options
+    if petsc_options(args):
+        r = subprocess.run([sys.executable, "-m", "parmbs", *map(str, args)], capture_output=True, text=True,
+                           timeout=120, cwd=cwd)
+    else:
+        r = parmbs_in_process(*args, cwd=cwd)
     assert r.returncode == 2 and "Traceback" not in r.stderr, (r.returncode, r.stderr)
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1, r.stderr

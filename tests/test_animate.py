@@ -1,18 +1,17 @@
 """parmbs animate: a GIF of the mechanism from a trajectory file (io/animate.py)."""
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
+from cli_helpers import parmbs_in_process
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ENV = {**os.environ, "PYTHONPATH": ROOT}
 
 
 def _parmbs(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "parmbs", "-q", *args], cwd=cwd, env=ENV,
-                          capture_output=True, text=True, timeout=300)
+    # cli.main in this process (tests/cli_helpers.py); the subprocess's env only put ROOT on PYTHONPATH
+    return parmbs_in_process("-q", *args, cwd=cwd)
 
 
 @pytest.fixture(scope="module")

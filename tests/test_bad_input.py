@@ -1,11 +1,14 @@
 """Bad input is one line naming file and key, exit 2, no traceback (issue 17, item 5).
 
 Each case was a traceback, a wrong exit code or a silent wrong run before (the issue's
-bad-input harness); each is run here as a user runs it: ``python -m parmbs`` in a
-subprocess, asserting the exit code, that stderr is exactly one ``parmbs: error:``
-line naming the config file and the key, and that no traceback is printed.  Runs are
-short (pendulum, at most 0.2 s of simulated time); each case takes ~2 s, mostly
-Python and PETSc start-up.
+bad-input harness); each asserts the exit code, that stderr is exactly one ``parmbs:
+error:`` line naming the config file and the key, and that no traceback is printed.
+Runs are short (pendulum, at most 0.2 s of simulated time).  Most run ``cli.main`` in
+this process (tests/cli_helpers.py: the function ``python -m parmbs`` calls, so the same
+code picks exit code and line; a ``python -m parmbs`` start alone is 0.5-0.9 s CPU); a
+real ``python -m parmbs`` subprocess runs the cases with user code (a ``callable``
+objective imported from the run's directory, one that exits) and the ones with a
+patched ``resources.py`` (``python -c``).
 """
 import subprocess
 import sys
@@ -13,6 +16,8 @@ from pathlib import Path
 
 import h5py
 import pytest
+
+from cli_helpers import parmbs_in_process
 
 ROOT = Path(__file__).resolve().parents[1]
 PENDULUM = ROOT / "configs" / "pendulum.toml"
@@ -23,7 +28,11 @@ PATCHED = ("import sys; import parmbs.config.resources as r; {patch}; "
            "from parmbs.cli import main; sys.exit(main(sys.argv[1:]))")
 
 
-def _cli(*args, cwd, patch=None):
+def _cli(*args, cwd, patch=None, process=False):
+    """``parmbs ARGS`` in ``cwd``: in this process, or (``process``, or a ``patch``) a
+    real ``python -m parmbs`` (``python -c`` with the patch)."""
+    if patch is None and not process:
+        return parmbs_in_process(*args, cwd=cwd)
     cmd = [sys.executable, "-m", "parmbs"] if patch is None else [sys.executable, "-c", PATCHED.format(patch=patch)]
     return subprocess.run([*cmd, *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=120)
 
@@ -180,14 +189,14 @@ def test_no_objectives(command, tmp_path):
 def test_user_objective_failure(function, words, tmp_path):
     (tmp_path / "userobj.py").write_text(USER_PY)
     cfg = _write(tmp_path, PENDULUM.read_text() + USER_OBJECTIVE.format(callable=f"userobj:{function}"))
-    r = _cli("gradient", cfg, *SHORT, cwd=tmp_path)
+    r = _cli("gradient", cfg, *SHORT, cwd=tmp_path, process=True)
     _one_line(r, cfg, "objectives.user.callable", *words)
 
 
 def test_user_objective_exits_at_import(tmp_path):
     (tmp_path / "quits.py").write_text("import sys\nsys.exit(3)\n")
     cfg = _write(tmp_path, PENDULUM.read_text() + USER_OBJECTIVE.format(callable="quits:f"))
-    r = _cli("gradient", cfg, *SHORT, cwd=tmp_path)
+    r = _cli("gradient", cfg, *SHORT, cwd=tmp_path, process=True)
     _one_line(r, cfg, "objectives.user.callable", "cannot import", "sys.exit(3)")
 
 
@@ -199,7 +208,7 @@ def test_user_objective_that_works(tmp_path):
     test_python_callable_integrand."""
     (tmp_path / "userobj.py").write_text(USER_PY)
     cfg = _write(tmp_path, PENDULUM.read_text() + USER_OBJECTIVE.format(callable="userobj:good"))
-    r = _cli("gradient", cfg, *SHORT, "--set", "simulation.compiled=off", cwd=tmp_path)
+    r = _cli("gradient", cfg, *SHORT, "--set", "simulation.compiled=off", cwd=tmp_path, process=True)
     assert r.returncode == 0, r.stderr
     assert "user = " in r.stdout
 

@@ -1,7 +1,12 @@
 """The ``parmbs`` command line (serial): subcommands, files written, exit codes, errors.
 
-Every CLI run is a subprocess (``python -m parmbs``) so exit codes and the absence of
-tracebacks are what a user or job script sees.  Runs are short (t_end = 0.05 s).
+Runs are short (t_end = 0.05 s).  ``parmbs(...)`` runs ``cli.main`` in this process
+(tests/cli_helpers.py: the function ``python -m parmbs`` calls, so the same code picks
+the exit code and the one error line; a ``python -m parmbs`` start alone costs 0.5-0.9 s
+CPU); ``parmbs(..., process=True)`` a real ``python -m parmbs`` subprocess, so exit codes
+and the absence of tracebacks are what a user or job script sees — kept for one case of
+each exit code: 0 (``simulated``), 1 (test_newton_failure_exit_1), 2 (test_bad_usage and
+test_bad_input_exit_2's "unknown key").
 """
 from __future__ import annotations
 
@@ -13,6 +18,8 @@ import sys
 import numpy as np
 import pytest
 
+from cli_helpers import parmbs_in_process
+
 ROOT = pathlib.Path(__file__).parents[1]
 FIVEBAR = ROOT / "configs" / "fivebar.toml"
 SHORT = ["--set", "simulation.t_end=0.05"]
@@ -20,7 +27,9 @@ DESIGN_KEYS = {"parmbs", "config", "config_sha256", "method", "formulation", "in
                "steps", "ranks", "design", "objectives", "timing"}
 
 
-def parmbs(*args, cwd=ROOT):
+def parmbs(*args, cwd=ROOT, process=False):
+    if not process:
+        return parmbs_in_process(*args, cwd=cwd)
     return subprocess.run([sys.executable, "-m", "parmbs", *map(str, args)], cwd=cwd,
                           capture_output=True, text=True, timeout=120)
 
@@ -29,7 +38,7 @@ def parmbs(*args, cwd=ROOT):
 def simulated(tmp_path_factory):
     d = tmp_path_factory.mktemp("sim")
     h5, png = d / "run.h5", d / "run.png"
-    r = parmbs("simulate", FIVEBAR, *SHORT, "-o", h5, "--plot", png)
+    r = parmbs("simulate", FIVEBAR, *SHORT, "-o", h5, "--plot", png, process=True)
     return r, h5, png
 
 
@@ -259,7 +268,7 @@ BAD_INPUT = {
 @pytest.mark.parametrize("case", list(BAD_INPUT))
 def test_bad_input_exit_2(case):
     args, key = BAD_INPUT[case]
-    r = parmbs(*args)
+    r = parmbs(*args, process=case == "unknown key")
     filename = pathlib.Path(str(args[1])).name
     line = assert_one_line_error(r, 2, filename, key)
     if case == "complex step on TS":
@@ -286,14 +295,14 @@ def test_plot_corrupt_hdf5(tmp_path, simulated):
 
 
 def test_bad_usage():
-    r = parmbs("simulate")
+    r = parmbs("simulate", process=True)
     assert_one_line_error(r, 2, "CONFIG")
-    r = parmbs("frobnicate")
+    r = parmbs("frobnicate", process=True)
     assert_one_line_error(r, 2, "frobnicate")
 
 
 def test_newton_failure_exit_1():
-    r = parmbs("simulate", FIVEBAR, *SHORT, "--set", "simulation.newton.max_it=1")
+    r = parmbs("simulate", FIVEBAR, *SHORT, "--set", "simulation.newton.max_it=1", process=True)
     line = assert_one_line_error(r, 1, "fivebar.toml", "step 1", "t = 0.001")
     assert "Newton" in line
 

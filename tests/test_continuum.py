@@ -241,10 +241,8 @@ def test_gravity_and_scalar_parameters():
     (["joints.guide.a=crank.origin"], "joints.guide.type"),
 ])
 def test_bad_continuum_input_is_one_line_exit_2(sets, key):
-    import subprocess
-    import sys
-    args = [sys.executable, "-m", "parmbs", "info", CONFIG] + [a for s in sets for a in ("--set", s)]
-    r = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    from cli_helpers import parmbs_in_process        # (cli.main in this process: tests/cli_helpers.py)
+    r = parmbs_in_process("info", CONFIG, *[a for s in sets for a in ("--set", s)])
     assert r.returncode == 2, r.stderr
     assert f"{CONFIG}: {key}:" in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1

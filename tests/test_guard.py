@@ -7,8 +7,6 @@ Bounds beside each assertion: THETA = 0.25 (level: the alternating part against 
 largest smooth acceleration) and GROWTH = 10 (over the level at the start); the
 measured figures are in guard.py's docstring."""
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +17,7 @@ from parmbs.integrators.guard import ENERGY_GAIN, GROWTH, THETA, WINDOW, Guard, 
 from parmbs.integrators.newmark import StepError
 from parmbs.sensitivity.problem import Problem
 
+from cli_helpers import parmbs_in_process
 from conftest import CONFIGS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -86,9 +85,8 @@ def test_non_finite_state_stops_even_when_switched_off():
 
 # -- shipped models -------------------------------------------------------------------------------
 def run_cli(*args):
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, "-m", "parmbs", *map(str, args)], capture_output=True, text=True,
-                          env=env, cwd=ROOT, timeout=300)
+    # cli.main in this process (tests/cli_helpers.py); the subprocess's env only put ROOT on PYTHONPATH
+    return parmbs_in_process(*args, cwd=ROOT)
 
 
 def test_trapezoidal_double_pendulum_at_45_degrees_exits_1():

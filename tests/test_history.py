@@ -5,8 +5,6 @@ whole discrete computation run step by step (Im x_k(ρ + ih e_j)/h and the parti
 Σ_{j≤k} w_j g_j, h = 1e-30: no truncation, exact to Newton's tolerance); the adjoint
 history against the file's own gradient and the direct one."""
 import os
-import subprocess
-import sys
 
 import h5py
 import numpy as np
@@ -16,15 +14,16 @@ from parmbs.config import load_config
 from parmbs.sensitivity import history as H
 from parmbs.sensitivity.problem import Problem
 
+from cli_helpers import parmbs_in_process
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ENV = {**os.environ, "PYTHONPATH": ROOT}
 PENDULUM = os.path.join(ROOT, "configs", "pendulum.toml")
 SHORT = ["simulation.t_end=0.2"]
 
 
 def _parmbs(*args, cwd, code=0):
-    r = subprocess.run([sys.executable, "-m", "parmbs", "-q", *args], cwd=cwd, env=ENV,
-                       capture_output=True, text=True, timeout=300)
+    # cli.main in this process (tests/cli_helpers.py); the subprocess's env only put ROOT on PYTHONPATH
+    r = parmbs_in_process("-q", *args, cwd=cwd)
     assert r.returncode == code, r.stderr[-2000:]
     return r
 

@@ -4,8 +4,6 @@ the CLI), the linked model equals the model with the parameters set by hand, and
 chained gradients (adjoint = direct ≤ 1e-9, = complex step ≤ 1e-9, central FD ≤ 1e-6)
 on seed 000 §6.2 (configs/rigid-spring-beam-opt.toml: D drives l = |C − D|, θ, …)."""
 import math
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -15,6 +13,7 @@ from parmbs.config.expressions import Expression, ExpressionError
 from parmbs.sensitivity.complex_step import complex_step_gradient
 from parmbs.sensitivity.problem import Problem
 
+from cli_helpers import parmbs_in_process
 from conftest import CONFIGS
 
 RSB = CONFIGS / "rigid-spring-beam-opt.toml"
@@ -122,8 +121,7 @@ def test_bad_links_name_file_and_key(tmp_path, what, edit, key, match):
 
 def test_bad_link_exits_2_without_traceback(tmp_path):
     f = _write(tmp_path, BAD[0][1])
-    r = subprocess.run([sys.executable, "-m", "parmbs", "info", str(f)], capture_output=True, text=True,
-                       timeout=120)
+    r = parmbs_in_process("info", str(f))          # (cli.main in this process: tests/cli_helpers.py)
     assert r.returncode == 2
     assert "Traceback" not in r.stderr
     assert str(f) in r.stderr and "parameters.l" in r.stderr
@@ -239,9 +237,8 @@ def test_optimize_linked_design_end_to_end(tmp_path):
     T = 0.01 s): it runs, records the two design variables, and the recorded gradient
     of the first evaluation is the chained adjoint gradient."""
     out = tmp_path / "o.h5"
-    r = subprocess.run([sys.executable, "-m", "parmbs", "optimize", str(RSB), "-o", str(out), "--set", SHORT,
-                        "--set", "optimize.max_it=1", "--set", "simulation.progress=false"],
-                       capture_output=True, text=True, timeout=300)
+    r = parmbs_in_process("optimize", str(RSB), "-o", str(out), "--set", SHORT,
+                          "--set", "optimize.max_it=1", "--set", "simulation.progress=false")
     assert r.returncode == 0, r.stderr
     import h5py
     with h5py.File(out, "r") as f:

@@ -3,13 +3,12 @@
 entry — before, the override was silently replaced by the expression (``--set
 beams.beam.length=2.0`` on configs/rigid-spring-beam-opt.toml ran length 1.0).
 Overrides of the design value itself or of [parameters] stay allowed."""
-import subprocess
-import sys
 
 import pytest
 
 from parmbs.config import ConfigError, load_config
 
+from cli_helpers import parmbs_in_process
 from conftest import CONFIGS
 
 RSB = CONFIGS / "rigid-spring-beam-opt.toml"      # D_x drives beams.beam.{initial.x, length, initial.angle}, ...
@@ -44,8 +43,7 @@ def test_allowed_overrides(override, path, value):
 
 
 def test_cli_one_line_exit_2():
-    r = subprocess.run([sys.executable, "-m", "parmbs", "info", str(RSB), "--set", "beams.beam.length=2.0"],
-                       capture_output=True, text=True, timeout=120)
+    r = parmbs_in_process("info", str(RSB), "--set", "beams.beam.length=2.0")    # (tests/cli_helpers.py)
     assert r.returncode == 2 and r.stdout == "", (r.returncode, r.stdout, r.stderr)
     lines = r.stderr.strip().splitlines()
     assert lines == [f"parmbs: error: {RSB}: --set beams.beam.length: sets beams.beam.length, which [[design]] "

@@ -14,8 +14,6 @@ configuration.
 * a model without redundancy is untouched (no detection, and the dropped-row code path
   forced on gives bitwise the same run).
 """
-import subprocess
-import sys
 import tomllib
 
 import numpy as np
@@ -28,6 +26,7 @@ from parmbs.model.system import ModelError
 from parmbs.sensitivity.complex_step import complex_step_gradient
 from parmbs.sensitivity.problem import Problem
 
+from cli_helpers import parmbs_in_process
 from conftest import CONFIGS
 
 CONFIG = CONFIGS / "parallelogram.toml"
@@ -137,8 +136,7 @@ def _singular_config(tmp_path, c0=-1.0):
 
 
 def _parmbs(*args):
-    return subprocess.run([sys.executable, "-m", "parmbs", *map(str, args)], capture_output=True, text=True,
-                          timeout=120)
+    return parmbs_in_process(*args)          # cli.main in this process (tests/cli_helpers.py)
 
 
 def test_singular_configuration_mid_run_exits_2_naming_step_time_and_joints(tmp_path):

@@ -11,8 +11,6 @@
 * bad input: one line naming file and key, exit 2.
 """
 import copy
-import subprocess
-import sys
 import tomllib
 
 import numpy as np
@@ -20,6 +18,7 @@ import pytest
 
 from parmbs.config.loader import validate
 from parmbs.sensitivity.problem import Problem
+from cli_helpers import parmbs_in_process
 from gradient_checks import central_difference, taylor_orders
 from test_continuum import coarse_density_run
 
@@ -187,8 +186,7 @@ def test_scalar_parameters_with_gravity_adjoint_equals_direct():
     (["spatial.joints.A.b=crank.node_1_2_3_4"], "spatial.joints.A.b"),
 ])
 def test_bad_solid_input_is_one_line_exit_2(sets, key):
-    args = [sys.executable, "-m", "parmbs", "info", CONFIG] + [a for s in sets for a in ("--set", s)]
-    r = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    r = parmbs_in_process("info", CONFIG, *[a for s in sets for a in ("--set", s)])   # (tests/cli_helpers.py)
     assert r.returncode == 2, r.stderr
     assert f"{CONFIG}: {key}" in r.stderr and "Traceback" not in r.stderr, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1

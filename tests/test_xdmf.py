@@ -6,8 +6,6 @@ pyproject [test]) and by parmbs/io/xdmf_read.py, which walks the XML as XDMF 3 s
 cells, points and time steps are counted from the model by hand in each test, and
 point positions are checked against the stored trajectory (rigid-body kinematics)."""
 import os
-import subprocess
-import sys
 
 import h5py
 import numpy as np
@@ -15,13 +13,14 @@ import pytest
 
 from parmbs.io.xdmf_read import read_xdmf
 
+from cli_helpers import parmbs_in_process
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ENV = {**os.environ, "PYTHONPATH": ROOT}
 
 
 def _parmbs(*args, cwd, code=0):
-    r = subprocess.run([sys.executable, "-m", "parmbs", "-q", *args], cwd=cwd, env=ENV,
-                       capture_output=True, text=True, timeout=300)
+    # cli.main in this process (tests/cli_helpers.py); the subprocess's env only put ROOT on PYTHONPATH
+    r = parmbs_in_process("-q", *args, cwd=cwd)
     assert r.returncode == code, r.stderr[-2000:]
     return r
 

@@ -2,8 +2,6 @@
 the step sequence, exact sensitivities on the frozen accepted steps for every
 formulation, replay, rejection on Newton failure, and the step-size floor."""
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -13,6 +11,8 @@ from parmbs.config.loader import load_config
 from parmbs.integrators.newmark import StepError
 from parmbs.integrators.timeloop import StepSizeError, TimeGrid
 from parmbs.sensitivity.problem import Problem
+
+from cli_helpers import parmbs_in_process
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIVEBAR = os.path.join(ROOT, "configs", "fivebar.toml")
@@ -125,9 +125,8 @@ def test_step_size_floor_is_an_error_naming_step_and_time():
 
 
 def _cli(*args):
-    env = dict(os.environ, PYTHONPATH=ROOT)
-    return subprocess.run([sys.executable, "-m", "parmbs", *args], capture_output=True, text=True, env=env,
-                          cwd=ROOT, timeout=300)
+    # cli.main in this process (tests/cli_helpers.py); the subprocess's env only put ROOT on PYTHONPATH
+    return parmbs_in_process(*args, cwd=ROOT)
 
 
 def test_cli_adaptive_run_reports_its_steps_and_keeps_a_checkpoint(tmp_path):

@@ -5,14 +5,13 @@ the full-order ψ as K grows, the eigen-sensitivities (forward Nelson = adjoint,
 motion exact, repeated eigenvalues refused, bad input exit 2.  The generic block
 test (tests/test_components.py) covers the four Reduced* components."""
 import copy
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 from parmbs.model.system import System, ModelError
 from parmbs.config.loader import validate
+from cli_helpers import parmbs_in_process
 from test_continuum import crank_data, problem, random_density, CONFIG
 
 NX, NY = 8, 3
@@ -310,8 +309,7 @@ def test_repeated_eigenvalues_are_refused():
       "continua.crank.clamp_radius=0.04", "continua.crank.reduction.modes=27"], "continua.crank.reduction.modes"),
 ])
 def test_bad_reduction_input_is_one_line_exit_2(sets, key):
-    args = [sys.executable, "-m", "parmbs", "info", CONFIG] + [a for s in sets for a in ("--set", s)]
-    r = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    r = parmbs_in_process("info", CONFIG, *[a for s in sets for a in ("--set", s)])   # (tests/cli_helpers.py)
     assert r.returncode == 2, r.stderr
     assert f"{CONFIG}: {key}" in r.stderr and "Traceback" not in r.stderr, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1, r.stderr

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import pathlib
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 
 import h5py
@@ -12,6 +10,8 @@ import numpy as np
 import pytest
 
 from parmbs.io.density import write_png, write_xdmf
+
+from cli_helpers import parmbs_in_process
 
 ROOT = pathlib.Path(__file__).parents[1]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -79,11 +79,11 @@ def test_plot_optimization_record_writes_density(tmp_path):
             "continua.crank.clamp_radius=0.026", "simulation.t_end=0.04", "simulation.dt=0.02",
             "optimize.max_it=1"]
     rec = tmp_path / "rec.h5"
-    run = [sys.executable, "-m", "parmbs"]
-    r = subprocess.run([*run, "optimize", ROOT / "configs" / "topopt-crank.toml", "-o", rec,
-                        *[x for s in sets for x in ("--set", s)]], capture_output=True, text=True, timeout=120)
+    # cli.main in this process (tests/cli_helpers.py)
+    r = parmbs_in_process("optimize", ROOT / "configs" / "topopt-crank.toml", "-o", rec,
+                          *[x for s in sets for x in ("--set", s)])
     assert r.returncode == 0, r.stderr
-    r = subprocess.run([*run, "plot", rec, "-o", tmp_path / "hist.png"], capture_output=True, text=True, timeout=120)
+    r = parmbs_in_process("plot", rec, "-o", tmp_path / "hist.png")
     assert r.returncode == 0, r.stderr
     for name in ("hist.png", "rec.crank.density.png"):
         assert (tmp_path / name).read_bytes()[:8] == PNG_MAGIC

@@ -10,8 +10,6 @@
 import json
 import os
 import re
-import subprocess
-import sys
 
 import h5py
 import pytest
@@ -19,13 +17,15 @@ import pytest
 from parmbs.docs import DOCS, check
 from parmbs.docs.config_ref import undocumented
 
+from cli_helpers import parmbs_in_process
+
 ROOT = os.path.dirname(DOCS)
-ENV = {**os.environ, "PYTHONPATH": ROOT, "OMPI_MCA_rmaps_base_oversubscribe": "1"}
 
 
 def _parmbs(*args, cwd=None):
-    r = subprocess.run([sys.executable, "-m", "parmbs", "-q", *args], cwd=cwd, env=ENV,
-                       capture_output=True, text=True, timeout=300)
+    # cli.main in this process (tests/cli_helpers.py); the subprocess's env only put ROOT on
+    # PYTHONPATH (and an Open MPI setting a one-process run does not read)
+    r = parmbs_in_process("-q", *args, cwd=cwd)
     assert r.returncode == 0, r.stderr[-2000:]
     return r.stdout
 

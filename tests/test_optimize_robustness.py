@@ -79,7 +79,7 @@ def test_mma_halvings_survive_a_kill(gave_up, tmp_path, kill):
 def test_old_record_without_halving_count_resumes(tmp_path):
     """A record whose MMA slots hold the older (4,) meta resumes (0 halvings, as those
     versions did) and continues the uninterrupted sequence; its slots are rewritten in
-    the (5,) layout as the run goes on."""
+    the current (6,) layout as the run goes on."""
     ref = run_api(PLATE, SETS, tmp_path / "ref.h5", fail=[2])
     path = tmp_path / "old.h5"
     run_api(PLATE, SETS, path, fail=[2], extra=["optimize.max_it=2"])
@@ -95,7 +95,7 @@ def test_old_record_without_halving_count_resumes(tmp_path):
     assert lines[0].startswith("resumed: MMA state after 2 updates from")
     assert np.array_equal(x, ref[1][0]) and np.array_equal(f, ref[1][1]) and np.array_equal(rho, ref[0])
     with h5py.File(path, "r") as f:
-        assert {f[f"optimize/mma/meta{s}"].shape for s in (0, 1)} == {(5,)}
+        assert {f[f"optimize/mma/meta{s}"].shape for s in (0, 1)} == {(driver.MMAState.META,)}
 
 
 # -- the resume command printed after SIGTERM / SIGUSR1 ------------------------------------------

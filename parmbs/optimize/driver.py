@@ -50,6 +50,19 @@ record's history, so a resumed run rejects the same trials.  The guard decides o
 forward run's values, before the gradient: a rejected trial costs one forward run (the
 adjoint sweep was 57 % of an evaluation of the double wishbone, the 60 FD runs of
 ``gradient = "fd"`` 98 %).
+
+Adaptive move limit (``optimize.adaptive_move = true``, MMA; implies the guard): the
+guard alone halves every rising trial from the full move limit again at every iterate and
+takes the 4th halving whatever its ψ, so on the double wishbone at T = 3 s every accepted
+step was ≈ move/16 with ψ wandering, and xtol could never be met.  With it (1) the move
+limit of the next update is the step that was accepted after halvings, or twice the last
+one (up to ``optimize.move``) after a trial accepted as proposed
+(``descent_guard.next_move``: a trust-region radius; stored with the MMA state, so a
+restart repeats it); (2) a rising trial is never taken: the halvings go on without the
+``MMA_HALVINGS`` cap, and when a trial whose step (max_j |Δρ_j|/(upper_j − lower_j), the
+log's ``step``) is ≤ ``xtol`` still rises, the run has converged in step — it stops with
+the last accepted iterate as its result and that reason in the log and the record
+(``/optimize`` attribute ``reason``).
 """
 from __future__ import annotations
 
@@ -67,7 +80,7 @@ from ..io.hdf5 import HDF5Error
 from ..model.system import ModelError
 from ..sensitivity.problem import Problem
 from .constraints import Constraints, violation
-from .descent_guard import DescentGuard
+from .descent_guard import DescentGuard, next_move
 from ..flexible.density_filter import DensityFilter
 from .log import HIST_COLS, EvaluationLog, MMAState, fail_hook, kill_hook
 from .mma import MMA, vec_from
@@ -76,7 +89,8 @@ TAO_TYPES = {"tao-blmvm": "blmvm", "tao-bqnls": "bqnls", "tao-lmvm": "lmvm"}
 #: [optimize] keys that only say how long to run, and MMA's asymptote bound, convexity
 #: term, subproblem accuracy and descent guard (how the same problem is stepped, not which problem: a
 #: continuation): a restart may change them
-RUN_LENGTH_KEYS = ("max_it", "gatol", "grtol", "xtol", "ctol", "asymax", "raa0", "epsimin", "descent")
+RUN_LENGTH_KEYS = ("max_it", "gatol", "grtol", "xtol", "ctol", "asymax", "raa0", "epsimin", "descent",
+                   "adaptive_move")
 #: MMA history columns (TAO's are log.HIST_COLS)
 #: MMA: how many times the step to a failing trial design is halved before giving up
 MMA_HALVINGS = 4
@@ -546,15 +560,17 @@ class Optimization:
         x, xp = mma.x.getArray(), mma.xold1.getArray(readonly=True)
         mma.x.setArray(xp + 0.5 * (x - xp))
 
-    def _back_off(self, mma, store, fscale, halvings, why):
+    def _back_off(self, mma, store, fscale, halvings, why, move, cap=MMA_HALVINGS):
         """Step back from trial iterate mma.it (failed or rejected): halve the step, write
-        the state with the halvings so far (a restart continues from both), say ``why``.
-        Returns the new count of halvings."""
+        the state with the halvings so far and the update's ``move`` limit (a restart
+        continues from them), say ``why``.  ``cap``: the most halvings allowed (None: no
+        cap, ``optimize.adaptive_move``'s rising trials).  Returns the new count."""
         k, halvings = mma.it, halvings + 1
         self._halve_step(mma)
-        store.save(mma.it, self._mma_state(mma), fscale, self.log.evaluations, halvings)
+        store.save(mma.it, self._mma_state(mma), fscale, self.log.evaluations, halvings, move)
         self.out(f"{why}, backtracking (MMA iterate {k}: step halved towards iterate {k - 1}, "
-                 f"{halvings} of {MMA_HALVINGS})")
+                 f"{halvings} of {cap})" if cap is not None else
+                 f"{why}, backtracking (MMA iterate {k}: step halved towards iterate {k - 1}, {halvings} times)")
         return halvings
 
     def _run_mma(self):
@@ -576,8 +592,11 @@ class Optimization:
         fscale = None
         saved = store.load() if self.restart else None
         halvings = 0                # step halvings spent on iterate mma.it (restored on resume)
+        adaptive = opt.adaptive_move
+        move = opt.move             # the move limit of the update to iterate mma.it (restored on resume)
         if saved is not None:
-            it, state, fscale, _, halvings = saved
+            it, state, fscale, _, halvings, saved_move = saved
+            move = saved_move if adaptive and saved_move is not None else opt.move
             for key, row in zip(MMAState.KEYS, state):
                 getattr(mma, key).setArray(row[lo:hi])
             mma.it = it
@@ -590,6 +609,7 @@ class Optimization:
                  f"mma, {m} constraint rows{': ' + '; '.join(cons.labels) if m else ''} "
                  f"(max {opt.max_it} iterations); record {self.path}")
         code, rho, reason, failed = 0, None, None, False
+        accepted = None             # (ρ, x̃, values) of the last accepted iterate, while in memory
         try:
             with self._signal_scope() as self.signals:
                 while True:
@@ -600,7 +620,7 @@ class Optimization:
                     rho = self._gather(mma.x)
                     phys = self.filter.apply(rho) if self.filter else rho
                     guard = DescentGuard(self.log.history, cons, self.objective, phys, k) \
-                        if opt.descent and k >= 1 and halvings < MMA_HALVINGS else None
+                        if (opt.descent or adaptive) and k >= 1 and (adaptive or halvings < MMA_HALVINGS) else None
                     res, msg = self.try_evaluate_all(rho, physical=True, trial=k >= 1, wanted=guard)
                     if msg is not None:
                         if k == 0 or halvings >= MMA_HALVINGS:
@@ -608,14 +628,28 @@ class Optimization:
                             raise StepError(f"initial design: {msg}" if k == 0 else
                                             f"MMA iterate {k}: {msg} (still after {halvings} halvings "
                                             "of the step)")
-                        halvings = self._back_off(mma, store, fscale, halvings, f"trial failed: {msg}")
+                        halvings = self._back_off(mma, store, fscale, halvings, f"trial failed: {msg}", move)
                         continue
                     if guard is not None and guard.reason is not None:
-                        halvings = self._back_off(mma, store, fscale, halvings, f"trial rejected: {guard.reason}")
+                        if adaptive:
+                            trial_step = float(np.max(np.abs(rho - self._gather(mma.xold1)) / rng))
+                            if trial_step <= opt.xtol:
+                                reason = (f"converged in step (the trial step {trial_step:.3e} <= xtol = "
+                                          f"{opt.xtol:g} still rises: {guard.reason}); the result is iterate {k - 1}")
+                                self.out(f"trial rejected: {guard.reason}")
+                                rho = self._gather(mma.xold1)
+                                phys = self.filter.apply(rho) if self.filter else rho
+                                last = self.log.history()[k - 1]
+                                f, viol = float(last[1]), float(last[2])
+                                vals = accepted[2] if accepted is not None and np.array_equal(accepted[0], rho) \
+                                    else None
+                                break
+                        halvings = self._back_off(mma, store, fscale, halvings, f"trial rejected: {guard.reason}",
+                                                  move, None if adaptive else MMA_HALVINGS)
                         continue
                     vals, grads = res
                     fc, dfc = cons.evaluate(phys, vals, grads)      # constraints on x̃ ...
-                    halvings = 0
+                    spent, halvings = halvings, 0
                     gobj = grads[self.objective]
                     if self.filter:                                 # ... chained to ρ
                         dfc, gobj = self.filter.transpose(dfc), self.filter.transpose(gobj)
@@ -625,22 +659,33 @@ class Optimization:
                         fscale = abs(f) if f != 0 else 1.0
                     viol = violation(fc)
                     step = 0.0 if k == 0 else float(np.max(np.abs(rho - self._gather(mma.xold1)) / rng))
+                    accepted = (rho, phys, vals)
+                    # adaptive: a step counts for xtol only as the model's own (taken as proposed, inside
+                    # the move limit); one the halvings or the move limit shortened says nothing of a
+                    # stationary point, the converged-in-step rule above ends such a run
+                    own = not adaptive or (spent == 0 and step < (1 - 1e-6) * move)
+                    if adaptive and k >= 1:         # the move limit of the update from iterate k
+                        move = next_move(move, opt.move, step, spent)
                     wall = time.perf_counter() - self.t_start
                     if self.log.add_history(np.array([k, f, viol, step, k + 1, wall], float)):
-                        self.out(f"it {k:4d}  psi {f: .10e}  viol {viol:.3e}  step {step:.3e}  {wall:8.1f} s")
-                    if k >= 1 and step <= opt.xtol and viol <= opt.ctol:
+                        self.out(f"it {k:4d}  psi {f: .10e}  viol {viol:.3e}  step {step:.3e}  {wall:8.1f} s"
+                                 + (f"  move {move:.3e}" if adaptive else ""))
+                    if k >= 1 and step <= opt.xtol and viol <= opt.ctol and own:
                         reason = f"converged (step <= xtol = {opt.xtol:g}, violation <= ctol = {opt.ctol:g})"
                         break
                     if k >= opt.max_it:
                         reason = f"max_it = {opt.max_it} reached"
                         break
+                    mma.params["move"] = move
                     mma.update(gobj[lo:hi] / fscale, fc, dfc[:, lo:hi])
-                    store.save(mma.it, self._mma_state(mma), fscale, self.log.evaluations)
-            self.log.finish(rho, pr.design.names, physical=phys if self.filter else None)
+                    store.save(mma.it, self._mma_state(mma), fscale, self.log.evaluations, 0, move)
+            self.log.finish(rho, pr.design.names, physical=phys if self.filter else None, reason=reason)
             self.finished = True
             self.out(f"done: {reason} after {mma.it} MMA updates; psi = {f:.10e}, "
                      f"max violation = {viol:.3e}")
-            for label, c in cons.values(phys, vals):
+            if vals is None:            # converged in step right after a resume: x_{k−1}'s values not in memory
+                self.out("  (the constraint values of the result: its history row in the record)")
+            for label, c in (cons.values(phys, vals) if vals is not None else ()):
                 self.out(f"  {label:<40} value {c: .10e}")
             if nd <= 20:
                 for n, v in zip(pr.design.names, rho):

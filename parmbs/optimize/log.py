@@ -15,10 +15,13 @@ Layout (DESIGN.md ``/optimize/…``)::
     /optimize/design   final ρ (attr names), written at the end
     /optimize/design_physical  the filtered densities x̃ = W ρ the model saw (density filter only)
     /optimize/mma/state0, state1   (5, nd)  MMA x, xold1, xold2, low, upp (two slots)
-    /optimize/mma/meta0, meta1     (5,)     iteration, objective scale, evaluations, halvings, CRC-32
+    /optimize/mma/meta0, meta1     (6,)     iteration, objective scale, evaluations, halvings, move, CRC-32
                                    (halvings: how many times in a row the step to iterate
                                    ``iteration`` has been halved after failed trials; records
-                                   written before it was stored have (4,) and resume with 0)
+                                   written before it was stored have (4,) and resume with 0;
+                                   move: the move limit of the update that made iterate
+                                   ``iteration``, what ``optimize.adaptive_move`` changes —
+                                   (5,) records resume with ``optimize.move``)
     /optimize/mma      attrs    current (the valid slot, −1 before the first update)
 
 Why a log of evaluations is the optimizer state: the optimizers (TAO's L-BFGS
@@ -297,9 +300,10 @@ class EvaluationLog:
             rows = self.f["optimize/history"][:self.hist_rows]
         return self.comm.bcast(rows, root=0)
 
-    def finish(self, rho, names, physical=None):
+    def finish(self, rho, names, physical=None, reason=None):
         """The final design ρ, and with a density filter the physical x̃ = W ρ the model
-        was evaluated at (``/optimize/design_physical``)."""
+        was evaluated at (``/optimize/design_physical``); ``reason``: why the run stopped
+        (attribute ``reason`` of ``/optimize``)."""
         def write(grp):
             for key in ("design", "design_physical"):
                 if key in grp:
@@ -308,6 +312,8 @@ class EvaluationLog:
             _put_design_names(ds, names)
             if physical is not None:
                 _put_design_names(grp.create_dataset("design_physical", data=physical), names)
+            if reason is not None:
+                grp.attrs["reason"] = reason
             grp.attrs["finished"] = True      # what job scripts read: the run is over
         self._root_write(write, "/optimize/design")
 
@@ -339,8 +345,8 @@ class MMAState:
                 g.attrs["rows"] = ",".join(self.KEYS)
         log._root_write(create, "/optimize/mma")
 
-    #: meta entries: iteration, objective scale, evaluations, halvings, CRC-32 (last)
-    META = 5
+    #: meta entries: iteration, objective scale, evaluations, halvings, move, CRC-32 (last)
+    META = 6
 
     @staticmethod
     def _crc(state, meta):
@@ -349,18 +355,19 @@ class MMAState:
         c = zlib.crc32(np.ascontiguousarray(state, dtype=np.float64).tobytes())
         return zlib.crc32(np.ascontiguousarray(meta[:-1], dtype=np.float64).tobytes(), c)
 
-    def save(self, it, state, fscale, evaluations, halvings=0):
+    def save(self, it, state, fscale, evaluations, halvings=0, move=None):
         """Write ``state`` ((5, nd) on rank 0, None elsewhere) after update ``it`` into
         the slot ``current`` does not point at (a halved step after a failed trial
         rewrites the state of the same ``it``: the valid one is never overwritten).
-        ``halvings``: the step halvings spent on iterate ``it`` so far."""
+        ``halvings``: the step halvings spent on iterate ``it`` so far; ``move``: the
+        move limit the update to iterate ``it`` was solved with (None: not known, stored as NaN)."""
         def write(grp):
             g = grp["mma"]
             slot = 1 if int(g.attrs["current"]) == 0 else 0
-            if g[f"meta{slot}"].shape != (self.META,):   # an older record's (4,) slot: not the valid one
+            if g[f"meta{slot}"].shape != (self.META,):   # an older record's (4,)/(5,) slot: not the valid one
                 del g[f"meta{slot}"]
                 g.create_dataset(f"meta{slot}", shape=(self.META,), dtype="f8")
-            meta = np.array([it, fscale, evaluations, halvings, 0.0])
+            meta = np.array([it, fscale, evaluations, halvings, np.nan if move is None else move, 0.0])
             meta[-1] = self._crc(state, meta)
             g[f"state{slot}"][...] = state
             g[f"meta{slot}"][...] = meta
@@ -370,25 +377,27 @@ class MMAState:
         self.log._root_write(write, "/optimize/mma/state")
 
     def load(self):
-        """(iteration, state (5, nd), objective scale, evaluations, halvings) of the
+        """(iteration, state (5, nd), objective scale, evaluations, halvings, move) of the
         current slot, or None before the first update; every rank gets the full arrays.
         A (4,) meta (records written before the halving count was stored) reads as 0
-        halvings — what those versions resumed with."""
+        halvings — what those versions resumed with; a (4,) or (5,) meta (before the move
+        was stored) reads move as None: the run's ``optimize.move``, what they used."""
         def read():
             g = self.log.f["optimize/mma"]
             slot = int(g.attrs["current"])
             if slot < 0:
                 return None
             state, meta = g[f"state{slot}"][...], g[f"meta{slot}"][...]
-            if meta.shape not in ((4,), (self.META,)):
+            if meta.shape not in ((4,), (5,), (self.META,)):
                 raise HDF5Error(self.log.path, f"/optimize/mma/meta{slot}",
                                 f"shape {meta.shape}, expected ({self.META},); not an MMA state this "
                                 "version can resume")
             if self._crc(state, meta) != int(meta[-1]):
                 raise HDF5Error(self.log.path, f"/optimize/mma/state{slot}",
                                 "MMA state fails its checksum (corrupted file); refusing to resume")
-            halvings = int(meta[3]) if len(meta) == self.META else 0
-            return int(meta[0]), state, float(meta[1]), int(meta[2]), halvings
+            halvings = int(meta[3]) if len(meta) >= 5 else 0
+            move = float(meta[4]) if len(meta) == self.META and np.isfinite(meta[4]) else None
+            return int(meta[0]), state, float(meta[1]), int(meta[2]), halvings, move
         out = _root_call(self.log.comm, read, self.log.path, "/optimize/mma")
         return self.log.comm.bcast(out, root=0)
 

@@ -871,7 +871,7 @@ class Optimize(_Model):
     raa0: Annotated[float, Strict(), Field(allow_inf_nan=False, gt=0, le=1)] | None = None  # MMA: the convexity term raa0/(upper − lower) added to every gradient part of the approximations (Svanberg's 1e-5 if not set; keep it ≪ the typical |∂f/∂ρ_j|: 1e-10 at 10^5 densities; a restart may change it)
     epsimin: Annotated[float, Strict(), Field(allow_inf_nan=False, gt=0, le=1e-3)] | None = None  # MMA: the last barrier ε of the subproblem solve; a variable stops ≈ ε/|∂L/∂ρ_j| short of its bound or move limit (Svanberg's 1e-7 if not set; 1e-12 at 10^5 densities; a restart may change it)
     descent: Bool = False     # MMA: reject an iterate whose objective rose while its violation did not fall, halve the step (a restart may change it)
-    adaptive_move: Bool = False   # MMA, implies descent: the next update's move limit is the step accepted after halvings (doubled back up to move after a trial taken as proposed); a rising trial is never taken, the run stops converged in step when a trial step <= xtol still rises (a restart may change it)
+    adaptive_move: Bool = False   # MMA, implies descent: the next update's move limit is the step accepted after halvings (back to move after a trial taken as proposed); a rising trial is never taken, the run stops converged in step when a trial step <= xtol still rises (a restart may change it)
     xtol: NonNegReal = 1e-6   # MMA stops when max |Δρ_j|/(upper_j − lower_j) <= xtol ...
     ctol: NonNegReal = 1e-6   # ... and the largest relative constraint violation <= ctol
     filter_radius: PosReal | None = None   # density filter radius [m] on plate/continuum density fields

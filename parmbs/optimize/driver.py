@@ -55,8 +55,8 @@ Adaptive move limit (``optimize.adaptive_move = true``, MMA; implies the guard):
 guard alone halves every rising trial from the full move limit again at every iterate and
 takes the 4th halving whatever its ψ, so on the double wishbone at T = 3 s every accepted
 step was ≈ move/16 with ψ wandering, and xtol could never be met.  With it (1) the move
-limit of the next update is the step that was accepted after halvings, or twice the last
-one (up to ``optimize.move``) after a trial accepted as proposed
+limit of the next update is the step that was accepted after halvings, or
+``optimize.move`` again after a trial accepted as proposed
 (``descent_guard.next_move``: a trust-region radius; stored with the MMA state, so a
 restart repeats it); (2) a rising trial is never taken: the halvings go on without the
 ``MMA_HALVINGS`` cap, and when a trial whose step (max_j |Δρ_j|/(upper_j − lower_j), the
@@ -665,7 +665,7 @@ class Optimization:
                     # stationary point, the converged-in-step rule above ends such a run
                     own = not adaptive or (spent == 0 and step < (1 - 1e-6) * move)
                     if adaptive and k >= 1:         # the move limit of the update from iterate k
-                        move = next_move(move, opt.move, step, spent)
+                        move = next_move(opt.move, step, spent)
                     wall = time.perf_counter() - self.t_start
                     if self.log.add_history(np.array([k, f, viol, step, k + 1, wall], float)):
                         self.out(f"it {k:4d}  psi {f: .10e}  viol {viol:.3e}  step {step:.3e}  {wall:8.1f} s"

@@ -36,13 +36,13 @@ class Killed(BaseException):
     """Stands for SIGKILL: not an Exception, so the driver's error handling does not see it."""
 
 
-def rosenbrock(rho):
+def rosenbrock(rho, a=A):
     u, v = rho
     r = v - u * u
-    return (1 - u) ** 2 + A * r * r, np.array([-2 * (1 - u) - 4 * A * u * r, 2 * A * r])
+    return (1 - u) ** 2 + a * r * r, np.array([-2 * (1 - u) - 4 * a * u * r, 2 * a * r])
 
 
-def run(path, extra, restart=False, kill_at=None):
+def run(path, extra, restart=False, kill_at=None, a=A):
     """(history, evaluated x rows, output lines, final ρ) of an MMA run on Rosenbrock."""
     lines, calls = [], []
     opt = Optimization(load_config(str(CONFIGS / "pendulum.toml"), SETS + extra), path, restart=restart,
@@ -50,7 +50,7 @@ def run(path, extra, restart=False, kill_at=None):
 
     def evaluate_all(rho, physical=False, wanted=None):
         calls.append(1)
-        f, g = rosenbrock(rho)
+        f, g = rosenbrock(rho, a)
         vals = {opt.objective: f}
         if kill_at is not None and len(calls) == kill_at:
             raise Killed
@@ -67,7 +67,8 @@ def run(path, extra, restart=False, kill_at=None):
     with h5py.File(record_file(path), "r") as f:
         x = f["optimize/x"][:f["optimize"].attrs["evaluations"]]
         reason = f["optimize"].attrs.get("reason")
-    return opt.history, x, lines, rho, reason
+        design = f["optimize/design"][:] if "design" in f["optimize"] else None
+    return opt.history, x, lines, rho, reason, design
 
 
 @pytest.fixture(scope="module")
@@ -76,8 +77,8 @@ def adaptive(tmp_path_factory):
 
 
 def test_fixed_rule_never_meets_xtol_adaptive_converges(adaptive, tmp_path):
-    hist_f, _, lines_f, _, _ = run(tmp_path / "fixed.h5", FIXED)
-    hist, _, lines, rho, reason = adaptive
+    hist_f, _, lines_f, _, _, _ = run(tmp_path / "fixed.h5", FIXED)
+    hist, _, lines, rho, reason, _ = adaptive
     taken_rising = np.sum(np.diff(hist_f[:, 1]) > 0)
     print(f"fixed: {len(hist_f) - 1} updates, psi {hist_f[-1, 1]:.3e}, {taken_rising} rising steps taken, "
           f"steps of the last 10 {hist_f[-10:, 3].min():.2e}..{hist_f[-10:, 3].max():.2e}; "
@@ -96,11 +97,11 @@ def test_fixed_rule_never_meets_xtol_adaptive_converges(adaptive, tmp_path):
 def test_restart_after_a_kill_repeats_the_history(adaptive, tmp_path):
     """Killed in the 12th evaluation and, resumed, in the 40th of the resumed process (rejected
     trials and accepted iterates alike), then resumed: the same points and history to the bit."""
-    hist, x, lines, rho, _ = adaptive
+    hist, x, lines, rho, _, _ = adaptive
     path = tmp_path / "k.h5"
     run(path, ADAPTIVE, kill_at=12)
     run(path, ADAPTIVE, restart=True, kill_at=40)
-    hist_r, x_r, lines_r, rho_r, _ = run(path, ADAPTIVE, restart=True)
+    hist_r, x_r, lines_r, rho_r, _, _ = run(path, ADAPTIVE, restart=True)
     assert lines_r[0].startswith("resumed: MMA state after")
     assert np.array_equal(x_r, x) and np.array_equal(rho_r, rho)
     assert np.array_equal(hist_r[:, :5], hist[:, :5])
@@ -115,8 +116,24 @@ def test_a_fixed_rule_record_resumes_with_the_adaptive_move(adaptive, tmp_path):
     no move limit) resumed with ``--set optimize.adaptive_move=true`` continues from its
     state with move = optimize.move and then stops on the adaptive rule."""
     path = tmp_path / "f.h5"
-    hist_f, x_f, _, _, _ = run(path, ["optimize.descent=true", "optimize.max_it=5"])
-    hist, x, lines, rho, reason = run(path, ADAPTIVE, restart=True)
+    hist_f, x_f, _, _, _, _ = run(path, ["optimize.descent=true", "optimize.max_it=5"])
+    hist, x, lines, rho, reason, _ = run(path, ADAPTIVE, restart=True)
     assert lines[0].startswith("resumed: MMA state after 5 updates")
     assert np.array_equal(x[:5], x_f[:5]) and np.array_equal(hist[:5, :5], hist_f[:5, :5])
     assert reason.startswith("converged") and np.all(np.diff(hist[5:, 1]) <= 0)
+
+
+def test_converged_in_step_ends_on_the_last_accepted_iterate(tmp_path):
+    """Rosenbrock's steep valley (A = 100) with xtol 1e-3: the 9th update's trial still rises
+    when halved to a step of 7.8e-4 ≤ xtol, so the run ends converged in step; its result is
+    iterate 8 (the last history row and evaluation), the rising trial is in neither.  Not the
+    optimum: (0.907, 0.825), ψ 8.8e-3 — MMA's separable steps, each variable to its move or
+    asymptote limit, do not follow a narrow curved valley; the rule only ends the run honestly."""
+    hist, x, lines, rho, reason, design = run(tmp_path / "s.h5", ["optimize.adaptive_move=true",
+                                                                  "optimize.xtol=1e-3"], a=100.0)
+    print(reason)
+    assert reason.startswith("converged in step") and f"the result is iterate {len(hist) - 1}" in reason
+    assert lines[-4].startswith("trial rejected") and lines[-3].startswith("done: converged in step")
+    assert np.array_equal(rho, x[-1]) and np.array_equal(design, x[-1]) and len(x) == len(hist)
+    assert lines[-3].endswith(f"psi = {hist[-1, 1]:.10e}, max violation = 0.000e+00")
+    assert np.all(np.diff(hist[:, 1]) <= 0)

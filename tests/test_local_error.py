@@ -240,32 +240,45 @@ def test_compiled_proposal_is_the_controllers(grow_min):
     assert any(f == tl.FAC_MIN for f in facs) or any(abs(f * 1e-3 - ad.dt_min) < 1e-18 for f in facs)
 
 
-def test_estimate_fused_into_the_step_is_the_separate_call(monkeypatch):
-    """The five-bar, Arnold–Brüls, 0.3 s at rtol = atol = 1e-5 with grow_min 1.5: the
-    estimate computed inside the compiled step's call (ab_step.ab_newton_step_estimate,
+#: (the stepper's settings, its module and class, the compiled helper's module and class)
+_AB = ("parmbs.integrators.genalpha_ab", "ArnoldBrulsAlpha"), ("parmbs.compiled.ab_stepper", "CompiledAB")
+_NM = ("parmbs.integrators.newmark", "NewmarkFamily"), ("parmbs.compiled.stepper", "CompiledNewmark")
+FUSED = {"arnold-bruls": (['simulation.genalpha_form="arnold-bruls"'], *_AB),
+         "chung-hulbert": (['simulation.integrator="genalpha"', 'simulation.stabilization="none"'], *_NM),
+         "trapezoidal": (['simulation.integrator="trapezoidal"', 'simulation.stabilization="none"'], *_NM)}
+
+
+@pytest.mark.parametrize("form", sorted(FUSED))
+def test_estimate_fused_into_the_step_is_the_separate_call(monkeypatch, form):
+    """The five-bar, 0.3 s at rtol = atol = 1e-5 with grow_min 1.5, by the compiled
+    Arnold–Brüls step and the compiled Newmark-family step (Chung–Hulbert generalized-α, the
+    trapezoidal rule): the estimate computed inside the compiled step's call
+    (ab_step.ab_newton_step_estimate, newmark_step.newton_step_estimate;
     LocalError.request) gives the accepted grid, ψ and every state row of the separate
     compiled call (_norm_compiled: the stepper's ``fuses_estimate`` off) bit for bit, and
     it was taken on every step but the first few (the table not yet complete)."""
     if not _numba():
         pytest.skip("numba not installed: the compiled path is optional")
-    from parmbs.compiled import ab_stepper
-    from parmbs.integrators.genalpha_ab import ArnoldBrulsAlpha
+    import importlib
+    settings, (smod, scls), (cmod, ccls) = FUSED[form]
+    stepper_cls = getattr(importlib.import_module(smod), scls)
+    compiled_cls = getattr(importlib.import_module(cmod), ccls)
     run = ["simulation.t_end=0.3", "simulation.adapt.rtol=1e-5", "simulation.adapt.atol=1e-5",
-           "simulation.adapt.grow_min=1.5", 'simulation.genalpha_form="arnold-bruls"']
+           "simulation.adapt.grow_min=1.5"] + settings
     fused = []
-    real = ab_stepper.CompiledAB.newton
+    real = compiled_cls.newton
 
     def newton(self, *a, **k):
         r = real(self, *a, **k)
         est = a[9] if len(a) > 9 else k.get("estimate")
         fused.append(est is not None and est.out is not None)
         return r
-    monkeypatch.setattr(ab_stepper.CompiledAB, "newton", newton)
+    monkeypatch.setattr(compiled_cls, "newton", newton)
     pr = Problem(load_config(FIVEBAR, run))
-    assert pr.stepper.compiled is not None
+    assert type(pr.stepper) is stepper_cls and pr.stepper.compiled is not None
     tr = pr.forward()
     n_fused = sum(fused)
-    monkeypatch.setattr(ArnoldBrulsAlpha, "fuses_estimate", False)
+    monkeypatch.setattr(stepper_cls, "fuses_estimate", False)
     fused.clear()
     pr2 = Problem(load_config(FIVEBAR, run))
     tr2 = pr2.forward()

@@ -31,7 +31,7 @@ fixed: one call for estimate and controller").  So the caller passes the output 
 in one array S, the proposal and sums come back in S, and the norm is the return value.
 
 ``with_step`` is the same call made from inside a step kernel (ab_step.
-ab_newton_step_estimate), so an adaptive step is one dispatch from Python, as a fixed
+ab_newton_step_estimate, newmark_step.newton_step_estimate), so an adaptive step is one dispatch from Python, as a fixed
 one: the buffers and S one workspace array, the per-step scalars plain arguments
 (``Request``).
 """
@@ -156,7 +156,8 @@ def with_step(q1, v1, a1, l1, e1, h, ws, cur, z1, z2, z3, t1, s, dq_a, dq_b, err
     of size h that just produced x1 = (q1, v1, a1, l1, e1): ``estimate_step`` on the
     diagonal in buffer ``cur`` of the workspace ``ws``, the new one written to the other
     (``Request``).  Called by the step kernels' ``*_estimate`` entry points
-    (ab_step.ab_newton_step_estimate): the estimate without a dispatch of its own."""
+    (ab_step.ab_newton_step_estimate, newmark_step.newton_step_estimate): the estimate
+    without a dispatch of its own."""
     m = 2 * q1.shape[0]
     B = ws[:16 * m].reshape((2, 8, m))
     S = ws[16 * m:]

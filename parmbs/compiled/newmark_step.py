@@ -21,12 +21,19 @@ per-call overhead over ~20 small groups; a compiled step costs ~10 µs on the fi
 (benchmarks/README.md, prototype a2).  A failed step (singular matrix, non-finite or
 unconverged update) returns a status; the stepper then redoes that step on the numpy
 path, which raises the usual StepError / SingularConfiguration naming step and time.
+
+``newton_step_estimate`` is the same step with the adaptive loop's local error estimate
+of the new state in the same call (compiled/local_error.with_step), as the Arnold–Brüls
+step's ab_step.ab_newton_step_estimate: an adaptive step is then one dispatch from
+Python, as a fixed one (benchmarks/README.md, "Adaptive vs fixed: the Newmark family's
+fused estimate and the controller's defaults").
 """
 import numpy as np
 from ._jit import njit
 
 from . import planar, spatial
 from . import newton_lu
+from .local_error import with_step
 
 
 @njit(cache=True)
@@ -197,3 +204,19 @@ def newton_step(q0, v0, a0, lam0, p, t, h, beta, gamma, am, af, atol, rtol, max_
                 v1[i] = vp[i] + gh * a[i]
             return q1, v1, a, lam, it, 0
     return q1, v1, a, lam, max_it, 3
+
+
+@njit(cache=True)
+def newton_step_estimate(q0, v0, a0, lam0, p, t, h, beta, gamma, am, af, atol, rtol, max_it, Kf, Kp, Ks, S,
+                         ws, cur, z1, z2, z3, t1, s, dq_a, dq_b, err_prev, mean):
+    """``newton_step``, and when it converged the adaptive loop's local error estimate of
+    the new state in the same call (local_error.with_step, its arguments after ``S``; the
+    state has no trailing block): (q, v, a, λ, iterations, status, ‖e‖, proposed h,
+    noise-over flag), ‖e‖ = −2.0 when not estimated (status ≠ 0)."""
+    q1, v1, a, lam, it, status = newton_step(q0, v0, a0, lam0, p, t, h, beta, gamma, am, af, atol, rtol, max_it,
+                                             Kf, Kp, Ks, S)
+    if status != 0:
+        return q1, v1, a, lam, it, status, -2.0, 0.0, 0.0
+    err, hn, over = with_step(q1, v1, a, lam, np.empty(0), h, ws, cur, z1, z2, z3, t1, s, dq_a, dq_b, err_prev,
+                              mean)
+    return q1, v1, a, lam, it, status, err, hn, over

@@ -13,7 +13,7 @@ import numpy as np
 from ..model import forces as F, joints as J
 from ..spatial import bodies as SB, joints as SJ
 from .newmark_adjoint import adjoint_step, adjoint_sweep, tangent_step
-from .newmark_step import newton_step
+from .newmark_step import newton_step, newton_step_estimate
 from .planar import CONSTANT, POLYNOMIAL, HARMONIC
 
 #: the stacked arrays per kind, in newmark_step._evaluate's order: q (qidx), p (pidx),
@@ -224,12 +224,22 @@ class CompiledNewmark:
         *dx, status = self._sens(tangent_step, x0, x1, dx0, p, t, h, beta, gamma, am, af, design_map, nd)
         return None if status else tuple(dx)
 
-    def newton(self, x, p, t, h, beta, gamma, am, af, tol):
-        """The compiled step from x at t: (q, v, a, λ, iterations, status) (newmark_step.newton_step)."""
+    def newton(self, x, p, t, h, beta, gamma, am, af, tol, estimate=None):
+        """The compiled step from x at t: (q, v, a, λ, iterations, status) (newmark_step.newton_step);
+        with a request ``estimate`` (local_error.Request, its ``args`` set: timeloop.LocalError.request)
+        the same call also estimates the new state's local error (newmark_step.newton_step_estimate)
+        into ``estimate.out``."""
         q, v, a, lam = (np.ascontiguousarray(y, dtype=np.float64) for y in x)
-        return newton_step(q, v, a, lam, np.ascontiguousarray(p, dtype=np.float64), float(t), float(h), float(beta),
-                           float(gamma), float(am), float(af), float(tol.atol), float(tol.rtol), int(tol.max_it),
-                           self.Kf, self.Kp, self.Ks, self.S)
+        extra = () if estimate is None or estimate.args is None else estimate.args
+        r = (newton_step_estimate if extra else newton_step)(
+            q, v, a, lam, np.ascontiguousarray(p, dtype=np.float64), float(t), float(h), float(beta), float(gamma),
+            float(am), float(af), float(tol.atol), float(tol.rtol), int(tol.max_it), self.Kf, self.Kp, self.Ks,
+            self.S, *extra)
+        if not extra:
+            return r
+        if r[5] == 0:
+            estimate.out = r[6:]
+        return r[:6]
 
     def warm_up(self):
         """Compile (or load from numba's cache) and time it: the one-line note."""

@@ -159,6 +159,9 @@ class NewmarkFamily(NewmarkParameterSets):
     name = "newmark-family"
     #: its Newton loop takes the per-component test of adaptive runs (integrators/newton_tol.py)
     noise_aware_newton = True
+    #: the compiled step estimates the local error too when the adaptive loop asks
+    #: (``estimate_into``: integrators/one_step.py; compiled/newmark_step.newton_step_estimate)
+    fuses_estimate = True
     #: (t, x_k copy, p, evaluation) of the last adjoint step's old state, or None (``_adjoint_eval``)
     _adj_prev = None
 
@@ -246,7 +249,8 @@ class NewmarkFamily(NewmarkParameterSets):
         """x_{k+1} from x_k at time t = t_k; returns (x_{k+1}, Newton iterations)."""
         h, b, g = self.h, self.beta, self.gamma
         if self.compiled is not None and not any(np.asarray(y).dtype.kind == "c" for y in (p, *x)):  # complex: numpy
-            q1, v1, a1, l1, its, status = self.compiled.newton(x, p, t, h, b, g, self.am, self.af, self.newton)
+            q1, v1, a1, l1, its, status = self.compiled.newton(x, p, t, h, b, g, self.am, self.af, self.newton,
+                                                               self.estimate_into)
             if status == 0:
                 return (q1, v1, a1, l1), its
             # a failed compiled step is redone below, so the error names step and time as always

@@ -22,8 +22,8 @@ Every stepper declares
 * ``fuses_estimate``: its compiled step also computes the adaptive loop's local error
   estimate when ``estimate_into`` is a request (compiled/local_error.Request, from
   timeloop.LocalError.fused; the
-  Arnold–Brüls step: compiled/ab_step.ab_newton_step_estimate) — one compiled call a
-  step instead of two;
+  Arnold–Brüls step: compiled/ab_step.ab_newton_step_estimate; the Newmark family's:
+  compiled/newmark_step.newton_step_estimate) — one compiled call a step instead of two;
 * ``own_adjoint_terms``: the adjoint and tangent states are the stepper's own, not the
   record's (q, v, a, λ) blocks — the stepper then gives the objective partials at a state
   (``adjoint_local``; ``tangent_local``) and the initial-state terms (``adjoint_finish``)

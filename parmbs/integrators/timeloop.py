@@ -213,9 +213,9 @@ class LocalError:
     Controller; set by the loop when this norm alone decides: no quadrature, sensitivity
     or MPI verdict) the same call proposes the step after an acceptance, ``h_accept``
     (Controller.accepted; "Adaptive vs fixed: one call for estimate and controller"); a
-    stepper that ``fuses_estimate`` (the compiled Arnold–Brüls step) computes that call
-    inside its own step call (``request`` before the step, ``fused``; "Adaptive vs fixed:
-    the fixed step's Python path").
+    stepper that ``fuses_estimate`` (the compiled Arnold–Brüls and Newmark-family steps)
+    computes that call inside its own step call (``request`` before the step, ``fused``;
+    "Adaptive vs fixed: the fixed step's Python path").
 
     ``noise``: δq of the step just taken, per component or scalar (a callable of q1;
     newton_tol.AdaptiveNewton.noise), or None: Newton's scalar tolerance; ``noise_law``

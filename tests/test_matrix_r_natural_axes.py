@@ -247,3 +247,34 @@ def test_fold_monitor_warns_once_naming_the_step():
         with warnings.catch_warnings():
             warnings.filterwarnings("error", message=".*turning point")
             pr.forward()
+
+
+def test_rsur_horizon_study_observes_without_changing_the_run():
+    """benchmarks/rsur_horizon.py (the 1 s study of the file, benchmarks/README.md "Why 1 s
+    is not dt-converged") loaded as a module: its per-step record of the selection wraps
+    the stepper's step without changing a number (ψ and the adjoint gradient equal a
+    plain run's bit for bit), it sees the switch away from ball-rx (at 0.2925 s at dt =
+    2.5e-3 with reselect = 0.5; near 0.3 s here), the crank's largest rate is its initial
+    2 rad/s (it slows down and reverses before 0.4 s; ω = 2|ṗ| to Newton's tolerance), and
+    the energy of the conservative model is kept to O(h²): 8.0e-5 J over 0.3 s at dt =
+    2.5e-3 (measured), so ≈ 16 × that = 1.3e-3 J at dt = 1e-2; bound 1e-2 J."""
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "rsur_horizon.py"
+    spec = importlib.util.spec_from_file_location("rsur_horizon", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    sets = ["simulation.matrix_r.reselect=0.5", 'simulation.matrix_r.independent=["ball-rx"]']
+    r = mod.one_run("configs/spatial-rsur-natural.toml", sets, 1e-2, 0.35)
+    print(r["switches"], r["dE"], r["crank_rate"], r["min_ratio"])
+    pr = Problem(load_config("configs/spatial-rsur-natural.toml",
+                             sets + ["simulation.dt=1e-2", "simulation.t_end=0.35", "simulation.progress=false"]))
+    pr.forward()
+    vals, adj = pr.objective_values(), pr.adjoint()
+    assert r["values"] == vals
+    for o in adj:
+        assert np.array_equal(np.asarray(r["grads"][o]), np.asarray(adj[o])), o
+    assert r["start_sel"] == ["ball-rx"]
+    assert r["switches"] and r["switches"][0][1] != ["ball-rx"] and 0.25 < r["switches"][0][0] < 0.35
+    assert abs(r["crank_rate"] - 2.0) <= 1e-8
+    assert r["dE"] <= 1e-2

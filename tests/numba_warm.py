@@ -97,6 +97,10 @@ def groups(tmp):
     ab = 'simulation.genalpha_form="arnold-bruls"'
     dopri = ('simulation.formulation="index1"', 'simulation.integrator="dopri5"')
     planar = [(CONFIGS / "fivebar.toml", short), (CONFIGS / "pendulum.toml", short)]
+    # error-controlled steps: the Newmark-family step with the estimate in its call
+    # (newmark_step.newton_step_estimate)
+    planar += [(CONFIGS / "fivebar.toml", "simulation.t_end=0.02", "simulation.adapt.rtol=1e-4",
+                "simulation.adapt.atol=1e-4")]
     for integrator in ("genalpha", "trapezoidal", "newmark", "hht", "wbz"):
         planar += [(CONFIGS / "fivebar.toml", short, f"simulation.integrator={integrator}"),
                    (kinds, short, f"simulation.integrator={integrator}"),

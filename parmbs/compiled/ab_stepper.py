@@ -102,17 +102,12 @@ class CompiledAB:
         the same call also estimates the new state's local error
         (ab_step.ab_newton_step_estimate) into ``estimate.out``."""
         from .ab_step import ab_newton_step, ab_newton_step_estimate
+        from .local_error import Request
         f = lambda y: np.ascontiguousarray(y, dtype=np.float64)
-        extra = () if estimate is None or estimate.args is None else estimate.args
-        r = (ab_newton_step_estimate if extra else ab_newton_step)(
+        return Request.call(estimate, ab_newton_step, ab_newton_step_estimate, (
             *(f(y) for y in x), f(p), float(t), float(h), float(beta), float(gamma), float(am), float(af),
             float(tol.atol), float(tol.rtol), int(tol.max_it), self.Kf, self.Kp, self.Ks, self.Vf, self.Vo, self.rp,
-            self.perm, self.ptr, self.idx, self.jp, self.ji, *extra)
-        if not extra:
-            return r
-        if r[6] == 0:
-            estimate.out = r[7:]
-        return r[:7]
+            self.perm, self.ptr, self.idx, self.jp, self.ji), 7)
 
     #: one line on the first compiled adjoint step of the process (the CLI prints it)
     sens_note = None

@@ -140,6 +140,18 @@ class Request:
     def __init__(self):
         self.args = self.out = None
 
+    def call(self, plain, fused, args, n):
+        """A compiled step: ``plain(*args)`` (n results, the last of them the status) when no
+        estimate is asked (``args`` None), else ``fused(*args, *self.args)``, its trailing
+        estimate (err, proposed h, noise-over flag) kept in ``out`` when the step converged
+        (status 0); the step's n results either way.  ``self`` may be None (no request)."""
+        if self is None or self.args is None:
+            return plain(*args)
+        r = fused(*args, *self.args)
+        if r[n - 1] == 0:
+            self.out = r[n:]
+        return r[:n]
+
 
 def workspace(m, S):
     """(ws, B, S'): one array holding the two 8 × m diagonal buffers B (B[cur] the current

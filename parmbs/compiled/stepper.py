@@ -13,6 +13,7 @@ import numpy as np
 from ..model import forces as F, joints as J
 from ..spatial import bodies as SB, joints as SJ
 from .newmark_adjoint import adjoint_step, adjoint_sweep, tangent_step
+from .local_error import Request
 from .newmark_step import newton_step, newton_step_estimate
 from .planar import CONSTANT, POLYNOMIAL, HARMONIC
 
@@ -230,16 +231,10 @@ class CompiledNewmark:
         the same call also estimates the new state's local error (newmark_step.newton_step_estimate)
         into ``estimate.out``."""
         q, v, a, lam = (np.ascontiguousarray(y, dtype=np.float64) for y in x)
-        extra = () if estimate is None or estimate.args is None else estimate.args
-        r = (newton_step_estimate if extra else newton_step)(
+        return Request.call(estimate, newton_step, newton_step_estimate, (
             q, v, a, lam, np.ascontiguousarray(p, dtype=np.float64), float(t), float(h), float(beta), float(gamma),
             float(am), float(af), float(tol.atol), float(tol.rtol), int(tol.max_it), self.Kf, self.Kp, self.Ks,
-            self.S, *extra)
-        if not extra:
-            return r
-        if r[5] == 0:
-            estimate.out = r[6:]
-        return r[:6]
+            self.S), 6)
 
     def warm_up(self):
         """Compile (or load from numba's cache) and time it: the one-line note."""

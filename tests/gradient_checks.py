@@ -37,6 +37,24 @@ def assert_gradients_agree(pr, adj_dir=1e-9, adj_cs=1e-9, adj_fd=1e-6, fd_step=1
     return adj
 
 
+def min_fd_error(pr, adj, rel_steps, bound):
+    """{objective: min over ``rel_steps`` of rel(FD at that step, adj)}, the steps tried in
+    the given order and the next one run only while some objective is still above
+    ``bound``: ``min ≤ bound`` is true exactly when it is with every step run (a step
+    after the first within the bound cannot change it), at one sweep instead of
+    len(rel_steps) where the first step suffices.  Put the step expected best first.
+    Prints each step's errors."""
+    best = {o: np.inf for o in adj}
+    for h in rel_steps:
+        fd = pr.finite_differences(h)
+        for o in adj:
+            best[o] = min(best[o], rel(fd[o], adj[o]))
+        print(f"FD step {h:g}: " + ", ".join(f"{o} {rel(fd[o], adj[o]):.1e}" for o in adj))
+        if all(e <= bound for e in best.values()):
+            break
+    return best
+
+
 def central_difference(pr, p0, rho, j, h, objective):
     """(ψ(ρ + h e_j) − ψ(ρ − h e_j)) / 2h over the design values ρ at parameters p0."""
     vals = []

@@ -35,6 +35,8 @@ def points(pr, traj):
 
 
 def fd(pr, rel=1e-4):
+    """Central differences of every design variable at ``rel``·max(|ρ_j|, 1).  The problem
+    is left at the last perturbed design (the callers run it last: no run at ρ₀ after it)."""
     p0 = pr.sys.p.copy()
     rho = pr.design.values(p0)
     g = {o.name: np.zeros(len(rho)) for o in pr.objectives}
@@ -48,7 +50,6 @@ def fd(pr, rel=1e-4):
             vals.append(pr.objective_values(pr.forward(p), p))
         for k in g:
             g[k][j] = (vals[0][k] - vals[1][k]) / (2 * h)
-    pr.forward(p0)
     return g
 
 

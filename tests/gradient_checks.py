@@ -22,8 +22,15 @@ def assert_gradients_agree(pr, adj_dir=1e-9, adj_cs=1e-9, adj_fd=1e-6, fd_step=1
     """Forward run, then adjoint vs direct, complex step (``adj_cs=None``: not used) and
     central FD for every objective; prints the measured differences; returns the adjoint
     gradient."""
-    pr.forward()
-    adj, dir_, fd = pr.adjoint(), pr.direct(), pr.finite_differences(fd_step)
+    if pr.checkpoint is None and pr.adapt is None and not pr.stepper.whole_runs:
+        # FD first: its closing run at the nominal design (Problem.finite_differences leaves
+        # the problem there) is the forward run the adjoint and direct sweeps go along —
+        # one forward run fewer than forward, sweeps, FD (the same p: the same trajectory)
+        fd = pr.finite_differences(fd_step)
+        adj, dir_ = pr.adjoint(), pr.direct()
+    else:       # checkpoint file, adaptive steps, PETSc TS whole runs: as the sweeps need it
+        pr.forward()
+        adj, dir_, fd = pr.adjoint(), pr.direct(), pr.finite_differences(fd_step)
     cs = complex_step_gradient(pr) if adj_cs is not None else None
     for o in adj:
         line = f"{tag}{o}: |adj-dir| {rel(dir_[o], adj[o]):.1e} |adj-fd| {rel(fd[o], adj[o]):.1e}"

@@ -23,6 +23,11 @@ names step and time) use it.
 Numbers: not bitwise those of the numpy path (another summation order and LU; the
 bounds are in tests/test_compiled.py), bitwise the same from run to run.
 
+The variational integrator (integrators/variational.py) takes compiled solves only: its
+forward step's J and S are factored by compiled/saddle_lu.py (the components stay numpy,
+so every kind qualifies; up to ``MAX_UNKNOWNS``, one rank, the default direct LU);
+tangent, adjoint and initial state stay on PETSc (``make_variational``).
+
 Generalized-α in the Arnold–Brüls form (integrators/genalpha_ab.py) has its own compiled
 forward and adjoint steps, which also take the vehicle kinds and factor sparse
 (compiled/ab_stepper.py: the same three modes, its own model test).
@@ -167,3 +172,17 @@ def make(system, mode="auto", op=None, why=None, build=None):
         _REPORTED.add(cs.family)
         note = cs.warm_up()
     return cs, note
+
+
+def make_variational(system, mode="auto", op=None):
+    """(CompiledVariational or None, note or None) for the variational stepper's forward
+    solves (compiled/saddle_lu.py): the model test is the size and ``runtime_why_not``
+    (the components are evaluated by numpy, so no kind is missing a kernel)."""
+    def why(system, op):
+        N = system.n + system.m
+        return f"{N} unknowns > {MAX_UNKNOWNS}" if N > MAX_UNKNOWNS else runtime_why_not(op)
+
+    def build(system, op):
+        from .saddle_lu import CompiledVariational
+        return CompiledVariational(system, op)
+    return make(system, mode, op, why=why, build=build)

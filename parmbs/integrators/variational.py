@@ -103,7 +103,7 @@ class Variational(OneStep):
     name = "variational"
 
     def __init__(self, system, h, newton=None, petsc_options=None, design_map=None, ndesign=0,
-                 comm=None):
+                 comm=None, compiled="off"):
         self.sys, self.h, self.newton = system, h, newton
         n, m = system.n, system.m
         for g in system.forces:
@@ -132,6 +132,10 @@ class Variational(OneStep):
         self.init = InitialState(system, self.S, self.design_map, ndesign, newton, comm=comm)
         self._last = None      # (t, q, constraint eval, p) of the last step's end: next G_n
         self._mass_blocks = None   # (p, M blocks in the pattern's force order): M = M(p)
+        # issue 19/22: the forward step's J and S factored and solved in compiled code
+        # (compiled/saddle_lu.py); tangent, adjoint and initial state keep PETSc
+        from .. import compiled as _compiled
+        self.compiled, self.compiled_note = _compiled.make_variational(system, compiled, self.J)
 
     # -- evaluations --------------------------------------------------------------------------
     def _ev(self, view, t, q, v, a, lam, p):
@@ -148,14 +152,15 @@ class Variational(OneStep):
         vm = v0 + 0.5 * h * A
         return qm, vm, self._ev(self.dyn, t + 0.5 * h, qm, vm, A, np.zeros(0), p)
 
-    def _set_J(self, em, e1, en):
+    def _set_J(self, em, e1, en, J=None):
         h = self.h
         G1, Gn = e1.phi_q_blocks(), en.phi_q_blocks()
-        self.J.set_values(em.force_blocks(0.25 * h * h, 0.5 * h, 1.0) + self.zero_hess + G1
+        (self.J if J is None else J).set_values(em.force_blocks(0.25 * h * h, 0.5 * h, 1.0) + self.zero_hess + G1
                           + [np.swapaxes(g, 1, 2) for g in Gn] + self.zero_diag)
 
-    def _set_S(self, e1, p):
-        """S = [[M, G₁ᵀ], [G₁, 0]] (M from the inertial groups, zero blocks elsewhere)."""
+    def _set_S(self, e1, p, S=None):
+        """S = [[M, G₁ᵀ], [G₁, 0]] (M from the inertial groups, zero blocks elsewhere) into
+        ``S`` (default the PETSc operator)."""
         pr = p.real
         if self._mass_blocks is None or not np.array_equal(self._mass_blocks[0], pr):
             z = np.zeros(self.sys.n)
@@ -164,35 +169,37 @@ class Variational(OneStep):
                                              for g, zb in zip(self.sys.forces, self.zero_force)])
         F = self._mass_blocks[1]
         G1 = e1.phi_q_blocks()
-        self.S.set_values(F + self.zero_hess + G1 + [np.swapaxes(g, 1, 2) for g in G1] + self.zero_diag)
+        (self.S if S is None else S).set_values(F + self.zero_hess + G1 + [np.swapaxes(g, 1, 2) for g in G1] + self.zero_diag)
 
-    def _solve_S(self, rhs, ops):
+    def _solve_S(self, rhs, ops, S=None):
         """S⁻¹ rhs; for complex-step runs (complex state, real S) refined with the
         complex operator ``ops`` (a function z -> S_complex z) to the exact solution."""
-        z = self.S.solve(rhs)
+        S = self.S if S is None else S
+        z = S.solve(rhs)
         if np.iscomplexobj(rhs):
             for _ in range(2):
-                z = z + self.S.solve(rhs - ops(z))
+                z = z + S.solve(rhs - ops(z))
         return z
 
-    def _project(self, t1, q1, qm, vm, p):
-        """Stages 2–3: (v₁, ξ, a₁, λ₁) at q₁ from the midpoint state (factors S)."""
+    def _project(self, t1, q1, qm, vm, p, S=None):
+        """Stages 2–3: (v₁, ξ, a₁, λ₁) at q₁ from the midpoint state (factors S, default
+        the PETSc operator)."""
         n, h = self.sys.n, self.h
         e1 = self._con(t1, q1, p)
         zero = np.zeros(n, q1.dtype)
         emv = self._ev(self.dyn, t1 - 0.5 * h, qm, vm, vm, np.zeros(0), p)
         ptil = emv.residual(1.0, -0.5 * h)                    # M v_m − (h/2) F_m
-        self._set_S(e1.real(), p)
+        self._set_S(e1.real(), p, S)
         G1 = e1.G()
 
         def Sop(z):      # S z in complex arithmetic (M z through the residual: complex-safe)
             Mz = self._ev(self.mass, t1, q1, zero, z[:n], np.zeros(0), p).residual()
             return np.r_[Mz + G1.T @ z[n:], G1 @ z[:n]]
 
-        z = self._solve_S(np.r_[ptil, -e1.phi_t()], Sop)
+        z = self._solve_S(np.r_[ptil, -e1.phi_t()], Sop, S)
         v1, xi = z[:n], z[n:]
         ev = self._ev(self.sys, t1, q1, v1, np.zeros(n, z.dtype), np.zeros(self.sys.m, z.dtype), p)
-        z = self._solve_S(-np.r_[ev.residual(), ev.gamma()], Sop)
+        z = self._solve_S(-np.r_[ev.residual(), ev.gamma()], Sop, S)
         return v1, xi, z[:n], z[n:], e1
 
     # -- forward ------------------------------------------------------------------------------
@@ -202,6 +209,16 @@ class Variational(OneStep):
 
     def step(self, k, t, x, p):
         """x_{k+1} from x_k at time t = t_k; returns (x_{k+1}, Newton iterations)."""
+        if self.compiled is not None and not any(np.asarray(y).dtype.kind == "c" for y in (p, *x)):
+            from ..compiled.saddle_lu import PivotFailure
+            try:
+                return self._step(k, t, x, p, self.compiled.J, self.compiled.S)
+            except (PivotFailure, StepError, ModelError):
+                pass        # redone on PETSc below, so the error names step and time as always
+        return self._step(k, t, x, p, None, None)
+
+    def _step(self, k, t, x, p, Jop, Sop):
+        """``step`` with the Newton matrix and S in ``Jop``, ``Sop`` (None: the PETSc operators)."""
         h, n = self.h, self.sys.n
         q0, v0, a0, l0 = x
         t1 = t + h
@@ -220,9 +237,9 @@ class Variational(OneStep):
             qm, vm, em = self._mid(t, q0, v0, A, p)
             e1 = self._con(t1, q1, p)
             R = np.r_[em.residual() + GnT @ lam, (2.0 / (h * h)) * e1.phi()]
-            self._set_J(em.real(), e1.real(), en.real())
+            self._set_J(em.real(), e1.real(), en.real(), Jop)
             try:
-                dz = self.J.solve(-R)
+                dz = (self.J if Jop is None else Jop).solve(-R)
             except np.linalg.LinAlgError:
                 raise singular_configuration(self.sys, t1, q1, p, k + 1) \
                     or StepError(f"step {k + 1} (t = {t1:.6g}): singular Newton matrix") from None
@@ -235,7 +252,7 @@ class Variational(OneStep):
                 q1 = qp + 0.5 * h * h * A
                 qm, vm = q0 + 0.5 * h * v0 + 0.25 * h * h * A, v0 + 0.5 * h * A
                 try:
-                    v1, _, a1, l1, e1 = self._project(t1, q1, qm, vm, p)
+                    v1, _, a1, l1, e1 = self._project(t1, q1, qm, vm, p, Sop)
                 except np.linalg.LinAlgError:
                     raise StepError(f"step {k + 1} (t = {t1:.6g}): singular mass/constraint matrix "
                                     "(a body without mass or inertia?)") from None
@@ -352,4 +369,4 @@ class Variational(OneStep):
 def make_variational_stepper(system, sim, design_map=None, ndesign=0, comm=None):
     """The variational stepper for ``simulation.integrator = "variational"`` (α = ½)."""
     return Variational(system, sim.dt, newton=sim.newton, petsc_options=sim.petsc_options,
-                       design_map=design_map, ndesign=ndesign, comm=comm)
+                       design_map=design_map, ndesign=ndesign, comm=comm, compiled=sim.compiled)

@@ -1,0 +1,98 @@
+"""The variational integrator's forward solves in compiled code (issue 19, issue 22).
+
+The variational step (integrators/variational.py) assembles and solves two saddle-point
+matrices of the same pattern per step: J = [[M + h²/4 K + h/2 C, G_nᵀ], [G_{n+1}, 0]]
+once per Newton iteration, S = [[M, G_{n+1}ᵀ], [G_{n+1}, 0]] once, solved twice (the
+projection and the acceleration/multiplier stages).  On the double wishbone (N = 395:
+251 coordinates, 144 rows) that is ~5 PETSc assemblies and MUMPS solves a step, ~40 % of
+the numpy step's time (benchmarks/README.md "Compiled forward for the double
+wishbone").  ``CompiledSaddleLU`` replaces the PETSc operator in the *forward* step
+only: the same CSR values (BlockPattern.values, the numpy path's assembly), factored by
+compiled/sparse_lu.py in the static constrained minimum-degree order of the pattern
+(computed once per stepper) and solved with one step of iterative refinement.  The
+component evaluations stay numpy, and the tangent, adjoint and initial state keep the
+PETSc operators (the reference path).
+
+A zero or non-finite pivot (the static order does not pivot) raises ``PivotFailure``
+(not a LinAlgError): the stepper then redoes the whole step with PETSc, which pivots or
+names step and time.  Numbers: not bitwise those of MUMPS (another elimination order);
+bitwise the same from run to run (the order is deterministic; tests/test_compiled_variational.py
+holds the bound against the numpy path).
+"""
+import numpy as np
+
+from ._jit import njit
+from . import sparse_lu
+
+
+class PivotFailure(Exception):
+    """The static-order LU met a zero or non-finite pivot: redo the step on PETSc."""
+
+
+@njit(cache=True)
+def csr_dense(data, jp, ji, N):
+    """The dense (N, N) matrix with the CSR values ``data`` on the pattern (jp, ji), zero elsewhere."""
+    J = np.zeros((N, N))
+    for i in range(N):
+        for a in range(jp[i], jp[i + 1]):
+            J[i, ji[a]] = data[a]
+    return J
+
+
+class CompiledSaddleLU:
+    """``set_values`` / ``solve`` of a SparseOperator (real right-hand sides, one rank),
+    on its pattern, in compiled code.  ``order``: newton_lu.sparse_order of the pattern
+    (shared by J and S, which have the same pattern)."""
+
+    def __init__(self, op, order):
+        self.pattern, self.N = op.pattern, op.N
+        self.perm, self.ptr, self.idx, self.jp, self.ji = order
+        self.J = self.LU = None
+
+    def set_values(self, vals):
+        data = self.pattern.values(vals)
+        self.J = csr_dense(data, self.jp, self.ji, self.N)
+        self.LU, ok = sparse_lu.factor(self.J, self.jp, self.ji, self.perm, self.ptr, self.idx)
+        if not ok:
+            self.LU = None
+            raise PivotFailure("zero or non-finite pivot in the static order")
+
+    def solve(self, rhs):
+        if np.iscomplexobj(rhs):               # complex-step runs never get here (numpy path)
+            raise TypeError("CompiledSaddleLU solves real right-hand sides only")
+        x = sparse_lu.solve_refined(self.J, self.jp, self.ji, self.LU, self.perm, self.ptr, self.idx,
+                                    np.ascontiguousarray(rhs, dtype=np.float64))
+        if not np.all(np.isfinite(x)):
+            raise PivotFailure("non-finite solution")
+        return x
+
+
+class CompiledVariational:
+    """The compiled operators of one variational stepper: ``J`` (Newton) and ``S``
+    (projection, accelerations), one sparse order of the stepper's pattern."""
+    family = "variational-lu"
+
+    def __init__(self, system, op):
+        from .newton_lu import sparse_order
+        order = sparse_order(op.N, system.n, op)
+        self.J, self.S = CompiledSaddleLU(op, order), CompiledSaddleLU(op, order)
+        self.N, self.flops = op.N, sparse_lu.flops(order[1])
+
+    def warm_up(self):
+        """Compile (or load from numba's cache) the three kernels on a 2 × 2 saddle point
+        and time it: the one-line note."""
+        import time
+        import numba
+        t0, w0 = time.process_time(), time.perf_counter()
+        jp, ji = np.array([0, 2, 3], np.int64), np.array([0, 1, 0], np.int64)
+        perm, ptr, idx = sparse_lu.order(2, 1, jp, ji)
+        J = csr_dense(np.array([2.0, 1.0, 1.0]), jp, ji, 2)
+        LU, _ = sparse_lu.factor(J, jp, ji, perm, ptr, idx)
+        sparse_lu.solve_refined(J, jp, ji, LU, perm, ptr, idx, np.ones(2))
+        cpu, wall = time.process_time() - t0, time.perf_counter() - w0
+        st = sparse_lu.factor.stats
+        how = "loaded from numba's cache" if st.cache_hits and not st.cache_misses else "compiled"
+        return (f"compiled: the variational step's J and S factored by numba {numba.__version__} "
+                f"(sparse LU, {self.N} unknowns, {self.flops} multiply-adds a factorization; "
+                f"components on numpy); kernels {how} in {cpu:.2f} s CPU ({wall:.2f} s wall); "
+                f"simulation.compiled = \"off\" for PETSc")

@@ -1,0 +1,112 @@
+"""The variational integrator's compiled forward solves (compiled/saddle_lu.py) against the
+numpy path's PETSc/MUMPS solves, on the double wishbone (configs/double-wishbone-opt.toml).
+
+Why not bitwise: the compiled LU eliminates in another order than MUMPS, so each Newton
+and projection solve differs by a few ulps, and the converged q_{n+1} by ~u‖q‖.  The
+stiff tubes then amplify that position difference in the other quantities (not an error
+of either path: the numpy path with PETSc's own LU instead of MUMPS differs from itself
+by the same amounts — measured over 20 steps, MUMPS vs PETSc LU / MUMPS vs compiled:
+q 1.02e-14 / 1.05e-14, v 9.5e-11 / 6.8e-11, a 5.9e-9 / 4.2e-9, λ 2.1e-10 / 2.3e-10
+relative, the 17 objectives 5.9e-13 / 3.4e-13).  The bounds, per quantity, ∞-norms, at
+the initial state:
+
+    δq ≤ 1e-13 ‖q‖∞                    (the brief's bound: N = 20 steps of a few u‖q‖)
+    δa ≤ ‖M⁻¹K‖ δq                     (a position error through the elastic forces)
+    δv ≤ 2 δq/h + (h/2) δa              (v₁ from the Legendre transform of (q₁ − q₀)/h)
+    δλ ≤ ‖(Φ_qᵀ)⁺ M‖ δa                 (λ from the dynamic rows M a + Φ_qᵀλ = …)
+
+and each objective ψ moves by at most its integrand's sensitivity to δq: relative
+2 E δq / (l σ) for a tube's stress KS (σ = E(d/l − 1) ≈ ψ, l the shortest element),
+2 δq / |d_CM| for ∫|d_CM|² (|d_CM| its rms over the run).  Measured observed ÷ bound:
+q 0.10, v 1.2e-5, a 1.5e-4, λ 3.4e-8 (the ∞-norm products bound the stiffest mode, which
+the position difference hardly excites; δv is 0.7 × its 2δq/h term alone), the
+objectives ≤ 3.4e-13 relative (∫|d_CM|² 3.4e-13 of its bound 8e-10; the stresses ≤
+3.1e-13 of ~1e-6).  The compiled path is used for the forward only: tangent, adjoint
+and initial state stay on PETSc (saddle_lu module docstring).
+"""
+import numpy as np
+import pytest
+
+from parmbs import compiled
+from parmbs.config import load_config
+from parmbs.sensitivity.problem import Problem
+
+from conftest import CONFIGS
+
+pytest.importorskip("numba", reason="numba not installed: the compiled path is optional")
+
+STEPS = 20
+
+
+def _problem(*sets):
+    return Problem(load_config(str(CONFIGS / "double-wishbone-opt.toml"),
+                               ["simulation.progress=false", f"simulation.t_end={STEPS}e-3", *sets]))
+
+
+def _bounds(pr, tr):
+    st, s = pr.stepper, pr.sys
+    x0 = tr.x(0)
+    ev = st._ev(s, 0.0, *x0, s.p)
+    M, K, G = ev.Ma().dense(), ev.K().dense(), ev.G().dense()
+    norm = lambda A: np.max(np.sum(np.abs(A), axis=1))
+    dq = 1e-13 * np.max(np.abs(tr.q))
+    da = norm(np.linalg.solve(M, K)) * dq
+    dv = 2 * dq / st.h + 0.5 * st.h * da
+    dl = norm(np.linalg.pinv(G.T) @ M) * da
+    return {"q": dq, "v": dv, "a": da, "lam": dl}
+
+
+def test_double_wishbone_forward_matches_numpy_path():
+    ref, cmp_ = _problem("simulation.compiled=off"), _problem()
+    assert ref.stepper.compiled is None and cmp_.stepper.compiled is not None
+    tr, tc = ref.forward(), cmp_.forward()
+    assert ref.nsteps == STEPS
+    bound = _bounds(ref, tr)
+    for k in ("q", "v", "a", "lam"):
+        assert np.max(np.abs(getattr(tr, k) - getattr(tc, k))) <= bound[k], k
+    orf, oc = ref.objective_values(tr), cmp_.objective_values(tc)
+    assert len(orf) == 17 and orf.keys() == oc.keys()
+    # the objectives' bounds (module docstring): E and the shortest element of the tubes
+    s = ref.sys
+    beams = [g for g in s.forces if type(g).__name__ == "Ancf3Elastic"]
+    pb = np.concatenate([s.p[g.pidx] for g in beams])
+    E, lmin = np.max(pb[:, 3]), np.min(pb[:, 4] / pb[:, 5])
+    for k, v in orf.items():
+        if k.startswith("stress"):
+            rel = 2 * E * bound["q"] / (lmin * abs(v))
+        else:                                          # ∫|d_CM|² dt: rms |d_CM| over the run
+            rel = 2 * bound["q"] / np.sqrt(abs(v) / (STEPS * ref.h))
+        assert abs(oc[k] - v) <= rel * abs(v), k
+
+
+def test_compiled_variational_runs_are_bitwise_reproducible():
+    a, b = _problem("simulation.t_end=5e-3"), _problem("simulation.t_end=5e-3")
+    ta, tb = a.forward(), b.forward()
+    for k in ("q", "v", "a", "lam"):
+        assert np.array_equal(getattr(ta, k), getattr(tb, k)), k
+
+
+def test_choice_and_reasons():
+    """auto: used (every kind qualifies, the components stay numpy); off: never; on with a
+    chosen iterative solver: one line why not; complex states: the numpy step."""
+    pr = _problem("simulation.t_end=2e-3")
+    assert pr.stepper.compiled is not None
+    assert "sparse LU" in compiled.make_variational(pr.sys, "on", pr.stepper.J)[0].warm_up()
+    assert _problem("simulation.compiled=off", "simulation.t_end=2e-3").stepper.compiled is None
+    it = _problem('simulation.petsc_options.ksp_type="gmres"', "simulation.compiled=on", "simulation.t_end=2e-3")
+    assert it.stepper.compiled is None and "ksp_type gmres" in it.stepper.compiled_note
+
+
+def test_a_zero_pivot_redoes_the_step_on_petsc(monkeypatch):
+    """A failed static-order factorization (saddle_lu.PivotFailure) is redone with PETSc:
+    the same states as the numpy path's, bit for bit."""
+    from parmbs.compiled import saddle_lu
+    ref = _problem("simulation.compiled=off", "simulation.t_end=3e-3")
+    pr = _problem("simulation.t_end=3e-3")
+
+    def fail(self, vals):
+        raise saddle_lu.PivotFailure("test")
+    monkeypatch.setattr(saddle_lu.CompiledSaddleLU, "set_values", fail)
+    tr, tc = ref.forward(), pr.forward()
+    for k in ("q", "v", "a", "lam"):
+        assert np.array_equal(getattr(tr, k), getattr(tc, k)), k

@@ -51,7 +51,7 @@ tubes' chord stress and is not touched by the axial damping (benchmarks/README.m
 """
 import numpy as np
 
-from ..model.component import register
+from ..model.component import ClosedFormJacobians, register
 from ..model.kinematics import dot
 from . import ancf
 from .ffr_beams import ks  # noqa: F401  (the KS aggregate of |σ|, shared with the FFR beam)
@@ -140,11 +140,13 @@ def element_stress(q, v, p, h=0.0):
 
 
 @register
-class Ancf3BendingDamping(_Spatial, ancf._AncfElement):
+class Ancf3BendingDamping(_Spatial, ClosedFormJacobians, ancf._AncfElement):
     """Kelvin–Voigt damping of the bending strain (module docstring): r = β_b EI K ė
     (K = ∫S″ᵀS″ dx ⊗ I₃ of the elastic force's bending part, Eq. 31), the force of the
     Rayleigh dissipation R = ½ β_b EI ėᵀKė ≥ 0; zero for rigid motions of a straight
-    element (K annihilates them); p = (ρ, d₁, d₂, E, L, n_el, β_b)."""
+    element (K annihilates them); p = (ρ, d₁, d₂, E, L, n_el, β_b).
+    Jacobians in closed form: r_q = 0, r_v = β_b EI K ⊗ I₃ (was the complex step: with the
+    axial damping's, 10 % of the double wishbone's numpy forward, issue 22)."""
     nq, np_ = 12, 7
     uses_v = True
 
@@ -153,14 +155,41 @@ class Ancf3BendingDamping(_Spatial, ancf._AncfElement):
         return ((p[..., 6] * p[..., 3] * I)[..., None] * ancf.apply4(ancf.bend4(ancf._elem(p)), v, 3)
                 + 0.0 * q[..., :1] + 0.0 * a[..., :1])
 
+    def jacobians(self, t, q, v, a, p):
+        _, I = self.section(p)
+        rv = ancf.kron4((p[..., 6] * p[..., 3] * I)[..., None, None] * ancf.bend4(ancf._elem(p)), 3)
+        shape = np.broadcast_shapes(q.shape[:-1], v.shape[:-1], rv.shape[:-2]) + (12, 12)
+        return np.zeros(shape), np.broadcast_to(rv, shape), None
+
 
 @register
-class Ancf3AxialDamping(_Spatial, ancf._AncfElement):
+class Ancf3AxialDamping(_Spatial, ClosedFormJacobians, ancf._AncfElement):
     """Kelvin–Voigt axial damping (module docstring): with D = r_j − r_i, d = |D|,
     ε̇ = D·Ḋ/(d l), the node forces r_i = −β EA ε̇ D/d, r_j = +β EA ε̇ D/d, slopes 0
-    (dissipation ėᵀr = β EA l ε̇² ≥ 0); p = (ρ, d₁, d₂, E, L, n_el, β)."""
+    (dissipation ėᵀr = β EA l ε̇² ≥ 0); p = (ρ, d₁, d₂, E, L, n_el, β).
+    Jacobians in closed form: f = c (D·Ḋ) D/d², c = β EA/l, r = Bᵀf with B = [−I, 0, I, 0];
+    r_q = Bᵀ [c((D·Ḋ) I + D Ḋᵀ)/d² − 2c (D·Ḋ) D Dᵀ/d⁴] B, r_v = Bᵀ [c D Dᵀ/d²] B."""
     nq, np_ = 12, 7
     uses_v = True
+
+    def jacobians(self, t, q, v, a, p):
+        A, _ = self.section(p)
+        D, dist, _ = ancf._stretch(q, ancf._elem(p), 3)
+        Dv = v[..., 6:9] - v[..., 0:3]
+        c = (p[..., 6] * p[..., 3] * A / ancf._elem(p))[..., None, None]
+        d2 = (dist * dist)[..., None, None]
+        s = dot(D, Dv)[..., None, None]
+        DD = D[..., :, None] * D[..., None, :]
+        Fq = c * (s * np.eye(3) + D[..., :, None] * Dv[..., None, :]) / d2 - 2.0 * c * s * DD / (d2 * d2)
+        Fv = c * DD / d2
+        shape = np.broadcast_shapes(Fq.shape[:-2], Fv.shape[:-2]) + (12, 12)
+        rq, rv = np.zeros(shape), np.zeros(shape)
+        for out, F in ((rq, Fq), (rv, Fv)):
+            out[..., 0:3, 0:3] = F
+            out[..., 0:3, 6:9] = -F
+            out[..., 6:9, 0:3] = -F
+            out[..., 6:9, 6:9] = F
+        return rq, rv, None
 
     def r(self, t, q, v, a, p):
         A, _ = self.section(p)

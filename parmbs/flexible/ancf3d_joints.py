@@ -24,7 +24,7 @@ the element the point lies on and the 5 beam-point parameters of
 """
 import numpy as np
 
-from ..model.component import Constraint, Force, register
+from ..model.component import ClosedFormJacobians, Constraint, Force, register
 from ..spatial.joints import CLASSES, VECTORS
 from ..spatial.kinematics import E0, bilinear, dot, mv, rotation, rotation_jacobian
 from .ancf import BEAM_POINT_NP, beam_point_matrices
@@ -423,7 +423,7 @@ class Beam3Shape(Constraint):
 # -- spring-dampers between points of any two sides ------------------------------------------
 
 
-class _PairSpringDamper(Force):
+class _PairSpringDamper(ClosedFormJacobians, Force):
     """Spring-damper between a point C of side a and D of side b (rigid, natural or beam),
     ℓ = |r_C − r_D|, u = (r_C − r_D)/ℓ, the points' velocities ṙ = (∂r/∂q) q̇:
 
@@ -432,7 +432,14 @@ class _PairSpringDamper(Force):
     * ``law = "relative"``: seed 000 Eq. 43/65 (App. C): f_C = −k(ℓ − ℓ₀) u − c (ṙ_C − ṙ_D),
       the damper acting on the whole relative velocity.
 
-    r = −(J_Cᵀ f_C, −J_Dᵀ f_C);  p = (side a, side b, k, c, ℓ₀);  V = ½k(ℓ − ℓ₀)²."""
+    r = −(J_Cᵀ f_C, −J_Dᵀ f_C);  p = (side a, side b, k, c, ℓ₀);  V = ½k(ℓ − ℓ₀)².
+
+    Jacobians in closed form when neither side is rigid (natural and beam points are
+    linear in q: B = [J_C, −J_D] constant, d = B q, ḋ = B q̇): r_q = −Bᵀ (∂f/∂d) B,
+    r_v = −Bᵀ (∂f/∂ḋ) B with, "relative", ∂f/∂d = −k[(1 − ℓ₀/ℓ) I + (ℓ₀/ℓ) u uᵀ],
+    ∂f/∂ḋ = −c I; "linear", ∂f/∂d = −u (k u + c (ḋ − u ℓ̇)/ℓ)ᵀ − T (I − u uᵀ)/ℓ,
+    ∂f/∂ḋ = −c u uᵀ.  A rigid side (J_C depends on q) keeps the complex step.  Was the
+    complex step on every side: 14 % of the double wishbone's numpy forward (issue 22)."""
     uses_v = True
     kinds = ("rigid", "beam")
 
@@ -462,6 +469,32 @@ class _PairSpringDamper(Force):
         ra = -np.einsum("...ij,...i->...j", Ja, f)
         rb = np.einsum("...ij,...i->...j", Jb, f)
         return _bcast_cat([ra, rb], -1) + 0.0 * a[..., :1]
+
+    def closed_form(self, q, v, a, p):
+        return "rigid" not in self.kinds and super().closed_form(q, v, a, p)
+
+    def jacobians(self, t, q, v, a, p):
+        if not self.closed_form(q, v, a, p):
+            return super().jacobians(t, q, v, a, p)
+        Ja, Jb, d, dv, law = self._geometry(q, v, p)
+        k, c, l0 = (law[..., i, None, None] for i in range(3))
+        l = np.sqrt(dot(d, d))[..., None, None]
+        u = d[..., :, None] / l                                    # (…, 3, 1)
+        uu = u * np.swapaxes(u, -1, -2)
+        I = np.eye(3)
+        if self.law == "linear":
+            ld = np.einsum("...ik,...i->...k", u, dv)[..., None]   # ℓ̇ (…, 1, 1)
+            T = k * (l - l0) + c * ld
+            dT = k * np.swapaxes(u, -1, -2) + c * (dv[..., None, :] - ld * np.swapaxes(u, -1, -2)) / l
+            Fd = -u * dT - T * (I - uu) / l
+            Fv = -c * uu
+        else:
+            Fd = -k * ((1.0 - l0 / l) * I + (l0 / l) * uu)
+            Fv = -c * I + 0.0 * uu
+        B = _bcast_cat([Ja, -Jb], -1)
+        rq = -np.einsum("...ki,...kl,...lj->...ij", B, Fd, B)
+        rv = -np.einsum("...ki,...kl,...lj->...ij", B, Fv, B)
+        return rq, rv, None
 
     def energy(self, t, q, v, p):
         """V = ½ k (ℓ − ℓ₀)²."""

@@ -88,13 +88,18 @@ def test_compiled_variational_runs_are_bitwise_reproducible():
 
 def test_choice_and_reasons():
     """auto: used (every kind qualifies, the components stay numpy); off: never; on with a
-    chosen iterative solver: one line why not; complex states: the numpy step."""
+    chosen iterative solver or below SPARSE_FROM unknowns: one line why not."""
     pr = _problem("simulation.t_end=2e-3")
     assert pr.stepper.compiled is not None
     assert "sparse LU" in compiled.make_variational(pr.sys, "on", pr.stepper.J)[0].warm_up()
     assert _problem("simulation.compiled=off", "simulation.t_end=2e-3").stepper.compiled is None
     it = _problem('simulation.petsc_options.ksp_type="gmres"', "simulation.compiled=on", "simulation.t_end=2e-3")
     assert it.stepper.compiled is None and "ksp_type gmres" in it.stepper.compiled_note
+    # below compiled.SPARSE_FROM unknowns (the flexible pendulum, N = 26): PETSc's LU
+    small = Problem(load_config(str(CONFIGS / "flexible-pendulum.toml"), ["simulation.progress=false"]))
+    assert small.stepper.compiled is None
+    cs, note = compiled.make_variational(small.sys, "on", small.stepper.J)
+    assert cs is None and f"< {compiled.SPARSE_FROM}" in note
 
 
 def test_a_zero_pivot_redoes_the_step_on_petsc(monkeypatch):

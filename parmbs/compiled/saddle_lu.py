@@ -11,7 +11,9 @@ only: the same CSR values (BlockPattern.values, the numpy path's assembly), fact
 compiled/sparse_lu.py in the static constrained minimum-degree order of the pattern
 (computed once per stepper) and solved with one step of iterative refinement.  The
 component evaluations stay numpy, and the tangent, adjoint and initial state keep the
-PETSc operators (the reference path).
+PETSc operators (the reference path).  Used from ``compiled.SPARSE_FROM`` unknowns on:
+below, on the flexible pendulum (N = 26) and the rigid–spring–beam (N = 21), the forward
+was as fast with PETSc's LU (±3 %, CPU per step, 2 × 200 steps each, load ~10).
 
 A zero or non-finite pivot (the static order does not pivot) raises ``PivotFailure``
 (not a LinAlgError): the stepper then redoes the whole step with PETSc, which pivots or

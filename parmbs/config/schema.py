@@ -753,7 +753,7 @@ class Simulation(_Model):
     adapt: Adapt | None = None   # error-controlled variable steps; absent: fixed dt
     # weights of the integral objectives on the accepted times (integrators/quadrature.py)
     quadrature: Literal["trapezoid", "cubic"] = "trapezoid"
-    compiled: Literal["auto", "on", "off"] = "auto"   # one numba call per step for small rigid models (planar kinds; spatial bodies, spherical and revolute joints: parmbs/compiled) and, in the Arnold-Bruls form, the vehicle models (tyres, spring-dampers, bump stops, universal/rigid joints, revolute drivers); the variational integrator: its forward step's linear solves only (compiled sparse LU, components on numpy, up to 1000 unknowns); "on": say why not; "off": numpy path
+    compiled: Literal["auto", "on", "off"] = "auto"   # one numba call per step for small rigid models (planar kinds; spatial bodies, spherical and revolute joints: parmbs/compiled) and, in the Arnold-Bruls form, the vehicle models (tyres, spring-dampers, bump stops, universal/rigid joints, revolute drivers); the variational integrator: its forward step's linear solves only (compiled sparse LU, components on numpy, 60 to 1000 unknowns); "on": say why not; "off": numpy path
 
 
 # ----------------------------------------------------------------------------- design, objectives

@@ -183,7 +183,7 @@ class Ancf3AxialDamping(_Spatial, ClosedFormJacobians, ancf._AncfElement):
         Fq = c * (s * np.eye(3) + D[..., :, None] * Dv[..., None, :]) / d2 - 2.0 * c * s * DD / (d2 * d2)
         Fv = c * DD / d2
         shape = np.broadcast_shapes(Fq.shape[:-2], Fv.shape[:-2]) + (12, 12)
-        rq, rv = np.zeros(shape), np.zeros(shape)
+        rq, rv = np.zeros(shape, Fq.dtype), np.zeros(shape, Fv.dtype)    # complex at a complex state
         for out, F in ((rq, Fq), (rv, Fv)):
             out[..., 0:3, 0:3] = F
             out[..., 0:3, 6:9] = -F

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..integrators import quadrature
-from ..integrators.timeloop import MarchState, TimeGrid, march, newton_cap, set_step
+from ..integrators.timeloop import MarchState, TimeGrid, march, memory_width, newton_cap, set_step
 from ..integrators.trajectory import Trajectory
 from ..model.system import ModelError
 from .schedules import revolve_split
@@ -148,7 +148,7 @@ class CheckpointedRun:
         """Adaptive: (k0, x_k0, ψ_k0, x0) as ``_start``, and the loop state after step
         k0 (self.state) and the grid t_0 … t_k0 (self.T, self.H) read from the file."""
         pr, st = self.pr, self.store
-        self.state = MarchState(pr.t0, x0)
+        self.state = MarchState(pr.t0, x0, memory_width(pr.adapt))
         self.T, self.H = [pr.t0], []
         found = None
         if self.sched.kind == "all":

@@ -28,9 +28,11 @@ Adaptive runs (``simulation.adapt``; integrators/timeloop.py) add, with the attr
     /grid/t (C+1,), /grid/h (C,)       the accepted times t_k and steps h_k = t_{k+1} − t_k
                                        (as the controller chose them, bit for bit)
     /grid/crc (C+1,) uint32            CRC-32 of (k, t_k, h_{k−1}) per row
-    /checkpoint/control (slots, 4+4Q)  the loop state after the step to the state
+    /checkpoint/control (slots, 4+F+4Q) the loop state after the step to the state
                                        (MarchState.control: next h, last error norm,
-                                       noise-floor hits, rejections; with Q error-controlled
+                                       noise-floor hits, rejections; F = 4 with a digital-
+                                       filter controller (adapt.controller): its history;
+                                       with Q error-controlled
                                        quadratures (adapt.objective_atol) their last three
                                        integrand values and ∫|f| dt), in the state's CRC
     /checkpoint/hist_t, hist_q, hist_v every:K only: t, q, v of the three accepted states
@@ -77,6 +79,7 @@ import numpy as np
 
 from ..io.hdf5 import HDF5Error, _comm, _short, _write_header, coordinate_names, put_names
 from .._log import checkpoint_io, stage
+from ..integrators.timeloop import memory_width
 
 FORMAT = 1          # adaptive files add datasets (above) and are marked by /checkpoint adaptive = 1
 #: seconds between flushes of buffered ``all`` rows and adjoint copies (0: every step)
@@ -146,8 +149,9 @@ class CheckpointStore:
         self.schedule = schedule
         self.N = problem.nsteps               # adaptive: the capacity (an estimate; grown by copying)
         self.adaptive = problem.adapt is not None
-        # MarchState.control's width: 4, plus 4 per error-controlled quadrature (quad_error.py)
-        self.control_width = 4 + 4 * len(problem.quad_objectives())
+        # MarchState.control's width: 4, the controller's history (a digital filter's: 4), plus 4 per
+        # error-controlled quadrature (quad_error.py)
+        self.control_width = 4 + memory_width(problem.adapt) + 4 * len(problem.quad_objectives())
         self._config, self._problem = config, problem
         self._grid = []                       # rank 0, adaptive: buffered (k, t_k, h_{k−1})
         self.grid_rows = 0                    # rank 0, adaptive: grid rows 0 … grid_rows−1 written

@@ -527,6 +527,11 @@ class Newton(_Model):
     max_it: PosInt = 25
 
 
+#: simulation.adapt.controller: the PI controller or PETSc TSADAPTDSP's filters (integrators/step_filter.FILTERS)
+AdaptController = Literal["pi", "basic", "PI30", "PI42", "PI33", "PI34", "PC11", "PC47", "PC36", "H0211", "H211b",
+                          "H211PI", "H0312", "H312b", "H312PID", "H0321", "H321"]
+
+
 class Adapt(_Model):
     """``simulation.adapt``: error-controlled variable steps (integrators/timeloop.py).
     The local error of each step, measured in positions (per unit step: each step gets
@@ -547,7 +552,11 @@ class Adapt(_Model):
     ``grow_min``: a proposed growth of h below this factor keeps h (hysteresis against
     generalized-α's parasitic root; 1.3 default, CVODE's 1.5 measured at par with a uniform
     grid on the five-bar: benchmarks/README.md, "Adaptive vs fixed: the controller's
-    hysteresis and cubic weights").  Absent ``adapt``: fixed steps of ``dt``."""
+    hysteresis and cubic weights").  ``controller``: absent or ``"pi"``, that PI controller;
+    else a digital filter of Söderlind's by its PETSc TSADAPTDSP name (``"H211b"``,
+    ``"H211PI"``, ``"H312b"``, ``"PI42"``, …: integrators/step_filter.py), which smooths the
+    step sequence (``grow_min`` then does not apply; benchmarks/README.md, "Adaptive vs
+    fixed: digital-filter controllers").  Absent ``adapt``: fixed steps of ``dt``."""
 
     rtol: PosReal = 1e-4
     atol: PosReal = 1e-6
@@ -557,6 +566,8 @@ class Adapt(_Model):
     sensitivities: Bool = False
     # a proposed growth of h below this factor keeps h (the controller's hysteresis, timeloop.py)
     grow_min: Annotated[float, Strict(), Field(allow_inf_nan=False, ge=1, le=5)] = 1.3
+    # None (absent) = "pi": absent from the resolved config, so its hash (record_match.py) is unchanged
+    controller: AdaptController | None = None
 
     @model_validator(mode="after")
     def _ordered(self) -> "Adapt":

@@ -109,6 +109,7 @@ from .newmark import StepError
 from .divided_differences import LEVELS, Diagonal
 from .quadrature import cubic_weights
 from .newton_tol import NOISE_GAIN, AdaptiveNewton
+from .step_filter import DigitalFilter
 
 SAFETY = 0.9
 FAC_MIN, FAC_MAX = 0.2, 5.0
@@ -179,6 +180,7 @@ class Adapt:
     horizon: float = 1.0        # T = t_end − t_0 of the whole run (the per-unit-step scale)
     objective_atol: float | None = None   # quadratures in the error test (quad_error.py)
     grow_min: float = 1.3       # a proposed growth below this factor keeps h (hysteresis; module docstring)
+    controller: str = "pi"      # "pi" (Controller) or a digital filter of step_filter.FILTERS (FilterController)
 
     @classmethod
     def of(cls, sim, t0=0.0):
@@ -189,7 +191,7 @@ class Adapt:
         dt_max = a.dt_max if a.dt_max is not None else span / 10.0
         dt_min = a.dt_min if a.dt_min is not None else 1e-10 * span
         return cls(a.rtol, a.atol, min(max(sim.dt, dt_min), dt_max), dt_min, dt_max, span, a.objective_atol,
-                   grow_min=a.grow_min)
+                   grow_min=a.grow_min, controller=a.controller or "pi")
 
 
 _COMPLETE = (LEVELS, LEVELS)             # Diagonal.known with q's and v's third differences
@@ -477,6 +479,51 @@ class Controller:
         h = min(h, self.ad.dt_max)
         return max(h, self.ad.dt_min) if floor else h
 
+    @staticmethod
+    def of(adapt):
+        """The controller ``adapt.controller`` names: this PI controller or a digital filter."""
+        return Controller(adapt) if adapt.controller == "pi" else FilterController(adapt)
+
+    def memory(self):
+        """The history beyond ``err_prev`` a resumed run needs (MarchState.mem): none."""
+        return ()
+
+    def restore(self, mem):
+        pass
+
+
+class FilterController(Controller):
+    """A digital filter of Söderlind's (``simulation.adapt.controller``; step_filter.py)
+    proposes the step after an acceptance; rejections as the PI controller's, no
+    hysteresis.  ``err_prev`` is kept (the compiled estimate's argument: its own PI
+    proposal, ``h_next``, is not used here)."""
+
+    MEM = 4                                  # the filter's history: c_{n−1}, c_{n−2}, ρ_{n−1}, ρ_{n−2}
+
+    def __init__(self, adapt):
+        super().__init__(adapt)
+        self.filter = DigitalFilter(adapt.controller)
+
+    def after_accept(self, h, err):
+        rho = self.filter.ratio(err)
+        self.err_prev = max(err, 1e-10)
+        return self._clip(h * min(FAC_MAX, max(FAC_MIN, rho)))
+
+    def accepted(self, h, err, h_next):
+        return self.after_accept(h, err)
+
+    def memory(self):
+        return tuple(self.filter.mem)
+
+    def restore(self, mem):
+        if len(mem) == self.MEM:
+            self.filter.mem = [float(m) for m in mem]
+
+
+def memory_width(adapt):
+    """Floats of the controller's history in MarchState.control (0: the PI controller's none)."""
+    return 0 if adapt is None or adapt.controller == "pi" else FilterController.MEM
+
 
 def newton_data(stepper):
     """(atol_N, rtol_N) of the stepper's Newton and its γ/β (module docstring)."""
@@ -508,13 +555,17 @@ class MarchState:
     * ``x0``: the initial state (its v_0, a_0 are the confluent data of the first
       estimates);
     * ``quad``: with error control on the objectives' quadratures (quad_error.py), the
-      last three integrand values and ∫|f| dt (QuadratureError.pack), else None.
+      last three integrand values and ∫|f| dt (QuadratureError.pack), else None;
+    * ``mem``: a digital-filter controller's history (FilterController.memory; ``mem_width``
+      floats, 0 for the PI controller).
 
     ``march(adapt=…, state=s)`` keeps ``s`` current before every ``keep`` call; with
     ``s.hist`` set on entry it resumes from it instead of starting afresh."""
 
-    def __init__(self, t_start=0.0, x0=None):
+    def __init__(self, t_start=0.0, x0=None, mem_width=0):
         self.t_start, self.x0 = t_start, x0
+        self.mem_width = mem_width
+        self.mem = ()
         self.h_next = None
         self.err_prev = None
         self.hist = None
@@ -523,10 +574,10 @@ class MarchState:
         self.quad = None
 
     def control(self):
-        """(h_next, err_prev (NaN: none), floor_hits, rejected) as four floats, then
-        ``quad`` (if any)."""
+        """(h_next, err_prev (NaN: none), floor_hits, rejected) as four floats, then ``mem``
+        (``mem_width`` floats), then ``quad`` (if any)."""
         c = np.array([self.h_next, math.nan if self.err_prev is None else self.err_prev,
-                      float(self.floor_hits), float(self.rejected)])
+                      float(self.floor_hits), float(self.rejected), *self.mem])
         return c if self.quad is None else np.concatenate([c, self.quad])
 
     def restore(self, control, hist):
@@ -535,7 +586,9 @@ class MarchState:
         self.h_next = float(c[0])
         self.err_prev = None if math.isnan(c[1]) else float(c[1])
         self.floor_hits, self.rejected = int(c[2]), int(c[3])
-        self.quad = c[4:].copy() if len(c) > 4 else None
+        w = 4 + self.mem_width
+        self.mem = tuple(float(m) for m in c[4:w])
+        self.quad = c[w:].copy() if len(c) > w else None
         self.hist = [(float(t), np.asarray(q), np.asarray(v)) for t, q, v in hist]
         return self
 
@@ -661,7 +714,7 @@ def _march_adaptive(stepper, p, t_end, x, k0, t0, keep, ad, guard, progress, h_p
     est = LocalError(ad, error_constant(stepper), ntol, v_gain, noise=nt.noise if an else None,
                      noise_law=nt.noise_law if an else None,
                      compiled=getattr(stepper, "compiled", None) is not None)
-    ctl = Controller(ad)
+    ctl = Controller.of(ad)
     if quad is None and sens is None and comm is None:     # the norm alone decides: the compiled call proposes h
         est.ctl = ctl
     rejected = 0
@@ -670,6 +723,7 @@ def _march_adaptive(stepper, p, t_end, x, k0, t0, keep, ad, guard, progress, h_p
         est.resume(state.hist)
         est.floor_hits = state.floor_hits
         ctl.err_prev = state.err_prev
+        ctl.restore(state.mem)
         h, rejected = state.h_next, state.rejected
         span = t_end - state.t_start
         if quad is not None:
@@ -756,6 +810,7 @@ def _adaptive_steps(stepper, p, t_end, x, k0, t0, keep, ad, guard, progress, com
         h = ctl.accepted(hk, err if err is not None else 1.0, est.h_accept)
         if state is not None:
             state.h_next, state.err_prev, state.hist = h, ctl.err_prev, est.hist
+            state.mem = ctl.memory()
             state.floor_hits, state.rejected = est.floor_hits, rejected
             state.quad = quad.pack() if quad is not None else None
         keep(k, t, hk, x)

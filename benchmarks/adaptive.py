@@ -78,7 +78,8 @@ def run(overrides, config=CONFIG, fixed=False, objective_atol=False):
     obj = list(psi)
     return dict(psi=np.array([psi[o] for o in obj]), grad=np.array([g[o] for o in obj]), names=names,
                 steps=tr.steps, rejected=getattr(tr, "rejected", 0), t_fwd=c1 - c0, t_grad=c2 - c0,
-                floor=getattr(tr.grid, "floor_hits", 0) if tr.grid is not None else 0)
+                floor=getattr(tr.grid, "floor_hits", 0) if tr.grid is not None else 0,
+                h=tr.grid.h if tr.grid is not None else None)
 
 
 def errors(r, ref):

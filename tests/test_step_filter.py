@@ -135,3 +135,47 @@ def test_bad_controller_is_exit_2_naming_file_and_key():
                           "--set", 'simulation.adapt.controller="H211"', cwd=ROOT)
     assert r.returncode == 2 and "Traceback" not in r.stderr, (r.returncode, r.stderr)
     assert "fivebar.toml" in r.stderr and "simulation.adapt.controller" in r.stderr, r.stderr
+
+
+def test_controller_with_a_ts_integrator_is_refused():
+    """A PETSc TS integrator chooses its steps with TSAdapt: the key would do nothing."""
+    r = parmbs_in_process("simulate", FIVEBAR, "--set", "simulation.t_end=0.01", "--set",
+                          'simulation.formulation="index1"', "--set", 'simulation.integrator="dopri5"',
+                          "--set", 'simulation.adapt.controller="H211b"', cwd=ROOT)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, (r.returncode, r.stderr)
+    assert "simulation.adapt.controller" in r.stderr and "dopri5" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("schedule", ["all", "every:3"])
+def test_filtered_run_resumed_takes_the_same_steps(schedule, tmp_path, monkeypatch):
+    """The filter's history (c_{n−1}, c_{n−2}, ρ_{n−1}, ρ_{n−2}) is in the checkpoint's control
+    row: a run stopped at step 9 (SimulatedKill, in-process) and resumed takes the
+    uninterrupted run's steps and gradient, bit for bit (test_checkpoint_adaptive's
+    test_resumed_forward_takes_the_same_steps with H312b, whose history is all four; with the
+    history left out of the restore both schedules fail here)."""
+    from parmbs.checkpoint import SimulatedKill
+    extra = ["simulation.t_end=0.2", "simulation.adapt.rtol=1.3e-5", "simulation.adapt.atol=1.3e-5",
+             "simulation.dt=0.05", 'simulation.adapt.controller="H312b"', f"checkpoint.schedule={schedule}"]
+    pr0 = Problem(load_config(FIVEBAR, extra))
+    pr0.forward()
+    grid0, grad0 = pr0.grid, pr0.adjoint()
+    monkeypatch.setenv("PARMBS_TEST_FAULTS", "1")
+    monkeypatch.setenv("PARMBS_CHECKPOINT_INTERVAL", "0")
+    monkeypatch.setenv("PARMBS_CHECKPOINT_KILL", "raise:forward:9")
+    h5 = tmp_path / "ck.h5"
+    pr = Problem(load_config(FIVEBAR, extra))
+    run = pr.use_checkpoint(h5)
+    with pytest.raises(SimulatedKill):
+        pr.forward()
+    run.store.abandon()
+    monkeypatch.delenv("PARMBS_CHECKPOINT_KILL")
+    pr = Problem(load_config(FIVEBAR, extra))
+    run = pr.use_checkpoint(h5)
+    k0 = run.resume_point()
+    assert 0 < k0 < grid0.steps
+    tr = pr.forward()
+    grad = pr.adjoint()
+    run.store.close()
+    assert tr.resumed_from == k0 and pr.grid == grid0
+    for k in grad0:
+        assert np.array_equal(grad[k], grad0[k]), k

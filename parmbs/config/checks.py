@@ -300,6 +300,12 @@ class _Checker:
                             f"parmbs's own time loop (integrators/quad_error.py); {sim.integrator!r} steps with "
                             "its embedded RK estimate (PETSc's TSAdapt; dopri5: the same rule, "
                             "formulations/index1_dopri.py): remove objective_atol or use a parmbs integrator")
+        if sim.adapt is not None and sim.adapt.controller not in (None, "pi") and (
+                sim.integrator.startswith("ts-") or sim.integrator == "dopri5"):
+            raise self.fail("simulation.adapt.controller", f"the digital-filter controllers are part of parmbs's "
+                            f"own time loop (integrators/step_filter.py); {sim.integrator!r} chooses its steps "
+                            "with PETSc's TSAdapt (dopri5: its rule, formulations/index1_dopri.py; PETSc's own "
+                            "filters: -ts_adapt_type dsp): remove controller or use a parmbs integrator")
         if sim.adapt is not None and sim.adapt.sensitivities and (
                 sim.integrator.startswith("ts-") or sim.integrator == "dopri5"):
             raise self.fail("simulation.adapt.sensitivities", f"the sensitivities' error control is part of "

@@ -10,7 +10,8 @@ step-size loop's state, so
   while the file is being grown, in the adjoint sweep — and resumed with ``--restart``
   takes exactly the uninterrupted run's steps and gives its gradient bit for bit
   (the resumed controller continues from the stored next h, the PI controller's last
-  error and the estimator's nodes; resuming from h alone takes other steps — checked);
+  error — a digital filter's history — and the estimator's nodes; resuming from h alone
+  takes other steps — checked);
 * ``revolve:C`` places its forward checkpoints online (N unknown: equidistant, thinned
   by doubling, on ⌈C/2⌉ slots) and its reverse sweep recomputes no more than the
   binomial bound over the gaps it left.
@@ -109,19 +110,25 @@ def test_checkpointed_adaptive_run_is_the_in_memory_run(schedule, reference, tmp
 def test_resumed_forward_takes_the_same_steps(kill, reference, tmp_path, monkeypatch):
     """In-process: the run stops at ``kill`` (SimulatedKill), the file is left as a crash
     leaves it, a new Problem resumes it: same grid and gradient, bit for bit."""
-    from parmbs.checkpoint import SimulatedKill
     grid0, values0, grad0, _ = reference
+    _killed_and_resumed(["checkpoint.schedule=every:3"], kill, grid0, grad0, tmp_path, monkeypatch)
+
+
+def _killed_and_resumed(extra, kill, grid0, grad0, tmp_path, monkeypatch):
+    """The run stopped at ``kill`` (SimulatedKill, in-process) and resumed by a new Problem
+    takes the steps ``grid0`` and gives the gradient ``grad0`` bit for bit."""
+    from parmbs.checkpoint import SimulatedKill
     monkeypatch.setenv("PARMBS_TEST_FAULTS", "1")
     monkeypatch.setenv("PARMBS_CHECKPOINT_INTERVAL", "0")
     monkeypatch.setenv("PARMBS_CHECKPOINT_KILL", f"raise:{kill}")
     h5 = tmp_path / "ck.h5"
-    pr = _problem(["checkpoint.schedule=every:3"])
+    pr = _problem(extra)
     run = pr.use_checkpoint(h5)
     with pytest.raises(SimulatedKill):
         pr.forward()
     run.store.abandon()
     monkeypatch.delenv("PARMBS_CHECKPOINT_KILL")
-    pr = _problem(["checkpoint.schedule=every:3"])
+    pr = _problem(extra)
     run = pr.use_checkpoint(h5)
     k0 = run.resume_point()
     assert 0 < k0 < grid0.steps
@@ -132,6 +139,18 @@ def test_resumed_forward_takes_the_same_steps(kill, reference, tmp_path, monkeyp
     assert pr.grid == grid0
     for k in grad0:
         assert np.array_equal(grad[k], grad0[k]), k
+
+
+@pytest.mark.parametrize("schedule", ["all", "every:3"])
+def test_filter_controller_resumed_takes_the_same_steps(schedule, tmp_path, monkeypatch):
+    """A digital-filter controller (``simulation.adapt.controller``, integrators/step_filter.py)
+    keeps its history (c_{n−1}, c_{n−2}, ρ_{n−1}, ρ_{n−2}) in the control row: resumed after
+    step 9 it takes the uninterrupted run's steps and gradient (H312b, whose history is all
+    four; with the history left out of the restore both schedules fail here)."""
+    extra = ['simulation.adapt.controller="H312b"', f"checkpoint.schedule={schedule}"]
+    pr0 = _problem(extra)
+    pr0.forward()
+    _killed_and_resumed(extra, "forward:9", pr0.grid, pr0.adjoint(), tmp_path, monkeypatch)
 
 
 def test_resuming_from_h_alone_would_take_other_steps(reference):

@@ -196,6 +196,10 @@ class Optimization:
         if opt.filter_radius is not None and not self.filter:
             raise ModelError("optimize.filter_radius", "a density filter needs a plate or continuum "
                              "density field among the [[design]] entries")
+        # gradient = "fd" on a replicated model: the columns split over the ranks (_fd_gradients)
+        self.fd_split = opt.gradient == "fd" and pcomm is not None and self.mpi.size > 1
+        if self.fd_split:
+            out(f"fd: {len(pr.design)} columns split over {self.mpi.size} ranks")
         need = {self.objective, *self.constraints.objectives}
         pr.objectives = [o for o in pr.objectives if o.name in need]
         self.p0 = pr.sys.p.copy()
@@ -348,27 +352,45 @@ class Optimization:
         [Ebrahimi 2019] §6.2–6.3 compare the adjoint with, at their 1 % step):
         h_j = fd_step·|ρ_j|, or fd_step·(upper_j − lower_j) (fd_step where unbounded) at
         ρ_j = 0; −h_j where ρ_j + h_j would leave the upper bound.  The perturbed runs replay
-        the base run's steps (``frozen_steps``) and write no checkpoint."""
+        the base run's steps (``frozen_steps``) and write no checkpoint.
+
+        A replicated model under mpirun (``fd_split``: every rank holds the whole serial
+        model, parallel.replicate_small) splits the columns over the ranks: rank r runs
+        j ≡ r (mod size) — round robin rather than contiguous blocks, so columns of one kind
+        (the double wishbone's 48 coordinates, then its heights, stiffnesses, dampings:
+        Newton counts may differ by kind) are dealt evenly — and ``_gather_columns`` gives
+        every rank all of them, bit for bit the serial gradient.  A distributed model runs
+        every column on all ranks together, as the forward runs are collective."""
         pr, des = self.problem, self.problem.design
         step = self.config.optimize.fd_step
         span = des.upper - des.lower
         h = step * np.where(rho != 0, np.abs(rho), np.where(np.isfinite(span), span, 1.0))
         h = np.where(rho + h > des.upper, -h, h)
         grads = {k: np.zeros(len(rho)) for k in vals}
+        split = self.fd_split
+        mine = range(self.mpi.rank, len(rho), self.mpi.size) if split else range(len(rho))
         checkpoint, pr.checkpoint = pr.checkpoint, None
+        failure = None
         try:
             with pr.frozen_steps():
-                for j in range(len(rho)):
+                for j in mine:
                     r = rho.copy()
                     r[j] += h[j]
                     p = pr.design.apply(self.p0, r)
-                    pr.forward(p)
-                    for k, v in pr.objective_values(pr.traj, p).items():
+                    try:
+                        pr.forward(p)
+                        col = pr.objective_values(pr.traj, p)
+                    except Exception as e:
+                        if not split:
+                            raise
+                        failure = (j, e)        # this rank's first failing column: its later ones
+                        break                   # cannot be the serial run's first failure
+                    for k, v in col.items():
                         if k in grads:
                             grads[k][j] = (float(v) - vals[k]) / h[j]
         finally:
             pr.checkpoint = checkpoint
-        return grads
+        return _gather_columns(self.mpi, grads, mine, failure) if split else grads
 
     def evaluate(self, rho):
         """ψ(ρ) and ∇ψ(ρ): forward run + adjoint sweep."""
@@ -704,6 +726,42 @@ class Optimization:
             mma.destroy()
             x0.destroy()
         return code, rho
+
+
+def _gather_columns(comm, grads, mine, failure):
+    """The FD columns computed on every rank (``mine``: this rank's, the others zero), on
+    every rank: one allgather that every rank reaches, failed or not.  Each value is
+    computed by one rank with the serial code and only copied, so the gradient is the
+    serial one bit for bit.  ``failure``: (column, exception) of this rank's first failing
+    column; if any rank has one, every rank raises the exception of the lowest failing
+    column — the serial loop's first failure — rebuilt from its type, args and attributes
+    (ModelError's ``__init__`` takes (key, message), so plain pickling cannot rebuild it):
+    the same error on every rank, judged together by ``try_evaluate_all`` / ``_agree``."""
+    import pickle
+    sent = None
+    if failure is not None:
+        j, e = failure
+        sent = (j, type(e), e.args, dict(getattr(e, "__dict__", {})))
+        try:
+            pickle.loads(pickle.dumps(sent))
+        except Exception:               # not transportable: its type and message as text
+            sent = (j, RuntimeError, (f"{type(e).__name__}: {e}",), {})
+    cols = list(mine)
+    parts = comm.allgather(({k: g[cols] for k, g in grads.items()}, cols, sent))
+    failures = sorted((s for _, _, s in parts if s is not None), key=lambda s: s[0])
+    if failures:
+        j, cls, args, attrs = failures[0]
+        if failure is not None and failure[0] == j:
+            raise failure[1]
+        exc = cls.__new__(cls)
+        exc.args = args
+        exc.__dict__.update(attrs)
+        raise exc
+    out = {k: np.zeros_like(g) for k, g in grads.items()}
+    for vals, cs, _ in parts:
+        for k, v in vals.items():
+            out[k][cs] = v
+    return out
 
 
 def _reason(r):

@@ -5,6 +5,7 @@ iteration): the adjoint (one forward run + one adjoint sweep with 17 columns) ag
 steps), [Ebrahimi 2019] §6.3's "≈ 40× faster" comparison.
 
     PYTHONPATH=$PWD python benchmarks/double_wishbone_cost.py 0.1     # horizon [s]
+    PYTHONPATH=$PWD mpirun -n 2 python benchmarks/double_wishbone_cost.py --fd-only 0.1
 
 Both costs are linear in the number of steps, so their ratio does not depend on the
 horizon; a short one keeps the 61 forward runs of the FD evaluation affordable.  Also
@@ -38,6 +39,28 @@ def _time_forwards(pr, mode):
     pr.forward = timed
 
 
+def fd_only(t_end):
+    """``--fd-only``: the wall and CPU of one FD-driven evaluation, also under ``mpirun -n
+    2`` (the model runs replicated and the 60 FD columns are split over the ranks,
+    optimize/driver.py ``_fd_gradients``): rank 0 prints the wall, every rank its CPU."""
+    from mpi4py import MPI
+    comm = MPI.COMM_WORLD
+    tmp = pathlib.Path(comm.bcast(tempfile.mkdtemp() if comm.rank == 0 else None, root=0))
+    cfg = load_config(str(CONFIG), [f"simulation.t_end={t_end}", "simulation.progress=false",
+                                    "optimize.gradient=fd"])
+    opt = Optimization(cfg, tmp / "fd.h5", out=print if comm.rank == 0 else (lambda *a: None))
+    comm.barrier()
+    c0, w0 = time.process_time(), time.perf_counter()
+    vals, grads = opt.evaluate_all(opt.rho0)
+    cpu, wall = time.process_time() - c0, time.perf_counter() - w0
+    cpus = comm.gather(cpu, root=0)
+    if comm.rank == 0:
+        print(f"fd evaluation on {comm.size} rank(s): wall {wall:.1f} s, CPU per rank "
+              f"{', '.join(f'{c:.1f}' for c in cpus)} s, psi {vals['cm_displacement']:.6e}, "
+              f"sha1 of the psi gradient {__import__('hashlib').sha1(grads['cm_displacement'].tobytes()).hexdigest()}",
+              flush=True)
+
+
 def main(t_end):
     tmp = pathlib.Path(tempfile.mkdtemp())
     res = {}
@@ -58,4 +81,5 @@ def main(t_end):
 
 
 if __name__ == "__main__":
-    main(float(sys.argv[1]) if len(sys.argv) > 1 else 0.1)
+    args = [a for a in sys.argv[1:] if a != "--fd-only"]
+    (fd_only if "--fd-only" in sys.argv else main)(float(args[0]) if args else 0.1)

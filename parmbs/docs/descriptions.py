@@ -310,7 +310,9 @@ CLASS = {
     "Optimize.gradient": ("", "`adjoint`: one adjoint sweep per evaluation; `fd`: forward differences, one "
                           "extra forward run per design variable, step h_j = fd_step·|ρ_j| (fd_step·(upper − "
                           "lower) at ρ_j = 0; backward at the upper bound) — the FD-driven optimisation "
-                          "[Ebrahimi 2019] §6.2–6.3 compare with; not with `filter_radius`"),
+                          "[Ebrahimi 2019] §6.2–6.3 compare with; not with `filter_radius`.  Under mpirun a model "
+                          "too small to distribute (run replicated) splits these forward runs over the ranks, "
+                          "rank r taking the variables j ≡ r (mod ranks): the serial gradient bit for bit"),
     "Objective.terminal": ("", "G(x_N) added at t_end (same kinds, except `reaction_sq` and `python`)"),
     "Objective.point": ("", "point of the point kinds, `BODY.POINT`"),
     "Objective.body": ("", "body of the angle kinds, `roll_rate_sq`; spatial beam of `stress_ks`, `stress_ks_time`"),

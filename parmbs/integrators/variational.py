@@ -136,6 +136,9 @@ class Variational(OneStep):
         # (compiled/saddle_lu.py); tangent, adjoint and initial state keep PETSc
         from .. import compiled as _compiled
         self.compiled, self.compiled_note = _compiled.make_variational(system, compiled, self.J)
+        if self.compiled is not None:     # the failures a compiled step is redone on PETSc for (once, not per step)
+            from ..compiled.saddle_lu import PivotFailure
+            self._redo = (PivotFailure, StepError, ModelError)
 
     # -- evaluations --------------------------------------------------------------------------
     def _ev(self, view, t, q, v, a, lam, p):
@@ -210,10 +213,9 @@ class Variational(OneStep):
     def step(self, k, t, x, p):
         """x_{k+1} from x_k at time t = t_k; returns (x_{k+1}, Newton iterations)."""
         if self.compiled is not None and not any(np.asarray(y).dtype.kind == "c" for y in (p, *x)):
-            from ..compiled.saddle_lu import PivotFailure
             try:
                 return self._step(k, t, x, p, self.compiled.J, self.compiled.S)
-            except (PivotFailure, StepError, ModelError):
+            except self._redo:
                 pass        # redone on PETSc below, so the error names step and time as always
         return self._step(k, t, x, p, None, None)
 

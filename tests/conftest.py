@@ -7,6 +7,18 @@ import os
 # Python): 3/300 twice, 0/300 without it.  Under the two-worker suite that failed a random CLI test in
 # two of three fresh-clone runs (rc 1, empty stdout and stderr).  Users' runs never set it.
 
+# numba's kernels for LLVM's "generic" x86-64 (numba's NUMBA_CPU_NAME=generic: no CPU
+# model, no instruction-set extension beyond x86-64's SSE2) instead of the host's: on an
+# AMD EPYC with AVX-512 (LLVM's "znver3" and its features) LLVM's code generation took
+# 1.8 times as long — a cold tests/numba_warm.py (every kernel family: the suite's
+# compile) was 323 s CPU of a 1657 s CPU two-worker suite.  The same IR without fast-math
+# flags (no fused multiply-add, no reassociation): the same numbers bit for bit
+# (benchmarks/numba_warm_hash.py, every run's trajectory and gradients) and the same step
+# cost (benchmarks/README.md, "Serial-suite CPU, round 4").  Set before numba is imported
+# (it reads the variable once); every process the suite starts inherits it, so all load
+# one cache entry per kernel.  Users' runs keep numba's default (the host CPU).
+os.environ.setdefault("NUMBA_CPU_NAME", "generic")
+
 # parmbs first, before any test module imports numpy: its thread and SIMD pinning
 # (parmbs/_determinism.py) only takes full effect before numpy loads
 import parmbs  # noqa: F401,E402

@@ -10,7 +10,11 @@ step + adjoint kernels 36 s (54), the Arnold–Brüls form on the five-bar 42 s 
 the vehicle kernels (buggy) 41 s (46), spatial 25 s (49), the sparse LU (chain) 13 s
 (16), the own Dormand–Prince (index-1 ODE) 28 s: the whole script 163 s (214) without
 it; every other model and integrator below then takes ≤ 3 s — one specialization set per
-family serves every planar model and Newmark-family integrator.  tests/conftest.py starts
+family serves every planar model and Newmark-family integrator.  On the AMD EPYC (AVX-512)
+machine of session 17 the whole script took 316 s CPU for the host CPU (LLVM's "znver3")
+and 172 s for the "generic" x86-64 that tests/conftest.py sets (NUMBA_CPU_NAME), the same
+numbers bit for bit (benchmarks/numba_warm_hash.py; benchmarks/README.md, "Serial-suite
+CPU, round 4").  tests/conftest.py starts
 this script when a session collects most of the suite: niced in the background for a
 serial session, and ``numba_warm.py i/n`` (the i-th of n shares of the families, split by
 cold cost) in each of n pytest-xdist workers before it runs tests.  Each model runs a few
@@ -159,9 +163,12 @@ def main(tmp, part=0, nparts=1):
     import os
     import parmbs.compiled  # noqa: F401  (sets NUMBA_CACHE_DIR: the source-keyed cache directory)
     # numba also drops a cached kernel whose source file's time stamp changed (a checkout
-    # of the same content): the stamp holds the files' (name, mtime, size) too
+    # of the same content): the stamp holds the files' (name, mtime, size) too, and the
+    # code generation target (NUMBA_CPU_NAME: tests/conftest.py; a kernel cached for
+    # another target is another cache entry)
     src = Path(parmbs.compiled.__file__).parent
-    sig = repr([(f.name, f.stat().st_mtime_ns, f.stat().st_size) for f in sorted(src.glob("*.py"))])
+    sig = repr([(f.name, f.stat().st_mtime_ns, f.stat().st_size) for f in sorted(src.glob("*.py"))]
+               + [os.environ.get("NUMBA_CPU_NAME"), os.environ.get("NUMBA_CPU_FEATURES")])
     fams = groups(tmp)
     for i in split([c for _, c, _ in fams], nparts)[part]:
         name, _, runs = fams[i]

@@ -10,8 +10,9 @@ import os
 # numba's kernels for LLVM's "generic" x86-64 (numba's NUMBA_CPU_NAME=generic: no CPU
 # model, no instruction-set extension beyond x86-64's SSE2) instead of the host's: on an
 # AMD EPYC with AVX-512 (LLVM's "znver3" and its features) LLVM's code generation took
-# 1.8 times as long — a cold tests/numba_warm.py (every kernel family: the suite's
-# compile) was 323 s CPU of a 1657 s CPU two-worker suite.  The same IR without fast-math
+# 1.8 times as long: a cold tests/numba_warm.py (every kernel family: the suite's
+# compile) 316 s CPU against 172 s (in a fresh-clone CI its two shares were 321 s of the
+# two workers' 1657 s).  The same IR without fast-math
 # flags (no fused multiply-add, no reassociation): the same numbers bit for bit
 # (benchmarks/numba_warm_hash.py, every run's trajectory and gradients) and the same step
 # cost (benchmarks/README.md, "Serial-suite CPU, round 4").  Set before numba is imported

@@ -11,6 +11,8 @@ in --ref-cache).  Each row is one JSON line in --log (with the load average besi
 run's error, interpolated log-log between the two fixed rows of the same round that bracket
 it (``*``: extrapolated from the nearest two), the ratio's median over rounds (range), and
 the step sequence's roughness |log(h_{k+1}/h_k)| (median, mean, share of steps that change h).
+``afterN`` in --controllers is the PI controller with ``simulation.adapt.grow_after=N`` (the
+hysteresis ratchet's release, integrators/timeloop.py).
 
     PYTHONPATH=$PWD nice -n 10 .venv/bin/python benchmarks/controllers.py fivebar --rounds 3 \
         --controllers pi,H211b,H211PI,H312b,PI42 --log /tmp/dsp18/fivebar.jsonl --peer-python /work/venv-peers/bin/python
@@ -90,7 +92,8 @@ def measure(a):
     runs = [("fixed", f"dt={dt:g}", ov + [f"simulation.dt={dt}"]) for dt in dts]
     for rt in rtols:
         for c in a.controllers.split(","):
-            ctl = [] if c == "pi" else [f'simulation.adapt.controller="{c}"']
+            ctl = [] if c == "pi" else [f"simulation.adapt.grow_after={int(c[5:])}"] if c.startswith("after") \
+                else [f'simulation.adapt.controller="{c}"']
             runs.append(("adapt", f"{c} rtol={rt:g}", ov + ctl + [f"simulation.adapt.rtol={rt}",
                                                                     f"simulation.adapt.atol={rt * ratio}"]))
     if a.warm:                             # numba's cache loaded outside the timed rounds
@@ -162,7 +165,9 @@ def main():
     ap.add_argument("model", nargs="?", choices=sorted(MODELS))
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--round0", type=int, default=0, help="number of the first round (a second process)")
-    ap.add_argument("--controllers", default="pi,H211b,H211PI,H312b,PI42")
+    ap.add_argument("--controllers", default="pi,H211b,H211PI,H312b,PI42",
+                    help="comma list: pi, a filter's name, or afterN (the PI controller with "
+                         "simulation.adapt.grow_after=N)")
     ap.add_argument("--rtols", default="", help="comma list instead of the model's")
     ap.add_argument("--dts", default="", help="comma list of fixed steps instead of the model's")
     ap.add_argument("--set", action="append", default=[], help="config overrides for every run")

@@ -47,7 +47,8 @@ from .monitor import _bad
 S_ATOL, S_RTOL, S_HORIZON, S_VPER, S_GAIN, S_VGAIN = 0, 1, 2, 3, 4, 5
 S_SAFETY, S_KI, S_KP, S_FMIN, S_FMAX, S_GROW, S_DTMAX, S_DTMIN = 6, 7, 8, 9, 10, 11, 12, 13
 S_OVER, S_ACC, S_HNEXT, S_FAC = 14, 15, 16, 17
-S_SIZE = 18
+S_KEEP = 18                 # keep_min (1.0: no shrink kept), a constant like S_GROW
+S_SIZE = 19
 
 
 @njit(cache=True)
@@ -119,6 +120,8 @@ def estimate_step(P, W, q1, v1, a1, l1, e1, dqv, S, z1, z2, z3, t1, s, h, dq_a, 
     fac = fac if fac < S[S_FMAX] else S[S_FMAX]
     S[S_FAC] = fac                                                           # before the hysteresis (grow_after)
     if 1.0 <= fac < S[S_GROW]:
+        fac = 1.0
+    elif S[S_KEEP] < fac < 1.0:
         fac = 1.0
     hn = h * fac
     hn = S[S_DTMAX] if S[S_DTMAX] < hn else hn

@@ -562,7 +562,11 @@ class Adapt(_Model):
     them allowed — against the ratchet by which h only shrinks when every proposal is a
     small growth (RADAU5's hysteresis, Hairer & Wanner II §IV.8; Söderlind 2003: few, small
     changes of h; integrators/timeloop.py, benchmarks/README.md, "Adaptive vs fixed:
-    releasing the hysteresis ratchet").  Absent ``adapt``: fixed steps of ``dt``."""
+    releasing the hysteresis ratchet").  ``keep_min`` = s (PI controller only; absent: every
+    shrink proposed after an accepted step is taken): a proposed factor in (s, 1) after an
+    accepted step keeps h too, as CVODE keeps h for factors in (0, 1.5) after a successful
+    step (s = 0: h shrinks only on a rejection; integrators/timeloop.py).  Absent ``adapt``:
+    fixed steps of ``dt``."""
 
     rtol: PosReal = 1e-4
     atol: PosReal = 1e-6
@@ -576,14 +580,17 @@ class Adapt(_Model):
     controller: AdaptController | None = None
     # None (absent): the hysteresis always keeps h (absent from the resolved config: its hash unchanged)
     grow_after: PosInt | None = None
+    # None (absent): every proposed shrink taken (absent from the resolved config: its hash unchanged)
+    keep_min: Annotated[float, Strict(), Field(allow_inf_nan=False, ge=0, le=1)] | None = None
 
     @model_validator(mode="after")
     def _ordered(self) -> "Adapt":
         if self.dt_min is not None and self.dt_max is not None and self.dt_min > self.dt_max:
             raise ValueError("dt_min must not exceed dt_max")
-        if self.grow_after is not None and self.controller not in (None, "pi"):
-            raise ValueError("grow_after releases the PI controller's hysteresis; a digital-filter "
-                             "controller has none: remove grow_after or controller")
+        for key in ("grow_after", "keep_min"):
+            if getattr(self, key) is not None and self.controller not in (None, "pi"):
+                raise ValueError(f"{key} sets the PI controller's hysteresis; a digital-filter "
+                                 f"controller has none: remove {key} or controller")
         return self
 
 

@@ -633,8 +633,8 @@ class MarchState:
       estimates);
     * ``quad``: with error control on the objectives' quadratures (quad_error.py), the
       last three integrand values and ∫|f| dt (QuadratureError.pack), else None;
-    * ``mem``: a digital-filter controller's history (FilterController.memory; ``mem_width``
-      floats, 0 for the PI controller).
+    * ``mem``: the controller's history beyond ``err_prev`` (Controller.memory; ``mem_width``
+      floats: a digital filter's 4, the PI controller's 0, or 2 with ``grow_after``).
 
     ``march(adapt=…, state=s)`` keeps ``s`` current before every ``keep`` call; with
     ``s.hist`` set on entry it resumes from it instead of starting afresh."""

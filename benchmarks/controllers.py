@@ -11,6 +11,9 @@ in --ref-cache).  Each row is one JSON line in --log (with the load average besi
 run's error, interpolated log-log between the two fixed rows of the same round that bracket
 it (``*``: extrapolated from the nearest two), the ratio's median over rounds (range), and
 the step sequence's roughness |log(h_{k+1}/h_k)| (median, mean, share of steps that change h).
+``after=N``, ``keep=S`` (joined by ``+``) in --controllers are the PI controller with
+``simulation.adapt.grow_after=N`` (the hysteresis ratchet's release) and ``keep_min=S`` (the
+shrink hysteresis), integrators/timeloop.py.
 
     PYTHONPATH=$PWD nice -n 10 .venv/bin/python benchmarks/controllers.py fivebar --rounds 3 \
         --controllers pi,H211b,H211PI,H312b,PI42 --log /tmp/dsp18/fivebar.jsonl --peer-python /work/venv-peers/bin/python
@@ -42,6 +45,10 @@ MODELS = {
     "crank": (os.path.join(CFG, "slider-crank-flex.toml"), ["simulation.t_end=0.002"], "file", ("file", 5e-7),
               (1e-5, 5e-6, 2.5e-6), (1e-2,), 1.0),
 }
+
+
+#: --controllers shorthand: after=N (grow_after), keep=S (keep_min), joined by "+"
+KEYS = {"after": "grow_after", "keep": "keep_min"}
 
 
 def roughness(h):
@@ -90,7 +97,9 @@ def measure(a):
     runs = [("fixed", f"dt={dt:g}", ov + [f"simulation.dt={dt}"]) for dt in dts]
     for rt in rtols:
         for c in a.controllers.split(","):
-            ctl = [] if c == "pi" else [f'simulation.adapt.controller="{c}"']
+            ctl = [] if c == "pi" else [f"simulation.adapt.{KEYS[k]}={v}" for k, v in
+                                        (p.split("=") for p in c.split("+"))] if "=" in c \
+                else [f'simulation.adapt.controller="{c}"']
             runs.append(("adapt", f"{c} rtol={rt:g}", ov + ctl + [f"simulation.adapt.rtol={rt}",
                                                                     f"simulation.adapt.atol={rt * ratio}"]))
     if a.warm:                             # numba's cache loaded outside the timed rounds
@@ -162,7 +171,9 @@ def main():
     ap.add_argument("model", nargs="?", choices=sorted(MODELS))
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--round0", type=int, default=0, help="number of the first round (a second process)")
-    ap.add_argument("--controllers", default="pi,H211b,H211PI,H312b,PI42")
+    ap.add_argument("--controllers", default="pi,H211b,H211PI,H312b,PI42",
+                    help="comma list: pi, a filter's name, or the PI controller with after=N "
+                         "(simulation.adapt.grow_after) and/or keep=S (keep_min), joined by +: keep=0+after=8")
     ap.add_argument("--rtols", default="", help="comma list instead of the model's")
     ap.add_argument("--dts", default="", help="comma list of fixed steps instead of the model's")
     ap.add_argument("--set", action="append", default=[], help="config overrides for every run")

@@ -141,16 +141,22 @@ def _killed_and_resumed(extra, kill, grid0, grad0, tmp_path, monkeypatch):
         assert np.array_equal(grad[k], grad0[k]), k
 
 
+@pytest.mark.parametrize("memory, kill", [('simulation.adapt.controller="H312b"', "forward:9"),
+                                          ("simulation.adapt.grow_after=3", "forward:8")])
 @pytest.mark.parametrize("schedule", ["all", "every:3"])
-def test_filter_controller_resumed_takes_the_same_steps(schedule, tmp_path, monkeypatch):
-    """A digital-filter controller (``simulation.adapt.controller``, integrators/step_filter.py)
-    keeps its history (c_{n−1}, c_{n−2}, ρ_{n−1}, ρ_{n−2}) in the control row: resumed after
-    step 9 it takes the uninterrupted run's steps and gradient (H312b, whose history is all
-    four; with the history left out of the restore both schedules fail here)."""
-    extra = ['simulation.adapt.controller="H312b"', f"checkpoint.schedule={schedule}"]
+def test_controller_memory_resumed_takes_the_same_steps(schedule, memory, kill, tmp_path, monkeypatch):
+    """A controller with a history beyond the last error keeps it in the control row, and
+    resumed it takes the uninterrupted run's steps and gradient: a digital filter
+    (``simulation.adapt.controller``, integrators/step_filter.py; H312b, whose history
+    (c_{n−1}, c_{n−2}, ρ_{n−1}, ρ_{n−2}) is all four), resumed after step 9; the PI
+    controller with ``grow_after`` 3 (timeloop.py, "Ratchet": the run of small growths and
+    its smallest factor), killed at step 8 — in this run steps 6 and 7 propose small
+    growths and step 8 releases one, so x_6 and x_7, where the two schedules resume, carry
+    a run of 1 and 2.  With the history left out of the restore all four cases fail here."""
+    extra = [memory, f"checkpoint.schedule={schedule}"]
     pr0 = _problem(extra)
     pr0.forward()
-    _killed_and_resumed(extra, "forward:9", pr0.grid, pr0.adjoint(), tmp_path, monkeypatch)
+    _killed_and_resumed(extra, kill, pr0.grid, pr0.adjoint(), tmp_path, monkeypatch)
 
 
 def test_resuming_from_h_alone_would_take_other_steps(reference):

@@ -32,6 +32,7 @@ Adaptive runs (``simulation.adapt``; integrators/timeloop.py) add, with the attr
                                        (MarchState.control: next h, last error norm,
                                        noise-floor hits, rejections; F = 4 with a digital-
                                        filter controller (adapt.controller): its history;
+                                       F = 2 with adapt.grow_after: the PI controller's run;
                                        with Q error-controlled
                                        quadratures (adapt.objective_atol) their last three
                                        integrand values and ∫|f| dt), in the state's CRC

@@ -46,8 +46,9 @@ from .monitor import _bad
 # S: the constants of a run (LocalError.__init__), then the outputs of a call
 S_ATOL, S_RTOL, S_HORIZON, S_VPER, S_GAIN, S_VGAIN = 0, 1, 2, 3, 4, 5
 S_SAFETY, S_KI, S_KP, S_FMIN, S_FMAX, S_GROW, S_DTMAX, S_DTMIN = 6, 7, 8, 9, 10, 11, 12, 13
-S_OVER, S_ACC, S_HNEXT = 14, 15, 16
-S_SIZE = 17
+S_OVER, S_ACC, S_HNEXT, S_FAC = 14, 15, 16, 17
+S_KEEP = 18                 # keep_min (1.0: no shrink kept), a constant like S_GROW
+S_SIZE = 19
 
 
 @njit(cache=True)
@@ -59,7 +60,8 @@ def estimate_step(P, W, q1, v1, a1, l1, e1, dqv, S, z1, z2, z3, t1, s, h, dq_a, 
     (newest first).  W (8 × 2n, written): the new diagonal's levels 0–3, its |y|, r = e /
     (tol + noise), tol and noise.  S: the constants (S_* above) in, and out S[S_OVER] (1.0:
     noise > tol somewhere), S[S_ACC] = Σ r_q² + Σ r_v², S[S_HNEXT] the step the controller
-    proposes if this step is accepted (``err_prev`` its I-part memory, NaN: none).
+    proposes if this step is accepted (``err_prev`` its I-part memory, NaN: none), S[S_FAC]
+    its PI factor before the hysteresis (Controller.accepted applies ``grow_after``'s rule to it).
     ``mean``: average the new level 3 with P's (four states kept); ``s`` = 6 C h³; the
     weights' share h/T on positions, on velocities too unless S[S_VPER]; noise δ_i =
     max(dqv_i, dq_a |q1|_max) if ``dqv`` has entries, else dq_a + dq_b |q1|_max
@@ -116,7 +118,10 @@ def estimate_step(P, W, q1, v1, a1, l1, e1, dqv, S, z1, z2, z3, t1, s, h, dq_a, 
     fac = S[S_SAFETY] * e ** -S[S_KI] * (err_prev ** S[S_KP] if not math.isnan(err_prev) else 1.0)
     fac = fac if fac > S[S_FMIN] else S[S_FMIN]                              # min(FAC_MAX, max(FAC_MIN, fac))
     fac = fac if fac < S[S_FMAX] else S[S_FMAX]
+    S[S_FAC] = fac                                                           # before the hysteresis (grow_after)
     if 1.0 <= fac < S[S_GROW]:
+        fac = 1.0
+    elif S[S_KEEP] < fac < 1.0:
         fac = 1.0
     hn = h * fac
     hn = S[S_DTMAX] if S[S_DTMAX] < hn else hn

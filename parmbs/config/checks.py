@@ -306,6 +306,13 @@ class _Checker:
                             f"own time loop (integrators/step_filter.py); {sim.integrator!r} chooses its steps "
                             "with PETSc's TSAdapt (dopri5: its rule, formulations/index1_dopri.py; PETSc's own "
                             "filters: -ts_adapt_type dsp): remove controller or use a parmbs integrator")
+        for key in ("grow_after", "keep_min"):
+            if sim.adapt is not None and getattr(sim.adapt, key) is not None and (
+                    sim.integrator.startswith("ts-") or sim.integrator == "dopri5"):
+                raise self.fail(f"simulation.adapt.{key}", f"the PI controller's hysteresis is part of parmbs's "
+                                f"own time loop (integrators/timeloop.py); {sim.integrator!r} chooses its steps "
+                                "with PETSc's TSAdapt (dopri5: its rule, formulations/index1_dopri.py): remove "
+                                f"{key} or use a parmbs integrator")
         if sim.adapt is not None and sim.adapt.sensitivities and (
                 sim.integrator.startswith("ts-") or sim.integrator == "dopri5"):
             raise self.fail("simulation.adapt.sensitivities", f"the sensitivities' error control is part of "

@@ -556,7 +556,17 @@ class Adapt(_Model):
     else a digital filter of Söderlind's by its PETSc TSADAPTDSP name (``"H211b"``,
     ``"H211PI"``, ``"H312b"``, ``"PI42"``, …: integrators/step_filter.py), which smooths the
     step sequence (``grow_min`` then does not apply; benchmarks/README.md, "Adaptive vs
-    fixed: digital-filter controllers").  Absent ``adapt``: fixed steps of ``dt``."""
+    fixed: digital-filter controllers").  ``grow_after`` = n (PI controller only; absent:
+    the hysteresis always keeps h): after n accepted steps in a row that each proposed a
+    growth below ``grow_min``, h grows by the smallest of those n factors — a growth each of
+    them allowed — against the ratchet by which h only shrinks when every proposal is a
+    small growth (RADAU5's hysteresis, Hairer & Wanner II §IV.8; Söderlind 2003: few, small
+    changes of h; integrators/timeloop.py, benchmarks/README.md, "Adaptive vs fixed:
+    releasing the hysteresis ratchet").  ``keep_min`` = s (PI controller only; absent: every
+    shrink proposed after an accepted step is taken): a proposed factor in (s, 1) after an
+    accepted step keeps h too, as CVODE keeps h for factors in (0, 1.5) after a successful
+    step (s = 0: h shrinks only on a rejection; integrators/timeloop.py).  Absent ``adapt``:
+    fixed steps of ``dt``."""
 
     rtol: PosReal = 1e-4
     atol: PosReal = 1e-6
@@ -568,11 +578,19 @@ class Adapt(_Model):
     grow_min: Annotated[float, Strict(), Field(allow_inf_nan=False, ge=1, le=5)] = 1.3
     # None (absent) = "pi": absent from the resolved config, so its hash (record_match.py) is unchanged
     controller: AdaptController | None = None
+    # None (absent): the hysteresis always keeps h (absent from the resolved config: its hash unchanged)
+    grow_after: PosInt | None = None
+    # None (absent): every proposed shrink taken (absent from the resolved config: its hash unchanged)
+    keep_min: Annotated[float, Strict(), Field(allow_inf_nan=False, ge=0, le=1)] | None = None
 
     @model_validator(mode="after")
     def _ordered(self) -> "Adapt":
         if self.dt_min is not None and self.dt_max is not None and self.dt_min > self.dt_max:
             raise ValueError("dt_min must not exceed dt_max")
+        for key in ("grow_after", "keep_min"):
+            if getattr(self, key) is not None and self.controller not in (None, "pi"):
+                raise ValueError(f"{key} sets the PI controller's hysteresis; a digital-filter "
+                                 f"controller has none: remove {key} or controller")
         return self
 
 

@@ -271,6 +271,11 @@ CLASS = {
     "Adapt.sensitivities": ("", "carry the design's direct sensitivities in the forward run and include them in the error test (CVODES errconS)"),
     "Adapt.grow_min": ("", "a proposed growth of the step below this factor keeps h (the controller's hysteresis, 1 … 5; "
                            "1.3 default; CVODE's 1.5 reaches a uniform grid's ∇ψ error per step on the five-bar)"),
+    "Adapt.grow_after": ("", "PI controller: after this many accepted steps in a row each proposing a growth below "
+                             "`grow_min`, grow h by the smallest of their factors (absent: the hysteresis always "
+                             "keeps h; integrators/timeloop.py, \"ratchet\")"),
+    "Adapt.keep_min": ("", "PI controller: after an accepted step a proposed shrink by a factor above this keeps h "
+                           "(0 … 1; absent: every shrink taken; 0: h shrinks only on a rejection, as CVODE)"),
     "Adapt.controller": ("", "step-size controller: absent or \"pi\" the PI controller with `grow_min`; a PETSc "
                              "TSADAPTDSP filter name (\"H211b\", \"H211PI\", \"H312b\", \"PI42\", …) a digital "
                              "filter of Söderlind's (integrators/step_filter.py)"),

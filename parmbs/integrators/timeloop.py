@@ -95,6 +95,34 @@ grid reaches a uniform grid's ∇ψ error per step (error × N² 107–108 again
 1.3 gives 123–128, 1.1 161, no hysteresis 178–189: each small growth of h leaves ∇ψ an
 error a uniform grid does not have) — benchmarks/README.md, "Adaptive vs fixed: the
 controller's hysteresis and cubic weights".
+
+Ratchet (``simulation.adapt.grow_after`` = n, absent by default): the hysteresis keeps h
+whenever the proposed growth is below ``grow_min``, so a model whose proposals stay in [1,
+grow_min) only ever shrinks h — the trapezoidal + GGL spatial double pendulum at rtol 1e-6:
+1 growth in 723 steps, 247 shrinks (benchmarks/README.md, "Adaptive vs fixed: digital-filter
+controllers").  With n, after n accepted steps in a row each proposing a growth
+fac_j ∈ [1, grow_min), h grows by min_j fac_j — a growth every one of those steps allowed
+— and the count starts again; a shrink, a growth ≥ grow_min or a rejection ends the run.
+RADAU5 keeps h for factors in [1, 1.2] (Hairer & Wanner II §IV.8) to save Jacobians, and the
+smoothness argument for step sequences (Söderlind, "Digital filters in adaptive
+time-stepping", ACM TOMS 29, 2003: every change of h is a perturbation the method's error
+propagation sees) is why h changes rarely here: the release changes h at most once every n
+steps, by a factor the error estimate allowed n times over.  The run and its minimum are the
+controller's memory in the adaptive checkpoint (MarchState.mem), so a resumed run takes the
+same steps; the compiled estimate returns the PI factor before the hysteresis
+(compiled/local_error.S_FAC) and Controller.accepted applies the same rule, so the compiled
+and the Python path take the same steps bit for bit.  Measured: benchmarks/README.md,
+"Adaptive vs fixed: releasing the hysteresis ratchet".
+
+Shrink hysteresis (``simulation.adapt.keep_min`` = s, absent by default: every proposed
+shrink is taken): on an accepted step a proposed factor in (s, 1) keeps h too, as CVODE
+keeps h for every factor in (eta_min_fx, eta_max_fx) = (0, 1.5) after a successful step
+(SUNDIALS cvode_impl.h, ETA_MIN_FX_DEFAULT / ETA_MAX_FX_DEFAULT): a step whose error passed
+the test is not followed by a small cut; if the next one fails, the rejection shrinks h.
+The five-bar's PI grid shrinks h on 1532 of 5054 accepted steps at rtol 1e-5 (≈ 0.8 % each);
+without them its ∇ψ error per step is a uniform grid's (benchmarks/README.md, "Adaptive vs
+fixed: releasing the hysteresis ratchet").  The compiled estimate applies it as the PI
+controller (compiled/local_error.S_KEEP).
 """
 from __future__ import annotations
 
@@ -180,6 +208,8 @@ class Adapt:
     horizon: float = 1.0        # T = t_end − t_0 of the whole run (the per-unit-step scale)
     objective_atol: float | None = None   # quadratures in the error test (quad_error.py)
     grow_min: float = 1.3       # a proposed growth below this factor keeps h (hysteresis; module docstring)
+    grow_after: int | None = None   # ... unless n accepted steps in a row proposed one (module docstring, "ratchet")
+    keep_min: float = 1.0       # an accepted step's proposed shrink above this factor keeps h (1: none kept)
     controller: str = "pi"      # "pi" (Controller) or a digital filter of step_filter.FILTERS (FilterController)
 
     @classmethod
@@ -191,7 +221,8 @@ class Adapt:
         dt_max = a.dt_max if a.dt_max is not None else span / 10.0
         dt_min = a.dt_min if a.dt_min is not None else 1e-10 * span
         return cls(a.rtol, a.atol, min(max(sim.dt, dt_min), dt_max), dt_min, dt_max, span, a.objective_atol,
-                   grow_min=a.grow_min, controller=a.controller or "pi")
+                   grow_min=a.grow_min, controller=a.controller or "pi", grow_after=a.grow_after,
+                   keep_min=1.0 if a.keep_min is None else a.keep_min)
 
 
 _COMPLETE = (LEVELS, LEVELS)             # Diagonal.known with q's and v's third differences
@@ -244,6 +275,7 @@ class LocalError:
                 (adapt.atol, adapt.rtol, adapt.horizon, float(V_PER_STEP), NOISE_GAIN, v_gain)
             S[[cl.S_SAFETY, cl.S_KI, cl.S_KP, cl.S_FMIN, cl.S_FMAX, cl.S_GROW, cl.S_DTMAX, cl.S_DTMIN]] = \
                 (SAFETY, K_I, K_P, FAC_MIN, FAC_MAX, adapt.grow_min, adapt.dt_max, adapt.dt_min)
+            S[cl.S_KEEP] = adapt.keep_min
             self._S, self._buf, self._cl = S, None, cl
         self.floor_hits = 0                  # accepted steps where the floor was the larger weight of some component
         self.floor_decided = 0               # ... and those components carried more than half of the norm
@@ -435,6 +467,8 @@ class LocalError:
         self._cand = (t1, x1[0], x1[1], Diagonal(z[1:] + [t1], W, d.known, d.n, W[4]))
         if self.ctl is not None:
             self.h_accept = h_next
+            if self.ctl.ad.grow_after is not None:             # the PI factor before the hysteresis
+                self.ctl.fac_pending = S.item(self._cl.S_FAC)
         decided = False
         if over:
             n = d.n
@@ -448,28 +482,62 @@ class LocalError:
 
 
 class Controller:
-    """PI step-size controller (module docstring)."""
+    """PI step-size controller (module docstring); with ``grow_after`` = n its hysteresis
+    lets a growth through after n accepted steps in a row that all proposed one below
+    ``grow_min`` (``run`` of them so far, ``run_min`` the smallest proposal; module
+    docstring, "ratchet")."""
 
     def __init__(self, adapt):
         self.ad = adapt
         self.err_prev = None
+        self.run, self.run_min = 0, 0.0       # grow_after: small growths proposed in a row, their minimum
+        self.fac_pending = None               # grow_after: the compiled estimate's PI factor (LocalError)
 
     def after_accept(self, h, err):
         e = max(err, 1e-10)
         fac = SAFETY * e ** -K_I * (self.err_prev ** K_P if self.err_prev is not None else 1.0)
         fac = min(FAC_MAX, max(FAC_MIN, fac))
-        if 1.0 <= fac < self.ad.grow_min:   # hysteresis: no small increases
-            fac = 1.0
+        fac = self._hysteresis(fac)
         self.err_prev = e
         return self._clip(h * fac)
 
+    def _hysteresis(self, fac):
+        """The factor an accepted step takes for the PI factor ``fac``: 1 (keep h) for a growth
+        below grow_min (after ``grow_after`` such steps in a row, ``_release``) and for a
+        shrink above ``keep_min`` (module docstring)."""
+        ad = self.ad
+        if 1.0 <= fac < ad.grow_min:        # no small increases
+            return 1.0 if ad.grow_after is None else self._release(fac)
+        if ad.grow_after is not None:
+            self.run = 0
+        return 1.0 if ad.keep_min < fac < 1.0 else fac     # no small decreases (keep_min < 1)
+
+    def _release(self, fac):
+        """The factor of an accepted step whose PI factor ``fac`` is a growth below grow_min,
+        with ``grow_after`` = n: 1 (keep h) until n such steps in a row, then the smallest of
+        their n factors — a growth each of them proposed (module docstring, "ratchet")."""
+        self.run_min = fac if self.run == 0 else min(self.run_min, fac)
+        self.run += 1
+        if self.run < self.ad.grow_after:
+            return 1.0
+        self.run = 0
+        return self.run_min
+
     def accepted(self, h, err, h_next):
         """``after_accept(h, err)`` whose result ``h_next`` the compiled estimate computed
-        (LocalError.h_accept, or None: computed here)."""
+        (LocalError.h_accept, or None: computed here).  With ``grow_after`` the compiled
+        call's PI factor before the hysteresis (``fac_pending``, compiled/local_error.S_FAC:
+        bitwise after_accept's) goes through the same release rule here."""
         if h_next is None:
             return self.after_accept(h, err)
         self.err_prev = max(err, 1e-10)
-        return h_next
+        if self.ad.grow_after is None:
+            return h_next
+        return self._clip(h * self._hysteresis(self.fac_pending))
+
+    def rejected(self):
+        """A rejected step ends a run of small growths (``grow_after``)."""
+        self.run = 0
 
     def after_reject(self, h, err):
         fac = min(1.0, max(FAC_MIN, SAFETY * max(err, 1e-10) ** -K_REJECT))
@@ -485,11 +553,15 @@ class Controller:
         return Controller(adapt) if adapt.controller == "pi" else FilterController(adapt)
 
     def memory(self):
-        """The history beyond ``err_prev`` a resumed run needs (MarchState.mem): none."""
-        return ()
+        """The history beyond ``err_prev`` a resumed run needs (MarchState.mem): none, or with
+        ``grow_after`` the run of small growths and its smallest factor (``RUN_MEM`` floats)."""
+        return () if self.ad.grow_after is None else (float(self.run), self.run_min)
+
+    RUN_MEM = 2
 
     def restore(self, mem):
-        pass
+        if self.ad.grow_after is not None and len(mem) == self.RUN_MEM:
+            self.run, self.run_min = int(mem[0]), float(mem[1])
 
 
 class FilterController(Controller):
@@ -521,8 +593,13 @@ class FilterController(Controller):
 
 
 def memory_width(adapt):
-    """Floats of the controller's history in MarchState.control (0: the PI controller's none)."""
-    return 0 if adapt is None or adapt.controller == "pi" else FilterController.MEM
+    """Floats of the controller's history in MarchState.control (0: the PI controller's none;
+    with ``grow_after`` its run, 2; a digital filter's, 4)."""
+    if adapt is None:
+        return 0
+    if adapt.controller == "pi":
+        return 0 if adapt.grow_after is None else Controller.RUN_MEM
+    return FilterController.MEM
 
 
 def newton_data(stepper):
@@ -556,8 +633,8 @@ class MarchState:
       estimates);
     * ``quad``: with error control on the objectives' quadratures (quad_error.py), the
       last three integrand values and ∫|f| dt (QuadratureError.pack), else None;
-    * ``mem``: a digital-filter controller's history (FilterController.memory; ``mem_width``
-      floats, 0 for the PI controller).
+    * ``mem``: the controller's history beyond ``err_prev`` (Controller.memory; ``mem_width``
+      floats: a digital filter's 4, the PI controller's 0, or 2 with ``grow_after``).
 
     ``march(adapt=…, state=s)`` keeps ``s`` current before every ``keep`` call; with
     ``s.hist`` set on entry it resumes from it instead of starting afresh."""
@@ -789,6 +866,7 @@ def _adaptive_steps(stepper, p, t_end, x, k0, t0, keep, ad, guard, progress, com
             rejected += 1
             h = hk * NEWTON_FAIL_FACTOR if failed is not None or not math.isfinite(err) else \
                 ctl.after_reject(hk, err)
+            ctl.rejected()
             if h < ad.dt_min:
                 why = f"Newton failed ({failed})" if failed is not None else f"local error {err:.3g} x the tolerance"
                 raise StepSizeError(f"step {k + 1} (t = {t:.6g}): the step size fell below dt_min = {ad.dt_min:.3g} s "

@@ -76,9 +76,17 @@ class CompiledVariational:
 
     def __init__(self, system, op):
         from .newton_lu import sparse_order
+        from .variational_kinds import fast_group
         order = sparse_order(op.N, system.n, op)
         self.J, self.S = CompiledSaddleLU(op, order), CompiledSaddleLU(op, order)
         self.N, self.flops = op.N, sparse_lu.flops(order[1])
+        # the groups the compiled forward step evaluates: compiled/variational_kinds.py's
+        # proxies where a kind has kernels, the numpy group otherwise
+        self.forces = [fast_group(g) for g in system.forces]
+        self.constraints = [fast_group(g) for g in system.constraints]
+        groups = self.forces + self.constraints
+        self.nfast = sum(g is not o for g, o in zip(groups, list(system.forces) + list(system.constraints)))
+        self.ngroups = len(groups)
 
     def warm_up(self):
         """Compile (or load from numba's cache) the three kernels on a 2 × 2 saddle point
@@ -91,10 +99,13 @@ class CompiledVariational:
         J = csr_dense(np.array([2.0, 1.0, 1.0]), jp, ji, 2)
         LU, _ = sparse_lu.factor(J, jp, ji, perm, ptr, idx)
         sparse_lu.solve_refined(J, jp, ji, LU, perm, ptr, idx, np.ones(2))
+        if self.nfast:
+            from . import variational_kinds
+            variational_kinds.warm_up()
         cpu, wall = time.process_time() - t0, time.perf_counter() - w0
         st = sparse_lu.factor.stats
         how = "loaded from numba's cache" if st.cache_hits and not st.cache_misses else "compiled"
         return (f"compiled: the variational step's J and S factored by numba {numba.__version__} "
                 f"(sparse LU, {self.N} unknowns, {self.flops} multiply-adds a factorization; "
-                f"components on numpy); kernels {how} in {cpu:.2f} s CPU ({wall:.2f} s wall); "
+                f"{self.nfast} of {self.ngroups} component groups on kernels, the others numpy); kernels {how} in {cpu:.2f} s CPU ({wall:.2f} s wall); "
                 f"simulation.compiled = \"off\" for PETSc")

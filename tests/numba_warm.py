@@ -129,7 +129,7 @@ def groups(tmp):
         # a hanging chain past compiled.SPARSE_FROM unknowns: the sparse LU kernels
         ("sparse", 13, [(chain, "simulation.integrator=genalpha")]),
         # the variational integrator's compiled forward solves (compiled/saddle_lu.py:
-        # csr_dense and the sparse LU called from Python, from compiled.SPARSE_FROM unknowns
+        # factor_csr and solve_refined_csr called from Python, from compiled.SPARSE_FROM unknowns
         # on: a 15-element flexible pendulum, N = 66; cold 2.1 s CPU, load ~10)
         ("variational-lu", 3, [(CONFIGS / "flexible-pendulum.toml", short, "beams.beam.elements=15")]),
         # the variational forward's component kernels (compiled/variational_kinds.py) on

@@ -6,8 +6,12 @@ Each method of each group is wrapped by a ``time.process_time`` pair (≈ 1 µs 
 counted in); the step's total is the unwrapped run's CPU (min of ``--repeat``), and the
 remainder (StateEval glue, scatter, assembly, LU) is printed as "rest".
 
+``--blocks``: instead, the CPU per step of the step's parts (StateEval construction,
+residual, force_blocks, phi, phi_q_blocks, gamma, BlockPattern.values, the compiled LU's
+factorization and refined solves, the LocalOperator products), nested as they call each other.
+
 Usage:  python benchmarks/variational_kinds.py [--config configs/double-wishbone-opt.toml]
-        [--t-end 0.1] [--repeat 2] [--set key=value ...]
+        [--t-end 0.1] [--repeat 2] [--blocks] [--set key=value ...]
 """
 import argparse
 import time
@@ -43,11 +47,36 @@ def wrap(pr, acc):
             setattr(g, m, w)
 
 
+def wrap_blocks(acc):
+    """process_time wrappers around the step's parts (class attributes: every instance)."""
+    from parmbs.compiled import saddle_lu as SL
+    from parmbs.integrators import variational as V
+    from parmbs.model.assembly import BlockPattern
+    from parmbs.model.evaluation import StateEval, LocalOperator
+    for obj, name in ((StateEval, "__init__"), (StateEval, "residual"), (StateEval, "force_blocks"),
+                      (StateEval, "phi"), (StateEval, "phi_q_blocks"), (StateEval, "gamma"), (StateEval, "phi_t"),
+                      (BlockPattern, "values"), (SL, "factor_csr"), (SL, "solve_refined_csr"),
+                      (SL.CompiledSaddleLU, "set_values"), (SL.CompiledSaddleLU, "solve"), (LocalOperator, "__matmul__"),
+                      (V.Variational, "_step"), (V.Variational, "_set_J"), (V.Variational, "_set_S"),
+                      (V.Variational, "_project")):
+        f = getattr(obj, name)
+
+        def w(*a, _f=f, _k=f"{getattr(obj, '__name__', obj)}.{name}", **kw):
+            t0 = time.process_time()
+            try:
+                return _f(*a, **kw)
+            finally:
+                acc[_k][0] += time.process_time() - t0
+                acc[_k][1] += 1
+        setattr(obj, name, w)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--config", default="configs/double-wishbone-opt.toml")
     ap.add_argument("--t-end", type=float, default=0.1)
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--blocks", action="store_true")
     ap.add_argument("--set", action="append", default=[])
     args = ap.parse_args()
     pr = Problem(load_config(args.config, [f"simulation.t_end={args.t_end}", "simulation.progress=false"]
@@ -60,6 +89,16 @@ def main():
         cpu.append(time.process_time() - t0)
     N = tr.steps
     acc = defaultdict(lambda: [0.0, 0])
+    if args.blocks:
+        wrap_blocks(acc)
+        t0 = time.process_time()
+        pr.forward()
+        wrapped = time.process_time() - t0
+        print(f"{args.config}: {N} steps; CPU {1e3 * min(cpu) / N:.2f} ms/step (min of {args.repeat}), "
+              f"wrapped run {1e3 * wrapped / N:.2f} ms/step")
+        for k, (t, n) in sorted(acc.items(), key=lambda kv: -kv[1][0]):
+            print(f"  {k:<48} {1e3 * t / N:7.3f} ms/step {n / N:6.1f} calls/step")
+        return
     wrap(pr, acc)
     t0 = time.process_time()
     pr.forward()

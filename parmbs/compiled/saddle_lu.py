@@ -10,8 +10,10 @@ wishbone").  ``CompiledSaddleLU`` replaces the PETSc operator in the *forward* s
 only: the same CSR values (BlockPattern.values, the numpy path's assembly), factored by
 compiled/sparse_lu.py in the static constrained minimum-degree order of the pattern
 (computed once per stepper) and solved with one step of iterative refinement.  The
-component evaluations stay numpy, and the tangent, adjoint and initial state keep the
-PETSc operators (the reference path).  Used from ``compiled.SPARSE_FROM`` unknowns on:
+component evaluations of the forward step run compiled/variational_kinds.py's kernels
+where a kind has them (``CompiledVariational.forces``, ``.constraints``), numpy otherwise;
+the tangent, adjoint and initial state keep the PETSc operators and numpy groups (the
+reference path).  Used from ``compiled.SPARSE_FROM`` unknowns on:
 below, on the flexible pendulum (N = 26) and the rigid–spring–beam (N = 21), the forward
 was as fast with PETSc's LU (±3 %, CPU per step, 2 × 200 steps each, load ~10).
 

@@ -90,11 +90,11 @@ FD_FACTOR = 3.0
 #: from m = 48 … 58 samples, the same as the RMS at each step s·10⁻⁴ … s·10⁻⁷ alone and as
 #: a scan of ψ at 21 points 10⁻⁶·s apart (2.2e-9 … 1.4e-8; the largest variable 1.2-1.7 ×
 #: the RMS): white round-off, one level per objective.  stress6/X2's plateau (s·10⁻⁴) was
-#: 2.5e-5 off, noise (σ/2h = 4.6e-5), while δ = 6.4e-6, its 10⁻⁵ neighbour's noise 0.04
+#: 2.5e-5 off, noise (σ̂/2h = 4.2e-5), while δ = 6.4e-6, its 10⁻⁵ neighbour's noise 0.04
 #: of its σ/2h: fd 0.85 of the bound without this term.  5000 simulated verify runs of the
 #: same 255 checks (measured truncation, fresh noise): the worst FD ratio beyond 0.5 in
 #: 22 % of them and beyond 1 (a false failure) in 3 % without this term, in none with it
-#: (median 0.38 -> 0.13).  ``psi_noise`` (the largest draw) is 1.2-2.8 × σ̂ here and grows
+#: (median 0.38 -> 0.12).  ``psi_noise`` (the largest draw) is 1.2-2.8 × σ̂ here and grows
 #: with the number of variables; the RMS does not
 FD_NOISE_FACTOR = 10.0
 MIN_TAYLOR_ORDER = 1.8

@@ -236,7 +236,9 @@ def _assert_ok(rc, out, err):
 # max(upper − lower, |ρ|) (verify.fd_scale) and the tubes' axial damping: this subset fd
 # 0.39 (stress15/X12), adjoint/direct 0.20, complex step 0.00034; all 60 fd 0.32
 # (stress16/X15; the range alone: 0.60 on stress2/X3, whose range 0.25 m is 6x below
-# |X3| = 1.513 m: smaller steps, into the noise).
+# |X3| = 1.513 m: smaller steps, into the noise).  With the compiled kernels (cwish20) this
+# subset's fd came to 0.85 (stress6/X2: the plateau's noise, one draw in δ); with verify's
+# measured noise term (FD_NOISE_FACTOR): 0.12, and 0.12 with simulation.compiled=off.
 DESIGN_SUBSET = {
     "double-wishbone-opt.toml": ["X1", "Y1", "Z1", "X2", "Y2", "Z2", "X11", "Y11", "Z11", "X12", "Y12",
                                  "Z12", "Z20", "k4", "c2"],

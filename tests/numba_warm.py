@@ -129,9 +129,12 @@ def groups(tmp):
         # a hanging chain past compiled.SPARSE_FROM unknowns: the sparse LU kernels
         ("sparse", 13, [(chain, "simulation.integrator=genalpha")]),
         # the variational integrator's compiled forward solves (compiled/saddle_lu.py:
-        # csr_dense and the sparse LU called from Python, from compiled.SPARSE_FROM unknowns
+        # factor_csr and solve_refined_csr called from Python, from compiled.SPARSE_FROM unknowns
         # on: a 15-element flexible pendulum, N = 66; cold 2.1 s CPU, load ~10)
         ("variational-lu", 3, [(CONFIGS / "flexible-pendulum.toml", short, "beams.beam.elements=15")]),
+        # the variational forward's component kernels (compiled/variational_kinds.py) on
+        # the double wishbone, every kind of it (variational_kinds.warm_up cold: 4.4 s CPU, load ~7)
+        ("variational-kinds", 6, [(CONFIGS / "double-wishbone-opt.toml", "simulation.t_end=0.002")]),
         # the own Dormand–Prince on the index-1 ODE (compiled/index1_rk.py): a family no
         # other model or integrator compiles; cold, the first test of tests/test_dopri.py
         # compiled it on the serial path: 26.9 s CPU, 0.36 s after these (26.5 + 1.3 s here;

@@ -115,3 +115,46 @@ def test_a_zero_pivot_redoes_the_step_on_petsc(monkeypatch):
     tr, tc = ref.forward(), pr.forward()
     for k in ("q", "v", "a", "lam"):
         assert np.array_equal(getattr(tr, k), getattr(tc, k)), k
+
+
+def test_kernels_match_the_numpy_groups():
+    """compiled/variational_kinds.py: every proxied group of the double wishbone against its
+    numpy methods at a perturbed state (q + 0.01 N(0, 1), v + 0.1 N(0, 1): off the
+    constraint manifold, so Φ is O(1e-2) and no term vanishes).  Bound: 64 u of the largest
+    entry of the numpy block — each kernel evaluates the numpy formula in another order,
+    ≤ ~10 products and sums per entry (a relative error of a few u); Φ of a joint is a
+    difference of point positions of O(1) m whose result is O(1e-2), so its bound is
+    64 u of the positions (the operands), not of Φ."""
+    from parmbs.compiled import variational_kinds as VK
+    pr = _problem("simulation.t_end=2e-3")
+    s, cs = pr.sys, pr.stepper.compiled
+    rng = np.random.default_rng(1)
+    q, v, a = s.q_guess + 0.01 * rng.standard_normal(s.n), rng.standard_normal(s.n), rng.standard_normal(s.n)
+    u = np.finfo(float).eps
+    seen = set()
+    for g, f in zip(list(s.forces) + list(s.constraints), cs.forces + cs.constraints):
+        assert f is not g, type(g).__name__        # every kind of this model has kernels
+        seen.add(type(f).__name__)
+        ql, vl, al = (s.extend(x)[g.qidx] for x in (q, v, a))
+        p = s.p[g.pidx]
+        if g in s.constraints:
+            pairs = [(f.phi(0.3, ql, p), g.phi(0.3, ql, p), np.max(np.abs(ql))),
+                     (f.phi_q(0.3, ql, p), g.phi_q(0.3, ql, p), None),
+                     (f.gamma(0.3, ql, vl, p), g.gamma(0.3, ql, vl, p), None),
+                     (f.phi_t(0.3, ql, p), g.phi_t(0.3, ql, p), None)]
+        else:
+            pairs = [(f.r(0.3, ql, vl, al, p), g.r(0.3, ql, vl, al, p), None)]
+            for A, B in zip(f.jacobians(0.3, ql, vl, al, p), g.jacobians(0.3, ql, vl, al, p)):
+                assert (A is None) == (B is None), type(g).__name__
+                if A is not None:
+                    pairs.append((A, B, None))
+        for A, B, scale in pairs:
+            B = np.asarray(B)
+            assert np.shape(A) == B.shape, type(g).__name__
+            ref = scale if scale is not None else np.max(np.abs(B), initial=0.0)
+            assert np.max(np.abs(A - B), initial=0.0) <= 64 * u * ref, type(g).__name__
+    assert len(seen) == 11
+    # a complex argument (complex-step runs) goes to the numpy method: the same array
+    g, f = s.constraints[0], cs.constraints[0]
+    qc = s.extend(q)[g.qidx] + 1e-30j
+    assert np.array_equal(f.phi_q(0.0, qc, s.p[g.pidx]), g.phi_q(0.0, qc, s.p[g.pidx]))

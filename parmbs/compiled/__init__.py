@@ -23,10 +23,12 @@ names step and time) use it.
 Numbers: not bitwise those of the numpy path (another summation order and LU; the
 bounds are in tests/test_compiled.py), bitwise the same from run to run.
 
-The variational integrator (integrators/variational.py) takes compiled solves only: its
-forward step's J and S are factored by compiled/saddle_lu.py (the components stay numpy,
-so every kind qualifies; from ``SPARSE_FROM`` to ``MAX_UNKNOWNS`` unknowns, one rank, the
-default direct LU); tangent, adjoint and initial state stay on PETSc (``make_variational``).
+The variational integrator (integrators/variational.py) takes compiled solves and
+component kernels: its forward step's J and S are factored by compiled/saddle_lu.py, and
+the groups of the kinds in compiled/variational_kinds.py (the double wishbone's) are
+evaluated by numba kernels, the others by numpy (so every kind qualifies; from
+``SPARSE_FROM`` to ``MAX_UNKNOWNS`` unknowns, one rank, the default direct LU); tangent,
+adjoint and initial state stay on PETSc and numpy (``make_variational``).
 
 Generalized-α in the Arnold–Brüls form (integrators/genalpha_ab.py) has its own compiled
 forward and adjoint steps, which also take the vehicle kinds and factor sparse
@@ -177,7 +179,8 @@ def make(system, mode="auto", op=None, why=None, build=None):
 def make_variational(system, mode="auto", op=None):
     """(CompiledVariational or None, note or None) for the variational stepper's forward
     solves (compiled/saddle_lu.py): the model test is the size and ``runtime_why_not``
-    (the components are evaluated by numpy, so no kind is missing a kernel)."""
+    (a kind without a kernel in compiled/variational_kinds.py is evaluated by numpy, so no
+    kind is missing one)."""
     def why(system, op):
         N = system.n + system.m
         if N < SPARSE_FROM:    # measured: no gain (flexible pendulum N = 26, rigid-spring-beam 21: ±3 %)

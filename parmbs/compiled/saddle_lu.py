@@ -10,8 +10,10 @@ wishbone").  ``CompiledSaddleLU`` replaces the PETSc operator in the *forward* s
 only: the same CSR values (BlockPattern.values, the numpy path's assembly), factored by
 compiled/sparse_lu.py in the static constrained minimum-degree order of the pattern
 (computed once per stepper) and solved with one step of iterative refinement.  The
-component evaluations stay numpy, and the tangent, adjoint and initial state keep the
-PETSc operators (the reference path).  Used from ``compiled.SPARSE_FROM`` unknowns on:
+component evaluations of the forward step run compiled/variational_kinds.py's kernels
+where a kind has them (``CompiledVariational.forces``, ``.constraints``), numpy otherwise;
+the tangent, adjoint and initial state keep the PETSc operators and numpy groups (the
+reference path).  Used from ``compiled.SPARSE_FROM`` unknowns on:
 below, on the flexible pendulum (N = 26) and the rigid–spring–beam (N = 21), the forward
 was as fast with PETSc's LU (±3 %, CPU per step, 2 × 200 steps each, load ~10).
 
@@ -27,18 +29,41 @@ from ._jit import njit
 from . import sparse_lu
 
 
-class PivotFailure(Exception):
-    """The static-order LU met a zero or non-finite pivot: redo the step on PETSc."""
+@njit(cache=True)
+def factor_csr(data, jp, ji, perm, ptr, idx):
+    """``sparse_lu.factor`` of the matrix with CSR values ``data`` on (jp, ji), filled into
+    the permuted work array straight from ``data`` (no dense copy of J: the same numbers)."""
+    N = jp.shape[0] - 1
+    pos = np.empty(N, np.int64)
+    for k in range(N):
+        pos[perm[k]] = k
+    A = np.zeros((N, N))
+    for i in range(N):
+        for a in range(jp[i], jp[i + 1]):
+            A[pos[i], pos[ji[a]]] = data[a]
+    return A, sparse_lu.eliminate(A, ptr, idx)
 
 
 @njit(cache=True)
-def csr_dense(data, jp, ji, N):
-    """The dense (N, N) matrix with the CSR values ``data`` on the pattern (jp, ji), zero elsewhere."""
-    J = np.zeros((N, N))
+def solve_refined_csr(data, jp, ji, A, perm, ptr, idx, b):
+    """``sparse_lu.solve_refined`` with the residual b − J x over the CSR values (the same
+    products in the same order as over the dense copy)."""
+    x = sparse_lu.solve(A, perm, ptr, idx, b)
+    N = b.shape[0]
+    r = np.empty(N)
     for i in range(N):
+        s = b[i]
         for a in range(jp[i], jp[i + 1]):
-            J[i, ji[a]] = data[a]
-    return J
+            s -= data[a] * x[ji[a]]
+        r[i] = s
+    d = sparse_lu.solve(A, perm, ptr, idx, r)
+    for i in range(N):
+        x[i] += d[i]
+    return x
+
+
+class PivotFailure(Exception):
+    """The static-order LU met a zero or non-finite pivot: redo the step on PETSc."""
 
 
 class CompiledSaddleLU:
@@ -49,12 +74,11 @@ class CompiledSaddleLU:
     def __init__(self, op, order):
         self.pattern, self.N = op.pattern, op.N
         self.perm, self.ptr, self.idx, self.jp, self.ji = order
-        self.J = self.LU = None
+        self.data = self.LU = None
 
     def set_values(self, vals):
-        data = self.pattern.values(vals)
-        self.J = csr_dense(data, self.jp, self.ji, self.N)
-        self.LU, ok = sparse_lu.factor(self.J, self.jp, self.ji, self.perm, self.ptr, self.idx)
+        self.data = data = np.ascontiguousarray(self.pattern.values(vals), dtype=np.float64)
+        self.LU, ok = factor_csr(data, self.jp, self.ji, self.perm, self.ptr, self.idx)
         if not ok:
             self.LU = None
             raise PivotFailure("zero or non-finite pivot in the static order")
@@ -62,8 +86,8 @@ class CompiledSaddleLU:
     def solve(self, rhs):
         if np.iscomplexobj(rhs):               # complex-step runs never get here (numpy path)
             raise TypeError("CompiledSaddleLU solves real right-hand sides only")
-        x = sparse_lu.solve_refined(self.J, self.jp, self.ji, self.LU, self.perm, self.ptr, self.idx,
-                                    np.ascontiguousarray(rhs, dtype=np.float64))
+        x = solve_refined_csr(self.data, self.jp, self.ji, self.LU, self.perm, self.ptr, self.idx,
+                              np.ascontiguousarray(rhs, dtype=np.float64))
         if not np.all(np.isfinite(x)):
             raise PivotFailure("non-finite solution")
         return x
@@ -76,25 +100,36 @@ class CompiledVariational:
 
     def __init__(self, system, op):
         from .newton_lu import sparse_order
+        from .variational_kinds import fast_group
         order = sparse_order(op.N, system.n, op)
         self.J, self.S = CompiledSaddleLU(op, order), CompiledSaddleLU(op, order)
         self.N, self.flops = op.N, sparse_lu.flops(order[1])
+        # the groups the compiled forward step evaluates: compiled/variational_kinds.py's
+        # proxies where a kind has kernels, the numpy group otherwise
+        self.forces = [fast_group(g) for g in system.forces]
+        self.constraints = [fast_group(g) for g in system.constraints]
+        groups = self.forces + self.constraints
+        self.nfast = sum(g is not o for g, o in zip(groups, list(system.forces) + list(system.constraints)))
+        self.ngroups = len(groups)
 
     def warm_up(self):
-        """Compile (or load from numba's cache) the three kernels on a 2 × 2 saddle point
+        """Compile (or load from numba's cache) the kernels on a 2 × 2 saddle point
         and time it: the one-line note."""
         import time
         import numba
         t0, w0 = time.process_time(), time.perf_counter()
         jp, ji = np.array([0, 2, 3], np.int64), np.array([0, 1, 0], np.int64)
         perm, ptr, idx = sparse_lu.order(2, 1, jp, ji)
-        J = csr_dense(np.array([2.0, 1.0, 1.0]), jp, ji, 2)
-        LU, _ = sparse_lu.factor(J, jp, ji, perm, ptr, idx)
-        sparse_lu.solve_refined(J, jp, ji, LU, perm, ptr, idx, np.ones(2))
+        data = np.array([2.0, 1.0, 1.0])
+        LU, _ = factor_csr(data, jp, ji, perm, ptr, idx)
+        solve_refined_csr(data, jp, ji, LU, perm, ptr, idx, np.ones(2))
+        if self.nfast:
+            from . import variational_kinds
+            variational_kinds.warm_up()
         cpu, wall = time.process_time() - t0, time.perf_counter() - w0
-        st = sparse_lu.factor.stats
+        st = factor_csr.stats
         how = "loaded from numba's cache" if st.cache_hits and not st.cache_misses else "compiled"
         return (f"compiled: the variational step's J and S factored by numba {numba.__version__} "
                 f"(sparse LU, {self.N} unknowns, {self.flops} multiply-adds a factorization; "
-                f"components on numpy); kernels {how} in {cpu:.2f} s CPU ({wall:.2f} s wall); "
+                f"{self.nfast} of {self.ngroups} component groups on kernels, the others numpy); kernels {how} in {cpu:.2f} s CPU ({wall:.2f} s wall); "
                 f"simulation.compiled = \"off\" for PETSc")

@@ -87,10 +87,18 @@ def factor(J, jp, ji, perm, ptr, idx):
     for i in range(N):
         for a in range(jp[i], jp[i + 1]):
             A[pos[i], pos[ji[a]]] = J[i, ji[a]]
+    return A, eliminate(A, ptr, idx)
+
+
+@njit(cache=True)
+def eliminate(A, ptr, idx):
+    """``factor``'s elimination in place on the permuted matrix A; False at a zero or
+    non-finite pivot."""
+    N = A.shape[0]
     for k in range(N):
         piv = A[k, k]
         if piv == 0.0 or not np.isfinite(piv):
-            return A, False
+            return False
         inv = 1.0 / piv
         for a in range(ptr[k], ptr[k + 1]):
             i = idx[a]
@@ -100,7 +108,7 @@ def factor(J, jp, ji, perm, ptr, idx):
                 for b in range(ptr[k], ptr[k + 1]):
                     j = idx[b]
                     A[i, j] -= f * A[k, j]
-    return A, True
+    return True
 
 
 @njit(cache=True)

@@ -99,6 +99,17 @@ class _View:
         self.m = system.m if self.constraints else 0
 
 
+class _Views:
+    """The four views a step evaluates: all forces, the inertial forces, the constraints, and
+    all groups (the whole system's n, m)."""
+
+    def __init__(self, dyn, mass, con, sys):
+        self.dyn, self.mass, self.con, self.sys = dyn, mass, con, sys
+
+    def __iter__(self):
+        return iter((self.dyn, self.mass, self.con, self.sys))
+
+
 class Variational(OneStep):
     name = "variational"
 
@@ -121,6 +132,7 @@ class Variational(OneStep):
         self.con = _View(system, [], system.constraints)
         self.plans = {id(v): EvalPlan(v, self.design_map) for v in (self.dyn, self.mass, self.con)}
         self.plans[id(system)] = EvalPlan(system, self.design_map)
+        self.views = _Views(self.dyn, self.mass, self.con, system)
         # the Newmark pattern (forces, constraint Hessians, Φ_q, Φ_qᵀ, λ diagonal): the
         # initial state fills it, J and S use it with zero Hessian blocks
         blocks, self.zero_diag = saddle_point_pattern(system)
@@ -130,7 +142,7 @@ class Variational(OneStep):
         self.S = SparseOperator(n + m, blocks, comm=comm, options=petsc_options)
         from .initial import InitialState
         self.init = InitialState(system, self.S, self.design_map, ndesign, newton, comm=comm)
-        self._last = None      # (t, q, constraint eval, p) of the last step's end: next G_n
+        self._last = None      # (t, q, constraint eval, p, views) of the last step's end: next G_n
         self._mass_blocks = None   # (p, M blocks in the pattern's force order): M = M(p)
         # issue 19/22: the forward step's J and S factored and solved in compiled code
         # (compiled/saddle_lu.py); tangent, adjoint and initial state keep PETSc
@@ -139,21 +151,28 @@ class Variational(OneStep):
         if self.compiled is not None:     # the failures a compiled step is redone on PETSc for (once, not per step)
             from ..compiled.saddle_lu import PivotFailure
             self._redo = (PivotFailure, StepError, ModelError)
+            # the same views with the groups of compiled/variational_kinds.py's kinds on
+            # their kernels (the compiled forward step only)
+            fs, fc = self.compiled.forces, self.compiled.constraints
+            self.fast = _Views(_View(system, fs, []), _View(system, [g for g in fs if g.inertial], []),
+                               _View(system, [], fc), _View(system, fs, fc))
+            for v in self.fast:
+                self.plans[id(v)] = EvalPlan(v, self.design_map)
 
     # -- evaluations --------------------------------------------------------------------------
     def _ev(self, view, t, q, v, a, lam, p):
         return StateEval(view, t, q, v, a, lam, p, self.design_map, self.plans[id(view)])
 
-    def _con(self, t, q, p, lam=None):
+    def _con(self, t, q, p, lam=None, V=None):
         z = np.zeros(self.sys.n)
-        return self._ev(self.con, t, q, z, z, np.zeros(self.sys.m) if lam is None else lam, p)
+        return self._ev((V or self.views).con, t, q, z, z, np.zeros(self.sys.m) if lam is None else lam, p)
 
-    def _mid(self, t, q0, v0, A, p):
+    def _mid(self, t, q0, v0, A, p, V=None):
         """The midpoint state of stage 1 and its all-forces eval (a = A)."""
         h = self.h
         qm = q0 + 0.5 * h * v0 + 0.25 * h * h * A
         vm = v0 + 0.5 * h * A
-        return qm, vm, self._ev(self.dyn, t + 0.5 * h, qm, vm, A, np.zeros(0), p)
+        return qm, vm, self._ev((V or self.views).dyn, t + 0.5 * h, qm, vm, A, np.zeros(0), p)
 
     def _set_J(self, em, e1, en, J=None):
         h = self.h
@@ -184,24 +203,25 @@ class Variational(OneStep):
                 z = z + S.solve(rhs - ops(z))
         return z
 
-    def _project(self, t1, q1, qm, vm, p, S=None):
+    def _project(self, t1, q1, qm, vm, p, S=None, V=None):
         """Stages 2–3: (v₁, ξ, a₁, λ₁) at q₁ from the midpoint state (factors S, default
-        the PETSc operator)."""
+        the PETSc operator; ``V`` the views, default the numpy groups')."""
         n, h = self.sys.n, self.h
-        e1 = self._con(t1, q1, p)
+        V = V or self.views
+        e1 = self._con(t1, q1, p, V=V)
         zero = np.zeros(n, q1.dtype)
-        emv = self._ev(self.dyn, t1 - 0.5 * h, qm, vm, vm, np.zeros(0), p)
+        emv = self._ev(V.dyn, t1 - 0.5 * h, qm, vm, vm, np.zeros(0), p)
         ptil = emv.residual(1.0, -0.5 * h)                    # M v_m − (h/2) F_m
         self._set_S(e1.real(), p, S)
         G1 = e1.G()
 
         def Sop(z):      # S z in complex arithmetic (M z through the residual: complex-safe)
-            Mz = self._ev(self.mass, t1, q1, zero, z[:n], np.zeros(0), p).residual()
+            Mz = self._ev(V.mass, t1, q1, zero, z[:n], np.zeros(0), p).residual()
             return np.r_[Mz + G1.T @ z[n:], G1 @ z[:n]]
 
         z = self._solve_S(np.r_[ptil, -e1.phi_t()], Sop, S)
         v1, xi = z[:n], z[n:]
-        ev = self._ev(self.sys, t1, q1, v1, np.zeros(n, z.dtype), np.zeros(self.sys.m, z.dtype), p)
+        ev = self._ev(V.sys, t1, q1, v1, np.zeros(n, z.dtype), np.zeros(self.sys.m, z.dtype), p)
         z = self._solve_S(-np.r_[ev.residual(), ev.gamma()], Sop, S)
         return v1, xi, z[:n], z[n:], e1
 
@@ -214,30 +234,32 @@ class Variational(OneStep):
         """x_{k+1} from x_k at time t = t_k; returns (x_{k+1}, Newton iterations)."""
         if self.compiled is not None and not any(np.asarray(y).dtype.kind == "c" for y in (p, *x)):
             try:
-                return self._step(k, t, x, p, self.compiled.J, self.compiled.S)
+                return self._step(k, t, x, p, self.compiled.J, self.compiled.S, self.fast)
             except self._redo:
                 pass        # redone on PETSc below, so the error names step and time as always
-        return self._step(k, t, x, p, None, None)
+        return self._step(k, t, x, p, None, None, self.views)
 
-    def _step(self, k, t, x, p, Jop, Sop):
-        """``step`` with the Newton matrix and S in ``Jop``, ``Sop`` (None: the PETSc operators)."""
+    def _step(self, k, t, x, p, Jop, Sop, V):
+        """``step`` with the Newton matrix and S in ``Jop``, ``Sop`` (None: the PETSc
+        operators) and the component groups of the views ``V`` (``self.views``: numpy;
+        ``self.fast``: compiled/variational_kinds.py)."""
         h, n = self.h, self.sys.n
         q0, v0, a0, l0 = x
         t1 = t + h
         last = self._last
         if (last is not None and last[0] == t and last[1].shape == q0.shape and np.array_equal(last[1], q0)
-                and np.array_equal(last[3], p)):
+                and np.array_equal(last[3], p) and last[4] is V):
             en = last[2]
         else:
-            en = self._con(t, q0, p)
+            en = self._con(t, q0, p, V=V)
         GnT = en.G().T
         A, lam = a0.copy(), l0.copy()
         qp = q0 + h * v0
         tol = self.newton
         for it in range(1, tol.max_it + 1):
             q1 = qp + 0.5 * h * h * A
-            qm, vm, em = self._mid(t, q0, v0, A, p)
-            e1 = self._con(t1, q1, p)
+            qm, vm, em = self._mid(t, q0, v0, A, p, V)
+            e1 = self._con(t1, q1, p, V=V)
             R = np.r_[em.residual() + GnT @ lam, (2.0 / (h * h)) * e1.phi()]
             self._set_J(em.real(), e1.real(), en.real(), Jop)
             try:
@@ -254,11 +276,11 @@ class Variational(OneStep):
                 q1 = qp + 0.5 * h * h * A
                 qm, vm = q0 + 0.5 * h * v0 + 0.25 * h * h * A, v0 + 0.5 * h * A
                 try:
-                    v1, _, a1, l1, e1 = self._project(t1, q1, qm, vm, p, Sop)
+                    v1, _, a1, l1, e1 = self._project(t1, q1, qm, vm, p, Sop, V)
                 except np.linalg.LinAlgError:
                     raise StepError(f"step {k + 1} (t = {t1:.6g}): singular mass/constraint matrix "
                                     "(a body without mass or inertia?)") from None
-                self._last = (t1, q1, e1, p.copy())
+                self._last = (t1, q1, e1, p.copy(), V)
                 return (q1, v1, a1, l1), it
         raise singular_configuration(self.sys, t1, q1, p, k + 1) \
             or StepError(f"step {k + 1} (t = {t1:.6g}): Newton did not converge in {tol.max_it} "

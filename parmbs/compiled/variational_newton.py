@@ -1,0 +1,426 @@
+"""One compiled call per Newton iteration of the variational forward step (issues 19, 22;
+benchmarks/README.md "Compiled variational kernels for the double wishbone", cwish22).
+
+Stage 1 of the variational step (integrators/variational.py) solves, per Newton iteration,
+J dz = −R with
+
+    R = [M A + F(t_{n+½}, q_{n+½}, v_{n+½}) + G_nᵀΛ;  (2/h²) Φ(q_{n+1}, t_{n+1})],
+    J = [[M + (h²/4) K_{n+½} + (h/2) C_{n+½}, G_nᵀ], [G_{n+1}, 0]],
+    q_{n+½} = q_n + (h/2) v_n + (h²/4) A,  v_{n+½} = v_n + (h/2) A,  q_{n+1} = q_n + h v_n + (h²/2) A.
+
+With compiled/variational_kinds.py's kernels the components cost ~1.5 ms a step, and the
+Python around them (two StateEvals per iteration, a scatter per group, the block list
+concatenated and summed by ``BlockPattern.values``, G_nᵀΛ as a LocalOperator) ~2.7 ms of
+the ≈ 5.9 ms step.  ``iteration`` computes R and J's CSR values in one call: the state
+gathers by the groups' index maps, the same kernels, and every local value added straight
+into R or its CSR slot (``BlockPattern.slots``: the slot of every local block entry in
+the pattern's block order: force blocks, constraint Hessians, G_{n+1}, G_nᵀ, λ diagonal).
+
+What is constant goes in once: per design, ``base`` (the CSR values of M, (h/2) × the
+bending damping's r_v and the linear spherical joints' Φ_q in both G blocks) and the
+gravity vector; per step, ``step_gn`` adds G_n of the other constraints (at q_n) to a copy
+of ``base`` and returns its values, which give G_nᵀΛ in every iteration.  Linear kinds
+(r = B x with constant B: the inertias, the bending damping; Φ = Φ_q q: natural/beam
+spherical joints) enter as (row, column, value) triples.
+
+Numbers: the formulas of the numpy path in another summation order (each R entry and CSR
+value sums its terms in the order the kinds are listed here, not group by group), so the
+converged states differ from the per-group compiled step (cwish20) by round-off; bitwise
+the same from run to run.  Used when every group of the model has a kernel and no kind
+has more than one group (``build`` says why not otherwise; the per-group step is then
+used, unchanged).
+"""
+import numpy as np
+
+from ._jit import njit
+from .variational_kinds import elastic, axial_damping, pair_spring, orthonormality, weld, pair_distance, driver
+
+
+# -- kernels ------------------------------------------------------------------------------------
+
+@njit(cache=True)
+def _gather(x, gidx):
+    """x[gidx] for an (ne, k) index array into the extended state."""
+    ne, k = gidx.shape
+    out = np.empty((ne, k))
+    for e in range(ne):
+        for j in range(k):
+            out[e, j] = x[gidx[e, j]]
+    return out
+
+
+@njit(cache=True)
+def _add_vec(R, ridx, r, c):
+    """R[ridx] += c r, entry by entry ((ne, k) arrays)."""
+    ne, k = ridx.shape
+    for e in range(ne):
+        for j in range(k):
+            R[ridx[e, j]] += c * r[e, j]
+
+
+@njit(cache=True)
+def _add_blocks(data, slot, B1, c1, B2, c2, two):
+    """data[slot] += c1 B1 (+ c2 B2 with ``two``), ((ne, a, b) arrays)."""
+    ne, a, b = slot.shape
+    for e in range(ne):
+        for i in range(a):
+            for j in range(b):
+                v = c1 * B1[e, i, j]
+                if two:
+                    v = c2 * B2[e, i, j] + v
+                data[slot[e, i, j]] += v
+
+
+@njit(cache=True)
+def _ext_states(q0, v0, A, h):
+    """Extended (ground slots zero) q_{n+½}, v_{n+½}, A, q_{n+1} — the Python step's formulas."""
+    n = q0.shape[0]
+    qm, vm, a, q1 = np.zeros(n + 3), np.zeros(n + 3), np.zeros(n + 3), np.zeros(n + 3)
+    for i in range(n):
+        qm[i] = q0[i] + 0.5 * h * v0[i] + 0.25 * h * h * A[i]
+        vm[i] = v0[i] + 0.5 * h * A[i]
+        a[i] = A[i]
+        q1[i] = (q0[i] + h * v0[i]) + 0.5 * h * h * A[i]
+    return qm, vm, a, q1
+
+
+@njit(cache=True)
+def _con_phi_q(x, OR, WE, PD, DR):
+    """Φ_q of the nonlinear constraint kinds at x (extended), flat in the order
+    orthonormality, weld, distance, driver (each (ne, m, nq) raveled)."""
+    g0 = orthonormality(_gather(x, OR[0]), _gather(x, OR[0]), 1)
+    qw = _gather(x, WE[0])
+    g1 = weld(qw, qw, WE[4], WE[5], WE[6], WE[7], WE[8], 1)
+    qd = _gather(x, PD[0])
+    g2 = pair_distance(qd, qd, PD[4], PD[5], PD[6], 1)
+    qr = _gather(x, DR[0])
+    g3 = driver(qr, qr, DR[4], DR[5], np.zeros(qr.shape[0]), 1)
+    return np.concatenate((g0.ravel(), g1.ravel(), g2.ravel(), g3.ravel()))
+
+
+@njit(cache=True)
+def step_gn(q0, base, OR, WE, PD, DR, gn_slot):
+    """Once a step: G_n's values (flat, ``_con_phi_q`` order) at q_n and the step's
+    constant CSR values: ``base`` + G_nᵀ in its slots."""
+    n = q0.shape[0]
+    x = np.zeros(n + 3)
+    x[:n] = q0
+    gn = _con_phi_q(x, OR, WE, PD, DR)
+    dstep = base.copy()
+    for k in range(gn.shape[0]):
+        dstep[gn_slot[k]] += gn[k]
+    return gn, dstep
+
+
+@njit(cache=True)
+def iteration(q0, v0, A, lam, h, grav, LF, EL, AD, PS, LC, OR, WE, PD, DR, fdr, gn, gn_ridx, gn_lidx,
+              dstep, R, data):
+    """R (N + 1: the last entry takes dropped rows) and J's CSR values (nnz + 1: the
+    pattern's spare slot) of one Newton iteration (module docstring).
+
+    LF: linear forces (R index, extended column, value, state 1 = v, 2 = a);
+    EL, AD, PS: elastic, axial damping, spring-damper (gather index, R index, J slots, constants);
+    LC: linear constraint rows (R index of the row, extended column, value);
+    OR, WE, PD, DR: nonlinear constraints (gather, R index of the rows, G_{n+1} slots, constants);
+    fdr: the driver's time function at t_{n+1}; gn, gn_ridx, gn_lidx: G_n's values, their
+    coordinate R index and λ index (m: λ = 0) for G_nᵀΛ."""
+    n = q0.shape[0]
+    cq, cv = 0.25 * h * h, 0.5 * h
+    s = 2.0 / (h * h)
+    qm, vm, a, q1 = _ext_states(q0, v0, A, h)
+    R[:] = 0.0
+    data[:] = dstep
+    R[:n] += grav
+    # linear forces: r = B x (x = a for M A, v_{n+½} for the bending damping)
+    for k in range(LF[0].shape[0]):
+        x = a[LF[1][k]] if LF[3][k] == 2 else vm[LF[1][k]]
+        R[LF[0][k]] += LF[2][k] * x
+    # elastic force: r, (h²/4) ∂r/∂q
+    r, Jq = elastic(_gather(qm, EL[0]), EL[3], EL[4], EL[5], EL[6], EL[7], True)
+    _add_vec(R, EL[1], r, 1.0)
+    _add_blocks(data, EL[2], Jq, cq, Jq, 0.0, False)
+    # axial damping: r, (h/2) ∂r/∂v + (h²/4) ∂r/∂q
+    r, rq, rv = axial_damping(_gather(qm, AD[0]), _gather(vm, AD[0]), AD[3], True)
+    _add_vec(R, AD[1], r, 1.0)
+    _add_blocks(data, AD[2], rv, cv, rq, cq, True)
+    # spring-dampers between points
+    r, rq, rv = pair_spring(_gather(qm, PS[0]), _gather(vm, PS[0]), PS[3], PS[4], PS[5], PS[6], True)
+    _add_vec(R, PS[1], r, 1.0)
+    _add_blocks(data, PS[2], rv, cv, rq, cq, True)
+    # G_nᵀΛ
+    for k in range(gn.shape[0]):
+        R[gn_ridx[k]] += gn[k] * lam[gn_lidx[k]]
+    # constraints at q_{n+1}: (2/h²) Φ and G_{n+1}
+    for k in range(LC[0].shape[0]):
+        R[LC[0][k]] += s * (LC[2][k] * q1[LC[1][k]])
+    qo = _gather(q1, OR[0])
+    _add_vec(R, OR[1], orthonormality(qo, qo, 0)[:, :, 0], s)
+    go = orthonormality(qo, qo, 1)
+    _add_blocks(data, OR[2], go, 1.0, go, 0.0, False)
+    qw = _gather(q1, WE[0])
+    _add_vec(R, WE[1], weld(qw, qw, WE[4], WE[5], WE[6], WE[7], WE[8], 0)[:, :, 0], s)
+    gw = weld(qw, qw, WE[4], WE[5], WE[6], WE[7], WE[8], 1)
+    _add_blocks(data, WE[2], gw, 1.0, gw, 0.0, False)
+    qd = _gather(q1, PD[0])
+    _add_vec(R, PD[1], pair_distance(qd, qd, PD[4], PD[5], PD[6], 0)[:, :, 0], s)
+    gd = pair_distance(qd, qd, PD[4], PD[5], PD[6], 1)
+    _add_blocks(data, PD[2], gd, 1.0, gd, 0.0, False)
+    qr = _gather(q1, DR[0])
+    _add_vec(R, DR[1], driver(qr, qr, DR[4], DR[5], fdr, 0)[:, :, 0], s)
+    gr = driver(qr, qr, DR[4], DR[5], fdr, 1)
+    _add_blocks(data, DR[2], gr, 1.0, gr, 0.0, False)
+
+
+@njit(cache=True)
+def _forces_r(R, qx, vx, ax, wi, wf, grav, LF, EL, AD, PS):
+    """R[:n] += wi Σ_inertial r + wf Σ_other r at the extended state (qx, vx, ax): the
+    inertias' M a (LF entries of state 2), the rest at weight wf."""
+    n = grav.shape[0]
+    for i in range(n):
+        R[i] += wf * grav[i]
+    for k in range(LF[0].shape[0]):
+        if LF[3][k] == 2:
+            R[LF[0][k]] += wi * (LF[2][k] * ax[LF[1][k]])
+        else:
+            R[LF[0][k]] += wf * (LF[2][k] * vx[LF[1][k]])
+    _add_vec(R, EL[1], elastic(_gather(qx, EL[0]), EL[3], EL[4], EL[5], EL[6], EL[7], False)[0], wf)
+    _add_vec(R, AD[1], axial_damping(_gather(qx, AD[0]), _gather(vx, AD[0]), AD[3], False)[0], wf)
+    _add_vec(R, PS[1], pair_spring(_gather(qx, PS[0]), _gather(vx, PS[0]), PS[3], PS[4], PS[5], PS[6], False)[0],
+             wf)
+
+
+@njit(cache=True)
+def _ext(x):
+    """x with ground's three zero slots appended."""
+    n = x.shape[0]
+    out = np.zeros(n + 3)
+    out[:n] = x
+    return out
+
+
+@njit(cache=True)
+def project_first(q1, qm, vm, h, baseS, grav, LF, EL, AD, PS, OR, WE, PD, DR, fdr1, gn_slot, g1_slot, R):
+    """Stage 2 (integrators/variational.py ``_project``): S's CSR values, returned, and
+    its right-hand side [M v_{n+½} − (h/2) F(t_{n+½}, q_{n+½}, v_{n+½}); −Φ_t(q_{n+1})]
+    into R (N + 1).  S = ``baseS`` (M, the linear joints' Φ_q) + G_{n+1} of the other
+    constraints in both G slots; fdr1: the driver's f′(t_{n+1})."""
+    x1, xm, vx = _ext(q1), _ext(qm), _ext(vm)
+    g1 = _con_phi_q(x1, OR, WE, PD, DR)
+    dS = baseS.copy()
+    for k in range(g1.shape[0]):
+        dS[g1_slot[k]] += g1[k]
+        dS[gn_slot[k]] += g1[k]
+    R[:] = 0.0
+    _forces_r(R, xm, vx, vx, 1.0, -0.5 * h, grav, LF, EL, AD, PS)
+    qr = _gather(x1, DR[0])
+    _add_vec(R, DR[1], driver(qr, qr, DR[4], DR[5], fdr1, 3)[:, :, 0], -1.0)
+    return dS
+
+
+@njit(cache=True)
+def project_second(q1, v1, grav, LF, EL, AD, PS, LC, OR, WE, PD, DR, fdr2, R):
+    """Stage 3's right-hand side −[F(t_{n+1}, q_{n+1}, v_{n+1}); γ(q_{n+1}, v_{n+1})] into R
+    (N + 1): the inertial forces at a = 0 vanish, Φ_qᵀλ at λ = 0; γ = 0 for the linear
+    joints; fdr2: the driver's f″(t_{n+1})."""
+    x1, w1 = _ext(q1), _ext(v1)
+    R[:] = 0.0
+    _forces_r(R, x1, w1, np.zeros(x1.shape[0]), -1.0, -1.0, grav, LF, EL, AD, PS)
+    qo, vo = _gather(x1, OR[0]), _gather(w1, OR[0])
+    _add_vec(R, OR[1], orthonormality(qo, vo, 2)[:, :, 0], -1.0)
+    qw, vw = _gather(x1, WE[0]), _gather(w1, WE[0])
+    _add_vec(R, WE[1], weld(qw, vw, WE[4], WE[5], WE[6], WE[7], WE[8], 2)[:, :, 0], -1.0)
+    qd, vd = _gather(x1, PD[0]), _gather(w1, PD[0])
+    _add_vec(R, PD[1], pair_distance(qd, vd, PD[4], PD[5], PD[6], 2)[:, :, 0], -1.0)
+    qr, vr = _gather(x1, DR[0]), _gather(w1, DR[0])
+    _add_vec(R, DR[1], driver(qr, vr, DR[4], DR[5], fdr2, 2)[:, :, 0], -1.0)
+
+# -- the stepper's side ----------------------------------------------------------------------------
+
+#: the proxy kinds (compiled/variational_kinds.py) ``iteration`` evaluates; the nonlinear
+#: ones at most one group each
+LINEAR_FORCES = ("Inertia", "BendingDamping")
+NONLINEAR_FORCES = ("Elastic", "AxialDamping", "PairSpring")
+NONLINEAR_CONSTRAINTS = ("Orthonormality", "BeamWeld", "PairDistance", "Driver")
+KINDS = ("Gravity",) + LINEAR_FORCES + NONLINEAR_FORCES + ("LinearSpherical",) + NONLINEAR_CONSTRAINTS
+
+
+def why_not(forces, constraints):
+    """None if ``FusedNewton`` can evaluate these groups (the compiled step's proxies), else
+    the reason (the per-group compiled step is then used)."""
+    names = [type(g).__name__ for g in list(forces) + list(constraints)]
+    for nm in names:
+        if nm not in KINDS:
+            return f"a group without a kernel ({nm})"
+    for nm in NONLINEAR_FORCES + NONLINEAR_CONSTRAINTS:
+        if names.count(nm) > 1:
+            return f"{names.count(nm)} groups of the kind {nm}"
+    return None
+
+
+def _i64(x):
+    return np.ascontiguousarray(x, dtype=np.int64)
+
+
+class FusedNewton:
+    """R and J's CSR values of a variational Newton iteration by one ``iteration`` call
+    (module docstring); ``begin`` once a step, ``evaluate`` per iteration."""
+
+    def __init__(self, system, pattern, forces, constraints):
+        n, m = system.n, system.m
+        self.n, self.m, self.N, self.nnz = n, m, n + m, pattern.nnz
+        N = self.N
+        self.forces, self.constraints = list(forces), list(constraints)
+        nf, nc = len(self.forces), len(self.constraints)
+        offs = np.r_[0, np.cumsum(pattern.sizes)]
+        slots = pattern.slots.astype(np.int64)
+
+        def block(i, shape):
+            return slots[offs[i]:offs[i + 1]].reshape(shape)
+        self.rowmap = rowmap = np.r_[np.arange(n), np.full(3, N)]      # extended -> R index (ground: dropped)
+        self.fslot = [block(i, (g.ne, g.nq, g.nq)) for i, g in enumerate(self.forces)]
+        self.g1slot = [block(nf + nc + j, (g.ne, g.m, g.nq)) for j, g in enumerate(self.constraints)]
+        self.gnslot = [block(nf + 2 * nc + j, (g.ne, g.nq, g.m)).transpose(0, 2, 1)
+                       for j, g in enumerate(self.constraints)]
+        self.cidx = [np.where(g.rows < 0, N, n + g.rows) for g in self.constraints]
+        self.lidx = [np.where(g.rows < 0, m, g.rows) for g in self.constraints]
+        self.ridx = {id(g): rowmap[g.qidx] for g in self.forces + self.constraints}
+        self._lam = np.zeros(m + 1)
+        self.R, self.data = np.zeros(N + 1), np.zeros(self.nnz + 1)
+        self._key = None
+        # the nonlinear constraints' G_n layout (``_con_phi_q`` order): slots, R and λ index
+        sl, rr, ll, s1 = [], [], [], []
+        for name in NONLINEAR_CONSTRAINTS:
+            for j, g in enumerate(self.constraints):
+                if type(g).__name__ == name:
+                    sl.append(self.gnslot[j].ravel())
+                    s1.append(self.g1slot[j].ravel())
+                    rr.append(np.broadcast_to(self.ridx[id(g)][:, None, :], (g.ne, g.m, g.nq)).ravel())
+                    ll.append(np.broadcast_to(self.lidx[j][:, :, None], (g.ne, g.m, g.nq)).ravel())
+        self.gn_slot = _i64(np.concatenate(sl) if sl else np.zeros(0))
+        self.g1_slot = _i64(np.concatenate(s1) if s1 else np.zeros(0))
+        self._gn_r = np.concatenate(rr) if rr else np.zeros(0, np.int64)
+        self._gn_l = np.concatenate(ll) if ll else np.zeros(0, np.int64)
+
+    def _group(self, name, kind):
+        gs = [g for g in (self.forces if kind == "f" else self.constraints) if type(g).__name__ == name]
+        return gs[0] if gs else None
+
+    def _setup(self, p, h):
+        """The per-design (and step size) arrays: tuples of ``iteration``, ``base``, gravity."""
+        n, N, nnz = self.n, self.N, self.nnz
+        local = lambda g: g.consts(p[g.pidx])                  # noqa: E731  (the proxy's constants)
+        grav = np.zeros(N + 1)
+        brows, bvals = [np.zeros(0, np.int64)], [np.zeros(0)]   # base CSR values (slot, value)
+        lf = [[], [], [], []]
+        srows, svals = [np.zeros(0, np.int64)], [np.zeros(0)]  # S's constant values: M, linear joints
+        for g in self.forces:
+            nm, ri, sl = type(g).__name__, self.ridx[id(g)], self.fslot[self.forces.index(g)]
+            if nm == "Gravity":
+                np.add.at(grav, ri.ravel(), local(g).ravel())
+            elif nm in LINEAR_FORCES:
+                B, src, c = (local(g), 2, 1.0) if nm == "Inertia" else (local(g)[1], 1, 0.5 * h)
+                ne, a, b = B.shape
+                lf[0].append(np.broadcast_to(ri[:, :, None], B.shape).ravel())
+                lf[1].append(np.broadcast_to(g.qidx[:, None, :], B.shape).ravel())
+                lf[2].append(B.ravel())
+                lf[3].append(np.full(B.size, src))
+                brows.append(sl.ravel())
+                bvals.append((c * B).ravel())
+                if nm == "Inertia":
+                    srows.append(sl.ravel())
+                    svals.append(B.ravel())
+        LF = tuple(_i64(np.concatenate(x)) if x else np.zeros(0, np.int64) for x in (lf[0], lf[1], lf[3]))
+        LF = (LF[0], LF[1], np.concatenate(lf[2]) if lf[2] else np.zeros(0), LF[2])
+        lc, gn_lc = [[], [], []], [[], [], []]
+        for j, g in enumerate(self.constraints):
+            if type(g).__name__ != "LinearSpherical":
+                continue
+            G = local(g)
+            ne, mj, nq = G.shape
+            lc[0].append(np.broadcast_to(self.cidx[j][:, :, None], G.shape).ravel())
+            lc[1].append(np.broadcast_to(g.qidx[:, None, :], G.shape).ravel())
+            lc[2].append(G.ravel())
+            brows += [self.g1slot[j].ravel(), self.gnslot[j].ravel()]
+            bvals += [G.ravel(), G.ravel()]
+            srows += [self.g1slot[j].ravel(), self.gnslot[j].ravel()]
+            svals += [G.ravel(), G.ravel()]
+            gn_lc[0].append(lc[1][-1])
+            gn_lc[1].append(np.broadcast_to(self.lidx[j][:, :, None], G.shape).ravel())
+            gn_lc[2].append(G.ravel())
+        LC = (_i64(np.concatenate(lc[0]) if lc[0] else []), _i64(np.concatenate(lc[1]) if lc[1] else []),
+              np.concatenate(lc[2]) if lc[2] else np.zeros(0))
+        self._gn_lc = np.concatenate(gn_lc[2]) if gn_lc[2] else np.zeros(0)
+        self.gn_ridx = _i64(np.r_[self._gn_r, self.rowmap[np.concatenate(gn_lc[0])] if gn_lc[0] else []])
+        self.gn_lidx = _i64(np.r_[self._gn_l, np.concatenate(gn_lc[1]) if gn_lc[1] else []])
+        base = np.bincount(np.concatenate(brows), weights=np.concatenate(bvals), minlength=nnz + 1)
+        self.baseS = np.bincount(np.concatenate(srows), weights=np.concatenate(svals), minlength=nnz + 1)
+
+        def idx(g, j=None):
+            if j is None:
+                return _i64(g.qidx), _i64(self.ridx[id(g)]), _i64(self.fslot[self.forces.index(g)])
+            return _i64(g.qidx), _i64(self.cidx[j]), _i64(self.g1slot[j]), _i64(self.gnslot[j])
+
+        def empty(nq, k):
+            z = np.zeros((0, nq), np.int64)
+            return (z, z, np.zeros((0, nq, nq), np.int64)) if k == "f" else \
+                (z, np.zeros((0, 1), np.int64), np.zeros((0, 1, nq), np.int64), np.zeros((0, 1, nq), np.int64))
+        z1, z2 = np.zeros(0), np.zeros((0, 4))
+        g = self._group("Elastic", "f")
+        EL = idx(g) + local(g) if g is not None else empty(12, "f") + (z1, z1, z1, np.zeros((0, 4, 4)), np.zeros((0, 4, 4)))
+        g = self._group("AxialDamping", "f")
+        AD = idx(g) + (local(g),) if g is not None else empty(12, "f") + (z1,)
+        g = self._group("PairSpring", "f")
+        PS = idx(g) + local(g) if g is not None else empty(24, "f") + (z2, z2, np.zeros((0, 3)), True)
+        cons = {}
+        for j, g in enumerate(self.constraints):
+            cons[type(g).__name__] = (g, j)
+        g, j = cons.get("Orthonormality", (None, None))
+        OR = idx(g, j) if g is not None else empty(9, "c")
+        g, j = cons.get("BeamWeld", (None, None))
+        WE = idx(g, j) + local(g) if g is not None else empty(24, "c") + (z2, z2, z2, z2, z1)
+        g, j = cons.get("PairDistance", (None, None))
+        PD = idx(g, j) + local(g) if g is not None else empty(24, "c") + (z2, z2, z1)
+        g, j = cons.get("Driver", (None, None))
+        DR = idx(g, j) + local(g)[:2] if g is not None else empty(3, "c") + (np.zeros((0, 2)), 0)
+        self._driver = g
+        self.args = (grav[:n].copy(), LF, EL, AD, PS, LC, OR, WE, PD, DR)
+        self.base = base
+
+    def begin(self, t1, q0, p, h):
+        """Once a step: the design's arrays (rebuilt when p or h changes), G_n at q_n and the
+        step's constant CSR values, the driver's time function at t_{n+1}."""
+        key = (p.tobytes(), h)
+        if key != self._key:
+            self._setup(p, h)
+            self._key = key
+        a = self.args
+        gn, self.dstep = step_gn(q0, self.base, a[6], a[7], a[8], a[9], self.gn_slot)
+        self.gn = np.concatenate((gn, self._gn_lc))
+        g = self._driver
+        if g is None:
+            self.fdr = self.fdr1 = self.fdr2 = np.zeros(0)
+        else:
+            pl = p[g.pidx]
+            C = g.consts(pl)
+            self.fdr, self.fdr1, self.fdr2 = (np.ascontiguousarray(g._f(C, t1, pl, o), dtype=np.float64)
+                                              for o in (0, 1, 2))
+
+    def evaluate(self, q0, v0, A, lam, h):
+        """(R, J's CSR values) of the iteration at A, Λ (views of buffers reused by the next call)."""
+        self._lam[:self.m] = lam
+        iteration(q0, v0, A, self._lam, h, *self.args, self.fdr, self.gn, self.gn_ridx, self.gn_lidx,
+                  self.dstep, self.R, self.data)
+        return self.R[:self.N], self.data[:self.nnz]
+
+    def project(self, q1, qm, vm, h, Sop):
+        """Stages 2–3 of the step (``Variational._project``) with S in ``Sop``
+        (CompiledSaddleLU): (v_{n+1}, ξ, a_{n+1}, λ_{n+1})."""
+        n, N, a = self.n, self.N, self.args
+        self.dS = project_first(q1, qm, vm, h, self.baseS, a[0], a[1], a[2], a[3], a[4], a[6], a[7], a[8], a[9],
+                                self.fdr1, self.gn_slot, self.g1_slot, self.R)
+        Sop.set_data(self.dS[:self.nnz])
+        z = Sop.solve(self.R[:N])
+        v1, xi = z[:n], z[n:]
+        project_second(q1, v1, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], self.fdr2, self.R)
+        z = Sop.solve(self.R[:N])
+        return v1, xi, z[:n], z[n:]

@@ -62,10 +62,9 @@ def wrap_blocks(acc):
                       (StateEval, "phi"), (StateEval, "phi_q_blocks"), (StateEval, "gamma"), (StateEval, "phi_t"),
                       (BlockPattern, "values"), (SL, "factor_csr"), (SL, "solve_refined_csr"),
                       (SL.CompiledSaddleLU, "set_values"), (SL.CompiledSaddleLU, "solve"), (LocalOperator, "__matmul__"),
-                      (V.Variational, "_step"), (V.Variational, "_set_J"), (V.Variational, "_set_S"),
+                      (V.Variational, "step"), (V.Variational, "_step"), (V.Variational, "_set_J"), (V.Variational, "_set_S"),
                       (V.Variational, "_project"), (VN.FusedNewton, "begin"), (VN.FusedNewton, "evaluate"),
-                      (VN.FusedNewton, "project"), (VN, "iteration"), (VN, "step_gn"), (VN, "project_first"),
-                      (VN, "project_second")):
+                      (VN.FusedNewton, "project"), (VN, "fused")):
         f = getattr(obj, name)
 
         def w(*a, _f=f, _k=f"{getattr(obj, '__name__', obj)}.{name}", **kw):

@@ -11,23 +11,26 @@ J dz = −R with
 With compiled/variational_kinds.py's kernels the components cost ~1.5 ms a step, and the
 Python around them (two StateEvals per iteration, a scatter per group, the block list
 concatenated and summed by ``BlockPattern.values``, G_nᵀΛ as a LocalOperator) ~2.7 ms of
-the ≈ 5.9 ms step.  ``iteration`` computes R and J's CSR values in one call: the state
-gathers by the groups' index maps, the same kernels, and every local value added straight
-into R or its CSR slot (``BlockPattern.slots``: the slot of every local block entry in
-the pattern's block order: force blocks, constraint Hessians, G_{n+1}, G_nᵀ, λ diagonal).
+the ≈ 5.9 ms step.  ``fused`` computes R and J's CSR values in one call per iteration,
+and stages 2–3's S and right-hand sides in one call each: the state gathers by the
+groups' index maps, the same kernels, and every local value added straight into R or its
+CSR slot (``BlockPattern.slots``: the slot of every local block entry in the pattern's
+block order: force blocks, constraint Hessians, G_{n+1}, G_nᵀ, λ diagonal).
 
 What is constant goes in once: per design, ``base`` (the CSR values of M, (h/2) × the
-bending damping's r_v and the linear spherical joints' Φ_q in both G blocks) and the
-gravity vector; per step, ``step_gn`` adds G_n of the other constraints (at q_n) to a copy
-of ``base`` and returns its values, which give G_nᵀΛ in every iteration.  Linear kinds
+bending damping's r_v and the linear spherical joints' Φ_q in both G blocks), S's
+constant values and the gravity vector; per step, G_n of the other constraints (at q_n)
+is added to a copy of ``base`` and kept for G_nᵀΛ in every iteration.  Linear kinds
 (r = B x with constant B: the inertias, the bending damping; Φ = Φ_q q: natural/beam
-spherical joints) enter as (row, column, value) triples.
+spherical joints) enter as (row, column, value) triples.  The ~50 index and constant
+arrays travel packed in three (``pack``): numba types every argument of a call, and a
+tuple of ~50 arrays took 15–45 µs a call against ~1 µs for plain arrays.
 
 Numbers: the formulas of the numpy path in another summation order (each R entry and CSR
 value sums its terms in the order the kinds are listed here, not group by group), so the
 converged states differ from the per-group compiled step (cwish20) by round-off; bitwise
 the same from run to run.  Used when every group of the model has a kernel and no kind
-has more than one group (``build`` says why not otherwise; the per-group step is then
+has more than one nonlinear group (``why_not`` says why not otherwise; the per-group step is then
 used, unchanged).
 """
 import numpy as np
@@ -85,163 +88,12 @@ def _ext_states(q0, v0, A, h):
 
 
 @njit(cache=True)
-def _con_phi_q(x, OR, WE, PD, DR):
-    """Φ_q of the nonlinear constraint kinds at x (extended), flat in the order
-    orthonormality, weld, distance, driver (each (ne, m, nq) raveled)."""
-    g0 = orthonormality(_gather(x, OR[0]), _gather(x, OR[0]), 1)
-    qw = _gather(x, WE[0])
-    g1 = weld(qw, qw, WE[4], WE[5], WE[6], WE[7], WE[8], 1)
-    qd = _gather(x, PD[0])
-    g2 = pair_distance(qd, qd, PD[4], PD[5], PD[6], 1)
-    qr = _gather(x, DR[0])
-    g3 = driver(qr, qr, DR[4], DR[5], np.zeros(qr.shape[0]), 1)
-    return np.concatenate((g0.ravel(), g1.ravel(), g2.ravel(), g3.ravel()))
-
-
-@njit(cache=True)
-def _step_gn(q0, base, OR, WE, PD, DR, gn_slot):
-    """Once a step: G_n's values (flat, ``_con_phi_q`` order) at q_n and the step's
-    constant CSR values: ``base`` + G_nᵀ in its slots."""
-    n = q0.shape[0]
-    x = np.zeros(n + 3)
-    x[:n] = q0
-    gn = _con_phi_q(x, OR, WE, PD, DR)
-    dstep = base.copy()
-    for k in range(gn.shape[0]):
-        dstep[gn_slot[k]] += gn[k]
-    return gn, dstep
-
-
-@njit(cache=True)
-def _iteration(q0, v0, A, lam, h, grav, LF, EL, AD, PS, LC, OR, WE, PD, DR, fdr, gn, gn_ridx, gn_lidx,
-              dstep, R, data):
-    """R (N + 1: the last entry takes dropped rows) and J's CSR values (nnz + 1: the
-    pattern's spare slot) of one Newton iteration (module docstring).
-
-    LF: linear forces (R index, extended column, value, state 1 = v, 2 = a);
-    EL, AD, PS: elastic, axial damping, spring-damper (gather index, R index, J slots, constants);
-    LC: linear constraint rows (R index of the row, extended column, value);
-    OR, WE, PD, DR: nonlinear constraints (gather, R index of the rows, G_{n+1} slots, constants);
-    fdr: the driver's time function at t_{n+1}; gn, gn_ridx, gn_lidx: G_n's values, their
-    coordinate R index and λ index (m: λ = 0) for G_nᵀΛ."""
-    n = q0.shape[0]
-    cq, cv = 0.25 * h * h, 0.5 * h
-    s = 2.0 / (h * h)
-    qm, vm, a, q1 = _ext_states(q0, v0, A, h)
-    R[:] = 0.0
-    data[:] = dstep
-    R[:n] += grav
-    # linear forces: r = B x (x = a for M A, v_{n+½} for the bending damping)
-    for k in range(LF[0].shape[0]):
-        x = a[LF[1][k]] if LF[3][k] == 2 else vm[LF[1][k]]
-        R[LF[0][k]] += LF[2][k] * x
-    # elastic force: r, (h²/4) ∂r/∂q
-    r, Jq = elastic(_gather(qm, EL[0]), EL[3], EL[4], EL[5], EL[6], EL[7], True)
-    _add_vec(R, EL[1], r, 1.0)
-    _add_blocks(data, EL[2], Jq, cq, Jq, 0.0, False)
-    # axial damping: r, (h/2) ∂r/∂v + (h²/4) ∂r/∂q
-    r, rq, rv = axial_damping(_gather(qm, AD[0]), _gather(vm, AD[0]), AD[3], True)
-    _add_vec(R, AD[1], r, 1.0)
-    _add_blocks(data, AD[2], rv, cv, rq, cq, True)
-    # spring-dampers between points
-    r, rq, rv = pair_spring(_gather(qm, PS[0]), _gather(vm, PS[0]), PS[3], PS[4], PS[5], PS[6], True)
-    _add_vec(R, PS[1], r, 1.0)
-    _add_blocks(data, PS[2], rv, cv, rq, cq, True)
-    # G_nᵀΛ
-    for k in range(gn.shape[0]):
-        R[gn_ridx[k]] += gn[k] * lam[gn_lidx[k]]
-    # constraints at q_{n+1}: (2/h²) Φ and G_{n+1}
-    for k in range(LC[0].shape[0]):
-        R[LC[0][k]] += s * (LC[2][k] * q1[LC[1][k]])
-    qo = _gather(q1, OR[0])
-    _add_vec(R, OR[1], orthonormality(qo, qo, 0)[:, :, 0], s)
-    go = orthonormality(qo, qo, 1)
-    _add_blocks(data, OR[2], go, 1.0, go, 0.0, False)
-    qw = _gather(q1, WE[0])
-    _add_vec(R, WE[1], weld(qw, qw, WE[4], WE[5], WE[6], WE[7], WE[8], 0)[:, :, 0], s)
-    gw = weld(qw, qw, WE[4], WE[5], WE[6], WE[7], WE[8], 1)
-    _add_blocks(data, WE[2], gw, 1.0, gw, 0.0, False)
-    qd = _gather(q1, PD[0])
-    _add_vec(R, PD[1], pair_distance(qd, qd, PD[4], PD[5], PD[6], 0)[:, :, 0], s)
-    gd = pair_distance(qd, qd, PD[4], PD[5], PD[6], 1)
-    _add_blocks(data, PD[2], gd, 1.0, gd, 0.0, False)
-    qr = _gather(q1, DR[0])
-    _add_vec(R, DR[1], driver(qr, qr, DR[4], DR[5], fdr, 0)[:, :, 0], s)
-    gr = driver(qr, qr, DR[4], DR[5], fdr, 1)
-    _add_blocks(data, DR[2], gr, 1.0, gr, 0.0, False)
-
-
-@njit(cache=True)
-def _forces_r(R, qx, vx, ax, wi, wf, grav, LF, EL, AD, PS):
-    """R[:n] += wi Σ_inertial r + wf Σ_other r at the extended state (qx, vx, ax): the
-    inertias' M a (LF entries of state 2), the rest at weight wf."""
-    n = grav.shape[0]
-    for i in range(n):
-        R[i] += wf * grav[i]
-    for k in range(LF[0].shape[0]):
-        if LF[3][k] == 2:
-            R[LF[0][k]] += wi * (LF[2][k] * ax[LF[1][k]])
-        else:
-            R[LF[0][k]] += wf * (LF[2][k] * vx[LF[1][k]])
-    _add_vec(R, EL[1], elastic(_gather(qx, EL[0]), EL[3], EL[4], EL[5], EL[6], EL[7], False)[0], wf)
-    _add_vec(R, AD[1], axial_damping(_gather(qx, AD[0]), _gather(vx, AD[0]), AD[3], False)[0], wf)
-    _add_vec(R, PS[1], pair_spring(_gather(qx, PS[0]), _gather(vx, PS[0]), PS[3], PS[4], PS[5], PS[6], False)[0],
-             wf)
-
-
-@njit(cache=True)
 def _ext(x):
     """x with ground's three zero slots appended."""
     n = x.shape[0]
     out = np.zeros(n + 3)
     out[:n] = x
     return out
-
-
-@njit(cache=True)
-def _project_first(q1, qm, vm, h, baseS, grav, LF, EL, AD, PS, OR, WE, PD, DR, fdr1, gn_slot, g1_slot, R):
-    """Stage 2 (integrators/variational.py ``_project``): S's CSR values, returned, and
-    its right-hand side [M v_{n+½} − (h/2) F(t_{n+½}, q_{n+½}, v_{n+½}); −Φ_t(q_{n+1})]
-    into R (N + 1).  S = ``baseS`` (M, the linear joints' Φ_q) + G_{n+1} of the other
-    constraints in both G slots; fdr1: the driver's f′(t_{n+1})."""
-    x1, xm, vx = _ext(q1), _ext(qm), _ext(vm)
-    g1 = _con_phi_q(x1, OR, WE, PD, DR)
-    dS = baseS.copy()
-    for k in range(g1.shape[0]):
-        dS[g1_slot[k]] += g1[k]
-        dS[gn_slot[k]] += g1[k]
-    R[:] = 0.0
-    _forces_r(R, xm, vx, vx, 1.0, -0.5 * h, grav, LF, EL, AD, PS)
-    qr = _gather(x1, DR[0])
-    _add_vec(R, DR[1], driver(qr, qr, DR[4], DR[5], fdr1, 3)[:, :, 0], -1.0)
-    return dS
-
-
-@njit(cache=True)
-def _project_second(q1, v1, grav, LF, EL, AD, PS, LC, OR, WE, PD, DR, fdr2, R):
-    """Stage 3's right-hand side −[F(t_{n+1}, q_{n+1}, v_{n+1}); γ(q_{n+1}, v_{n+1})] into R
-    (N + 1): the inertial forces at a = 0 vanish, Φ_qᵀλ at λ = 0; γ = 0 for the linear
-    joints; fdr2: the driver's f″(t_{n+1})."""
-    x1, w1 = _ext(q1), _ext(v1)
-    R[:] = 0.0
-    _forces_r(R, x1, w1, np.zeros(x1.shape[0]), -1.0, -1.0, grav, LF, EL, AD, PS)
-    qo, vo = _gather(x1, OR[0]), _gather(w1, OR[0])
-    _add_vec(R, OR[1], orthonormality(qo, vo, 2)[:, :, 0], -1.0)
-    qw, vw = _gather(x1, WE[0]), _gather(w1, WE[0])
-    _add_vec(R, WE[1], weld(qw, vw, WE[4], WE[5], WE[6], WE[7], WE[8], 2)[:, :, 0], -1.0)
-    qd, vd = _gather(x1, PD[0]), _gather(w1, PD[0])
-    _add_vec(R, PD[1], pair_distance(qd, vd, PD[4], PD[5], PD[6], 2)[:, :, 0], -1.0)
-    qr, vr = _gather(x1, DR[0]), _gather(w1, DR[0])
-    _add_vec(R, DR[1], driver(qr, vr, DR[4], DR[5], fdr2, 2)[:, :, 0], -1.0)
-
-
-# -- entry points: the arrays above packed into three (a call's typing of a tuple of ~50
-# arrays cost 15–45 µs, of plain arrays ~3 µs: measured, one call per iteration) -------------
-
-#: the packed arrays in order (type f/i/s = float, int, int scalar; number of dimensions):
-#: gravity; LF (4); EL (8); AD (4); PS (7); LC (3); OR (4); WE (9); PD (7); DR (6)
-SPEC = ("f1 i1 i1 f1 i1 i2 i2 i3 f1 f1 f1 f3 f3 i2 i2 i3 f1 i2 i2 i3 f2 f2 f2 s i1 i1 f1 "
-        "i2 i2 i3 i3 i2 i2 i3 i3 f2 f2 f2 f2 f1 i2 i2 i3 i3 f2 f2 f1 i2 i2 i3 i3 f2 s").split()
 
 
 @njit(cache=True)
@@ -262,23 +114,10 @@ def _v3(X, M, k):
     return X[o:o + M[k, 1] * M[k, 2] * M[k, 3]].reshape((M[k, 1], M[k, 2], M[k, 3]))
 
 
-@njit(cache=True)
-def _unpack(I, F, M):
-    """The tuples of ``_iteration`` from the packed arrays (``SPEC`` order; views, no copies)."""
-    grav = _v1(F, M, 0)
-    LF = (_v1(I, M, 1), _v1(I, M, 2), _v1(F, M, 3), _v1(I, M, 4))
-    EL = (_v2(I, M, 5), _v2(I, M, 6), _v3(I, M, 7), _v1(F, M, 8), _v1(F, M, 9), _v1(F, M, 10), _v3(F, M, 11),
-          _v3(F, M, 12))
-    AD = (_v2(I, M, 13), _v2(I, M, 14), _v3(I, M, 15), _v1(F, M, 16))
-    PS = (_v2(I, M, 17), _v2(I, M, 18), _v3(I, M, 19), _v2(F, M, 20), _v2(F, M, 21), _v2(F, M, 22),
-          _v1(I, M, 23)[0] != 0)
-    LC = (_v1(I, M, 24), _v1(I, M, 25), _v1(F, M, 26))
-    OR = (_v2(I, M, 27), _v2(I, M, 28), _v3(I, M, 29), _v3(I, M, 30))
-    WE = (_v2(I, M, 31), _v2(I, M, 32), _v3(I, M, 33), _v3(I, M, 34), _v2(F, M, 35), _v2(F, M, 36),
-          _v2(F, M, 37), _v2(F, M, 38), _v1(F, M, 39))
-    PD = (_v2(I, M, 40), _v2(I, M, 41), _v3(I, M, 42), _v3(I, M, 43), _v2(F, M, 44), _v2(F, M, 45), _v1(F, M, 46))
-    DR = (_v2(I, M, 47), _v2(I, M, 48), _v3(I, M, 49), _v3(I, M, 50), _v2(F, M, 51), _v1(I, M, 52)[0])
-    return grav, LF, EL, AD, PS, LC, OR, WE, PD, DR
+#: the packed arrays in order (type f/i/s = float, int, int scalar; number of dimensions):
+#: gravity; LF (4); EL (8); AD (4); PS (7); LC (3); OR (4); WE (9); PD (7); DR (6)
+SPEC = ("f1 i1 i1 f1 i1 i2 i2 i3 f1 f1 f1 f3 f3 i2 i2 i3 f1 i2 i2 i3 f2 f2 f2 s i1 i1 f1 "
+        "i2 i2 i3 i3 i2 i2 i3 i3 f2 f2 f2 f2 f1 i2 i2 i3 i3 f2 f2 f1 i2 i2 i3 i3 f2 s").split()
 
 
 def pack(items):
@@ -302,35 +141,182 @@ def pack(items):
 
 
 @njit(cache=True)
-def step_gn(q0, base, I, F, M, gn_slot):
-    """``_step_gn`` on the packed arrays."""
-    grav, LF, EL, AD, PS, LC, OR, WE, PD, DR = _unpack(I, F, M)
-    return _step_gn(q0, base, OR, WE, PD, DR, gn_slot)
+def fused(mode, x1, x2, x3, lam, h, base, I, F, M, fdr, gn, gn_ridx, gn_lidx, slot1, slot2, R, data):
+    """Everything of the step in one compiled function (one level above the kinds' kernels:
+    numba re-optimizes a callee's code in every caller's library, so helper levels between
+    this and the kernels cost compile time — 18–27 s CPU cold with four levels), on the
+    packed arrays (``SPEC``), by ``mode``; returns two arrays (empty where not said):
 
+    0: once a step, x1 = q_n: (G_n's values at q_n in ``slot1``'s order — the nonlinear
+       constraint kinds' Φ_q, orthonormality, weld, distance, driver, each (ne, m, nq)
+       raveled —, the step's constant CSR values: ``base`` + G_nᵀ at ``slot1``);
+    1: a Newton iteration, x1, x2, x3 = q_n, v_n, A, λ (m + 1: the last 0 for dropped
+       rows), base = the step's values, fdr = f(t_{n+1}) of the driver: R (N + 1: the last
+       entry takes dropped rows) and J's CSR values ``data`` (nnz + 1: the pattern's spare
+       slot), with G_n's values ``gn`` (R index ``gn_ridx``, λ index ``gn_lidx``) for G_nᵀΛ;
+    2: stage 2, x1, x2, x3 = q_{n+1}, q_{n+½}, v_{n+½}, base = S's constant values
+       (M, the linear joints' Φ_q), fdr = f′(t_{n+1}): (S's values: base + G_{n+1} at
+       ``slot1`` (G_nᵀ's slots: S's G_{n+1}ᵀ) and ``slot2`` (G_{n+1}'s), ·) and the
+       right-hand side [M v_{n+½} − (h/2) F(t_{n+½}, q_{n+½}, v_{n+½}); −Φ_t] in R;
+    3: stage 3, x1, x2 = q_{n+1}, v_{n+1}, fdr = f″(t_{n+1}): −[F(t_{n+1}, q_{n+1}, v_{n+1});
+       γ] in R (the inertial forces at a = 0 and Φ_qᵀλ at λ = 0 vanish; γ = 0 for the
+       linear joints).
 
-@njit(cache=True)
-def iteration(q0, v0, A, lam, h, I, F, M, fdr, gn, gn_ridx, gn_lidx, dstep, R, data):
-    """``_iteration`` on the packed arrays."""
-    grav, LF, EL, AD, PS, LC, OR, WE, PD, DR = _unpack(I, F, M)
-    _iteration(q0, v0, A, lam, h, grav, LF, EL, AD, PS, LC, OR, WE, PD, DR, fdr, gn, gn_ridx, gn_lidx, dstep, R, data)
-
-
-@njit(cache=True)
-def project_first(q1, qm, vm, h, baseS, I, F, M, fdr1, gn_slot, g1_slot, R):
-    """``_project_first`` on the packed arrays."""
-    grav, LF, EL, AD, PS, LC, OR, WE, PD, DR = _unpack(I, F, M)
-    return _project_first(q1, qm, vm, h, baseS, grav, LF, EL, AD, PS, OR, WE, PD, DR, fdr1, gn_slot, g1_slot, R)
-
-
-@njit(cache=True)
-def project_second(q1, v1, I, F, M, fdr2, R):
-    """``_project_second`` on the packed arrays."""
-    grav, LF, EL, AD, PS, LC, OR, WE, PD, DR = _unpack(I, F, M)
-    _project_second(q1, v1, grav, LF, EL, AD, PS, LC, OR, WE, PD, DR, fdr2, R)
+    Arrays (``SPEC``): grav the gravity vector; LF linear forces (R index, extended column,
+    value, state 1 = v, 2 = a); EL, AD, PS elastic, axial damping, spring-damper (gather
+    index, R index, J slots, constants); LC linear constraint rows (R index, extended
+    column, value); OR, WE, PD, DR nonlinear constraints (gather index, R index of the
+    rows, G_{n+1} slots, G_nᵀ slots, constants)."""
+    grav = _v1(F, M, 0)
+    LF0 = _v1(I, M, 1)
+    LF1 = _v1(I, M, 2)
+    LF2 = _v1(F, M, 3)
+    LF3 = _v1(I, M, 4)
+    EL0 = _v2(I, M, 5)
+    EL1 = _v2(I, M, 6)
+    EL2 = _v3(I, M, 7)
+    EL3 = _v1(F, M, 8)
+    EL4 = _v1(F, M, 9)
+    EL5 = _v1(F, M, 10)
+    EL6 = _v3(F, M, 11)
+    EL7 = _v3(F, M, 12)
+    AD0 = _v2(I, M, 13)
+    AD1 = _v2(I, M, 14)
+    AD2 = _v3(I, M, 15)
+    AD3 = _v1(F, M, 16)
+    PS0 = _v2(I, M, 17)
+    PS1 = _v2(I, M, 18)
+    PS2 = _v3(I, M, 19)
+    PS3 = _v2(F, M, 20)
+    PS4 = _v2(F, M, 21)
+    PS5 = _v2(F, M, 22)
+    PS6 = _v1(I, M, 23)[0] != 0
+    LC0 = _v1(I, M, 24)
+    LC1 = _v1(I, M, 25)
+    LC2 = _v1(F, M, 26)
+    OR0 = _v2(I, M, 27)
+    OR1 = _v2(I, M, 28)
+    OR2 = _v3(I, M, 29)
+    OR3 = _v3(I, M, 30)
+    WE0 = _v2(I, M, 31)
+    WE1 = _v2(I, M, 32)
+    WE2 = _v3(I, M, 33)
+    WE3 = _v3(I, M, 34)
+    WE4 = _v2(F, M, 35)
+    WE5 = _v2(F, M, 36)
+    WE6 = _v2(F, M, 37)
+    WE7 = _v2(F, M, 38)
+    WE8 = _v1(F, M, 39)
+    PD0 = _v2(I, M, 40)
+    PD1 = _v2(I, M, 41)
+    PD2 = _v3(I, M, 42)
+    PD3 = _v3(I, M, 43)
+    PD4 = _v2(F, M, 44)
+    PD5 = _v2(F, M, 45)
+    PD6 = _v1(F, M, 46)
+    DR0 = _v2(I, M, 47)
+    DR1 = _v2(I, M, 48)
+    DR2 = _v3(I, M, 49)
+    DR3 = _v3(I, M, 50)
+    DR4 = _v2(F, M, 51)
+    DR5 = _v1(I, M, 52)[0]
+    none = np.zeros(0)
+    n = x1.shape[0]
+    if mode == 1:
+        cq, cv = 0.25 * h * h, 0.5 * h
+        s = 2.0 / (h * h)
+        qm, vm, a, q1 = _ext_states(x1, x2, x3, h)
+        R[:] = 0.0
+        data[:] = base
+        R[:n] += grav
+        # linear forces: r = B x (x = a for M A, v_{n+½} for the bending damping)
+        for k in range(LF0.shape[0]):
+            x = a[LF1[k]] if LF3[k] == 2 else vm[LF1[k]]
+            R[LF0[k]] += LF2[k] * x
+        # elastic force: r, (h²/4) ∂r/∂q
+        r, Jq = elastic(_gather(qm, EL0), EL3, EL4, EL5, EL6, EL7, True)
+        _add_vec(R, EL1, r, 1.0)
+        _add_blocks(data, EL2, Jq, cq, Jq, 0.0, False)
+        # axial damping: r, (h/2) ∂r/∂v + (h²/4) ∂r/∂q
+        r, rq, rv = axial_damping(_gather(qm, AD0), _gather(vm, AD0), AD3, True)
+        _add_vec(R, AD1, r, 1.0)
+        _add_blocks(data, AD2, rv, cv, rq, cq, True)
+        # spring-dampers between points
+        r, rq, rv = pair_spring(_gather(qm, PS0), _gather(vm, PS0), PS3, PS4, PS5, PS6, True)
+        _add_vec(R, PS1, r, 1.0)
+        _add_blocks(data, PS2, rv, cv, rq, cq, True)
+        # G_nᵀΛ
+        for k in range(gn.shape[0]):
+            R[gn_ridx[k]] += gn[k] * lam[gn_lidx[k]]
+        # constraints at q_{n+1}: (2/h²) Φ and G_{n+1}
+        for k in range(LC0.shape[0]):
+            R[LC0[k]] += s * (LC2[k] * q1[LC1[k]])
+        qo = _gather(q1, OR0)
+        _add_vec(R, OR1, orthonormality(qo, qo, 0)[:, :, 0], s)
+        go = orthonormality(qo, qo, 1)
+        _add_blocks(data, OR2, go, 1.0, go, 0.0, False)
+        qw = _gather(q1, WE0)
+        _add_vec(R, WE1, weld(qw, qw, WE4, WE5, WE6, WE7, WE8, 0)[:, :, 0], s)
+        gw = weld(qw, qw, WE4, WE5, WE6, WE7, WE8, 1)
+        _add_blocks(data, WE2, gw, 1.0, gw, 0.0, False)
+        qd = _gather(q1, PD0)
+        _add_vec(R, PD1, pair_distance(qd, qd, PD4, PD5, PD6, 0)[:, :, 0], s)
+        gd = pair_distance(qd, qd, PD4, PD5, PD6, 1)
+        _add_blocks(data, PD2, gd, 1.0, gd, 0.0, False)
+        qr = _gather(q1, DR0)
+        _add_vec(R, DR1, driver(qr, qr, DR4, DR5, fdr, 0)[:, :, 0], s)
+        gr = driver(qr, qr, DR4, DR5, fdr, 1)
+        _add_blocks(data, DR2, gr, 1.0, gr, 0.0, False)
+        return none, none
+    x = _ext(x1)
+    if mode == 0 or mode == 2:
+        # Φ_q of the nonlinear constraint kinds at x1, flat
+        qo = _gather(x, OR0)
+        qw = _gather(x, WE0)
+        qd = _gather(x, PD0)
+        qr = _gather(x, DR0)
+        g = np.concatenate((orthonormality(qo, qo, 1).ravel(), weld(qw, qw, WE4, WE5, WE6, WE7, WE8, 1).ravel(),
+                            pair_distance(qd, qd, PD4, PD5, PD6, 1).ravel(),
+                            driver(qr, qr, DR4, DR5, np.zeros(qr.shape[0]), 1).ravel()))
+        vals = base.copy()
+        for k in range(g.shape[0]):
+            vals[slot1[k]] += g[k]
+        if mode == 0:
+            return g, vals
+        for k in range(g.shape[0]):
+            vals[slot2[k]] += g[k]
+    # modes 2, 3: the forces wi Σ_inertial r + wf Σ_other r at (qx, vx, ax)
+    if mode == 2:
+        qx, vx, ax, wi, wf = _ext(x2), _ext(x3), _ext(x3), 1.0, -0.5 * h
+    else:
+        qx, vx, ax, wi, wf = x, _ext(x2), np.zeros(n + 3), -1.0, -1.0
+    R[:] = 0.0
+    for i in range(n):
+        R[i] += wf * grav[i]
+    for k in range(LF0.shape[0]):
+        if LF3[k] == 2:
+            R[LF0[k]] += wi * (LF2[k] * ax[LF1[k]])
+        else:
+            R[LF0[k]] += wf * (LF2[k] * vx[LF1[k]])
+    _add_vec(R, EL1, elastic(_gather(qx, EL0), EL3, EL4, EL5, EL6, EL7, False)[0], wf)
+    _add_vec(R, AD1, axial_damping(_gather(qx, AD0), _gather(vx, AD0), AD3, False)[0], wf)
+    _add_vec(R, PS1, pair_spring(_gather(qx, PS0), _gather(vx, PS0), PS3, PS4, PS5, PS6, False)[0], wf)
+    qr, vr = _gather(x, DR0), _gather(vx, DR0)
+    if mode == 2:
+        _add_vec(R, DR1, driver(qr, qr, DR4, DR5, fdr, 3)[:, :, 0], -1.0)          # −Φ_t
+        return vals, none
+    qo, vo = _gather(x, OR0), _gather(vx, OR0)
+    _add_vec(R, OR1, orthonormality(qo, vo, 2)[:, :, 0], -1.0)
+    qw, vw = _gather(x, WE0), _gather(vx, WE0)
+    _add_vec(R, WE1, weld(qw, vw, WE4, WE5, WE6, WE7, WE8, 2)[:, :, 0], -1.0)
+    qd, vd = _gather(x, PD0), _gather(vx, PD0)
+    _add_vec(R, PD1, pair_distance(qd, vd, PD4, PD5, PD6, 2)[:, :, 0], -1.0)
+    _add_vec(R, DR1, driver(qr, vr, DR4, DR5, fdr, 2)[:, :, 0], -1.0)
+    return none, none
 
 # -- the stepper's side ----------------------------------------------------------------------------
 
-#: the proxy kinds (compiled/variational_kinds.py) ``iteration`` evaluates; the nonlinear
+#: the proxy kinds (compiled/variational_kinds.py) ``fused`` evaluates; the nonlinear
 #: ones at most one group each
 LINEAR_FORCES = ("Inertia", "BendingDamping")
 NONLINEAR_FORCES = ("Elastic", "AxialDamping", "PairSpring")
@@ -356,8 +342,9 @@ def _i64(x):
 
 
 class FusedNewton:
-    """R and J's CSR values of a variational Newton iteration by one ``iteration`` call
-    (module docstring); ``begin`` once a step, ``evaluate`` per iteration."""
+    """R and J's CSR values of a variational Newton iteration by one ``fused`` call
+    (module docstring); ``begin`` once a step, ``evaluate`` per iteration, ``project``
+    for stages 2–3."""
 
     def __init__(self, system, pattern, forces, constraints):
         n, m = system.n, system.m
@@ -379,9 +366,10 @@ class FusedNewton:
         self.lidx = [np.where(g.rows < 0, m, g.rows) for g in self.constraints]
         self.ridx = {id(g): rowmap[g.qidx] for g in self.forces + self.constraints}
         self._lam = np.zeros(m + 1)
+        self._none, self._iz = np.zeros(0), np.zeros(0, np.int64)
         self.R, self.data = np.zeros(N + 1), np.zeros(self.nnz + 1)
         self._key = None
-        # the nonlinear constraints' G_n layout (``_con_phi_q`` order): slots, R and λ index
+        # the nonlinear constraints' G_n layout (``fused`` mode 0 order): slots, R and λ index
         sl, rr, ll, s1 = [], [], [], []
         for name in NONLINEAR_CONSTRAINTS:
             for j, g in enumerate(self.constraints):
@@ -400,7 +388,7 @@ class FusedNewton:
         return gs[0] if gs else None
 
     def _setup(self, p, h):
-        """The per-design (and step size) arrays: tuples of ``iteration``, ``base``, gravity."""
+        """The per-design (and step size) arrays: ``packed``, ``base``, ``baseS``."""
         n, N, nnz = self.n, self.N, self.nnz
         local = lambda g: g.consts(p[g.pidx])                  # noqa: E731  (the proxy's constants)
         grav = np.zeros(N + 1)
@@ -490,7 +478,9 @@ class FusedNewton:
         if key != self._key:
             self._setup(p, h)
             self._key = key
-        gn, self.dstep = step_gn(q0, self.base, *self.packed, self.gn_slot)
+        z = self._none
+        gn, self.dstep = fused(0, q0, z, z, z, h, self.base, *self.packed, z, z, self._iz, self._iz, self.gn_slot,
+                               self._iz, z, z)
         self.gn = np.concatenate((gn, self._gn_lc))
         g = self._driver
         if g is None:
@@ -504,18 +494,20 @@ class FusedNewton:
     def evaluate(self, q0, v0, A, lam, h):
         """(R, J's CSR values) of the iteration at A, Λ (views of buffers reused by the next call)."""
         self._lam[:self.m] = lam
-        iteration(q0, v0, A, self._lam, h, *self.packed, self.fdr, self.gn, self.gn_ridx, self.gn_lidx,
-                  self.dstep, self.R, self.data)
+        fused(1, q0, v0, A, self._lam, h, self.dstep, *self.packed, self.fdr, self.gn, self.gn_ridx, self.gn_lidx,
+              self._iz, self._iz, self.R, self.data)
         return self.R[:self.N], self.data[:self.nnz]
 
     def project(self, q1, qm, vm, h, Sop):
         """Stages 2–3 of the step (``Variational._project``) with S in ``Sop``
         (CompiledSaddleLU): (v_{n+1}, ξ, a_{n+1}, λ_{n+1})."""
         n, N = self.n, self.N
-        self.dS = project_first(q1, qm, vm, h, self.baseS, *self.packed, self.fdr1, self.gn_slot, self.g1_slot, self.R)
+        z = self._none
+        self.dS, _ = fused(2, q1, qm, vm, z, h, self.baseS, *self.packed, self.fdr1, z, self._iz, self._iz, self.gn_slot,
+                           self.g1_slot, self.R, z)
         Sop.set_data(self.dS[:self.nnz])
         z = Sop.solve(self.R[:N])
         v1, xi = z[:n], z[n:]
-        project_second(q1, v1, *self.packed, self.fdr2, self.R)
+        fused(3, q1, v1, z, z, h, z, *self.packed, self.fdr2, z, self._iz, self._iz, self._iz, self._iz, self.R, z)
         z = Sop.solve(self.R[:N])
         return v1, xi, z[:n], z[n:]

@@ -1046,7 +1046,8 @@ def cmd_verify(args):
     info(f"bound(cs) = √(newton.rtol)·‖g‖∞ + {V.CS_ULP:g}·√N·bound(adj,dir)"
         + (f"  [complex step not available: {cs_why}]" if cs is None else ""))
     info(f"fd: central differences at h = s·10^-2 … s·10^-7 (s = |rho|, or 1); the plateau step (least change δ "
-        f"to its neighbours) is used; bound(fd) = {V.FD_FACTOR:g}·δ + √(newton.rtol)·‖g‖∞ + bound(adj,dir)")
+        f"to its neighbours) is used; bound(fd) = {V.FD_FACTOR:g}·δ + {V.FD_NOISE_FACTOR:g}·σ_ψ/2h "
+        "+ √(newton.rtol)·‖g‖∞ + bound(adj,dir), σ_ψ: RMS of psi's noise seen by the steps below the plateaus")
     checks = V.make_checks(pr, adj, dirg, sigma, cs, sweeps)
     for o in adj:
         info(f"\n{o} = {values[o]:.12e}")

@@ -236,7 +236,9 @@ def _assert_ok(rc, out, err):
 # max(upper − lower, |ρ|) (verify.fd_scale) and the tubes' axial damping: this subset fd
 # 0.39 (stress15/X12), adjoint/direct 0.20, complex step 0.00034; all 60 fd 0.32
 # (stress16/X15; the range alone: 0.60 on stress2/X3, whose range 0.25 m is 6x below
-# |X3| = 1.513 m: smaller steps, into the noise).
+# |X3| = 1.513 m: smaller steps, into the noise).  With the compiled kernels (cwish20) this
+# subset's fd came to 0.85 (stress6/X2: the plateau's noise, one draw in δ); with verify's
+# measured noise term (FD_NOISE_FACTOR): 0.12, and 0.12 with simulation.compiled=off.
 DESIGN_SUBSET = {
     "double-wishbone-opt.toml": ["X1", "Y1", "Z1", "X2", "Y2", "Z2", "X11", "Y11", "Z11", "X12", "Y12",
                                  "Z12", "Z20", "k4", "c2"],
@@ -344,3 +346,69 @@ def test_psi_noise_from_the_sweep():
     est = [2.0 + 0.5 * h * h + (1e-15 / h) * (-1) ** i for i, h in enumerate(hs)]
     noise = psi_noise([Sweep("x", 1.0, hs, {"psi": est})], "psi")
     assert 1e-15 <= noise <= 4e-15          # |f(1e-7) − f_plateau|·2h ≈ 2·1e-15 (+ the plateau's own)
+
+
+# -- the FD bound's noise term (verify.fd_noise, FD_NOISE_FACTOR) ---------------------------
+
+HS = [10.0 ** -k for k in range(2, 8)]          # the sweep's steps, s = 1
+
+
+def _noise_sweeps(g, c, sigma_n, n, seed):
+    """n variables' sweeps of f(h) = g + c h² + (n₊ − n₋)/2h, n₊ − n₋ ~ N(0, σ²) (the white
+    round-off the double wishbone's stress KS shows: benchmarks/verify_fd_noise.py)."""
+    import numpy as np
+    from parmbs.sensitivity.verify import Sweep
+    rng = np.random.default_rng(seed)
+    return [Sweep(f"x{j}", 1.0, HS, {"psi": [g + c * h * h + sigma_n * rng.standard_normal() / (2 * h) for h in HS]})
+            for j in range(n)]
+
+
+def test_fd_noise_measures_the_noise_of_psi():
+    from parmbs.sensitivity.verify import fd_noise
+    # 15 variables, truncation 0.5 h², σ = 1e-8: the 3-4 steps below each plateau are
+    # samples (m = 59 here): σ̂/σ ~ √(χ²_m/m), in [0.7, 1.3] except with probability
+    # 1e-3 for m = 59 (this seed: σ̂ = 0.87 σ, one draw, fixed)
+    sn, m = fd_noise(_noise_sweeps(2.0, 0.5, 1e-8, 15, 7), "psi")
+    assert m >= 40 and 0.7e-8 <= sn <= 1.3e-8, (sn, m)
+    assert fd_noise(_noise_sweeps(2.0, 0.5, 0.0, 3, 7), "psi")[0] < 1e-15     # noiseless: ~0 (truncation only)
+
+
+def _checks(sweeps, adjoint, rtol=1e-30):
+    """verify.make_checks on given sweeps (no complex step: FD decides; the fixed
+    adjoint/direct bound 1e-8 relative, adjoint = direct)."""
+    from types import SimpleNamespace
+    import numpy as np
+    from parmbs.sensitivity.verify import make_checks
+    pr = SimpleNamespace(config=SimpleNamespace(simulation=SimpleNamespace(newton=SimpleNamespace(rtol=rtol))),
+                         design=SimpleNamespace(names=[s.name for s in sweeps]), nsteps=2)
+    g = {"psi": np.asarray(adjoint, float)}
+    return make_checks(pr, g, g, None, None, sweeps)
+
+
+def test_fd_noise_term_admits_a_noisy_but_right_fd():
+    from parmbs.sensitivity.verify import Sweep
+    # the shape of stress6/X2 under the compiled kernels (benchmarks/README.md, cwish20
+    # "Re-landed"): truncation −2.5e-5 at 1e-3 equal by chance to the noise at the plateau
+    # 1e-4 (−2.4e-5, 0.5 σ/2h for σ = 9.6e-9), and the 1e-5 neighbour's draw small (0.04 σ/2h):
+    # δ = 4e-6, 3δ = 1.2e-5 < 2.4e-5.  The steps below the plateau measure σ (fd_noise):
+    # σ̂ ≈ 5.8e-9, the noise term 10 σ̂/2h = 2.9e-4 admits the estimate
+    err = [-2.5e-3, -2.5e-5, -2.4e-5, -2.0e-5, 3e-3, -4e-2]
+    sw = Sweep("x", 1.0, HS, {"psi": [1.0 + e for e in err]})
+    c, = _checks([sw], [1.0])
+    assert c.fd_h == 1e-4 and abs(c.fd_delta - 4e-6) < 1e-9
+    assert c.status == "ok" and 2e-4 < c.fd_noise < 4e-4, (c.status, c.reason, c.fd_noise)
+    c.fd_noise = 0.0                                   # δ alone: the same estimate is a disagreement
+    from parmbs.sensitivity.verify import judge
+    assert judge(c, 2).status == "FAILED" and "FD differs by 2.400e-05" in c.reason
+
+
+def test_fd_noise_term_keeps_fd_able_to_fail_a_wrong_gradient():
+    # a benign ψ (≈ 1, round-off n₊ − n₋ ≈ 4e-16: a few ε) on 3 variables, derivative 2,
+    # truncation 0.5 h²: the noise term at the plateau (1e-6) is 7e-10 of a bound 2.0e-6
+    # (√rtol·‖g‖∞ dominates), so an adjoint = direct off by 1e-4 relative in one entry
+    # (a missing term: 2e-4) is still a disagreement.  On a real model, with complex step
+    # beside it: test_verify_fails_when_both_sensitivities_are_wrong ("and FD")
+    sweeps = _noise_sweeps(2.0, 0.5, 4e-16, 3, 11)
+    checks = _checks(sweeps, [2.0 * (1 + 1e-4), 2.0, 2.0], rtol=1e-12)
+    assert [c.status for c in checks] == ["FAILED", "ok", "ok"], [c.reason for c in checks]
+    assert all(c.fd_noise < 1e-9 for c in checks)

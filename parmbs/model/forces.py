@@ -92,7 +92,7 @@ class Spring(ClosedFormJacobians, Force):
         H = Dᵀ (I − e eᵀ) D / l + e·∂²d/∂q²,  D = ∂d/∂q = [−I, −A R s_a, I, A R s_b]."""
         l, ldot, e, da, db = self.geometry(q, v, p)
         ne = l.shape
-        D = np.zeros(ne + (2, 6))
+        D = np.zeros(ne + (2, 6), dtype=np.result_type(da, db))   # complex at a complex state
         D[..., 0, 0] = D[..., 1, 1] = -1.0
         D[..., 0, 3] = D[..., 1, 4] = 1.0
         D[..., :, 2], D[..., :, 5] = -da, db

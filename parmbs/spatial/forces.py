@@ -120,8 +120,10 @@ class SpatialElement(Force):
         j = np.arange(nq)
         qc = np.zeros((k,) + q.shape, dtype=complex)
         vc = np.zeros((k,) + v.shape, dtype=complex)
-        qc.real[...] = q
-        vc.real[...] = v
+        # at a complex state (the complex-step path's Newton matrix) only the real part is
+        # taken: the columns' own imaginary parts carry this complex step
+        qc.real[...] = np.real(q)
+        vc.real[...] = np.real(v)
         qc.imag[j, ..., j] = CS_H
         if self.uses_v:
             vc.imag[nq + j, ..., j] = CS_H

@@ -401,7 +401,6 @@ class FusedNewton:
                 np.add.at(grav, ri.ravel(), local(g).ravel())
             elif nm in LINEAR_FORCES:
                 B, src, c = (local(g), 2, 1.0) if nm == "Inertia" else (local(g)[1], 1, 0.5 * h)
-                ne, a, b = B.shape
                 lf[0].append(np.broadcast_to(ri[:, :, None], B.shape).ravel())
                 lf[1].append(np.broadcast_to(g.qidx[:, None, :], B.shape).ravel())
                 lf[2].append(B.ravel())
@@ -418,7 +417,6 @@ class FusedNewton:
             if type(g).__name__ != "LinearSpherical":
                 continue
             G = local(g)
-            ne, mj, nq = G.shape
             lc[0].append(np.broadcast_to(self.cidx[j][:, :, None], G.shape).ravel())
             lc[1].append(np.broadcast_to(g.qidx[:, None, :], G.shape).ravel())
             lc[2].append(G.ravel())

@@ -10,8 +10,13 @@ remainder (StateEval glue, scatter, assembly, LU) is printed as "rest".
 residual, force_blocks, phi, phi_q_blocks, gamma, BlockPattern.values, the compiled LU's
 factorization and refined solves, the LocalOperator products), nested as they call each other.
 
+``--compare``: the compiled step with one call per Newton iteration
+(compiled/variational_newton.py) against the per-group compiled step (cwish20), two
+Problems in one process, forwards alternating (``--repeat`` rounds): CPU per step of each
+and the largest differences of their trajectories, relative to each quantity's largest entry.
+
 Usage:  python benchmarks/variational_kinds.py [--config configs/double-wishbone-opt.toml]
-        [--t-end 0.1] [--repeat 2] [--blocks] [--set key=value ...]
+        [--t-end 0.1] [--repeat 2] [--blocks | --compare] [--set key=value ...]
 """
 import argparse
 import time
@@ -49,7 +54,7 @@ def wrap(pr, acc):
 
 def wrap_blocks(acc):
     """process_time wrappers around the step's parts (class attributes: every instance)."""
-    from parmbs.compiled import saddle_lu as SL
+    from parmbs.compiled import saddle_lu as SL, variational_newton as VN
     from parmbs.integrators import variational as V
     from parmbs.model.assembly import BlockPattern
     from parmbs.model.evaluation import StateEval, LocalOperator
@@ -57,8 +62,9 @@ def wrap_blocks(acc):
                       (StateEval, "phi"), (StateEval, "phi_q_blocks"), (StateEval, "gamma"), (StateEval, "phi_t"),
                       (BlockPattern, "values"), (SL, "factor_csr"), (SL, "solve_refined_csr"),
                       (SL.CompiledSaddleLU, "set_values"), (SL.CompiledSaddleLU, "solve"), (LocalOperator, "__matmul__"),
-                      (V.Variational, "_step"), (V.Variational, "_set_J"), (V.Variational, "_set_S"),
-                      (V.Variational, "_project")):
+                      (V.Variational, "step"), (V.Variational, "_step"), (V.Variational, "_set_J"), (V.Variational, "_set_S"),
+                      (V.Variational, "_project"), (VN.FusedNewton, "begin"), (VN.FusedNewton, "evaluate"),
+                      (VN.FusedNewton, "project"), (VN, "fused")):
         f = getattr(obj, name)
 
         def w(*a, _f=f, _k=f"{getattr(obj, '__name__', obj)}.{name}", **kw):
@@ -71,6 +77,33 @@ def wrap_blocks(acc):
         setattr(obj, name, w)
 
 
+def compare(args):
+    """``--compare`` (module docstring)."""
+    import numpy as np
+    sets = [f"simulation.t_end={args.t_end}", "simulation.progress=false"] + args.set
+    fused, group = (Problem(load_config(args.config, sets)) for _ in range(2))
+    assert fused.stepper.compiled.newton is not None, fused.stepper.compiled.newton_note
+    group.stepper.compiled.newton = None                  # the per-group compiled step (cwish20)
+    tf, tg = fused.forward(), group.forward()             # warm-up
+    cpu = {"fused": [], "per-group": []}
+    for _ in range(args.repeat):
+        for name, pr in (("fused", fused), ("per-group", group)):
+            t0 = time.process_time()
+            pr.forward()
+            cpu[name].append(time.process_time() - t0)
+    N = tf.steps
+    print(f"{args.config}: {N} steps, Newton iterations/step {tf.newton_its.mean():.2f} (fused), "
+          f"{tg.newton_its.mean():.2f} (per group)")
+    for name, c in cpu.items():
+        print(f"  {name:<10} CPU {1e3 * min(c) / N:.2f} ms/step (min of {len(c)}: "
+              f"{', '.join(f'{1e3 * x / N:.2f}' for x in c)})")
+    for k in ("q", "v", "a", "lam"):
+        x, y = getattr(tf, k), getattr(tg, k)
+        print(f"  {k:<4} max |fused - per-group| / max |per-group| = {np.max(np.abs(x - y)) / np.max(np.abs(y)):.2e}")
+    of, og = fused.objective_values(tf), group.objective_values(tg)
+    print(f"  objectives: max relative difference {max(abs(of[k] - og[k]) / abs(og[k]) for k in og):.2e}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--config", default="configs/double-wishbone-opt.toml")
@@ -78,7 +111,10 @@ def main():
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--blocks", action="store_true")
     ap.add_argument("--set", action="append", default=[])
+    ap.add_argument("--compare", action="store_true")
     args = ap.parse_args()
+    if args.compare:
+        return compare(args)
     pr = Problem(load_config(args.config, [f"simulation.t_end={args.t_end}", "simulation.progress=false"]
                              + args.set))
     pr.forward()                                          # warm-up (compiles, caches)

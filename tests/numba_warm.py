@@ -133,8 +133,11 @@ def groups(tmp):
         # on: a 15-element flexible pendulum, N = 66; cold 2.1 s CPU, load ~10)
         ("variational-lu", 3, [(CONFIGS / "flexible-pendulum.toml", short, "beams.beam.elements=15")]),
         # the variational forward's component kernels (compiled/variational_kinds.py) on
-        # the double wishbone, every kind of it (variational_kinds.warm_up cold: 4.4 s CPU, load ~7)
-        ("variational-kinds", 6, [(CONFIGS / "double-wishbone-opt.toml", "simulation.t_end=0.002")]),
+        # the double wishbone, every kind of it (variational_kinds.warm_up cold: 4.4 s CPU, load ~7),
+        # and the one call per Newton iteration over them (compiled/variational_newton.py
+        # ``fused``: +5.4 s; the compiled note's whole warm-up cold 11.8 s against 5.7 s
+        # without it, load ~5)
+        ("variational-kinds", 12, [(CONFIGS / "double-wishbone-opt.toml", "simulation.t_end=0.002")]),
         # the own Dormand–Prince on the index-1 ODE (compiled/index1_rk.py): a family no
         # other model or integrator compiles; cold, the first test of tests/test_dopri.py
         # compiled it on the serial path: 26.9 s CPU, 0.36 s after these (26.5 + 1.3 s here;

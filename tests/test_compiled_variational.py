@@ -59,6 +59,7 @@ def _bounds(pr, tr):
 def test_double_wishbone_forward_matches_numpy_path():
     ref, cmp_ = _problem("simulation.compiled=off"), _problem()
     assert ref.stepper.compiled is None and cmp_.stepper.compiled is not None
+    assert cmp_.stepper.compiled.newton is not None      # one call per Newton iteration (variational_newton.py)
     tr, tc = ref.forward(), cmp_.forward()
     assert ref.nsteps == STEPS
     bound = _bounds(ref, tr)
@@ -109,9 +110,9 @@ def test_a_zero_pivot_redoes_the_step_on_petsc(monkeypatch):
     ref = _problem("simulation.compiled=off", "simulation.t_end=3e-3")
     pr = _problem("simulation.t_end=3e-3")
 
-    def fail(self, vals):
+    def fail(self, data):           # every factorization (set_values and the fused step's go through it)
         raise saddle_lu.PivotFailure("test")
-    monkeypatch.setattr(saddle_lu.CompiledSaddleLU, "set_values", fail)
+    monkeypatch.setattr(saddle_lu.CompiledSaddleLU, "set_data", fail)
     tr, tc = ref.forward(), pr.forward()
     for k in ("q", "v", "a", "lam"):
         assert np.array_equal(getattr(tr, k), getattr(tc, k)), k
@@ -158,3 +159,16 @@ def test_kernels_match_the_numpy_groups():
     g, f = s.constraints[0], cs.constraints[0]
     qc = s.extend(q)[g.qidx] + 1e-30j
     assert np.array_equal(f.phi_q(0.0, qc, s.p[g.pidx]), g.phi_q(0.0, qc, s.p[g.pidx]))
+
+
+def test_fused_newton_only_for_its_kinds():
+    """compiled/variational_newton.py evaluates the kinds it lists, each nonlinear one in at
+    most one group; otherwise the per-group compiled step runs (the reason names the group)."""
+    from parmbs.compiled import variational_newton as VN
+    pr = _problem("simulation.t_end=2e-3")
+    cs = pr.stepper.compiled
+    assert VN.why_not(cs.forces, cs.constraints) is None
+    numpy_group = pr.sys.forces[0]                        # a group without its proxy
+    assert "without a kernel" in VN.why_not([numpy_group] + cs.forces[1:], cs.constraints)
+    el = [g for g in cs.forces if type(g).__name__ == "Elastic"]
+    assert "2 groups of the kind Elastic" in VN.why_not(cs.forces + el, cs.constraints)

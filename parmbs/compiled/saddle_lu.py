@@ -12,6 +12,9 @@ compiled/sparse_lu.py in the static constrained minimum-degree order of the patt
 (computed once per stepper) and solved with one step of iterative refinement.  The
 component evaluations of the forward step run compiled/variational_kinds.py's kernels
 where a kind has them (``CompiledVariational.forces``, ``.constraints``), numpy otherwise;
+when every group has a kernel, ``CompiledVariational.newton`` (compiled/variational_newton.py)
+computes each Newton iteration's R and J's CSR values, and stages 2–3's S and right-hand
+sides, in one call each (``CompiledSaddleLU.set_data`` factors those values);
 the tangent, adjoint and initial state keep the PETSc operators and numpy groups (the
 reference path).  Used from ``compiled.SPARSE_FROM`` unknowns on:
 below, on the flexible pendulum (N = 26) and the rigid–spring–beam (N = 21), the forward
@@ -77,7 +80,11 @@ class CompiledSaddleLU:
         self.data = self.LU = None
 
     def set_values(self, vals):
-        self.data = data = np.ascontiguousarray(self.pattern.values(vals), dtype=np.float64)
+        self.set_data(np.ascontiguousarray(self.pattern.values(vals), dtype=np.float64))
+
+    def set_data(self, data):
+        """Factor the matrix of CSR values ``data`` (kept, not copied, for the refined solves)."""
+        self.data = data
         self.LU, ok = factor_csr(data, self.jp, self.ji, self.perm, self.ptr, self.idx)
         if not ok:
             self.LU = None
@@ -111,6 +118,13 @@ class CompiledVariational:
         groups = self.forces + self.constraints
         self.nfast = sum(g is not o for g, o in zip(groups, list(system.forces) + list(system.constraints)))
         self.ngroups = len(groups)
+        # one compiled call per Newton iteration (compiled/variational_newton.py) when every
+        # group is of a kind it evaluates; else None (the per-group step)
+        from . import variational_newton as VN
+        self.newton_note = VN.why_not(self.forces, self.constraints)
+        self.newton = VN.FusedNewton(system, op.pattern, self.forces, self.constraints) \
+            if self.newton_note is None else None
+        self._system = system
 
     def warm_up(self):
         """Compile (or load from numba's cache) the kernels on a 2 × 2 saddle point
@@ -126,10 +140,17 @@ class CompiledVariational:
         if self.nfast:
             from . import variational_kinds
             variational_kinds.warm_up()
+        if self.newton is not None:       # one iteration at the assembled guess (compiles the fused kernels)
+            s = self._system
+            z = np.zeros(s.n)
+            self.newton.begin(0.0, s.q_guess, s.p, 1e-3)
+            self.newton.evaluate(s.q_guess, z, z, np.zeros(s.m), 1e-3)
+            self.newton._key = None
         cpu, wall = time.process_time() - t0, time.perf_counter() - w0
         st = factor_csr.stats
         how = "loaded from numba's cache" if st.cache_hits and not st.cache_misses else "compiled"
         return (f"compiled: the variational step's J and S factored by numba {numba.__version__} "
                 f"(sparse LU, {self.N} unknowns, {self.flops} multiply-adds a factorization; "
-                f"{self.nfast} of {self.ngroups} component groups on kernels, the others numpy); kernels {how} in {cpu:.2f} s CPU ({wall:.2f} s wall); "
+                f"{self.nfast} of {self.ngroups} component groups on kernels, the others numpy; "
+                f"{'one call per Newton iteration' if self.newton is not None else 'per group: ' + str(self.newton_note)}); kernels {how} in {cpu:.2f} s CPU ({wall:.2f} s wall); "
                 f"simulation.compiled = \"off\" for PETSc")

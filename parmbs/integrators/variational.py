@@ -242,26 +242,36 @@ class Variational(OneStep):
     def _step(self, k, t, x, p, Jop, Sop, V):
         """``step`` with the Newton matrix and S in ``Jop``, ``Sop`` (None: the PETSc
         operators) and the component groups of the views ``V`` (``self.views``: numpy;
-        ``self.fast``: compiled/variational_kinds.py)."""
+        ``self.fast``: compiled/variational_kinds.py; with ``self.compiled.newton``, R, J and
+        stages 2–3 by compiled/variational_newton.py's one call per iteration)."""
         h, n = self.h, self.sys.n
         q0, v0, a0, l0 = x
         t1 = t + h
-        last = self._last
-        if (last is not None and last[0] == t and last[1].shape == q0.shape and np.array_equal(last[1], q0)
-                and np.array_equal(last[3], p) and last[4] is V):
-            en = last[2]
+        # the compiled step's R and J in one call per iteration (compiled/variational_newton.py)
+        fused = self.compiled.newton if (Jop is not None and V is self.fast) else None
+        if fused is not None:
+            fused.begin(t1, q0, p, h)
         else:
-            en = self._con(t, q0, p, V=V)
-        GnT = en.G().T
+            last = self._last
+            if (last is not None and last[0] == t and last[1].shape == q0.shape and np.array_equal(last[1], q0)
+                    and np.array_equal(last[3], p) and last[4] is V):
+                en = last[2]
+            else:
+                en = self._con(t, q0, p, V=V)
+            GnT = en.G().T
         A, lam = a0.copy(), l0.copy()
         qp = q0 + h * v0
         tol = self.newton
         for it in range(1, tol.max_it + 1):
             q1 = qp + 0.5 * h * h * A
-            qm, vm, em = self._mid(t, q0, v0, A, p, V)
-            e1 = self._con(t1, q1, p, V=V)
-            R = np.r_[em.residual() + GnT @ lam, (2.0 / (h * h)) * e1.phi()]
-            self._set_J(em.real(), e1.real(), en.real(), Jop)
+            if fused is not None:
+                R, data = fused.evaluate(q0, v0, A, lam, h)
+                Jop.set_data(data)
+            else:
+                qm, vm, em = self._mid(t, q0, v0, A, p, V)
+                e1 = self._con(t1, q1, p, V=V)
+                R = np.r_[em.residual() + GnT @ lam, (2.0 / (h * h)) * e1.phi()]
+                self._set_J(em.real(), e1.real(), en.real(), Jop)
             try:
                 dz = (self.J if Jop is None else Jop).solve(-R)
             except np.linalg.LinAlgError:
@@ -275,6 +285,10 @@ class Variational(OneStep):
             if dq <= tol.atol + tol.rtol * np.max(np.abs(q1)):
                 q1 = qp + 0.5 * h * h * A
                 qm, vm = q0 + 0.5 * h * v0 + 0.25 * h * h * A, v0 + 0.5 * h * A
+                if fused is not None:
+                    v1, _, a1, l1 = fused.project(q1, qm, vm, h, Sop)
+                    self._last = None
+                    return (q1, v1, a1, l1), it
                 try:
                     v1, _, a1, l1, e1 = self._project(t1, q1, qm, vm, p, Sop, V)
                 except np.linalg.LinAlgError:

@@ -96,23 +96,32 @@ def test_an_edited_source_misses(cached, tmp_path):
     assert (hits, misses) == (0, 1) and edited != path
 
 
-def test_an_entry_is_loaded_for_its_own_key_and_sources_only(tmp_path):
+def test_an_entry_is_loaded_for_its_own_key_and_stamp_only(tmp_path):
     """numba's index numbers a function's data files in order of saving: two processes
     saving two signatures at once could leave it naming the other's code.  Here an entry
-    is a file per key holding its key and the sources' digest, compared on load."""
-    e = _cache._Entries(str(tmp_path), "f-1.py311", "digest-a")
-    e.save(("sig a", "cpu"), "code a")
-    e.save(("sig b", "cpu"), "code b")
-    assert e.load(("sig a", "cpu")) == "code a" and e.load(("sig b", "cpu")) == "code b"
-    assert e.load(("sig c", "cpu")) is None
-    os.replace(e._entry(("sig a", "cpu")), e._entry(("sig b", "cpu")))   # b's file now holds a's entry
-    assert e.load(("sig b", "cpu")) is None
-    assert _cache._Entries(str(tmp_path), "f-1.py311", "digest-b").load(("sig a", "cpu")) is None
-    f = e._entry(("sig a", "cpu"))
-    with open(f, "wb") as fh:                                              # another numba version's entry
-        pickle.dump("0.0.0", fh)
-        fh.write(e._dump(("digest-a", ("sig a", "cpu"), "code a")))
-    assert e.load(("sig a", "cpu")) is None
+    is a file per key and stamp (sources, numpy) holding both, compared on load."""
+    a, b = ("sig a", "cpu"), ("sig b", "cpu")
+    e = _cache._Entries(str(tmp_path), "f-1.py311", "stamp 1")
+    e.save(a, "code a")
+    e.save(b, "code b")
+    assert e.load(a) == "code a" and e.load(b) == "code b" and e.load(("sig c", "cpu")) is None
+    other = _cache._Entries(str(tmp_path), "f-1.py311", "stamp 2")   # e.g. another numpy: its own file
+    assert other.load(a) is None
+    other.save(a, "code a, stamp 2")
+    assert e.load(a) == "code a" and other.load(a) == "code a, stamp 2"
+
+    def write(key, version, stamp, stored):        # what another writer could leave under key's name
+        with open(e._entry(key), "wb") as fh:
+            pickle.dump(version, fh)
+            fh.write(e._dump((stamp, stored, "other code")))
+    write(b, e._version, "stamp 1", a)             # another key's entry
+    assert e.load(b) is None
+    write(b, e._version, "stamp 2", b)             # another stamp
+    assert e.load(b) is None
+    write(b, "0.0.0", "stamp 1", b)                # another numba version
+    assert e.load(b) is None
+    write(b, e._version, "stamp 1", b)             # the control: all three match
+    assert e.load(b) == "other code"
 
 
 def test_any_source_edit_gives_another_directory(tmp_path):

@@ -15,14 +15,15 @@ For the dispatchers of compiled/_jit.py only (any other numba user keeps numba's
   (compiled/__init__.py ``cache_leaf``), base = ``NUMBA_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/parmbs/numba``
   (~/.cache/parmbs/numba), else (not writable) this package's ``__pycache__``;
 * **invalidation**: any edit of any compiled/*.py is another directory; inside it an
-  entry is trusted on the sha256 of those sources (not on a file's mtime) and numba's
-  version, so a checkout or copy of the same content, at any path, loads it.  numba's
+  entry is trusted on the sha256 of those sources (not on a file's mtime) and numba's and
+  numpy's versions (venvs may differ; numba types some numpy functions by numpy's version),
+  so a checkout or copy of the same content, at any path, loads it.  numba's
   own entry key is kept: the argument types, the code-generation target (LLVM triple, CPU
   name, CPU features — ``NUMBA_CPU_NAME=generic``, tests/conftest.py, and the host CPU
   are different entries; tests/test_compiled_cache.py) and the sha256 of the function's
   bytecode;
 * **concurrent writers** (pytest-xdist workers, mpirun ranks, several clones at once):
-  each entry is its own file, named by the sha256 of its key, written to a temporary file
+  each entry is its own file, named by the sha256 of its key and stamp, written to a temporary file
   and renamed over (numba's ``_open_for_write``), and holding its key, compared on load.
   numba's index instead numbers a function's data files in order of saving: two
   processes saving two signatures of one function at once can both take number 1 and
@@ -45,6 +46,7 @@ import time
 from pathlib import Path
 
 import numba
+import numpy
 from numba.core import caching, config
 
 from . import source_digest
@@ -58,6 +60,8 @@ KEEP, KEEP_AGE = 8, 86400.0
 
 DIGEST = source_digest(HERE)
 LEAF = "parmbs-" + DIGEST[:16]
+#: an entry's stamp: compiled at these sources with this numpy (module docstring)
+STAMP = (DIGEST, numpy.__version__)
 SHARED = (tuple(int(x) for x in numba.__version__.split(".")[:2]) in TESTED
           and all(hasattr(caching, a) for a in ("_CacheLocator", "CompileResultCacheImpl", "FunctionCache",
                                                 "IndexDataCacheFile")))
@@ -115,7 +119,7 @@ def _prune(base, keep):
 
 class _Locator(caching._CacheLocator):
     """numba's cache locator for a kernel of this package: ``cache_dir()``, stamped with
-    the sources' digest (module docstring)."""
+    ``STAMP`` (module docstring)."""
 
     def __init__(self, py_func, py_file, path):
         self._py_file, self._lineno, self._path = py_file, py_func.__code__.co_firstlineno, path
@@ -124,7 +128,7 @@ class _Locator(caching._CacheLocator):
         return self._path
 
     def get_source_stamp(self):
-        return DIGEST
+        return STAMP
 
     def get_disambiguator(self):
         return str(self._lineno)
@@ -140,7 +144,7 @@ class _Impl(caching.CompileResultCacheImpl):
 
 
 class _Entries(caching.IndexDataCacheFile):
-    """One file per entry, ``<function>-<line>.pyXY.<sha256 of the key>.nbc``: numba's
+    """One file per entry, ``<function>-<line>.pyXY.<sha256 of stamp and key>.nbc``: numba's
     version, then (source stamp, key, numba's reduced compile result); loaded only if all
     three match (module docstring: concurrent writers)."""
 
@@ -149,7 +153,7 @@ class _Entries(caching.IndexDataCacheFile):
         self._base = filename_base
 
     def _entry(self, key):
-        return os.path.join(self._cache_path, f"{self._base}.{hashlib.sha256(repr(key).encode()).hexdigest()[:16]}.nbc")
+        return os.path.join(self._cache_path, f"{self._base}.{hashlib.sha256(repr((self._source_stamp, key)).encode()).hexdigest()[:16]}.nbc")
 
     def save(self, key, data):
         with self._open_for_write(self._entry(key)) as f:
@@ -176,7 +180,7 @@ class ContentCache(caching.FunctionCache):
 
     def __init__(self, py_func):
         super().__init__(py_func)
-        self._cache_file = _Entries(self._cache_path, self._impl.filename_base, DIGEST)
+        self._cache_file = _Entries(self._cache_path, self._impl.filename_base, STAMP)
 
 
 def _fallback():

@@ -20,8 +20,8 @@ this script when a session collects most of the suite: niced in the background f
 serial session, and ``numba_warm.py i/n`` (the i-th of n shares of the families, split by
 cold cost) in each of n pytest-xdist workers before it runs tests.  Each model runs a few
 steps forward, adjoint and tangent; a family done once is stamped in the cache directory
-and skipped by later sessions, in any clone of the same sources.  A test that needs a kernel before it is cached compiles it itself, as
-without this script: the cache only saves work, it never changes a number (the same
+and skipped by later sessions, in any clone of the same sources.  A test that needs a
+kernel before it is cached compiles it itself, as without this script: the cache only saves work, it never changes a number (the same
 machine code is loaded; numba replaces cache files by rename).  Nothing here asserts
 anything: failures are printed (stderr, one line) and skipped, the tests report their own.
 """

@@ -56,7 +56,7 @@ def petsc_options(args):
 
 def parmbs_in_process(*args, cwd=None):
     """``python -m parmbs ARGS`` (run in ``cwd``) as ``cli.main``; a ``CompletedProcess``."""
-    from parmbs import cli, compiled  # noqa: F401  (compiled: sets NUMBA_CACHE_DIR once, at its import)
+    from parmbs import cli, compiled  # noqa: F401
     from parmbs._petsc import PETSc  # noqa: F401  (PETSc runs before the snapshot)
     argv = [str(a) for a in args]
     petsc = petsc_options(argv)

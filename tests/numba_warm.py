@@ -1,7 +1,8 @@
 """Fill numba's kernel cache on the otherwise idle second core while the serial suite runs.
 
-Why: in a fresh clone the cache (parmbs/compiled/__init__.py ``_source_keyed_cache``) is
-cold, and each kernel family is compiled by the first test that needs it, on the serial
+Why: when the kernels' cache (parmbs/compiled/_cache.py: one directory per content of
+compiled/*.py, shared by every clone) is cold — the first session after an edit of
+compiled/ — each kernel family is compiled by the first test that needs it, on the serial
 critical path (and inside subprocess time-outs: a 10-step pendulum gradient took 40 s CPU
 cold against 1.1 s warm).  Measured cold on this machine (CPU, this script's per-model
 lines; two runs side by side on the shared, loaded machine, one specialization per
@@ -19,15 +20,15 @@ this script when a session collects most of the suite: niced in the background f
 serial session, and ``numba_warm.py i/n`` (the i-th of n shares of the families, split by
 cold cost) in each of n pytest-xdist workers before it runs tests.  Each model runs a few
 steps forward, adjoint and tangent; a family done once is stamped in the cache directory
-and skipped by later sessions.  A test that needs a kernel before it is cached compiles it itself, as
-without this script: the cache only saves work, it never changes a number (the same
+and skipped by later sessions, in any clone of the same sources.  A test that needs a
+kernel before it is cached compiles it itself, as without this script: the cache only saves work, it never changes a number (the same
 machine code is loaded; numba replaces cache files by rename).  Nothing here asserts
 anything: failures are printed (stderr, one line) and skipped, the tests report their own.
 """
 import sys
 from pathlib import Path
 
-import parmbs  # noqa: F401  (first: thread and SIMD pinning, the source-keyed cache directory)
+import parmbs  # noqa: F401  (first: thread and SIMD pinning)
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -164,21 +165,24 @@ def main(tmp, part=0, nparts=1):
     a stamp in numba's cache directory (keyed by the compiled sources, so an edit there
     empties it): the next session skips it instead of paying its cached loads again."""
     import os
-    import parmbs.compiled  # noqa: F401  (sets NUMBA_CACHE_DIR: the source-keyed cache directory)
-    # numba also drops a cached kernel whose source file's time stamp changed (a checkout
-    # of the same content): the stamp holds the files' (name, mtime, size) too, and the
-    # code generation target (NUMBA_CPU_NAME: tests/conftest.py; a kernel cached for
-    # another target is another cache entry)
-    src = Path(parmbs.compiled.__file__).parent
-    sig = repr([(f.name, f.stat().st_mtime_ns, f.stat().st_size) for f in sorted(src.glob("*.py"))]
+    from parmbs.compiled import _cache
+    # the stamp holds the code generation target (NUMBA_CPU_NAME: tests/conftest.py; a
+    # kernel cached for another target is another cache entry); the directory is one per
+    # content of compiled/*.py, shared by every clone (compiled/_cache.py).  With numba's
+    # own per-clone cache (another numba version: _cache.SHARED false) numba also drops a
+    # kernel whose source file's time stamp changed, so then the files' mtimes too
+    src = Path(_cache.HERE)
+    sig = repr(([] if _cache.SHARED else [(f.name, f.stat().st_mtime_ns, f.stat().st_size)
+                                           for f in sorted(src.glob("*.py"))])
                + [os.environ.get("NUMBA_CPU_NAME"), os.environ.get("NUMBA_CPU_FEATURES")])
+    where = _cache.directory()
     fams = groups(tmp)
     for i in split([c for _, c, _ in fams], nparts)[part]:
         name, _, runs = fams[i]
-        stamp = Path(os.environ["NUMBA_CACHE_DIR"]) / f"numba_warm-{name}.done"
-        if stamp.exists() and stamp.read_text() == sig:
+        stamp = Path(where or ".") / f"numba_warm-{name}.done"
+        if where and stamp.exists() and stamp.read_text() == sig:
             continue
-        if all([run() if callable(run) else _run(*run) for run in runs]):
+        if all([run() if callable(run) else _run(*run) for run in runs]) and where:
             stamp.parent.mkdir(parents=True, exist_ok=True)
             stamp.write_text(sig)
 

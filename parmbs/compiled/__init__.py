@@ -35,57 +35,40 @@ forward and adjoint steps, which also take the vehicle kinds and factor sparse
 (compiled/ab_stepper.py: the same three modes, its own model test).
 
 Compile time: the kernels are compiled at the first use in a process, or loaded from
-numba's cache (``cache=True``), in one directory per content of these sources
-(``_source_keyed_cache``: ``__pycache__/parmbs-<hash>`` beside these files, or under
-``NUMBA_CACHE_DIR`` or ~/.cache/parmbs).  The time is
+numba's on-disk cache, kept by content and shared by every clone, worktree and venv of
+the same sources (compiled/_cache.py): ``parmbs-<sha256 of compiled/*.py>`` under
+``NUMBA_CACHE_DIR`` if set, else ~/.cache/parmbs/numba; any edit of these files is
+another directory, the CPU target (``NUMBA_CPU_NAME``) another entry.  The time is
 measured and reported once per process and kernel family (planar, spatial) in ``note``
 (the CLI prints it); a planar model compiles no spatial kernel and vice versa.
 """
 import hashlib
-import os
-import sys
 from pathlib import Path
 
 from ..model import forces as F, joints as J
 from ..spatial import bodies as SB, joints as SJ
 
 
-def cache_leaf(src):
-    """``parmbs-`` + the first 16 hex digits of the sha256 of the ``*.py`` files in ``src``."""
+def source_digest(src):
+    """sha256 (hex) of the ``*.py`` files in ``src``: names and bytes, in name order."""
     h = hashlib.sha256()
     for f in sorted(Path(src).glob("*.py")):
         h.update(f.name.encode() + b"\0" + f.read_bytes())
-    return "parmbs-" + h.hexdigest()[:16]
+    return h.hexdigest()
 
 
-def _source_keyed_cache():
-    """Give numba's cache one directory per content of this package's sources.
-
-    numba checks a cached kernel against its own file's timestamp only: after an edit to
-    a file it calls (compiled/vehicle.py under ab_step.py), or an upgrade that leaves the
-    old ``__pycache__`` behind, it silently loads the old machine code (measured: a kernel
-    2.7× slower until the cache was deleted).  The directory ``parmbs-<sha256 of
-    compiled/*.py>`` under the base — ``NUMBA_CACHE_DIR`` if set, else this package's
-    ``__pycache__`` if writable, else ``$XDG_CACHE_HOME/parmbs`` (~/.cache/parmbs) — makes
-    any source change a cold cache.  Set before the kernel modules are imported (they
-    decorate with ``cache=True``); a process that already imported numba gets
-    ``numba.config.CACHE_DIR`` instead of the environment variable."""
-    here = Path(__file__).resolve().parent
-    leaf = cache_leaf(here)
-    base = os.environ.get("NUMBA_CACHE_DIR")
-    if base and Path(base).name == leaf:         # set by this function in a parent process
-        return
-    if not base:
-        pyc = here / "__pycache__"
-        base = str(pyc) if os.access(pyc if pyc.exists() else here, os.W_OK) else \
-            os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "parmbs")
-    path = os.path.join(base, leaf)
-    os.environ["NUMBA_CACHE_DIR"] = path
-    if "numba" in sys.modules:
-        sys.modules["numba"].config.CACHE_DIR = path
+def cache_leaf(src):
+    """``parmbs-`` + the first 16 hex digits of ``source_digest(src)``: the kernels' cache
+    directory (compiled/_cache.py)."""
+    return "parmbs-" + source_digest(src)[:16]
 
 
-_source_keyed_cache()
+def cache_note():
+    """"" when the kernels use the cache shared by content (compiled/_cache.py), else the
+    compile note's remark on numba's per-clone cache."""
+    from ._cache import NOTE
+    return NOTE
+
 
 #: component kinds with a kernel (compiled/planar.py, compiled/spatial.py), in the order
 #: of the stacked arrays (stepper.LAYOUT); the time-dependent ones for these time
@@ -152,7 +135,7 @@ def runtime_why_not(op=None):
     try:                   # decorating with cache=True fails without a writable cache directory
         from . import stepper  # noqa: F401
     except Exception as e:  # noqa: BLE001 - any failure of numba's set-up means: numpy path
-        return f"numba cannot be used here ({type(e).__name__}: {e}; NUMBA_CACHE_DIR names a writable cache)"
+        return f"numba cannot be used here ({type(e).__name__}: {e}; NUMBA_CACHE_DIR names a writable cache directory)"
     return None
 
 
@@ -172,7 +155,7 @@ def make(system, mode="auto", op=None, why=None, build=None):
     note = None
     if cs.family not in _REPORTED:       # a planar and a spatial model compile apart (stepper.families)
         _REPORTED.add(cs.family)
-        note = cs.warm_up()
+        note = cs.warm_up() + cache_note()
     return cs, note
 
 

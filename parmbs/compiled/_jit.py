@@ -16,7 +16,8 @@ kind 0 or 2) 49 → 25 s.
 
 ``njit`` here makes a dispatcher that types calls from compiled code with the
 arguments' non-literal types (``numba.core.types.unliteral``); a call from Python
-is unchanged.  Same options as numba's ``njit``.
+is unchanged.  Same options as numba's ``njit``; ``cache=True`` is numba's on-disk cache
+kept by the content of these sources (compiled/_cache.py).
 
 Defaults likewise: an argument left out of a call is typed ``Omitted(default)``, so a
 kernel called with and without it compiles twice (newmark_step._evaluate, ab_step.evaluate
@@ -27,6 +28,8 @@ The kernels therefore have no default arguments; every call passes all of them.
 """
 from numba.core import types
 from numba.core.registry import CPUDispatcher
+
+from ._cache import enable
 
 
 class _Dispatcher(CPUDispatcher):
@@ -43,6 +46,6 @@ def njit(func=None, *, cache=False, **options):
     def wrap(f):
         disp = _Dispatcher(py_func=f, locals={}, targetoptions={"nopython": True, "boundscheck": None, **options})
         if cache:
-            disp.enable_caching()
+            enable(disp)
         return disp
     return wrap(func) if func is not None else wrap

@@ -187,6 +187,7 @@ class _CompiledRHS:
     def warm_up(self, p):
         """Compile (or load from numba's cache) every kernel; the one-line note."""
         import numba
+        from ..compiled import cache_note
         c0, w0 = time.process_time(), time.perf_counter()
         n = self.n
         y = np.r_[self.mod.sys.q_guess, np.zeros(n)]
@@ -199,7 +200,8 @@ class _CompiledRHS:
         st = self.K.rk_adjoint.stats
         how = "loaded from numba's cache" if st.cache_hits and not st.cache_misses else "compiled"
         return (f"compiled: dopri5 index-1 kernels (numba {numba.__version__}, {self.n + self.m} unknowns) {how} "
-                f"in {cpu:.2f} s CPU ({wall:.2f} s wall); simulation.compiled = \"off\" for the numpy path")
+                f"in {cpu:.2f} s CPU ({wall:.2f} s wall); simulation.compiled = \"off\" for the numpy path"
+                f"{cache_note()}")
 
     def first(self, t, y, p):
         z, ok = self.K.first(y[:self.n].copy(), y[self.n:].copy(), p, self.n, self.m, self.flat, self.offs)

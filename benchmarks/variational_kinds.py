@@ -28,6 +28,18 @@ from parmbs.sensitivity.problem import Problem
 METHODS = ("r", "jacobians", "phi", "phi_q", "gamma", "phi_t")
 
 
+def timed(f, key, acc):
+    """f wrapped by a ``time.process_time`` pair: its CPU and calls added to acc[key]."""
+    def w(*a, **kw):
+        t0 = time.process_time()
+        try:
+            return f(*a, **kw)
+        finally:
+            acc[key][0] += time.process_time() - t0
+            acc[key][1] += 1
+    return w
+
+
 def wrap(pr, acc):
     """Wrap the numpy groups and, under the compiled step, the groups it evaluates
     (compiled/variational_kinds.py proxies, labelled "(kernel)")."""
@@ -42,14 +54,7 @@ def wrap(pr, acc):
             if f is None:
                 continue
 
-            def w(*a, _f=f, _k=(name, m), **kw):
-                t0 = time.process_time()
-                try:
-                    return _f(*a, **kw)
-                finally:
-                    acc[_k][0] += time.process_time() - t0
-                    acc[_k][1] += 1
-            setattr(g, m, w)
+            setattr(g, m, timed(f, (name, m), acc))
 
 
 def wrap_blocks(acc):
@@ -65,16 +70,7 @@ def wrap_blocks(acc):
                       (V.Variational, "step"), (V.Variational, "_step"), (V.Variational, "_set_J"), (V.Variational, "_set_S"),
                       (V.Variational, "_project"), (VN.FusedNewton, "begin"), (VN.FusedNewton, "evaluate"),
                       (VN.FusedNewton, "project"), (VN, "fused")):
-        f = getattr(obj, name)
-
-        def w(*a, _f=f, _k=f"{getattr(obj, '__name__', obj)}.{name}", **kw):
-            t0 = time.process_time()
-            try:
-                return _f(*a, **kw)
-            finally:
-                acc[_k][0] += time.process_time() - t0
-                acc[_k][1] += 1
-        setattr(obj, name, w)
+        setattr(obj, name, timed(getattr(obj, name), f"{getattr(obj, '__name__', obj)}.{name}", acc))
 
 
 def compare(args):

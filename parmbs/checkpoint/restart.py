@@ -74,6 +74,7 @@ class CheckpointedRun:
         self.forward_steps = 0         # forward steps computed in the forward run (this job)
         self.recomputed = 0            # forward steps recomputed by the reverse sweep (this job)
         self.adjoint_steps = 0
+        self._step_values = None       # the integrands' evaluator of the current refs (_integrands)
         check_ride_schedule(self)          # ride objectives: schedule 'all' only
         why = quadrature.checkpoint_refusal(problem.quadrature) if self.adaptive else None
         if why:                            # w_k must be known once h_k is (_weight)
@@ -91,12 +92,14 @@ class CheckpointedRun:
         return int(used.max()) if used.size else 0
 
     def _integrands(self, k, x, p, refs):
-        """w_k f_k(x_k) for every objective (0 without integrand)."""
+        """w_k f_k(x_k) for every objective (0 without integrand): ``Problem.step_values``
+        (sensitivity/step_values.py; ``Term.value`` bit for bit, in fewer numpy calls),
+        built once per list of references (once per forward run)."""
         pr = self.pr
         w = pr.w[k] if self.H is None else self._weight(k)
-        return np.array([w * ob.integrand.value(pr.sys, self.T[k], x[:4], p, ref)
-                         if ob.integrand and not getattr(ob.integrand, "history", False) else 0.0
-                         for ob, ref in zip(pr.objectives, refs)])
+        if self._step_values is None or self._step_values.refs is not refs:
+            self._step_values = pr.step_values(refs)
+        return w * self._step_values(self.T[k], x, p)
 
     def _weight(self, k):
         """Adaptive: w_k once h_k is known, as TimeGrid.weights() computes it (bit for bit)."""

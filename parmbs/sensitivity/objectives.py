@@ -201,7 +201,11 @@ class Term:
 
     def local(self, sys, t, x, p, ref):
         q, v, a, lam = x
-        qe, ve, ae = sys.extend(q), sys.extend(v), sys.extend(a)
+        return self.local_extended(t, (sys.extend(q), sys.extend(v), sys.extend(a), lam), p, ref)
+
+    def local_extended(self, t, xe, p, ref):
+        """``local`` from q, v, a already extended by ground's slots (``sys.extend``)."""
+        qe, ve, ae, lam = xe
         lam_e = np.append(lam, 0) if self.ldrop else lam
         return [t, qe[self.qidx], ve[self.qidx], ae[self.qidx], lam_e[self.lrows], p[self.pidx], ref]
 

@@ -257,6 +257,13 @@ class Problem:
                                 lambda t, x0, x1, dx0: st.tangent_step(t, x0, x1, dx0, p),
                                 st.init.tangent(p), pbar)
 
+    def step_values(self, refs):
+        """g_j(t, x, p) of every objective at one state, unweighted, 0 without a per-step
+        integrand — a callable (sensitivity/step_values.py) for a run that sums ψ step by
+        step (checkpoint/restart.py); ``refs``: the objectives' references of the run."""
+        from .step_values import StepValues
+        return StepValues(self.sys, self.objectives, refs)
+
     def quad_objectives(self):
         """The integral objectives whose quadratures join an adaptive run's error test
         (``simulation.adapt.objective_atol`` set; integrators/quad_error.py), else []."""

@@ -122,11 +122,7 @@ def main():
     t0 = time.process_time()
     values = pr.objective_values(pr.forward())
     p0 = pr.sys.p.copy()
-    adj, dirg = pr.adjoint(), pr.direct()
-    sigma = V.roundoff_sigma(pr, adj, dirg)
-    cs, why = V.complex_step_reference(pr, p0)
-    sweeps = V.fd_sweep(pr, p0)
-    checks = V.make_checks(pr, adj, dirg, sigma, cs, sweeps)
+    adj, _, _, cs, why, sweeps, checks = V.run_checks(pr, p0)
     print(f"{a.config} {' '.join(sets + a.set)}: {pr.nsteps} steps, {len(sweeps)} variables; verify's runs "
           f"{time.process_time() - t0:.1f} s CPU")
     ref = cs if cs is not None else adj

@@ -207,11 +207,7 @@ def verify(model, overrides: Iterable[str] = ()) -> Verification:
     traj = pr.forward()
     values = pr.objective_values(traj)
     p0 = pr.sys.p.copy()
-    adj, dirg = pr.adjoint(), pr.direct()
-    sigma = V.roundoff_sigma(pr, adj, dirg)
-    cs, _ = V.complex_step_reference(pr, p0)
-    sweeps = V.fd_sweep(pr, p0)
-    checks = V.make_checks(pr, adj, dirg, sigma, cs, sweeps)
+    adj, _, _, _, _, sweeps, checks = V.run_checks(pr, p0)
     failures = [f"{c.objective}/{c.name}: {c.reason}" for c in checks if c.status == "FAILED"]
     eps = list(V.TAYLOR_EPS)
     r = V.taylor_remainders(pr, p0, values, adj, eps)

@@ -587,6 +587,17 @@ def complex_step_reference(problem, p0, progress=None):
         problem.forward(p0)
 
 
+def run_checks(problem, p0):
+    """adjoint, direct, their round-off σ̂, the complex-step reference (and why not),
+    the FD sweeps and the judged checks at p0, after a forward run — the sequence of
+    ``parmbs verify`` without its progress and timing (api.verify, benchmarks)."""
+    adj, dirg = problem.adjoint(), problem.direct()
+    sigma = roundoff_sigma(problem, adj, dirg)
+    cs, why = complex_step_reference(problem, p0)
+    sweeps = fd_sweep(problem, p0)
+    return adj, dirg, sigma, cs, why, sweeps, make_checks(problem, adj, dirg, sigma, cs, sweeps)
+
+
 def make_checks(problem, adj, dirg, sigma, cs, sweeps):
     """One judged Check per objective and design variable (adjoint vs direct within the
     measured round-off bound, or the fixed one where it is not measurable; complex step

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import parmbs.compiled as compiled
+from parmbs.model.component import CS_H
 
 pytest.importorskip("numba")
 
@@ -132,6 +133,14 @@ def test_any_source_edit_gives_another_directory(tmp_path):
     with open(tmp_path / "vehicle.py", "a") as fh:
         fh.write("\n# an edit in a callee file\n")
     assert compiled.cache_leaf(tmp_path) != before
+
+
+def test_a_frozen_global_from_outside_compiled_gives_another_directory(monkeypatch):
+    """The kernels read model.component.CS_H as a global, frozen at compile time."""
+    before = compiled.cache_leaf(SRC)
+    assert ("model.component.CS_H", CS_H) in compiled.FROZEN_GLOBALS
+    monkeypatch.setattr(compiled, "FROZEN_GLOBALS", (("model.component.CS_H", CS_H / 10),))
+    assert compiled.cache_leaf(SRC) != before
 
 
 def test_the_least_recently_used_directories_are_pruned(tmp_path):

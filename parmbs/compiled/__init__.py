@@ -46,14 +46,23 @@ import hashlib
 from pathlib import Path
 
 from ..model import forces as F, joints as J
+from ..model.component import CS_H
 from ..spatial import bodies as SB, joints as SJ
+
+#: values defined outside compiled/ that kernels read as globals: numba freezes a global's
+#: value into the machine code at compile time, so a change of one must give another cache
+#: directory, as an edit of compiled/*.py does (ab_adjoint, newmark_adjoint and vehicle read
+#: the complex-step size)
+FROZEN_GLOBALS = (("model.component.CS_H", CS_H),)
 
 
 def source_digest(src):
-    """sha256 (hex) of the ``*.py`` files in ``src``: names and bytes, in name order."""
+    """sha256 (hex) of the ``*.py`` files in ``src`` (names and bytes, in name order) and of
+    ``FROZEN_GLOBALS``' names and values."""
     h = hashlib.sha256()
     for f in sorted(Path(src).glob("*.py")):
         h.update(f.name.encode() + b"\0" + f.read_bytes())
+    h.update(repr(FROZEN_GLOBALS).encode())
     return h.hexdigest()
 
 

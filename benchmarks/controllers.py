@@ -11,9 +11,12 @@ in --ref-cache).  Each row is one JSON line in --log (with the load average besi
 run's error, interpolated log-log between the two fixed rows of the same round that bracket
 it (``*``: extrapolated from the nearest two), the ratio's median over rounds (range), and
 the step sequence's roughness |log(h_{k+1}/h_k)| (median, mean, share of steps that change h).
-``after=N``, ``keep=S`` (joined by ``+``) in --controllers are the PI controller with
-``simulation.adapt.grow_after=N`` (the hysteresis ratchet's release) and ``keep_min=S`` (the
-shrink hysteresis), integrators/timeloop.py.
+``after=N``, ``keep=S``, ``q=A`` (joined by ``+``) in --controllers are the PI controller with
+``simulation.adapt.grow_after=N`` (the hysteresis ratchet's release), ``keep_min=S`` (the
+shrink hysteresis), integrators/timeloop.py, and ``objective_atol=A`` (the objectives'
+quadratures in the error test, integrators/quad_error.py).  --set applies to the reference
+runs too (a shorter horizon: ``--set simulation.t_end=0.4``; cached under the model and the
+overrides).
 
     PYTHONPATH=$PWD nice -n 10 .venv/bin/python benchmarks/controllers.py fivebar --rounds 3 \
         --controllers pi,H211b,H211PI,H312b,PI42 --log /tmp/dsp18/fivebar.jsonl --peer-python /work/venv-peers/bin/python
@@ -47,8 +50,8 @@ MODELS = {
 }
 
 
-#: --controllers shorthand: after=N (grow_after), keep=S (keep_min), joined by "+"
-KEYS = {"after": "grow_after", "keep": "keep_min"}
+#: --controllers shorthand: after=N (grow_after), keep=S (keep_min), q=A (objective_atol), joined by "+"
+KEYS = {"after": "grow_after", "keep": "keep_min", "q": "objective_atol"}
 
 
 def roughness(h):
@@ -67,8 +70,9 @@ def reference(model, a):
     if a.ref_cache and os.path.exists(a.ref_cache):
         with open(a.ref_cache) as f:
             cache = json.load(f)
-    if model in cache:
-        r = cache[model]
+    key = model if not a.set else f"{model} {' '.join(a.set)}"     # --set applies to the reference too
+    if key in cache:
+        r = cache[key]
         return dict(psi=np.array(r["psi"]), grad=np.array(r["grad"]))
     if ref is None:
         pk = adaptive.peer(a.peer_python, 1e-12)
@@ -76,13 +80,13 @@ def reference(model, a):
         what = "CasADi CVODES tol 1e-12"
     else:
         stepper, h = ref
-        r1, r2 = (adaptive.run(sets + adaptive.STEPPERS[stepper] + [f"simulation.dt={d}"], config, fixed=True)
+        r1, r2 = (adaptive.run(sets + adaptive.STEPPERS[stepper] + a.set + [f"simulation.dt={d}"], config, fixed=True)
                   for d in (2 * h, h))
         r = {k: (4 * r2[k] - r1[k]) / 3 for k in ("psi", "grad")}
         what = f"Richardson of {stepper} dt {2 * h:g}, {h:g}; their difference {adaptive.errors(r1, r2)}"
     print(f"reference {model}: {what}", flush=True)
     if a.ref_cache:
-        cache[model] = dict(psi=r["psi"].tolist(), grad=r["grad"].tolist(), what=what)
+        cache[key] = dict(psi=r["psi"].tolist(), grad=r["grad"].tolist(), what=what)
         with open(a.ref_cache, "w") as f:
             json.dump(cache, f)
     return r
@@ -173,7 +177,8 @@ def main():
     ap.add_argument("--round0", type=int, default=0, help="number of the first round (a second process)")
     ap.add_argument("--controllers", default="pi,H211b,H211PI,H312b,PI42",
                     help="comma list: pi, a filter's name, or the PI controller with after=N "
-                         "(simulation.adapt.grow_after) and/or keep=S (keep_min), joined by +: keep=0+after=8")
+                         "(simulation.adapt.grow_after), keep=S (keep_min), q=A (objective_atol), joined by +: "
+                         "keep=0+after=8")
     ap.add_argument("--rtols", default="", help="comma list instead of the model's")
     ap.add_argument("--dts", default="", help="comma list of fixed steps instead of the model's")
     ap.add_argument("--set", action="append", default=[], help="config overrides for every run")

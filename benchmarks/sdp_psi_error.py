@@ -1,5 +1,6 @@
 """Where the spatial double pendulum's ψ error comes from on adaptive grids (issue 18;
-benchmarks/README.md, "The double pendulum's ψ: an error that cancels on a uniform grid").
+benchmarks/README.md, "The double pendulum's ψ on adaptive grids: an error that cancels on a
+uniform grid").
 
 The model's objective is ψ = ∫ |λ_elbow|² dt (``reaction_sq``), summed with the trapezoidal
 weights w_k of the accepted grid.  Its error against the exact ψ splits into

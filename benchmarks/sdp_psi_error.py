@@ -80,6 +80,7 @@ def reference(a, horizon):
     r["f"] = np.array([integrand(pr1, r["t"][k], tuple(r[j][k] for j in ("q", "v", "a", "lam")))
                        for k in range(len(r["t"]))])
     if a.cache:
+        os.makedirs(os.path.dirname(os.path.abspath(a.cache)), exist_ok=True)
         np.savez(a.cache, **r)
     return r
 

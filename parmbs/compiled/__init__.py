@@ -27,8 +27,10 @@ The variational integrator (integrators/variational.py) takes compiled solves an
 component kernels: its forward step's J and S are factored by compiled/saddle_lu.py, and
 the groups of the kinds in compiled/variational_kinds.py (the double wishbone's) are
 evaluated by numba kernels, the others by numpy (so every kind qualifies; from
-``SPARSE_FROM`` to ``MAX_UNKNOWNS`` unknowns, one rank, the default direct LU); tangent,
-adjoint and initial state stay on PETSc and numpy (``make_variational``).
+``SPARSE_FROM`` to ``MAX_UNKNOWNS`` unknowns, one rank, the default direct LU); its
+adjoint step factors J and S the same way and solves and multiplies all objective columns
+in compiled code (compiled/variational_adjoint.py); tangent and initial state stay on
+PETSc and numpy (``make_variational``).
 
 Generalized-α in the Arnold–Brüls form (integrators/genalpha_ab.py) has its own compiled
 forward and adjoint steps, which also take the vehicle kinds and factor sparse

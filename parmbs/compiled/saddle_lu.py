@@ -15,7 +15,8 @@ where a kind has them (``CompiledVariational.forces``, ``.constraints``), numpy 
 when every group has a kernel, ``CompiledVariational.newton`` (compiled/variational_newton.py)
 computes each Newton iteration's R and J's CSR values, and stages 2–3's S and right-hand
 sides, in one call each (``CompiledSaddleLU.set_data`` factors those values);
-the tangent, adjoint and initial state keep the PETSc operators and numpy groups (the
+the adjoint step factors and solves with the same order (compiled/variational_adjoint.py);
+the tangent and initial state keep the PETSc operators and numpy groups (the
 reference path).  Used from ``compiled.SPARSE_FROM`` unknowns on:
 below, on the flexible pendulum (N = 26) and the rigid–spring–beam (N = 21), the forward
 was as fast with PETSc's LU (±3 %, CPU per step, 2 × 200 steps each, load ~10).
@@ -137,6 +138,8 @@ class CompiledVariational:
         data = np.array([2.0, 1.0, 1.0])
         LU, _ = factor_csr(data, jp, ji, perm, ptr, idx)
         solve_refined_csr(data, jp, ji, LU, perm, ptr, idx, np.ones(2))
+        from . import variational_adjoint
+        variational_adjoint.warm_up()
         if self.nfast:
             from . import variational_kinds
             variational_kinds.warm_up()

@@ -145,7 +145,7 @@ class Variational(OneStep):
         self._last = None      # (t, q, constraint eval, p, views) of the last step's end: next G_n
         self._mass_blocks = None   # (p, M blocks in the pattern's force order): M = M(p)
         # issue 19/22: the forward step's J and S factored and solved in compiled code
-        # (compiled/saddle_lu.py); tangent, adjoint and initial state keep PETSc
+        # (compiled/saddle_lu.py), the adjoint step's too (below); tangent and initial state keep PETSc
         from .. import compiled as _compiled
         self.compiled, self.compiled_note = _compiled.make_variational(system, compiled, self.J)
         if self.compiled is not None:     # the failures a compiled step is redone on PETSc for (once, not per step)
@@ -158,6 +158,12 @@ class Variational(OneStep):
                                _View(system, [], fc), _View(system, fs, fc))
             for v in self.fast:
                 self.plans[id(v)] = EvalPlan(v, self.design_map)
+        # issues 19/22: the adjoint step's linearization, solves and products compiled
+        # (compiled/variational_adjoint.py), with the forward's kernels and LU order
+        self.adj = None
+        if self.compiled is not None:
+            from ..compiled.variational_adjoint import CompiledAdjoint
+            self.adj = CompiledAdjoint(self.compiled)
 
     # -- evaluations --------------------------------------------------------------------------
     def _ev(self, view, t, q, v, a, lam, p):
@@ -331,6 +337,85 @@ class Variational(OneStep):
         return dict(em=em, en=en, e1=e1x, e1m=e1m, ev1=ev1, v1=v1, a1=a1,
                     R1p=RpMA + RpF + en.R_p(nd), ptp=emm.R_p(nd) + RpF.scaled(-0.5 * h))
 
+    def _linearize_compiled(self, t, x0, x1, p):
+        """``_linearize`` on the compiled operators (``self.adj``: J and S factored by
+        compiled/saddle_lu.py from the fused step's CSR values, Λ and ξ by its solves) and
+        the groups of compiled/variational_kinds.py (``self.fast``)."""
+        h, n, m = self.h, self.sys.n, self.sys.m
+        q0, v0 = x0[0], x0[1]
+        q1, v1, a1, l1 = x1
+        t1 = t + h
+        A = (2.0 / (h * h)) * (q1 - q0 - h * v0)
+        ad, V = self.adj, self.fast
+        qm, vm = q0 + 0.5 * h * v0 + 0.25 * h * h * A, v0 + 0.5 * h * A
+        d = ad.linear_data(t, q0, v0, A, q1, qm, vm, p, h)
+        em = self._ev(V.dyn, t + 0.5 * h, qm, vm, A, np.zeros(0), p)
+        if d is not None:
+            Jd, r1, Sd, r2 = d
+            ad.J.set_data(Jd)
+            ad.S.set_data(Sd)
+        else:
+            e0, e1 = self._con(t, q0, p, V=V), self._con(t1, q1, p, V=V)
+            self._set_J(em, e1, e0, ad.J)
+            self._set_S(e1, p, ad.S)
+            r1 = em.residual()
+            r2 = np.r_[self._ev(V.dyn, t + 0.5 * h, qm, vm, vm, np.zeros(0), p).residual(1.0, -0.5 * h), -e1.phi_t()]
+        lam = ad.solve(ad.J, np.r_[-r1, np.zeros(m)])[n:]
+        xi = ad.solve(ad.S, r2)[n:]
+        en = self._con(t, q0, p, lam, V=V)
+        e1x = self._con(t1, q1, p, xi, V=V)
+        zero = np.zeros(n)
+        e1m = self._ev(V.mass, t1, q1, zero, v1, np.zeros(0), p)
+        emm = self._ev(V.mass, t + 0.5 * h, qm, vm, vm, np.zeros(0), p)
+        ev1 = self._ev(V.sys, t1, q1, v1, a1, l1, p)
+        nd = self.nd
+        RpF = em.R_p(nd, 0.0, 1.0)
+        RpMA = self._ev(V.mass, t + 0.5 * h, qm, vm, A, np.zeros(0), p).R_p(nd)
+        return dict(em=em, en=en, e1=e1x, e1m=e1m, ev1=ev1, v1=v1, a1=a1,
+                    R1p=RpMA + RpF + en.R_p(nd), ptp=emm.R_p(nd) + RpF.scaled(-0.5 * h))
+
+    def _adjoint_step_compiled(self, t, x0, x1, mu1, p):
+        """``adjoint_step`` with ``_linearize_compiled``, the compiled transposed solves and
+        the products by compiled/variational_adjoint.tmatmul: the same equations, in the
+        same order (Km and Cm applied to [ζ_v, ν₁] at once)."""
+        from ..compiled.variational_adjoint import tmatmul as T
+        h, n, m, nd = self.h, self.sys.n, self.sys.m, self.nd
+        ad = self.adj
+        L = self._linearize_compiled(t, x0, x1, p)
+        em, en, e1, e1m, ev1 = (L[k] for k in ("em", "en", "e1", "e1m", "ev1"))
+        mq1, mv1, ma1, ml1 = mu1
+        v1, a1 = L["v1"], L["a1"]
+        k = mq1.shape[1]
+        if np.any(ma1) or np.any(ml1):
+            eta = ad.solve(ad.S, np.vstack([ma1, ml1]), transpose=True)
+            ea, el = eta[:n], eta[n:]
+            mq = mq1 - T(ev1.K(), ea) - T(ev1.phi_q_w_q(a1) + ev1.gamma_q(), el)
+            mv = mv1 - T(ev1.Cv(), ea) - T(ev1.gamma_v(), el)
+            grad = -(T(ev1.R_p(nd), ea) + T(ev1.phi_q_w_p(nd, a1) + ev1.gamma_p(nd), el))
+        else:
+            mq, mv, grad = mq1, mv1, np.zeros((nd, k))
+        # stage 2
+        zeta = ad.solve(ad.S, np.vstack([mv, np.zeros((m, k))]), transpose=True)
+        zv, zx = zeta[:n], zeta[n:]
+        mq = mq - T(e1.K(), zv) - T(e1.phi_q_w_q(v1) + e1.phi_t_q(), zx)
+        grad = grad - (T(e1m.R_p(nd) + e1.R_p(nd), zv) + T(e1.phi_q_w_p(nd, v1) + e1.phi_t_p(nd), zx))
+        Km, Cm = em.K(), em.Cv()
+        mvm = T(em.Ma(), zv) - 0.5 * h * T(Cm, zv)
+        mqm = -0.5 * h * T(Km, zv)
+        grad = grad + T(L["ptp"], zv)
+        # stage 1
+        muA = 0.5 * h * h * mq + 0.25 * h * h * mqm + 0.5 * h * mvm
+        mqn = mq + mqm
+        mvn = h * mq + 0.5 * h * mqm + mvm
+        nu = ad.solve(ad.J, np.vstack([muA, np.zeros((m, k))]), transpose=True)
+        nu1, nu2 = nu[:n], (2.0 / (h * h)) * nu[n:]
+        G1T = T(e1.G(), nu2)
+        KmT = T(Km, nu1)
+        mqn = mqn - (KmT + T(en.K(), nu1)) - G1T
+        mvn = mvn - (0.5 * h * KmT + T(Cm, nu1)) - h * G1T
+        grad = grad - (T(L["R1p"], nu1) + T(e1.phi_p(nd), nu2))
+        return (mqn, mvn, np.zeros_like(ma1), np.zeros_like(ml1)), grad
+
     # -- tangent (direct differentiation) --------------------------------------------------------
     def tangent_step(self, t, x0, x1, dx0, p):
         """dx_{k+1}/dρ from dx_k/dρ (each four (·, nd) blocks)."""
@@ -366,7 +451,14 @@ class Variational(OneStep):
     # -- discrete adjoint ---------------------------------------------------------------------------
     def adjoint_step(self, t, x0, x1, mu1, p):
         """(μ_k, ∇ψ increment) from μ_{k+1} = (μ_q, μ_v, μ_a, μ_λ) of x_{k+1}: the transpose
-        of tangent_step, stages in reverse (one column per objective)."""
+        of tangent_step, stages in reverse (one column per objective).  With the compiled
+        step and real inputs: linearization, solves and products in compiled code
+        (compiled/variational_adjoint.py; a zero pivot redoes the step here)."""
+        if self.adj is not None and not any(np.iscomplexobj(y) for y in (p, *x0, *x1, *mu1)):
+            try:
+                return self._adjoint_step_compiled(t, x0, x1, mu1, p)
+            except self._redo:
+                pass
         h, n, nd = self.h, self.sys.n, self.nd
         L = self._linearize(t, x0, x1, p)
         em, en, e1, e1m, ev1 = (L[k] for k in ("em", "en", "e1", "e1m", "ev1"))

@@ -6,7 +6,8 @@ memory), and of the sweep's parts, per step.
 Each part is wrapped by a ``time.process_time`` pair (class attributes: every instance;
 ≈ 1 µs a call, counted in); parts nest (``excl`` is a part's CPU minus that of the wrapped
 parts it calls).  The unwrapped figures (forward, sweep, their ratio) come from a run
-without wrappers, min of ``--repeat``, after a warm-up evaluation.
+without wrappers, min of ``--repeat``, after a warm-up evaluation of 10 steps (and with
+``--repeat`` > 1 one of the whole horizon).
 
 Usage:  python benchmarks/variational_adjoint.py [--t-end 0.3] [--repeat 2] [--no-parts]
         [--set key=value ...]
@@ -109,7 +110,9 @@ def main():
     pr = Problem(load_config(str(CONFIG), [f"simulation.t_end={a.t_end}", "simulation.progress=false"] + a.set))
     p = pr.sys.p.copy()
     N = pr.nsteps
-    evaluation(pr, p)                                        # warm-up (numba caches, first factorizations)
+    warm = Problem(load_config(str(CONFIG), ["simulation.t_end=0.01", "simulation.progress=false"] + a.set))
+    evaluation(warm, warm.sys.p.copy())                      # warm-up (numba caches, PETSc), 10 steps
+    evaluation(pr, p) if a.repeat > 1 else None              # and this Problem's first factorizations
     runs = [evaluation(pr, p) for _ in range(a.repeat)]
     fw, sw = min(r[0] for r in runs), min(r[1] for r in runs)
     g = runs[-1][2]

@@ -137,8 +137,9 @@ def groups(tmp):
         # the double wishbone, every kind of it (variational_kinds.warm_up cold: 4.4 s CPU, load ~7),
         # and the one call per Newton iteration over them (compiled/variational_newton.py
         # ``fused``: +5.4 s; the compiled note's whole warm-up cold 11.8 s against 5.7 s
-        # without it, load ~5)
-        ("variational-kinds", 12, [(CONFIGS / "double-wishbone-opt.toml", "simulation.t_end=0.002")]),
+        # without it, load ~5), and the adjoint step's solves, products and second derivatives
+        # (compiled/variational_adjoint.py; the whole warm-up cold 13.4 s, load ~8)
+        ("variational-kinds", 14, [(CONFIGS / "double-wishbone-opt.toml", "simulation.t_end=0.002")]),
         # the own Dormand–Prince on the index-1 ODE (compiled/index1_rk.py): a family no
         # other model or integrator compiles; cold, the first test of tests/test_dopri.py
         # compiled it on the serial path: 26.9 s CPU, 0.36 s after these (26.5 + 1.3 s here;

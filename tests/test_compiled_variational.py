@@ -131,7 +131,8 @@ def test_a_zero_pivot_redoes_the_step_on_petsc(monkeypatch):
 def test_kernels_match_the_numpy_groups():
     """compiled/variational_kinds.py: every proxied group of the double wishbone against its
     numpy methods at a perturbed state (q + 0.01 N(0, 1), v + 0.1 N(0, 1): off the
-    constraint manifold, so Φ is O(1e-2) and no term vanishes).  Bound: 64 u of the largest
+    constraint manifold, so Φ is O(1e-2) and no term vanishes; the constraints' second
+    derivatives hess_lam, phi_q_w_q, phi_t_q too, at random λ).  Bound: 64 u of the largest
     entry of the numpy block — each kernel evaluates the numpy formula in another order,
     ≤ ~10 products and sums per entry (a relative error of a few u); Φ of a joint is a
     difference of point positions of O(1) m whose result is O(1e-2), so its bound is
@@ -149,10 +150,15 @@ def test_kernels_match_the_numpy_groups():
         ql, vl, al = (s.extend(x)[g.qidx] for x in (q, v, a))
         p = s.p[g.pidx]
         if g in s.constraints:
+            lam = rng.standard_normal((g.ne, g.m))
             pairs = [(f.phi(0.3, ql, p), g.phi(0.3, ql, p), np.max(np.abs(ql))),
                      (f.phi_q(0.3, ql, p), g.phi_q(0.3, ql, p), None),
                      (f.gamma(0.3, ql, vl, p), g.gamma(0.3, ql, vl, p), None),
-                     (f.phi_t(0.3, ql, p), g.phi_t(0.3, ql, p), None)]
+                     (f.phi_t(0.3, ql, p), g.phi_t(0.3, ql, p), None),
+                     # the adjoint step's (compiled/variational_adjoint.py)
+                     (f.hess_lam(0.3, ql, p, lam), g.hess_lam(0.3, ql, p, lam), None),
+                     (f.phi_q_w_q(0.3, ql, p, vl), g.phi_q_w_q(0.3, ql, p, vl), None),
+                     (f.phi_t_q(0.3, ql, p), g.phi_t_q(0.3, ql, p), None)]
         else:
             pairs = [(f.r(0.3, ql, vl, al, p), g.r(0.3, ql, vl, al, p), None)]
             for A, B in zip(f.jacobians(0.3, ql, vl, al, p), g.jacobians(0.3, ql, vl, al, p)):

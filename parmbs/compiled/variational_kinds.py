@@ -10,6 +10,10 @@ kind listed in ``FAST``, a proxy with the same attributes whose methods run one 
 kernel each (or return a per-design constant), the same formulas as the kind's numpy
 methods:
 
+* for the adjoint step (compiled/variational_adjoint.py), ``hess_lam`` and ``phi_q_w_q`` of
+  the bilinear orthonormality rows and the quadratic point-pair distance rows in closed
+  form (``ortho_second``, ``pair_second``), zero for the linear spherical joints, and
+  ``phi_t_q`` = 0 (numpy: complex steps of them; the other kinds keep theirs);
 * constant in the state (cached per parameter vector p, the numpy method's own array):
   ``Ancf3Gravity``, ``SpatialGravity`` (r); the inertias' M (r = M a, kernel ``matvec``);
   ``Ancf3BendingDamping``'s r_v = β_b EI K ⊗ I₃ (r = r_v v); the Φ_q of a spherical joint
@@ -308,6 +312,50 @@ def driver(q, v, c, k, f, what):
     return out
 
 
+@njit(cache=True)
+def ortho_second(lam, w, what):
+    """NaturalOrthonormality's second derivatives (Φ_(i,j) = e_i·e_j − δ_ij, bilinear):
+    what 0: ∂(Φ_qᵀλ)/∂q (ne, 9, 9) = Σ_rows λ_(i,j) (E_ij + E_ji) ⊗ I₃ (2λ I₃ on a diagonal
+    row); 1: ∂(Φ_q w)/∂q (ne, 6, 9): row (i, j) has w_j at e_i's columns and w_i at e_j's."""
+    I = (0, 1, 2, 0, 0, 1)
+    Jc = (0, 1, 2, 1, 2, 2)
+    ne = lam.shape[0] if what == 0 else w.shape[0]
+    out = np.zeros((ne, 9, 9)) if what == 0 else np.zeros((ne, 6, 9))
+    for e in range(ne):
+        for row in range(6):
+            i, j = I[row], Jc[row]
+            for c in range(3):
+                if what == 0:
+                    out[e, 3 * i + c, 3 * j + c] += lam[e, row]
+                    out[e, 3 * j + c, 3 * i + c] += lam[e, row]
+                else:
+                    out[e, row, 3 * i + c] += w[e, 3 * j + c]
+                    out[e, row, 3 * j + c] += w[e, 3 * i + c]
+    return out
+
+
+@njit(cache=True)
+def pair_second(wa, wb, lam, w, what):
+    """The point-pair distance row's second derivatives (Φ = ½(|Bq|² − ℓ₀²), B = [w_a ⊗ I₃,
+    −w_b ⊗ I₃]): what 0: ∂(Φ_qᵀλ)/∂q = λ BᵀB (ne, 24, 24): β_i β_j λ where i ≡ j (mod 3);
+    1: ∂(Φ_q w)/∂q = (Bw)ᵀB (ne, 1, 24)."""
+    ne = wa.shape[0]
+    out = np.zeros((ne, 24, 24)) if what == 0 else np.zeros((ne, 1, 24))
+    bw = np.zeros(3)
+    for e in range(ne):
+        if what == 0:
+            for i in range(24):
+                bi = _pair_beta(wa[e], wb[e], i) * lam[e, 0]
+                for j in range(i % 3, 24, 3):
+                    out[e, i, j] = bi * _pair_beta(wa[e], wb[e], j)
+        else:
+            for c in range(3):
+                bw[c] = _point(wa[e], w[e], 0, c) - _point(wb[e], w[e], 12, c)
+            for j in range(24):
+                out[e, 0, j] = _pair_beta(wa[e], wb[e], j) * bw[j % 3]
+    return out
+
+
 # -- proxies ------------------------------------------------------------------------------------
 
 def _real(*xs):
@@ -375,6 +423,23 @@ class _FastConstraint(_Fast):
         if not _real(q, p):
             return self.g.phi_t(t, q, p)
         return np.zeros((q.shape[0], self.g.m))
+
+    def phi_t_q(self, t, q, p):
+        """∂Φ_t/∂q = 0: Φ_t of every kind here is zero or (the driver's −f′(t)) independent
+        of q (the adjoint step's; numpy: the complex step of it, zeros)."""
+        if not _real(q, p):
+            return self.g.phi_t_q(t, q, p)
+        return np.zeros((q.shape[0], self.g.m, self.g.nq))
+
+    def hess_lam(self, t, q, p, lam):
+        if not _real(q, p, lam) or not hasattr(self, "fhess"):
+            return self.g.hess_lam(t, q, p, lam)
+        return self.fhess(self.consts(p), t, q, p, lam)
+
+    def phi_q_w_q(self, t, q, p, w):
+        if not _real(q, p, w) or not hasattr(self, "fphi_q_w_q"):
+            return self.g.phi_q_w_q(t, q, p, w)
+        return self.fphi_q_w_q(self.consts(p), t, q, p, w)
 
 
 class Gravity(_FastForce):
@@ -473,6 +538,12 @@ class Orthonormality(_FastConstraint):
     def fgamma(self, C, t, q, v, p):
         return orthonormality(q, v, 2)[:, :, 0]
 
+    def fhess(self, C, t, q, p, lam):
+        return ortho_second(np.ascontiguousarray(lam, dtype=np.float64), np.zeros((0, 9)), 0)
+
+    def fphi_q_w_q(self, C, t, q, p, w):
+        return ortho_second(np.zeros((0, 6)), np.ascontiguousarray(w, dtype=np.float64), 1)
+
 
 class LinearSpherical(_FastConstraint):
     """Spherical joint of natural/beam points: Φ_q the numpy one (constant), Φ = Φ_q q, γ = 0."""
@@ -487,6 +558,12 @@ class LinearSpherical(_FastConstraint):
 
     def fgamma(self, G, t, q, v, p):
         return np.zeros((q.shape[0], 3))
+
+    def fhess(self, G, t, q, p, lam):                 # Φ linear in q: no second derivatives
+        return np.zeros((q.shape[0], self.g.nq, self.g.nq))
+
+    def fphi_q_w_q(self, G, t, q, p, w):
+        return np.zeros(G.shape)
 
 
 class BeamWeld(_FastConstraint):
@@ -519,6 +596,12 @@ class PairDistance(_FastConstraint):
 
     def fgamma(self, C, t, q, v, p):
         return pair_distance(q, v, *C, 2)[:, :, 0]
+
+    def fhess(self, C, t, q, p, lam):
+        return pair_second(C[0], C[1], np.ascontiguousarray(lam, dtype=np.float64), np.zeros((0, 24)), 0)
+
+    def fphi_q_w_q(self, C, t, q, p, w):
+        return pair_second(C[0], C[1], np.zeros((0, 1)), np.ascontiguousarray(w, dtype=np.float64), 1)
 
 
 class PairSpring(_FastForce):
@@ -621,3 +704,6 @@ def warm_up():
         pair_distance(q, v, w, 0.5 * w, one, what)
     for what in (0, 1, 2, 3):
         driver(q[:, :3], v[:, :3], np.ones((1, 2)), 0, one, what)
+    for what in (0, 1):
+        ortho_second(np.ones((1, 6)), q[:, :9], what)
+        pair_second(w, 0.5 * w, np.ones((1, 1)), q, what)

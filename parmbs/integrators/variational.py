@@ -313,7 +313,7 @@ class Variational(OneStep):
         converged R₁ has M A + F_m in the range of G_nᵀ), ξ from stage 2."""
         h, n = self.h, self.sys.n
         q0, v0 = x0[0], x0[1]
-        q1, v1, a1, l1 = x1
+        q1 = x1[0]
         t1 = t + h
         A = (2.0 / (h * h)) * (q1 - q0 - h * v0)
         qm, vm, em = self._mid(t, q0, v0, A, p)
@@ -322,18 +322,25 @@ class Variational(OneStep):
         self._set_J(em, e1, e0)
         lam = self.J.solve(np.r_[-em.residual(), np.zeros(self.sys.m)])[n:]
         en = self._con(t, q0, p, lam)
-        zero = np.zeros(n)
         self._set_S(e1, p)
         emv = self._ev(self.dyn, t + 0.5 * h, qm, vm, vm, np.zeros(0), p)
         xi = self.S.solve(np.r_[emv.residual(1.0, -0.5 * h), -e1.phi_t()])[n:]
-        e1x = self._con(t1, q1, p, xi)
-        e1m = self._ev(self.mass, t1, q1, zero, v1, np.zeros(0), p)
-        emm = self._ev(self.mass, t + 0.5 * h, qm, vm, vm, np.zeros(0), p)
-        ev1 = self._ev(self.sys, t1, q1, v1, a1, l1, p)
-        # ∂/∂ρ of the midpoint forces F_m (once), of M A and of M v_m
-        nd = self.nd
+        return self._linear_evals(t, x1, A, qm, vm, em, en, xi, p, self.views)
+
+    def _linear_evals(self, t, x1, A, qm, vm, em, en, xi, p, V):
+        """The rest of a linearization once Λ (in ``en``) and ξ are known, on the views ``V``
+        (``_linearize``: numpy; ``_linearize_compiled``: compiled kinds): the evals at t_{n+1}
+        and the midpoint, and ∂/∂ρ of the midpoint forces F_m (once), of M A and of M v_m."""
+        h, n, nd = self.h, self.sys.n, self.nd
+        q1, v1, a1, l1 = x1
+        t1 = t + h
+        e1x = self._con(t1, q1, p, xi, V=V)
+        zero = np.zeros(n)
+        e1m = self._ev(V.mass, t1, q1, zero, v1, np.zeros(0), p)
+        emm = self._ev(V.mass, t + 0.5 * h, qm, vm, vm, np.zeros(0), p)
+        ev1 = self._ev(V.sys, t1, q1, v1, a1, l1, p)
         RpF = em.R_p(nd, 0.0, 1.0)
-        RpMA = self._ev(self.mass, t + 0.5 * h, qm, vm, A, np.zeros(0), p).R_p(nd)
+        RpMA = self._ev(V.mass, t + 0.5 * h, qm, vm, A, np.zeros(0), p).R_p(nd)
         return dict(em=em, en=en, e1=e1x, e1m=e1m, ev1=ev1, v1=v1, a1=a1,
                     R1p=RpMA + RpF + en.R_p(nd), ptp=emm.R_p(nd) + RpF.scaled(-0.5 * h))
 
@@ -343,7 +350,7 @@ class Variational(OneStep):
         the groups of compiled/variational_kinds.py (``self.fast``)."""
         h, n, m = self.h, self.sys.n, self.sys.m
         q0, v0 = x0[0], x0[1]
-        q1, v1, a1, l1 = x1
+        q1 = x1[0]
         t1 = t + h
         A = (2.0 / (h * h)) * (q1 - q0 - h * v0)
         ad, V = self.adj, self.fast
@@ -363,16 +370,7 @@ class Variational(OneStep):
         lam = ad.solve(ad.J, np.r_[-r1, np.zeros(m)])[n:]
         xi = ad.solve(ad.S, r2)[n:]
         en = self._con(t, q0, p, lam, V=V)
-        e1x = self._con(t1, q1, p, xi, V=V)
-        zero = np.zeros(n)
-        e1m = self._ev(V.mass, t1, q1, zero, v1, np.zeros(0), p)
-        emm = self._ev(V.mass, t + 0.5 * h, qm, vm, vm, np.zeros(0), p)
-        ev1 = self._ev(V.sys, t1, q1, v1, a1, l1, p)
-        nd = self.nd
-        RpF = em.R_p(nd, 0.0, 1.0)
-        RpMA = self._ev(V.mass, t + 0.5 * h, qm, vm, A, np.zeros(0), p).R_p(nd)
-        return dict(em=em, en=en, e1=e1x, e1m=e1m, ev1=ev1, v1=v1, a1=a1,
-                    R1p=RpMA + RpF + en.R_p(nd), ptp=emm.R_p(nd) + RpF.scaled(-0.5 * h))
+        return self._linear_evals(t, x1, A, qm, vm, em, en, xi, p, V)
 
     def _adjoint_step_compiled(self, t, x0, x1, mu1, p):
         """``adjoint_step`` with ``_linearize_compiled``, the compiled transposed solves and

@@ -17,6 +17,10 @@ rtol/10 instead (issue 18: "dt, dt/2 (or rtol, rtol/10)"); the dt column then sh
 "rtol=…" and the steps taken are in ``--json``.  For a tolerance-proportional global
 error the change is 0.9 of the error at rtol.
 
+A config with load cases (``[[scenarios]]``) is compared on what ``parmbs gradient``
+reports for it: the weighted sum Σ_s w_s ψ_s and its gradient (under the objective's
+name), and each scenario's ψ_s, ∇ψ_s (as ``NAME [SCENARIO]``); every one must pass.
+
 A run that fails (Newton, singular matrix, the instability guard) is a row with the
 failure's one-line message instead of numbers.  Rows are printed as Markdown table
 rows (the table in benchmarks/README.md) and, with ``--json``, written to a file.
@@ -43,11 +47,32 @@ def run(path, sets, dt, rtol=None):
     extra = [f"simulation.dt={dt!r}"] if rtol is None else [f"simulation.adapt.rtol={rtol!r}"]
     cfg = load_config(path, list(sets) + extra + ["simulation.progress=false"])
     t0 = time.process_time()
+    if cfg.scenarios:
+        return (*run_scenarios(cfg), time.process_time() - t0, None)
     pr = Problem(cfg)
     pr.forward()
     vals = pr.objective_values()
     grads = pr.adjoint() if pr.design.ncols else {}
     return vals, grads, time.process_time() - t0, pr.nsteps
+
+
+def run_scenarios(cfg):
+    """Load cases: the weighted sums Σ_s w_s ψ_s, Σ_s w_s ∇ψ_s by objective name (what
+    ``parmbs gradient`` reports) and each scenario's own as ``NAME [SCENARIO]``."""
+    from parmbs.sensitivity.scenarios import resolve_scenarios
+    vals, grads, per_v, per_g = {}, {}, {}, {}
+    for sc in resolve_scenarios(cfg):
+        pr = Problem(sc.config)
+        pr.forward()
+        v = pr.objective_values()
+        g = pr.adjoint() if pr.design.ncols else {}
+        for o in v:
+            vals[o] = vals.get(o, 0.0) + sc.weight * v[o]
+            per_v[f"{o} [{sc.name}]"] = v[o]
+            if o in g:
+                grads[o] = grads.get(o, 0.0) + sc.weight * np.asarray(g[o], float)
+                per_g[f"{o} [{sc.name}]"] = g[o]
+    return {**vals, **per_v}, {**grads, **per_g}
 
 
 def gnorm(g):

@@ -33,6 +33,11 @@ HORIZON = {
     # the steering pulses moved to t = 0, 5 steps
     "buggy-lane-change.toml": ["simulation.t_end=0.05", "simulation.dt=1e-2", "spatial.joints.steer_fl.function.starts=[0.0,7.0]",
                                "spatial.joints.steer_fr.function.starts=[0.0,7.0]"],
+    # verify checks the base config (10 m/s: the model above); its [[scenarios]] are that model at
+    # other initial speeds, their batch gradient against serial: tests/test_small_mpi.py
+    "buggy-lane-change-speeds.toml": ["simulation.t_end=0.05", "simulation.dt=1e-2",
+                                      "spatial.joints.steer_fl.function.starts=[0.0,7.0]",
+                                      "spatial.joints.steer_fr.function.starts=[0.0,7.0]"],
     "buggy-step-descent.toml": ["simulation.t_end=0.004"],          # 4 steps
     "double-pendulum.toml": ["simulation.t_end=0.02", "simulation.dt=1e-3"],   # 20 steps
     # 2 steps, 15 of the 60 variables (DESIGN_SUBSET).  Before the absorber preload: with all

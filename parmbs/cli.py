@@ -754,20 +754,31 @@ def _auto_batches(args, cfg, system, method):
     """Groups for a gradient of a model too small to distribute (parallel.replicate_small)
     on several ranks when nobody asked for a layout: one batch-parallel group per rank if
     there are at least as many work units (objectives for the adjoint, design columns for
-    direct/FD) as ranks; None (replicated serial) otherwise, and with -o (batches write
-    /gradient only, not the trajectory), --restart, a checkpoint schedule or complex step."""
+    direct/FD; times the load cases with [[scenarios]]) as ranks; None (replicated serial)
+    otherwise, and without scenarios with -o (batches write /gradient only, not the
+    trajectory), --restart, a checkpoint schedule or complex step (a scenario run is
+    batched anyway: parmbs/sensitivity/batch.py, which replicates a small model in a
+    group of several ranks)."""
     from . import parallel
     size = _comm().size
+    plain = not cfg.scenarios
     if (size == 1 or args.groups is not None or "groups" in cfg.parallel.model_fields_set
-            or method not in ("adjoint", "direct", "fd") or args.output or getattr(args, "restart", None)
-            or cfg.checkpoint.schedule != "all"
-            or parallel.replicate_small(system.n + system.m, cfg.parallel.distribute)[0] is None):
+            or method not in ("adjoint", "direct", "fd")
+            or (plain and (args.output or getattr(args, "restart", None) or cfg.checkpoint.schedule != "all"))):
+        return None
+    if system is None:
+        from .model.system import System
+        system = System(cfg)
+    if parallel.replicate_small(system.n + system.m, cfg.parallel.distribute)[0] is None:
         return None
     if method == "adjoint":
         units, what = len(cfg.objectives), "objectives"
     else:
         from .sensitivity.design import DesignSpace
         units, what = DesignSpace(system, cfg.design).ncols, "design columns"
+    if not plain:
+        S = len(cfg.scenarios)
+        units, what = units * S, f"(load case, {what[:-1]}) pairs ({S} [[scenarios]] × {units} {what})"
     if units < size:
         return None
     info(parallel.auto_batch_note(units, what, size))
@@ -809,6 +820,12 @@ def _cmd_gradient_batches(args, cfg, groups=None):
         layout = parallel.make_layout(groups)
     except parallel.LayoutError as e:
         raise InputError(args.config, key, str(e)) from None
+    if layout.group.size > 1:       # a small model is replicated within each group (batch.task_comm)
+        from .model.system import System
+        sys_ = System(cfg)
+        note = parallel.replicate_small(sys_.n + sys_.m, cfg.parallel.distribute, world=layout.group)[1]
+        if note:
+            info(note.replace("each of the", "in each group, each of its" if layout.groups > 1 else "each of the"))
     try:
         try:
             res = batch_gradient(cfg, method, layout, scenarios=scenarios)
@@ -834,7 +851,9 @@ def _cmd_gradient_batches(args, cfg, groups=None):
             doc["scenarios"] = {sc.name: {"weight": sc.weight, "steps": res.steps[sc.name],
                                           "objectives": block(res.values[sc.name], res.gradients[sc.name], None)}
                                 for sc in res.scenarios}
-        info(f"{cfg.model.name}: {method} gradient, {layout.mode}, {layout.groups} group(s) on "
+        mode = layout.mode if not res.replicated else (
+            "replicated" if layout.groups == 1 else f"{layout.mode}, replicated within groups")
+        info(f"{cfg.model.name}: {method} gradient, {mode}, {layout.groups} group(s) on "
             f"{_comm().size} rank(s), {len(res.scenarios)} scenario(s), plan '{res.plan.strategy}' "
             f"({', '.join(str(sum(len(t.units) for t in b)) for b in res.plan.batches)} units per batch); "
             f"forward {res.timing['forward_s']:.3g} s, gradient {res.timing['gradient_s']:.3g} s (slowest group)")
@@ -876,7 +895,7 @@ def cmd_gradient(args):
     _check_history(args, cfg, method)
     if _batched(args, cfg):
         _no_restart(args)
-        return _cmd_gradient_batches(args, cfg)
+        return _cmd_gradient_batches(args, cfg, _auto_batches(args, cfg, None, method) if cfg.scenarios else None)
     _check_method(method, args.config)
     _check_cs(method, cfg, args.config)
     system = _system(cfg, args)

@@ -10,6 +10,9 @@
   no start-up line);
 * ``gradient`` of the same model is split into batch-parallel groups automatically
   (one line saying so; ``"groups": 2`` in the JSON);
+* ``gradient`` of load cases (the README's example, configs/buggy-lane-change-speeds.toml)
+  is split likewise, one rank per group, and equals the serial run bit for bit; with
+  ``--groups 1`` the one group of all ranks runs it replicated, not distributed;
 * a failure on one rank only of a replicated run ends the job with one line (mpirun
   subprocess from the serial suite, like tests/test_rank_failure.py).
 """
@@ -29,6 +32,11 @@ import pytest
 ROOT = pathlib.Path(__file__).parents[1]
 FIVEBAR = str(ROOT / "configs" / "fivebar.toml")
 SHORT = ["--set", "simulation.t_end=0.05", "--set", "simulation.progress=false"]
+SPEEDS = str(ROOT / "configs" / "buggy-lane-change-speeds.toml")
+# 4 load cases × 4 steps of 10 ms; the steering pulses moved to t = 0 (before the file's
+# t = 2 s the roll rate is round-off: tests/test_verify_configs.py HORIZON)
+SPEEDS_SHORT = ["simulation.t_end=0.04", "simulation.dt=1e-2", "simulation.progress=false",
+                "spatial.joints.steer_fl.function.starts=[0.0,7.0]", "spatial.joints.steer_fr.function.starts=[0.0,7.0]"]
 
 
 @pytest.fixture
@@ -139,6 +147,59 @@ def test_small_gradient_splits_into_batches(shared_tmp, capsys):
         assert doc["objectives"][o]["value"] == values[o]              # the same forward run
         got = np.array([doc["objectives"][o]["gradient"][n] for n in pr.design.names])
         assert np.array_equal(got, g), (o, got - g)      # one-rank groups: the serial column solves
+
+
+@pytest.mark.mpi(min_size=2)
+def test_small_load_cases_split_into_batches_and_equal_serial(shared_tmp, capsys, operator_sizes):
+    """The README's `mpirun -n 2 parmbs gradient configs/buggy-lane-change-speeds.toml`:
+    no --groups, so one batch-parallel group per rank (the start-up line), nothing
+    distributed, and the JSON's per-scenario values and gradients and their weighted
+    sums are the serial ones bit for bit (one-rank groups do the serial run's operations).
+    ``--groups 1``: replicated on every rank (before: MUMPS over all ranks, 25× the serial CPU)."""
+    from mpi4py import MPI
+    from parmbs._petsc import PETSc
+    from parmbs.cli import main
+    from parmbs.config import load_config
+    from parmbs.sensitivity.problem import Problem
+    from parmbs.sensitivity.scenarios import resolve_scenarios
+    comm = MPI.COMM_WORLD
+    sets = [a for kv in SPEEDS_SHORT for a in ("--set", kv)]
+    docs = {}
+    for groups in ([], ["--groups", "1"]):
+        js = shared_tmp / f"g{len(groups)}.json"
+        rc = main(["gradient", SPEEDS, *sets, *groups, "--json", str(js)])
+        assert comm.allgather(rc) == [0] * comm.size
+        out = capsys.readouterr()
+        assert operator_sizes and set(operator_sizes) == {1}, (groups, operator_sizes)    # nothing distributed
+        operator_sizes.clear()
+        if comm.rank == 0:
+            want = (f"4 (load case, objective) pairs (4 [[scenarios]] × 1 objectives) split over {comm.size} "
+                    "batch-parallel groups" if not groups else f"each of the {comm.size} ranks runs the model serially")
+            assert len(_notes(out.out)) == 1 and want in _notes(out.out)[0], out.out
+        else:
+            assert out.out == ""
+        comm.Barrier()
+        docs[len(groups)] = json.loads(js.read_text())
+    assert docs[0]["groups"] == comm.size and docs[2]["groups"] == 1
+    scs = resolve_scenarios(load_config(SPEEDS, SPEEDS_SHORT))
+    assert [sc.name for sc in scs] == ["v6", "v8", "v10", "v12"]
+    vals, grads = {}, {}
+    for sc in scs:
+        pr = Problem(sc.config, comm=PETSc.COMM_SELF)
+        pr.forward()
+        vals[sc.name], grads[sc.name] = pr.objective_values(), pr.adjoint()
+    names = list(docs[0]["design"])
+    for doc in docs.values():
+        assert doc["objectives"].keys() == {"chassis_roll_rate"}
+        for o, od in doc["objectives"].items():
+            for sc in scs:
+                sd = doc["scenarios"][sc.name]["objectives"][o]
+                assert sd["value"] == vals[sc.name][o] and vals[sc.name][o] > 0
+                assert [sd["gradient"][n] for n in names] == list(grads[sc.name][o])
+            # the weighted sums as batch_gradient forms them, in scenario order
+            assert od["value"] == float(sum(sc.weight * vals[sc.name][o] for sc in scs))
+            total = sum((sc.weight * grads[sc.name][o] for sc in scs), np.zeros(len(names)))
+            assert [od["gradient"][n] for n in names] == list(total)
 
 
 def test_one_rank_failure_in_a_replicated_run_ends_the_job(tmp_path):

@@ -24,6 +24,15 @@ Sizing
     are spread 3 + 2.  The plan is a pure function of the config and G: every rank
     computes the same plan without communicating.
 
+Small models in multi-rank groups
+    A group of several ranks holding a model below ``parallel.DISTRIBUTE_MIN_UNKNOWNS``
+    (``parallel.distribute = "auto"``) does not distribute it: every rank of the group
+    runs the task serially on COMM_SELF (``parallel.replicate_small``), so the group's
+    numbers are the serial run's bit for bit and the leader contributes them.  (On
+    MUMPS over 2 ranks the 4-speed buggy lane change, 140 unknowns, took 47 s CPU per
+    rank for 0.3 s of driving, against 2.0 s for the serial process — benchmarks/README.md
+    "Small models under mpirun".)
+
 Failure and gather
     A task's exception is caught, turned into one line naming the batch, group,
     scenario, units and the failing step, and reported through
@@ -189,6 +198,8 @@ class BatchResult:
     steps: dict = field(default_factory=dict)
     space: object = None            # the DesignSpace (columns; ``fields`` for element fields)
     rho: object = None              # design values, one per column
+    #: this rank's tasks ran replicated on COMM_SELF in a group of several ranks (task_comm)
+    replicated: bool = False
 
     def destroy(self):
         if self.vec is not None:
@@ -209,6 +220,20 @@ def _describe_units(method, cfg, units, design_names):
     return f"design {names[0]}" + (f"..{names[-1]} ({len(names)})" if len(names) > 1 else "")
 
 
+def task_comm(cfg, comm):
+    """(System or None, communicator) of a task on the group communicator ``comm``: a
+    group of several ranks runs a model too small to distribute replicated on COMM_SELF
+    (``parallel.replicate_small`` with the group as world; the System is built once
+    here to count its unknowns and handed to the Problem)."""
+    if comm is None or comm.getSize() == 1:
+        return None, comm
+    from .. import parallel
+    from ..model.system import System
+    system = System(cfg)
+    own, _ = parallel.replicate_small(system.n + system.m, cfg.parallel.distribute, world=comm.tompi4py())
+    return system, (own if own is not None else comm)
+
+
 def run_task(cfg, method, units, comm, fd_step=None):
     """Forward + gradient of one task on ``comm``: (values dict, gradients dict, timings
 and ``steps``: the forward run's time steps — an adaptive run's accepted ones; an FD
@@ -224,10 +249,12 @@ task without adaptivity runs no unperturbed forward, its steps are t_end/dt).
 
     phase = ["setup"]
     try:
+        system, comm = task_comm(cfg, comm)
         if method == "adjoint":
-            pr = Problem(cfg.model_copy(update={"objectives": [cfg.objectives[i] for i in units]}), comm=comm)
+            pr = Problem(cfg.model_copy(update={"objectives": [cfg.objectives[i] for i in units]}),
+                         system=system, comm=comm)
         else:
-            pr = Problem(cfg, comm=comm, design_columns=list(units))
+            pr = Problem(cfg, system=system, comm=comm, design_columns=list(units))
         t0 = time.perf_counter()
         if method == "fd":
             phase[0] = "finite differences"
@@ -249,7 +276,8 @@ task without adaptivity runs no unperturbed forward, its steps are t_end/dt).
         e.parmbs_phase = phase[0]
         raise
     steps = pr.traj.steps if pr.traj is not None else pr.nsteps
-    return values, grads, {"forward_s": t_fwd, "gradient_s": t_grad, "steps": steps}
+    return values, grads, {"forward_s": t_fwd, "gradient_s": t_grad, "steps": steps,
+                           "replicated": system is not None and comm.getSize() == 1}
 
 
 def scenario_costs(scenarios, method, model: CostModel, ncolumns: int):
@@ -302,6 +330,7 @@ def batch_gradient(cfg, method, layout, cost_model: CostModel | None = None, fd_
     idx, vals, failure = [], [], None
     nsteps = np.zeros(S, dtype=np.int64)          # per scenario; 0: no task of it on this rank
     t_fwd = t_grad = 0.0
+    replicated = False
     cpu0 = time.process_time()
     for b in range(layout.group_index, B, layout.groups):
         for task in pl.batches[b]:
@@ -322,6 +351,7 @@ def batch_gradient(cfg, method, layout, cost_model: CostModel | None = None, fd_
                            f"batch {b + 1}/{B} (group {layout.group_index}, scenario {sc.name!r}, {what}) "
                            f"failed in the {phase}: {msg}")
                 break
+            replicated = replicated or tm["replicated"]
             t_fwd += tm["forward_s"]
             nsteps[task.scenario] = max(nsteps[task.scenario], tm["steps"])
             t_grad += tm["gradient_s"]
@@ -363,4 +393,4 @@ def batch_gradient(cfg, method, layout, cost_model: CostModel | None = None, fd_
     tg = {o: sum((sc.weight * grads[sc.name][o] for sc in scenarios), np.zeros(nd)) for o in objectives}
     return BatchResult(design, objectives, scenarios, values, grads, tv, tg, pl, timing, vec,
                        space=space, rho=space.values(p0),
-                       steps={sc.name: int(nsteps[s]) for s, sc in enumerate(scenarios)})
+                       steps={sc.name: int(nsteps[s]) for s, sc in enumerate(scenarios)}, replicated=replicated)

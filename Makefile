@@ -34,10 +34,14 @@ $(VENV)/.stamp: pyproject.toml
 	$(PY) -m pip install -q --disable-pip-version-check -e '.[test]'
 	@touch $@
 
+# the five-bar simulated and plotted (the first picture) and its gradient, serially (a small
+# model gains nothing from ranks: README "Parallel groups and load cases"); then a job where
+# ranks help: the buggy's lane change at 4 speeds, one forward + adjoint per speed, 2 per rank
 demo: setup
 	@mkdir -p out
-	$(MPIRUN) $(VENV)/bin/parmbs simulate configs/fivebar.toml -o out/fivebar.h5 --plot out/fivebar.png
+	$(VENV)/bin/parmbs simulate configs/fivebar.toml -o out/fivebar.h5 --plot out/fivebar.png
 	$(VENV)/bin/parmbs gradient configs/fivebar.toml --json out/fivebar-gradient.json
+	$(MPIRUN) $(VENV)/bin/parmbs gradient configs/buggy-lane-change-speeds.toml --json out/buggy-speeds-gradient.json
 
 # tests/test_slurm.py starts a private single-node SLURM; as root, install it if missing
 # (the test skips, saying why, where it cannot run)

@@ -5,7 +5,10 @@
 
 Each rank also computes the serial reference alone on COMM_SELF.  Groupings tried:
 G = 1 (state-parallel over all ranks), G = size (one rank per group) and, from 4 ranks
-on, G = size/2 (hybrid: groups of 2 state-parallel ranks).  The ≤ 1e-12
+on, G = size/2 (hybrid: groups of 2 state-parallel ranks).  The five-bar is below
+parallel.DISTRIBUTE_MIN_UNKNOWNS, so a group of several ranks would run it replicated
+(sensitivity/batch.py task_comm; tests/test_small_mpi.py): ``DISTRIBUTE`` forces the
+state-parallel path these groupings test.  The ≤ 1e-12
 comparison needs the same factorization in every group.  One-rank groups factor
 as the serial run does; a multi-rank group uses MUMPS by default, whose different
 pivoting moves the Newton iterates by round-off — amplified to ≈ 2e-11 in ψ3
@@ -34,6 +37,7 @@ from parmbs.sensitivity.problem import Problem
 ROOT = pathlib.Path(__file__).parents[1]
 FIVEBAR = str(ROOT / "configs" / "fivebar.toml")
 SHORT = ["simulation.t_end=0.02", "simulation.progress=false"]
+DISTRIBUTE = ["parallel.distribute=always"]
 SCENARIOS = """
 [[scenarios]]
 name = "soft"
@@ -116,7 +120,7 @@ def _groupings():
 @pytest.mark.parametrize("method", ["direct", "adjoint", "fd"])
 def test_every_grouping_equals_serial(method, same_lu):
     ov = SHORT if method != "fd" else ["simulation.t_end=0.005", "simulation.progress=false"]
-    cfg = load_config(FIVEBAR, ov)
+    cfg = load_config(FIVEBAR, ov + DISTRIBUTE)
     vals, ref = _serial(cfg, method)
     worst = 0.0
     for G in _groupings():
@@ -149,7 +153,7 @@ def test_one_rank_groups_equal_serial_with_default_solvers():
 @pytest.mark.mpi
 def test_scenario_batches_equal_serial(shared_tmp, same_lu):
     path = _scenario_file(shared_tmp)
-    cfg = load_config(path, SHORT)
+    cfg = load_config(path, SHORT + DISTRIBUTE)
     over = {"soft": ["forces.S1.stiffness=60.0"], "stiff": ["forces.S1.stiffness=150.0"],
             "damped": ["forces.S2.damping=3.0"]}
     refs = {s: _serial(load_config(FIVEBAR, SHORT + ov), "adjoint") for s, ov in over.items()}

@@ -1030,6 +1030,9 @@ def cmd_verify(args):
     from .sensitivity import verify as V
     cfg = _load(args)
     _require_objectives(cfg, args)
+    if cfg.scenarios:      # say so: verify checks one model, not the weighted sum over load cases
+        info(f"verify: checks the base config only; its {len(cfg.scenarios)} [[scenarios]] (load cases) are not "
+             "run (each case's overrides can be given with --set to verify that case)")
     pr = _problem(cfg, args)
     tracker = _Tracker()
     traj, t_fwd = _forward(pr, cfg, tracker)

@@ -238,6 +238,16 @@ def _bounds(pr, traj, N, rounds=1):
     return {"q": dq, "v": gh * da, "a": da, "lam": kappa * da}
 
 
+def _ab_view(pr):
+    """``pr`` with a stepper view whose (β, γ, α_m, α_f) are the Arnold–Brüls residual's
+    (β', γ', 0, 0): what ``_bounds`` reads (integrators/genalpha_ab.py: β' = cβ, γ' = cγ)."""
+    import types
+    st = pr.stepper
+    view = types.SimpleNamespace(beta=st.c * st.beta, gamma=st.c * st.gamma, h=st.h, am=0.0, af=0.0,
+                                 _eval=st._eval)
+    return types.SimpleNamespace(stepper=view, sys=pr.sys)
+
+
 @pytest.mark.parametrize("integrator", ["genalpha", "trapezoidal"])
 def test_fivebar_trajectory_and_gradient_match_numpy_path(integrator):
     """200 five-bar steps on both paths: every state within the bounds (module docstring),

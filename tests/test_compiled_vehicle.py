@@ -6,14 +6,12 @@ Bounds: tests/test_compiled.py's estimate (its module docstring) with the scheme
 constraint scaling β'h² = cβh² of the Arnold–Brüls form (genalpha_ab.py) and unit
 weights α_m = α_f = 0 in the residual.
 """
-import types
-
 import numpy as np
 import pytest
 
 pytest.importorskip("numba", reason="numba not installed: the compiled path is optional")
 
-from test_compiled import ROOT, U, _bounds, _numpy_RJ, _problem  # noqa: E402
+from test_compiled import ROOT, U, _ab_view, _bounds, _numpy_RJ, _problem  # noqa: E402
 from test_iltis import CFG as ILTIS_FIXED  # noqa: E402
 
 #: the Iltis with fixed steps (the shipped file adapts them; the comparison wants the same
@@ -22,15 +20,6 @@ from test_iltis import CFG as ILTIS_FIXED  # noqa: E402
 #: the buggy's lane change (its first steering pulse starts at 0.5 s)
 MODELS = {"iltis": (ILTIS_FIXED, ()),
           "buggy": (ROOT / "configs" / "buggy-lane-change.toml", ())}
-
-
-def _ab_view(pr):
-    """``pr`` with a stepper view whose (β, γ, α_m, α_f) are the Arnold–Brüls residual's
-    (β', γ', 0, 0): what test_compiled._bounds reads."""
-    st = pr.stepper
-    view = types.SimpleNamespace(beta=st.c * st.beta, gamma=st.c * st.gamma, h=st.h, am=0.0, af=0.0,
-                                 _eval=st._eval)
-    return types.SimpleNamespace(stepper=view, sys=pr.sys)
 
 
 def _active_parameters(s, x):

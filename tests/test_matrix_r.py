@@ -242,6 +242,6 @@ def test_refusal_names_what_the_model_has(config, what):
     with pytest.raises(ModelError) as e:
         Problem(load_config(str(CONFIGS / f"{config}.toml"),
                             ["simulation.formulation=matrix-r", "simulation.integrator=trapezoidal",
-                             "simulation.stabilization=none",     # spatial-double-pendulum ships GGL
+                             "simulation.stabilization=none",     # whatever the file ships
                              "simulation.t_end=0.001", "simulation.dt=0.001"]))
     assert what in str(e.value) and "simulation.formulation" in str(e.value)

@@ -28,6 +28,7 @@ def rel(a, b):
 def test_double_pendulum_gradients(integrator):
     pr = Problem(load_config(str(CONFIGS / "spatial-double-pendulum.toml"),
                              ["simulation.t_end=0.03", "simulation.dt=3e-3", f"simulation.integrator={integrator}",
+                              "simulation.stabilization=ggl",     # the file's former setting
                               "simulation.rho_inf=0.7"] + EXTRA_DESIGN))
     pr.forward()
     adj, dir_, fd = pr.adjoint(), pr.direct(), pr.finite_differences(1e-5)

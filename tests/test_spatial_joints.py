@@ -263,6 +263,10 @@ def test_initial_conditions_consistent(tmp_path):
         assert abs(e @ e - 1.0) <= 1e-14
         assert abs(e @ ed) <= 1e-14
     assert max_phi(pr, tr) <= 1e-12
+    # the stepper's whole Arnold-Bruls state (5 blocks) in StateEval's place: a clear error, not an IndexError
+    assert len(tr.x(0)) == 5
+    with pytest.raises(ValueError, match="physical"):
+        StateEval(pr.sys, tr.t[0], *tr.x(0), pr.sys.p)
     assert np.allclose(omega_global(q[3:7], v[3:7]), [0.0, 0.0, 2.0], atol=1e-12)
     # upper bar hangs from O: its COM is 0.5 m below O along the tilted bar axis
     assert np.allclose(q[0:3], -rotation(q[3:7]) @ [0.0, 0.0, 0.5], atol=1e-12)

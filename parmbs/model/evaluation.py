@@ -105,6 +105,10 @@ class StateEval:
         self.q, self.v, self.a, self.lam, self.p = q, v, a, lam, p
         n, m = system.n, system.m
         self.n, self.m = n, m
+        p_sys = getattr(system, "p", None)     # (views of a system, e.g. the initial assembly's, have none)
+        if p_sys is not None and len(p) != len(p_sys):   # e.g. a stepper state's extra block (Arnold-Bruls x(k): 5)
+            raise ValueError(f"StateEval: p has {len(p)} entries, the system's parameter vector {len(p_sys)} "
+                             "(pass physical(traj.x(k)) = q, v, a, λ, not the stepper's whole state)")
         if plan is None or plan.sys is not system or plan.design_map is not design_map:
             plan = EvalPlan(system, design_map)
         self.plan = plan

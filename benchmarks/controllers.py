@@ -45,6 +45,9 @@ MODELS = {
               (3e-7, 1e-7, 3e-8), 0.1),
     "sdp": (os.path.join(CFG, "spatial-double-pendulum.toml"), ["simulation.t_end=0.5"], "trap+ggl",
             ("trap+ggl", 6.25e-5), (2e-3, 1e-3, 5e-4, 2.5e-4), (1e-5, 1e-6), 1.0),
+    # the file as shipped since session 20 (compiled Arnold-Bruls, rho_inf 0.9); the reference Richardson of the same scheme
+    "sdp-ab": (os.path.join(CFG, "spatial-double-pendulum.toml"), ["simulation.t_end=0.5"], "file",
+               ("file", 6.25e-5), (2e-3, 1e-3, 5e-4, 2.5e-4), (1e-5, 1e-6), 1.0),
     "crank": (os.path.join(CFG, "slider-crank-flex.toml"), ["simulation.t_end=0.002"], "file", ("file", 5e-7),
               (1e-5, 5e-6, 2.5e-6), (1e-2,), 1.0),
 }

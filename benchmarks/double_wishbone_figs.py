@@ -67,17 +67,29 @@ def read_record(path):
 
 
 def read_cpu_log(path):
-    """Cumulative CPU [s] per `it` line of an optimize_cpu_per_iteration.py log (summed over
-    restarts: a line ``== ... start`` begins a new process whose CPU counts from 0)."""
-    out, base, last = [], 0.0, 0.0
+    """Cumulative CPU [s] per `it` line of a CPU log, summed over restarts.  Two formats:
+    ``benchmarks/optimize_cpu_per_iteration.py``'s (``cpu X (+dX) | it K psi …``) and a
+    monitor's (``TIME pid P cpu X | <any optimize log line>``).  A new process begins at a
+    line ``== ... start``, a new ``pid``, or a CPU below the previous line's; its CPU counts
+    from 0 on top of the last CPU seen of the process before (the monitor logs every line, so
+    a killed process's work after its last iterate counts; the other format has only the
+    iterates, so that share is lost there)."""
+    out, base, last, pid = [], 0.0, 0.0, None
     for line in open(path, errors="replace"):
         if line.startswith("=="):
             base, last = base + last, 0.0
             continue
-        m = re.match(r"cpu\s+([0-9.]+|nan)\b.*\|\s*it\s+(\d+)\s+psi\s+(\S+)", line)
-        if m and m.group(1) != "nan":
-            last = float(m.group(1))
-            out.append((int(m.group(2)), base + last, float(m.group(3))))
+        m = re.search(r"(?:pid\s+(\d+)\s+)?cpu\s+([0-9.]+|nan)\b", line)
+        if not m or m.group(2) == "nan":
+            continue
+        c = float(m.group(2))
+        if (m.group(1) is not None and pid is not None and m.group(1) != pid) or c < last:
+            base, last = base + last, 0.0
+        pid = m.group(1) if m.group(1) is not None else pid
+        last = c
+        it = re.search(r"\|\s*it\s+(\d+)\s+psi\s+(\S+)", line)
+        if it:
+            out.append((int(it.group(1)), base + last, float(it.group(2))))
     return np.array(out).reshape(-1, 3)
 
 

@@ -132,7 +132,10 @@ def test_kernels_match_the_numpy_groups():
     """compiled/variational_kinds.py: every proxied group of the double wishbone against its
     numpy methods at a perturbed state (q + 0.01 N(0, 1), v + 0.1 N(0, 1): off the
     constraint manifold, so Φ is O(1e-2) and no term vanishes; the constraints' second
-    derivatives hess_lam, phi_q_w_q, phi_t_q too, at random λ).  Bound: 64 u of the largest
+    derivatives hess_lam, phi_q_w_q, phi_t_q too, at random λ, and the adjoint step's design
+    derivatives r_p, phi_p, phi_t_p, phi_qT_lam_p, phi_q_w_p of every group with designed
+    parameters: complex steps of p in both, through the same numpy code for the per-design
+    constants, so again the formula in another order).  Bound: 64 u of the largest
     entry of the numpy block — each kernel evaluates the numpy formula in another order,
     ≤ ~10 products and sums per entry (a relative error of a few u); Φ of a joint is a
     difference of point positions of O(1) m whose result is O(1e-2), so its bound is
@@ -143,12 +146,14 @@ def test_kernels_match_the_numpy_groups():
     rng = np.random.default_rng(1)
     q, v, a = s.q_guess + 0.01 * rng.standard_normal(s.n), rng.standard_normal(s.n), rng.standard_normal(s.n)
     u = np.finfo(float).eps
-    seen = set()
+    seen, designed = set(), set()
+    plan = pr.stepper.plans[id(s)]
     for g, f in zip(list(s.forces) + list(s.constraints), cs.forces + cs.constraints):
         assert f is not g, type(g).__name__        # every kind of this model has kernels
         seen.add(type(f).__name__)
         ql, vl, al = (s.extend(x)[g.qidx] for x in (q, v, a))
         p = s.p[g.pidx]
+        cols = plan.pcols(g)[0]                     # the group's designed local parameters
         if g in s.constraints:
             lam = rng.standard_normal((g.ne, g.m))
             pairs = [(f.phi(0.3, ql, p), g.phi(0.3, ql, p), np.max(np.abs(ql))),
@@ -159,18 +164,44 @@ def test_kernels_match_the_numpy_groups():
                      (f.hess_lam(0.3, ql, p, lam), g.hess_lam(0.3, ql, p, lam), None),
                      (f.phi_q_w_q(0.3, ql, p, vl), g.phi_q_w_q(0.3, ql, p, vl), None),
                      (f.phi_t_q(0.3, ql, p), g.phi_t_q(0.3, ql, p), None)]
+            if len(cols):          # the adjoint step's design derivatives (complex steps of p in both)
+                pairs += [(f.phi_p(0.3, ql, p, cols), g.phi_p(0.3, ql, p, cols), None),
+                          (f.phi_t_p(0.3, ql, p, cols), g.phi_t_p(0.3, ql, p, cols), None),
+                          (f.phi_qT_lam_p(0.3, ql, p, lam, cols), g.phi_qT_lam_p(0.3, ql, p, lam, cols), None),
+                          (f.phi_q_w_p(0.3, ql, p, vl, cols), g.phi_q_w_p(0.3, ql, p, vl, cols), None)]
+                designed.add(type(f).__name__)
         else:
             pairs = [(f.r(0.3, ql, vl, al, p), g.r(0.3, ql, vl, al, p), None)]
             for A, B in zip(f.jacobians(0.3, ql, vl, al, p), g.jacobians(0.3, ql, vl, al, p)):
                 assert (A is None) == (B is None), type(g).__name__
                 if A is not None:
                     pairs.append((A, B, None))
+            if len(cols):
+                pairs.append((f.r_p(0.3, ql, vl, al, p, cols), g.r_p(0.3, ql, vl, al, p, cols), None))
+                designed.add(type(f).__name__)
         for A, B, scale in pairs:
             B = np.asarray(B)
             assert np.shape(A) == B.shape, type(g).__name__
             ref = scale if scale is not None else np.max(np.abs(B), initial=0.0)
             assert np.max(np.abs(A - B), initial=0.0) <= 64 * u * ref, type(g).__name__
     assert len(seen) == 11
+    assert designed == {"PairSpring", "Inertia", "Gravity", "Elastic", "AxialDamping", "BendingDamping",
+                        "LinearSpherical", "BeamWeld"}
+    # the planar driver of x or y at a point off the frame origin (this model drives angles
+    # at c̄ = 0: its second derivatives are zero)
+    import copy
+    g = next(g for g in s.constraints if type(VK.fast_group(g)).__name__ == "Driver")
+    ql, p = s.extend(q)[g.qidx], s.p[g.pidx].copy()
+    p[:, 0:2] = (0.3, -0.2)
+    lam, w = rng.standard_normal((g.ne, 1)), rng.standard_normal((g.ne, 3))
+    for coordinate in ("x", "y"):
+        gx = copy.copy(g)
+        gx.coordinate = coordinate
+        f = VK.fast_group(gx)
+        for A, B in ((f.hess_lam(0.3, ql, p, lam), gx.hess_lam(0.3, ql, p, lam)),
+                     (f.phi_q_w_q(0.3, ql, p, w), gx.phi_q_w_q(0.3, ql, p, w))):
+            assert A.shape == B.shape and np.max(np.abs(B)) > 0
+            assert np.max(np.abs(A - B)) <= 64 * u * np.max(np.abs(B)), coordinate
     # a complex argument (complex-step runs) goes to the numpy method: the same array
     g, f = s.constraints[0], cs.constraints[0]
     qc = s.extend(q)[g.qidx] + 1e-30j

@@ -13,7 +13,14 @@ methods:
 * for the adjoint step (compiled/variational_adjoint.py), ``hess_lam`` and ``phi_q_w_q`` of
   the bilinear orthonormality rows and the quadratic point-pair distance rows in closed
   form (``ortho_second``, ``pair_second``), zero for the linear spherical joints, and
-  ``phi_t_q`` = 0 (numpy: complex steps of them; the other kinds keep theirs);
+  ``phi_t_q`` = 0 (numpy: complex steps of them); the beam–beam weld's by a complex step
+  of its Φ_q inside a kernel (``weld_second``), the planar driver's in closed form
+  (``driver_second``); and the design derivatives ∂r/∂ρ, ∂Φ/∂ρ, ∂(Φ_qᵀλ)/∂ρ, ∂(Φ_q w)/∂ρ
+  of every designed group by the numpy methods' complex step of p applied to the per-design
+  constants once per design (``_Fast.pconsts``), then in kernels: products with ∂M/∂ρ,
+  ∂r_v/∂ρ, ∂Φ_q/∂ρ for the kinds linear in a, v or q (``lin_p``), the complex r or Φ_q for
+  the others (``elastic_p``, ``pair_spring_p``, ``weld_p``), zero ∂Φ_t/∂ρ for the
+  scleronomic kinds (adjw20; the kinds without them keep the numpy complex steps);
 * constant in the state (cached per parameter vector p, the numpy method's own array):
   ``Ancf3Gravity``, ``SpatialGravity`` (r); the inertias' M (r = M a, kernel ``matvec``);
   ``Ancf3BendingDamping``'s r_v = β_b EI K ⊗ I₃ (r = r_v v); the Φ_q of a spherical joint
@@ -38,6 +45,7 @@ the compiled forward step (``simulation.compiled`` auto/on); ``off`` never sees 
 import numpy as np
 
 from ._jit import njit
+from ..model.component import CS_H
 
 
 # -- kernels ------------------------------------------------------------------------------------
@@ -356,6 +364,196 @@ def pair_second(wa, wb, lam, w, what):
     return out
 
 
+@njit(cache=True)
+def driver_second(q, c, k, lam, w, what):
+    """The planar driver's second derivatives (``driver``): its row's only q-nonlinear
+    entry is ∂Φ/∂θ = (dA/dθ s)_k (k = 0, 1; s = −c̄), whose θ-derivative is
+    (d²A/dθ² s)_k = −(A(θ) s)_k; the angle driver (k = 2) is linear.  what 0: ∂(Φ_qᵀλ)/∂q
+    (ne, 3, 3), λ(−(A s)_k) at (θ, θ); 1: ∂(Φ_q w)/∂q (ne, 1, 3), −(A s)_k w_θ at θ."""
+    ne = q.shape[0]
+    out = np.zeros((ne, 3, 3)) if what == 0 else np.zeros((ne, 1, 3))
+    if k == 2:
+        return out
+    for e in range(ne):
+        th = q[e, 2]
+        cs, sn = np.cos(th), np.sin(th)
+        s0, s1 = -c[e, 0], -c[e, 1]
+        rk = cs * s0 - sn * s1 if k == 0 else sn * s0 + cs * s1
+        if what == 0:
+            out[e, 2, 2] = -rk * lam[e, 0]
+        else:
+            out[e, 0, 2] = -rk * w[e, 2]
+    return out
+
+
+@njit(cache=True)
+def _weld_c(qc, wa, wpa, wb, wpb, cos0, G, phi):
+    """One weld element's Φ (4,) into ``phi`` and Φ_q (4, 24) into ``G`` in complex
+    arithmetic (``weld``'s formulas: the unit tangents through the analytic √ of r′·r′,
+    so a complex step of q or of the weights is exact), all arguments complex128."""
+    da, db = np.zeros(3, np.complex128), np.zeros(3, np.complex128)
+    for c in range(3):
+        da[c] = wpa[0] * qc[c] + wpa[1] * qc[3 + c] + wpa[2] * qc[6 + c] + wpa[3] * qc[9 + c]
+        db[c] = wpb[0] * qc[12 + c] + wpb[1] * qc[15 + c] + wpb[2] * qc[18 + c] + wpb[3] * qc[21 + c]
+    na = np.sqrt(da[0] * da[0] + da[1] * da[1] + da[2] * da[2])
+    nb = np.sqrt(db[0] * db[0] + db[1] * db[1] + db[2] * db[2])
+    ua, ub = da / na, db / nb
+    ab = ua[0] * ub[0] + ua[1] * ub[1] + ua[2] * ub[2]
+    for c in range(3):
+        phi[c] = (wa[0] * qc[c] + wa[1] * qc[3 + c] + wa[2] * qc[6 + c] + wa[3] * qc[9 + c]
+                  - (wb[0] * qc[12 + c] + wb[1] * qc[15 + c] + wb[2] * qc[18 + c] + wb[3] * qc[21 + c]))
+    phi[3] = ab - cos0
+    for r in range(4):
+        for j in range(24):
+            G[r, j] = 0.0
+    for k in range(4):
+        for c in range(3):
+            G[c, 3 * k + c] = wa[k]
+            G[c, 12 + 3 * k + c] = -wb[k]
+            G[3, 3 * k + c] = (ub[c] - ua[c] * ab) / na * wpa[k]
+            G[3, 12 + 3 * k + c] = (ua[c] - ub[c] * ab) / nb * wpb[k]
+
+
+@njit(cache=True)
+def weld_second(q, wa, wpa, wb, wpb, lam, w, what):
+    """SpatialBeamBeamWeld's second derivatives in q by a complex step of Φ_q (``_weld_c``)
+    in each of the 24 local coordinates, q_j + i h: what 0: ∂(Φ_qᵀλ)/∂q (ne, 24, 24);
+    1: ∂(Φ_q w)/∂q (ne, 4, 24) — the numpy methods' complex steps (model/component.py),
+    exact to round-off (no difference quotient).  Rows 0–2 of Φ_q are constant in q."""
+    ne = q.shape[0]
+    out = np.zeros((ne, 24, 24)) if what == 0 else np.zeros((ne, 4, 24))
+    qc = np.zeros(24, np.complex128)
+    W = np.zeros((4, 4), np.complex128)
+    G = np.zeros((4, 24), np.complex128)
+    phi = np.zeros(4, np.complex128)
+    for e in range(ne):
+        for k in range(4):
+            W[0, k], W[1, k], W[2, k], W[3, k] = wa[e, k], wpa[e, k], wb[e, k], wpb[e, k]
+        for j in range(24):
+            for i in range(24):
+                qc[i] = q[e, i]
+            qc[j] = complex(q[e, j], CS_H)
+            _weld_c(qc, W[0], W[1], W[2], W[3], 0.0j, G, phi)
+            if what == 0:
+                for i in range(24):
+                    out[e, i, j] = (G[3, i] * lam[e, 3]).imag / CS_H
+            else:
+                s = 0.0j
+                for i in range(24):
+                    s += G[3, i] * w[e, i]
+                out[e, 3, j] = s.imag / CS_H
+    return out
+
+
+@njit(cache=True)
+def weld_p(q, W, cosc, lam, w, what):
+    """SpatialBeamBeamWeld's design derivatives by a complex step of its parameters: W (nc,
+    ne, 4, 4) the weights (w_a, w′_a, w_b, w′_b) and cosc (nc, ne) cos θ₀ at p + i h e_c
+    for each local design column c (``_Fast.pconsts``, numpy's own weight code); what 0:
+    ∂Φ/∂p (ne, 4, nc); 1: ∂(Φ_qᵀλ)/∂p (ne, 24, nc); 2: ∂(Φ_q w)/∂p (ne, 4, nc) — the numpy
+    methods' complex steps (model/component.py), the same perturbation."""
+    nc, ne = W.shape[0], q.shape[0]
+    out = np.zeros((ne, 24, nc)) if what == 1 else np.zeros((ne, 4, nc))
+    qc = np.zeros(24, np.complex128)
+    G = np.zeros((4, 24), np.complex128)
+    phi = np.zeros(4, np.complex128)
+    for e in range(ne):
+        for i in range(24):
+            qc[i] = q[e, i]
+        for c in range(nc):
+            _weld_c(qc, W[c, e, 0], W[c, e, 1], W[c, e, 2], W[c, e, 3], cosc[c, e], G, phi)
+            if what == 0:
+                for r in range(4):
+                    out[e, r, c] = phi[r].imag / CS_H
+            elif what == 1:
+                for i in range(24):
+                    s = 0.0j
+                    for r in range(4):
+                        s += G[r, i] * lam[e, r]
+                    out[e, i, c] = s.imag / CS_H
+            else:
+                for r in range(4):
+                    s = 0.0j
+                    for i in range(24):
+                        s += G[r, i] * w[e, i]
+                    out[e, r, c] = s.imag / CS_H
+    return out
+
+
+@njit(cache=True)
+def lin_p(dL, x, what):
+    """Products with a per-design derivative dL (ne, a, b, nc) = ∂L/∂p of a block L(p)
+    that is constant in the state: what 0: Σ_b dL[e, :, b, c] x[e, b] (ne, a, nc) — ∂(L x)/∂p
+    for r = M a, r = r_v v, Φ = Φ_q q of the linear kinds, and ∂(Φ_q w)/∂p; 1: Σ_a dL[e, a,
+    :, c] x[e, a] (ne, b, nc) — ∂(Φ_qᵀλ)/∂p."""
+    ne, na, nb, nc = dL.shape
+    out = np.zeros((ne, na, nc)) if what == 0 else np.zeros((ne, nb, nc))
+    for e in range(ne):
+        for i in range(na):
+            for j in range(nb):
+                xi = x[e, j] if what == 0 else x[e, i]
+                if xi == 0.0:
+                    continue
+                for c in range(nc):
+                    if what == 0:
+                        out[e, i, c] += dL[e, i, j, c] * xi
+                    else:
+                        out[e, j, c] += dL[e, i, j, c] * xi
+    return out
+
+
+@njit(cache=True)
+def elastic_p(q, EA, EI, l, P, K):
+    """Ancf3Elastic's ∂r/∂p by a complex step of its per-design constants (``elastic``'s r
+    in complex arithmetic): EA, EI, l (nc, ne) and P, K (nc, ne, 4, 4) at p + i h e_c for
+    each local design column c (``_Fast.pconsts``); returns (ne, 12, nc)."""
+    nc, ne = EA.shape
+    out = np.zeros((ne, 12, nc))
+    for c in range(nc):
+        for e in range(ne):
+            D0, D1, D2 = q[e, 6] - q[e, 0], q[e, 7] - q[e, 1], q[e, 8] - q[e, 2]
+            dist = np.sqrt(D0 * D0 + D1 * D1 + D2 * D2)
+            ca = EA[c, e] * (dist / l[c, e] - 1.0)
+            cb = EI[c, e]
+            for a_ in range(4):
+                for k in range(3):
+                    sp, sk = 0.0j, 0.0j
+                    for b_ in range(4):
+                        sp += P[c, e, a_, b_] * q[e, 3 * b_ + k]
+                        sk += K[c, e, a_, b_] * q[e, 3 * b_ + k]
+                    out[e, 3 * a_ + k, c] = (ca * sp + cb * sk).imag / CS_H
+    return out
+
+
+@njit(cache=True)
+def pair_spring_p(q, v, WA, WB, LAW, linear):
+    """The point-pair spring-damper's ∂r/∂p by a complex step of its per-design constants
+    (``pair_spring``'s r in complex arithmetic): WA, WB (nc, ne, 4) the points' weights and
+    LAW (nc, ne, 3) = (k, c, ℓ₀) at p + i h e_c (``_Fast.pconsts``); returns (ne, 24, nc)."""
+    nc, ne = WA.shape[0], q.shape[0]
+    out = np.zeros((ne, 24, nc))
+    d, dv, f = np.zeros(3, np.complex128), np.zeros(3, np.complex128), np.zeros(3, np.complex128)
+    for c in range(nc):
+        for e in range(ne):
+            wa, wb = WA[c, e], WB[c, e]
+            k, cc, l0 = LAW[c, e, 0], LAW[c, e, 1], LAW[c, e, 2]
+            for i in range(3):
+                d[i] = (wa[0] * q[e, i] + wa[1] * q[e, 3 + i] + wa[2] * q[e, 6 + i] + wa[3] * q[e, 9 + i]
+                        - (wb[0] * q[e, 12 + i] + wb[1] * q[e, 15 + i] + wb[2] * q[e, 18 + i] + wb[3] * q[e, 21 + i]))
+                dv[i] = (wa[0] * v[e, i] + wa[1] * v[e, 3 + i] + wa[2] * v[e, 6 + i] + wa[3] * v[e, 9 + i]
+                         - (wb[0] * v[e, 12 + i] + wb[1] * v[e, 15 + i] + wb[2] * v[e, 18 + i] + wb[3] * v[e, 21 + i]))
+            ln = np.sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])
+            ld = (d[0] * dv[0] + d[1] * dv[1] + d[2] * dv[2]) / ln
+            T = k * (ln - l0) + cc * ld
+            for i in range(3):
+                f[i] = -T * (d[i] / ln) if linear else -(k * (ln - l0)) * (d[i] / ln) - cc * dv[i]
+            for j in range(24):
+                kk = (j % 12) // 3
+                beta = wa[kk] if j < 12 else -wb[kk]
+                out[e, j, c] = (-beta * f[j % 3]).imag / CS_H
+    return out
+
+
 # -- proxies ------------------------------------------------------------------------------------
 
 def _real(*xs):
@@ -376,6 +574,8 @@ class _Fast:
         self.g = g
         self._key = None
         self._c = None
+        self._pkey = None
+        self._pc = None
         # what StateEval and EvalPlan read on every evaluation, as plain attributes
         for k in ("qidx", "pidx", "names", "nq", "np_", "inertial", "uses_q", "uses_v", "uses_a", "m", "rows"):
             if hasattr(g, k):
@@ -396,6 +596,32 @@ class _Fast:
             self._key = key
         return self._c
 
+    def pconsts(self, p, cols):
+        """``pstack`` of ``setup`` at p + i h e_c for each local design column c of ``cols``
+        (the same perturbation as the numpy methods' complex steps, model/component.py,
+        through the numpy code that builds the constants), rebuilt when p or cols change:
+        the design derivatives of the adjoint step (compiled/variational_adjoint.py)."""
+        key = (p.shape, p.tobytes(), np.asarray(cols).tobytes())
+        if key != self._pkey:
+            out = []
+            for c in cols:
+                pc = p.astype(complex)
+                pc.imag[:, c] = CS_H
+                out.append(self.setup(pc))
+            self._pc = self.pstack(out)
+            self._pkey = key
+        return self._pc
+
+
+def _dstack(blocks):
+    """∂B/∂p (…, nc) from the complex-step blocks B(p + i h e_c) (complex, one per column)."""
+    return np.ascontiguousarray(np.stack([np.asarray(B).imag / CS_H for B in blocks], -1))
+
+
+def _cstack(arrays):
+    """The complex constants of every column stacked on a leading axis (nc, …)."""
+    return np.ascontiguousarray(np.stack([np.asarray(a, dtype=complex) for a in arrays]))
+
 
 class _FastForce(_Fast):
     def r(self, t, q, v, a, p):
@@ -407,6 +633,13 @@ class _FastForce(_Fast):
         if not _real(q, v, a, p):
             return self.g.jacobians(t, q, v, a, p)
         return self.fj(self.consts(p), t, q, v, a, p)
+
+    def r_p(self, t, q, v, a, p, cols=None):
+        """∂r/∂p of the local columns ``cols`` (the adjoint step's): the kind's ``fr_p`` on
+        ``pconsts``, or the numpy method (complex state, no kernel)."""
+        if cols is None or not hasattr(self, "fr_p") or not _real(q, v, a, p):
+            return self.g.r_p(t, q, v, a, p, cols)
+        return self.fr_p(self.pconsts(p, cols), t, q, v, a, p)
 
 
 class _FastConstraint(_Fast):
@@ -441,6 +674,31 @@ class _FastConstraint(_Fast):
             return self.g.phi_q_w_q(t, q, p, w)
         return self.fphi_q_w_q(self.consts(p), t, q, p, w)
 
+    # the design derivatives of the adjoint step (the local columns ``cols``): the kind's
+    # ``fdesign`` on ``pconsts`` (what 0: ∂Φ/∂p, 1: ∂(Φ_qᵀλ)/∂p, 2: ∂(Φ_q w)/∂p), or numpy
+    def _design(self, t, q, p, cols, lam, w, what, name, *extra):
+        if cols is None or not hasattr(self, "fdesign") or not _real(q, p, lam, w):
+            return getattr(self.g, name)(t, q, p, *extra, cols)
+        z = np.zeros((0, 1))
+        return self.fdesign(self.pconsts(p, cols), q, z if lam is None else np.ascontiguousarray(lam, dtype=float),
+                            z if w is None else np.ascontiguousarray(w, dtype=float), what)
+
+    def phi_p(self, t, q, p, cols=None):
+        return self._design(t, q, p, cols, None, None, 0, "phi_p")
+
+    def phi_qT_lam_p(self, t, q, p, lam, cols=None):
+        return self._design(t, q, p, cols, lam, None, 1, "phi_qT_lam_p", lam)
+
+    def phi_q_w_p(self, t, q, p, w, cols=None):
+        return self._design(t, q, p, cols, None, w, 2, "phi_q_w_p", w)
+
+    def phi_t_p(self, t, q, p, cols=None):
+        """∂Φ_t/∂p = 0: Φ_t of the scleronomic kinds is zero for every p (the driver's is not:
+        it keeps the numpy method)."""
+        if cols is None or not _real(q, p):
+            return self.g.phi_t_p(t, q, p, cols)
+        return np.zeros((q.shape[0], self.g.m, len(cols)))
+
 
 class Gravity(_FastForce):
     """r independent of the state: the numpy r at q = 0, once per p."""
@@ -454,6 +712,11 @@ class Gravity(_FastForce):
     def fj(self, C, t, q, v, a, p):
         return None, None, None
 
+    pstack = staticmethod(_dstack)
+
+    def fr_p(self, dr, t, q, v, a, p):          # constant in the state
+        return dr
+
 
 class Inertia(_FastForce):
     """r = M a, M the numpy ``mass(p)`` (constant)."""
@@ -465,6 +728,11 @@ class Inertia(_FastForce):
 
     def fj(self, M, t, q, v, a, p):
         return None, None, M
+
+    pstack = staticmethod(_dstack)
+
+    def fr_p(self, dM, t, q, v, a, p):          # ∂(M a)/∂p = (∂M/∂p) a
+        return lin_p(dM, a, 0)
 
 
 class BendingDamping(_FastForce):
@@ -480,6 +748,13 @@ class BendingDamping(_FastForce):
     def fj(self, C, t, q, v, a, p):
         return C[0], C[1], None
 
+    @staticmethod
+    def pstack(cs):
+        return _dstack([C[1] for C in cs])
+
+    def fr_p(self, dRv, t, q, v, a, p):         # ∂(r_v v)/∂p = (∂r_v/∂p) v
+        return lin_p(dRv, v, 0)
+
 
 class Elastic(_FastForce):
     def setup(self, p):
@@ -494,6 +769,13 @@ class Elastic(_FastForce):
     def fj(self, C, t, q, v, a, p):
         return elastic(q, *C, True)[1], None, None
 
+    @staticmethod
+    def pstack(cs):
+        return tuple(_cstack([C[i] for C in cs]) for i in range(5))
+
+    def fr_p(self, PC, t, q, v, a, p):
+        return elastic_p(q, *PC)
+
 
 class AxialDamping(_FastForce):
     def setup(self, p):
@@ -507,6 +789,11 @@ class AxialDamping(_FastForce):
     def fj(self, c, t, q, v, a, p):
         _, rq, rv = axial_damping(q, v, c, True)
         return rq, rv, None
+
+    pstack = staticmethod(_dstack)
+
+    def fr_p(self, dc, t, q, v, a, p):          # r linear in c = β EA/l: ∂r/∂p = r(c = 1) ∂c/∂p
+        return axial_damping(q, v, np.ones(q.shape[0]), False)[0][:, :, None] * dc[:, None, :]
 
 
 def _weights(kind, p):
@@ -565,6 +852,11 @@ class LinearSpherical(_FastConstraint):
     def fphi_q_w_q(self, G, t, q, p, w):
         return np.zeros(G.shape)
 
+    pstack = staticmethod(_dstack)
+
+    def fdesign(self, dG, q, lam, w, what):     # Φ = Φ_q(p) q: every design block a product with ∂Φ_q/∂p
+        return lin_p(dG, (q, lam, w)[what], 1 if what == 1 else 0)
+
 
 class BeamWeld(_FastConstraint):
     def setup(self, p):
@@ -581,6 +873,19 @@ class BeamWeld(_FastConstraint):
 
     def fgamma(self, C, t, q, v, p):
         return weld(q, v, *C, 2)[:, :, 0]
+
+    def fhess(self, C, t, q, p, lam):
+        return weld_second(q, *C[:4], np.ascontiguousarray(lam, dtype=np.float64), np.zeros((0, 24)), 0)
+
+    def fphi_q_w_q(self, C, t, q, p, w):
+        return weld_second(q, *C[:4], np.zeros((0, 4)), np.ascontiguousarray(w, dtype=np.float64), 1)
+
+    @staticmethod
+    def pstack(cs):
+        return _cstack([np.stack(C[:4], axis=1) for C in cs]), _cstack([C[4] for C in cs])
+
+    def fdesign(self, PC, q, lam, w, what):
+        return weld_p(q, PC[0], PC[1], lam, w, what)
 
 
 class PairDistance(_FastConstraint):
@@ -616,6 +921,13 @@ class PairSpring(_FastForce):
         _, rq, rv = pair_spring(q, v, *C, True)
         return rq, rv, None
 
+    @staticmethod
+    def pstack(cs):
+        return _cstack([C[0] for C in cs]), _cstack([C[1] for C in cs]), _cstack([C[2] for C in cs]), cs[0][3]
+
+    def fr_p(self, PC, t, q, v, a, p):
+        return pair_spring_p(q, v, *PC)
+
 
 class Driver(_FastConstraint):
     """The time function f(t) by its numpy code, once per (t, order) and design."""
@@ -645,6 +957,15 @@ class Driver(_FastConstraint):
             return self.g.phi_t(t, q, p)
         C = self.consts(p)
         return driver(q, q, C[0], C[1], self._f(C, t, p, 1), 3)[:, :, 0]
+
+    def phi_t_p(self, t, q, p, cols=None):          # Φ_t = −f′(t; p): the numpy method
+        return self.g.phi_t_p(t, q, p, cols)
+
+    def fhess(self, C, t, q, p, lam):
+        return driver_second(q, C[0], C[1], np.ascontiguousarray(lam, dtype=np.float64), np.zeros((0, 3)), 0)
+
+    def fphi_q_w_q(self, C, t, q, p, w):
+        return driver_second(q, C[0], C[1], np.zeros((0, 1)), np.ascontiguousarray(w, dtype=np.float64), 1)
 
 
 def _proxy_class(g):
@@ -707,3 +1028,13 @@ def warm_up():
     for what in (0, 1):
         ortho_second(np.ones((1, 6)), q[:, :9], what)
         pair_second(w, 0.5 * w, np.ones((1, 1)), q, what)
+        weld_second(q, w, w, 0.5 * w, w, np.ones((1, 4)), q, what)
+        driver_second(q[:, :3], np.ones((1, 2)), 0, np.ones((1, 1)), q[:, :3], what)
+        lin_p(np.ones((1, 3, 24, 2)), q if what == 0 else np.ones((1, 3)), what)
+    W, c1 = np.ones((2, 1, 4, 4), complex), np.ones((2, 1), complex)
+    for what in (0, 1, 2):
+        weld_p(q, W, c1, np.ones((1, 4)), q, what)
+    elastic_p(q12, c1, c1, c1 + 1.0, np.ones((2, 1, 4, 4), complex), np.ones((2, 1, 4, 4), complex))
+    for lin in (False, True):
+        pair_spring_p(q, v, np.ones((2, 1, 4), complex), 0.5 * np.ones((2, 1, 4), complex), np.ones((2, 1, 3), complex),
+                      lin)

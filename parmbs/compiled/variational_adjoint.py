@@ -22,8 +22,9 @@ double wishbone (17 columns, N = 394) the numpy/PETSc step spent 28 ms of which 
   compiled/saddle_lu.py (the forward's static order);
 * every solve, direct or transposed, of all columns in one call (``solve_many_csr``):
   sparse_lu.solve / solve_T's operations with each factor entry read once for all
-  columns, one refinement step with the residual over J's CSR values (b − J x or b − Jᵀ x:
-  the same factors, no Jᵀ factored);
+  columns (the factors copied once per factorization into pattern order, ``pack``), one
+  refinement step with the residual over J's CSR values (b − J x or b − Jᵀ x: the same
+  factors, no Jᵀ factored);
 * the products Aᵀ Y of the LocalOperators (local blocks B_e with row and column maps)
   by ``tmatmul``, all columns at once, element by element.
 
@@ -43,10 +44,28 @@ from .saddle_lu import CompiledSaddleLU, PivotFailure
 
 
 @njit(cache=True)
-def _lu_many(A, perm, ptr, idx, B, transpose):
+def pack(A, ptr, idx):
+    """(L, U, d): ``factor_csr``'s LU (P J Pᵀ = L U in the dense work array) read once into
+    pattern order, L[a] = A[idx[a], k] (L's column k), U[a] = A[k, idx[a]] (U's row k) for
+    a in ptr[k]:ptr[k+1], d = U's diagonal: the solves then read the factors contiguously
+    (the column reads of L strode across A's rows), the same numbers in the same order."""
+    N = A.shape[0]
+    nnz = ptr[N]
+    L, U, d = np.empty(nnz), np.empty(nnz), np.empty(N)
+    for kk in range(N):
+        d[kk] = A[kk, kk]
+        for a in range(ptr[kk], ptr[kk + 1]):
+            L[a] = A[idx[a], kk]
+            U[a] = A[kk, idx[a]]
+    return L, U, d
+
+
+@njit(cache=True)
+def _lu_many(L, U, d, perm, ptr, idx, B, transpose):
     """X with J X = B (Jᵀ X = B when ``transpose``) from ``factor_csr``'s LU (P J Pᵀ = L U:
-    sparse_lu.solve, solve_T), all columns at once: each factor entry is read once for
-    the k columns (column c gets sparse_lu's operations on it in the same order)."""
+    sparse_lu.solve, solve_T) packed by ``pack``, all columns at once: each factor entry is
+    read once for the k columns (column c gets sparse_lu's operations on it in the same
+    order)."""
     N, k = B.shape
     Y = np.empty((N, k))
     for i in range(N):
@@ -57,7 +76,7 @@ def _lu_many(A, perm, ptr, idx, B, transpose):
         for kk in range(N):                       # L y = P b (unit lower, by columns)
             for a in range(ptr[kk], ptr[kk + 1]):
                 i = idx[a]
-                f = A[i, kk]
+                f = L[a]
                 for c in range(k):
                     Y[i, c] -= f * Y[kk, c]
         for kk in range(N - 1, -1, -1):           # U z = y (by rows)
@@ -65,20 +84,20 @@ def _lu_many(A, perm, ptr, idx, B, transpose):
                 s[c] = Y[kk, c]
             for a in range(ptr[kk], ptr[kk + 1]):
                 j = idx[a]
-                w = A[kk, j]
+                w = U[a]
                 for c in range(k):
                     s[c] -= w * Y[j, c]
-            d = A[kk, kk]
+            dk = d[kk]
             for c in range(k):
-                Y[kk, c] = s[c] / d
+                Y[kk, c] = s[c] / dk
     else:
         for kk in range(N):                       # Uᵀ y = P b (by U's rows)
-            d = A[kk, kk]
+            dk = d[kk]
             for c in range(k):
-                Y[kk, c] = Y[kk, c] / d
+                Y[kk, c] = Y[kk, c] / dk
             for a in range(ptr[kk], ptr[kk + 1]):
                 j = idx[a]
-                w = A[kk, j]
+                w = U[a]
                 for c in range(k):
                     Y[j, c] -= w * Y[kk, c]
         for kk in range(N - 1, -1, -1):           # Lᵀ z = y (unit, by L's columns)
@@ -86,7 +105,7 @@ def _lu_many(A, perm, ptr, idx, B, transpose):
                 s[c] = Y[kk, c]
             for a in range(ptr[kk], ptr[kk + 1]):
                 i = idx[a]
-                f = A[i, kk]
+                f = L[a]
                 for c in range(k):
                     s[c] -= f * Y[i, c]
             for c in range(k):
@@ -99,12 +118,12 @@ def _lu_many(A, perm, ptr, idx, B, transpose):
 
 
 @njit(cache=True)
-def solve_many_csr(data, jp, ji, A, perm, ptr, idx, B, transpose):
-    """X with J X = B (Jᵀ X = B when ``transpose``) from ``factor_csr``'s LU, all columns
-    at once, refined once (x += solve(b − J x), b − Jᵀ x with ``transpose``) with the
-    residual over J's CSR values (rows jp, columns ji; no Jᵀ factored or stored)."""
+def solve_many_csr(data, jp, ji, L, U, d, perm, ptr, idx, B, transpose):
+    """X with J X = B (Jᵀ X = B when ``transpose``) from ``factor_csr``'s LU (``pack``ed),
+    all columns at once, refined once (x += solve(b − J x), b − Jᵀ x with ``transpose``)
+    with the residual over J's CSR values (rows jp, columns ji; no Jᵀ factored or stored)."""
     N, k = B.shape
-    X = _lu_many(A, perm, ptr, idx, B, transpose)
+    X = _lu_many(L, U, d, perm, ptr, idx, B, transpose)
     Rr = np.empty((N, k))
     for i in range(N):
         for c in range(k):
@@ -123,7 +142,7 @@ def solve_many_csr(data, jp, ji, A, perm, ptr, idx, B, transpose):
                 w = data[a]
                 for c in range(k):
                     Rr[i, c] -= w * X[j, c]
-    D = _lu_many(A, perm, ptr, idx, Rr, transpose)
+    D = _lu_many(L, U, d, perm, ptr, idx, Rr, transpose)
     for i in range(N):
         for c in range(k):
             X[i, c] += D[i, c]
@@ -174,6 +193,7 @@ class CompiledAdjoint:
         order = (cv.J.perm, cv.J.ptr, cv.J.idx, cv.J.jp, cv.J.ji)
         self.J, self.S = CompiledSaddleLU(cv.J, order), CompiledSaddleLU(cv.S, order)
         self.newton = cv.newton
+        self._packed = {}          # id(operator) -> (its LU, pack(LU)): the last factorization's
 
     def linear_data(self, t, q0, v0, A, q1, qm, vm, p, h):
         """(J's CSR values, M A + F_m, S's CSR values, [p̃; −Φ_t]) by the fused step's calls
@@ -190,11 +210,13 @@ class CompiledAdjoint:
                       fn.g1_slot, fn.R, z)
         return Jd, r1, dS[:fn.nnz].copy(), fn.R[:fn.N].copy()
 
-    @staticmethod
-    def solve(op, B, transpose=False):
+    def solve(self, op, B, transpose=False):
         """X with op X = B (opᵀ when ``transpose``), B (N,) or (N, k); PivotFailure when not finite."""
         B2 = np.ascontiguousarray(B if B.ndim == 2 else B[:, None], dtype=np.float64)
-        X = solve_many_csr(op.data, op.jp, op.ji, op.LU, op.perm, op.ptr, op.idx, B2, transpose)
+        packed = self._packed.get(id(op))
+        if packed is None or packed[0] is not op.LU:          # once per factorization
+            packed = self._packed[id(op)] = (op.LU, *pack(op.LU, op.ptr, op.idx))
+        X = solve_many_csr(op.data, op.jp, op.ji, *packed[1:], op.perm, op.ptr, op.idx, B2, transpose)
         if not np.all(np.isfinite(X)):
             raise PivotFailure("non-finite solution")
         return X if B.ndim == 2 else X[:, 0]
@@ -208,6 +230,6 @@ def warm_up():
     data = np.array([2.0, 1.0, 1.0])
     LU, _ = factor_csr(data, jp, ji, perm, ptr, idx)
     for tr in (False, True):
-        solve_many_csr(data, jp, ji, LU, perm, ptr, idx, np.ones((2, 2)), tr)
+        solve_many_csr(data, jp, ji, *pack(LU, ptr, idx), perm, ptr, idx, np.ones((2, 2)), tr)
     tmatmul_part(np.zeros((1, 1), np.int64), np.zeros((1, 1), np.int64), np.ones((1, 1, 1)), np.ones((1, 2)),
                  np.zeros((1, 2)))

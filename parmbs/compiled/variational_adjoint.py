@@ -150,6 +150,64 @@ def solve_many_csr(data, jp, ji, L, U, d, perm, ptr, idx, B, transpose):
 
 
 @njit(cache=True)
+def _lu_one(L, U, d, perm, ptr, idx, b, transpose):
+    """``_lu_many`` of one column b (N,): the same operations in the same order, without
+    the loops over columns (Λ and ξ of the linearization: one column each)."""
+    N = b.shape[0]
+    y = np.empty(N)
+    for i in range(N):
+        y[i] = b[perm[i]]
+    if not transpose:
+        for kk in range(N):
+            yk = y[kk]
+            for a in range(ptr[kk], ptr[kk + 1]):
+                y[idx[a]] -= L[a] * yk
+        for kk in range(N - 1, -1, -1):
+            s = y[kk]
+            for a in range(ptr[kk], ptr[kk + 1]):
+                s -= U[a] * y[idx[a]]
+            y[kk] = s / d[kk]
+    else:
+        for kk in range(N):
+            yk = y[kk] / d[kk]
+            y[kk] = yk
+            for a in range(ptr[kk], ptr[kk + 1]):
+                y[idx[a]] -= U[a] * yk
+        for kk in range(N - 1, -1, -1):
+            s = y[kk]
+            for a in range(ptr[kk], ptr[kk + 1]):
+                s -= L[a] * y[idx[a]]
+            y[kk] = s
+    x = np.empty(N)
+    for i in range(N):
+        x[perm[i]] = y[i]
+    return x
+
+
+@njit(cache=True)
+def solve_one_csr(data, jp, ji, L, U, d, perm, ptr, idx, b, transpose):
+    """``solve_many_csr`` of one column b (N,) (the same operations in the same order)."""
+    N = b.shape[0]
+    x = _lu_one(L, U, d, perm, ptr, idx, b, transpose)
+    r = b.copy()
+    if transpose:
+        for i in range(N):
+            xi = x[i]
+            for a in range(jp[i], jp[i + 1]):
+                r[ji[a]] -= data[a] * xi
+    else:
+        for i in range(N):
+            s = r[i]
+            for a in range(jp[i], jp[i + 1]):
+                s -= data[a] * x[ji[a]]
+            r[i] = s
+    dx = _lu_one(L, U, d, perm, ptr, idx, r, transpose)
+    for i in range(N):
+        x[i] += dx[i]
+    return x
+
+
+@njit(cache=True)
 def tmatmul_part(rows, cols, B, Y, out):
     """out[cols[e, b]] += Σ_a B[e, a, b] Y[rows[e, a]] for every column of Y: one local
     part (rows (ne, a), cols (ne, b), B (ne, a, b)) of a LocalOperator, transposed; −1
@@ -216,6 +274,11 @@ class CompiledAdjoint:
         packed = self._packed.get(id(op))
         if packed is None or packed[0] is not op.LU:          # once per factorization
             packed = self._packed[id(op)] = (op.LU, *pack(op.LU, op.ptr, op.idx))
+        if B.ndim == 1:
+            X = solve_one_csr(op.data, op.jp, op.ji, *packed[1:], op.perm, op.ptr, op.idx, B2[:, 0].copy(), transpose)
+            if not np.all(np.isfinite(X)):
+                raise PivotFailure("non-finite solution")
+            return X
         X = solve_many_csr(op.data, op.jp, op.ji, *packed[1:], op.perm, op.ptr, op.idx, B2, transpose)
         if not np.all(np.isfinite(X)):
             raise PivotFailure("non-finite solution")
@@ -231,5 +294,6 @@ def warm_up():
     LU, _ = factor_csr(data, jp, ji, perm, ptr, idx)
     for tr in (False, True):
         solve_many_csr(data, jp, ji, *pack(LU, ptr, idx), perm, ptr, idx, np.ones((2, 2)), tr)
+        solve_one_csr(data, jp, ji, *pack(LU, ptr, idx), perm, ptr, idx, np.ones(2), tr)
     tmatmul_part(np.zeros((1, 1), np.int64), np.zeros((1, 1), np.int64), np.ones((1, 1, 1)), np.ones((1, 2)),
                  np.zeros((1, 2)))

@@ -327,10 +327,11 @@ class Variational(OneStep):
         xi = self.S.solve(np.r_[emv.residual(1.0, -0.5 * h), -e1.phi_t()])[n:]
         return self._linear_evals(t, x1, A, qm, vm, em, en, xi, p, self.views)
 
-    def _linear_evals(self, t, x1, A, qm, vm, em, en, xi, p, V):
+    def _linear_evals(self, t, x1, A, qm, vm, em, en, xi, p, V, stage3=True):
         """The rest of a linearization once Λ (in ``en``) and ξ are known, on the views ``V``
         (``_linearize``: numpy; ``_linearize_compiled``: compiled kinds): the evals at t_{n+1}
-        and the midpoint, and ∂/∂ρ of the midpoint forces F_m (once), of M A and of M v_m."""
+        and the midpoint, and ∂/∂ρ of the midpoint forces F_m (once), of M A and of M v_m;
+        without ``stage3`` no eval of the whole system at x_{n+1} (``ev1``: stage 3 only)."""
         h, n, nd = self.h, self.sys.n, self.nd
         q1, v1, a1, l1 = x1
         t1 = t + h
@@ -338,13 +339,13 @@ class Variational(OneStep):
         zero = np.zeros(n)
         e1m = self._ev(V.mass, t1, q1, zero, v1, np.zeros(0), p)
         emm = self._ev(V.mass, t + 0.5 * h, qm, vm, vm, np.zeros(0), p)
-        ev1 = self._ev(V.sys, t1, q1, v1, a1, l1, p)
+        ev1 = self._ev(V.sys, t1, q1, v1, a1, l1, p) if stage3 else None
         RpF = em.R_p(nd, 0.0, 1.0)
         RpMA = self._ev(V.mass, t + 0.5 * h, qm, vm, A, np.zeros(0), p).R_p(nd)
         return dict(em=em, en=en, e1=e1x, e1m=e1m, ev1=ev1, v1=v1, a1=a1,
                     R1p=RpMA + RpF + en.R_p(nd), ptp=emm.R_p(nd) + RpF.scaled(-0.5 * h))
 
-    def _linearize_compiled(self, t, x0, x1, p):
+    def _linearize_compiled(self, t, x0, x1, p, stage3=True):
         """``_linearize`` on the compiled operators (``self.adj``: J and S factored by
         compiled/saddle_lu.py from the fused step's CSR values, Λ and ξ by its solves) and
         the groups of compiled/variational_kinds.py (``self.fast``)."""
@@ -370,7 +371,7 @@ class Variational(OneStep):
         lam = ad.solve(ad.J, np.r_[-r1, np.zeros(m)])[n:]
         xi = ad.solve(ad.S, r2)[n:]
         en = self._con(t, q0, p, lam, V=V)
-        return self._linear_evals(t, x1, A, qm, vm, em, en, xi, p, V)
+        return self._linear_evals(t, x1, A, qm, vm, em, en, xi, p, V, stage3)
 
     def _adjoint_step_compiled(self, t, x0, x1, mu1, p):
         """``adjoint_step`` with ``_linearize_compiled``, the compiled transposed solves and
@@ -379,12 +380,13 @@ class Variational(OneStep):
         from ..compiled.variational_adjoint import tmatmul as T
         h, n, m, nd = self.h, self.sys.n, self.sys.m, self.nd
         ad = self.adj
-        L = self._linearize_compiled(t, x0, x1, p)
-        em, en, e1, e1m, ev1 = (L[k] for k in ("em", "en", "e1", "e1m", "ev1"))
         mq1, mv1, ma1, ml1 = mu1
+        stage3 = bool(np.any(ma1) or np.any(ml1))       # the eval at x_{n+1} only then
+        L = self._linearize_compiled(t, x0, x1, p, stage3)
+        em, en, e1, e1m, ev1 = (L[k] for k in ("em", "en", "e1", "e1m", "ev1"))
         v1, a1 = L["v1"], L["a1"]
         k = mq1.shape[1]
-        if np.any(ma1) or np.any(ml1):
+        if stage3:
             eta = ad.solve(ad.S, np.vstack([ma1, ml1]), transpose=True)
             ea, el = eta[:n], eta[n:]
             mq = mq1 - T(ev1.K(), ea) - T(ev1.phi_q_w_q(a1) + ev1.gamma_q(), el)

@@ -30,13 +30,18 @@ from conftest import CONFIGS
 FIVEBAR = CONFIGS / "fivebar.toml"
 # distributed on purpose: the five-bar is below parallel.DISTRIBUTE_MIN_UNKNOWNS and would
 # otherwise run replicated (no collective inside the run; tests/test_small_mpi.py).
-# 6 steps: the failures at step 5 stay in the middle of a run (the other rank is in step
-# 6's solve, or in reverse step 4's), and the wall time on a loaded machine is set by the
+# 3 steps: the failures at step 2 stay in the middle of a run (the other rank is in step
+# 3's solve, or in reverse step 1's), and the wall time on a loaded machine is set by the
 # number of collective calls, not by CPU (both ranks must be scheduled for each message:
 # at load ~20, nice 10, `optimize` took 336 s with 20 steps, 205 s with 6, for a few s of
 # CPU; in a suite run at nice 19 the 20-step case hit the 180 s timeout before its first
-# evaluation was done)
-SETS = ["simulation.t_end=0.06", "simulation.dt=1e-2", "simulation.progress=false", "parallel.distribute=always"]
+# evaluation was done).  Load 7, nice 10: 99 s with 6 steps (failure at 5), 57 s with 3
+# (failure at 2); the waiting ranks spin (OMPI_MCA_mpi_yield_when_idle: sched_yield, the
+# ranks' CPU mostly sys), so the CPU falls with the wall.  Where in the run the other rank
+# waits is all the hook needs: one step after the failure and one before it (the forward
+# run's step 1, the sweep's reverse step 3)
+STEP = 2
+SETS = ["simulation.t_end=0.03", "simulation.dt=1e-2", "simulation.progress=false", "parallel.distribute=always"]
 
 
 def _mpirun(tmp_path, spec, *argv, failure_timeout=1):
@@ -59,16 +64,16 @@ OPT = ["optimize", "--set", "optimize.objective=psi1", "--set", "optimize.max_it
 
 
 @pytest.mark.parametrize("spec, argv, what", [
-    ("1:forward:5:raise", ["simulate"], "computation failed: PARMBS_RANK_FAIL: forward step 5 failed on rank 1 only"),
+    (f"1:forward:{STEP}:raise", ["simulate"], f"computation failed: PARMBS_RANK_FAIL: forward step {STEP} failed on rank 1 only"),
     # with -o the states go to a checkpoint file (CheckpointedRun.forward): the hook fires there too
-    ("1:forward:5:raise", ["simulate", "-o", "x.h5"],
-     "computation failed: PARMBS_RANK_FAIL: forward step 5 failed on rank 1 only"),
-    ("1:adjoint:5:raise", ["gradient", "--method", "adjoint"],
-     "computation failed: PARMBS_RANK_FAIL: adjoint step 5 failed on rank 1 only"),
+    (f"1:forward:{STEP}:raise", ["simulate", "-o", "x.h5"],
+     f"computation failed: PARMBS_RANK_FAIL: forward step {STEP} failed on rank 1 only"),
+    (f"1:adjoint:{STEP}:raise", ["gradient", "--method", "adjoint"],
+     f"computation failed: PARMBS_RANK_FAIL: adjoint step {STEP} failed on rank 1 only"),
     # in the second evaluation (a trial design): the failed-trial agreement cannot be reached
-    ("1:forward:5:raise:2", OPT, "computation failed: PARMBS_RANK_FAIL: forward step 5 failed on rank 1 only"),
+    (f"1:forward:{STEP}:raise:2", OPT, f"computation failed: PARMBS_RANK_FAIL: forward step {STEP} failed on rank 1 only"),
     # an unexpected exception leaving the optimizer (before: a hang in its closing barrier)
-    ("1:forward:5:bug:2", OPT, "RuntimeError: PARMBS_RANK_FAIL: injected bug at forward step 5 on rank 1"),
+    (f"1:forward:{STEP}:bug:2", OPT, f"RuntimeError: PARMBS_RANK_FAIL: injected bug at forward step {STEP} on rank 1"),
 ], ids=["simulate", "simulate-o", "gradient", "optimize", "optimize-bug"])
 def test_failure_on_one_rank_ends_the_job(tmp_path, spec, argv, what):
     r = _mpirun(tmp_path, spec, *argv)
@@ -111,7 +116,7 @@ def test_nan_on_one_rank_fails_on_every_rank(tmp_path):
     together, so the agreement never waits out PARMBS_FAILURE_TIMEOUT: 60 s, not the 1 s
     of the lone failures above, which a rank descheduled between the last solve and the
     agreement on a loaded machine can exceed (then the other rank would abort)."""
-    r = _mpirun(tmp_path, "1:adjoint:5:nan", "gradient", "--method", "adjoint", failure_timeout=60)
+    r = _mpirun(tmp_path, f"1:adjoint:{STEP}:nan", "gradient", "--method", "adjoint", failure_timeout=60)
     assert r.returncode == 1, (r.stdout, r.stderr)
     errors = [l for l in r.stderr.splitlines() if l.startswith("parmbs: error:")]
     assert errors == [f"parmbs: error: {FIVEBAR}: computation failed: non-finite value or adjoint gradient "

@@ -14,8 +14,7 @@ from parmbs.sensitivity.problem import Problem
 from test_ffr_beam import E_ST, RHO, H, L, cantilever_toml
 # first cantilever mode: ω₁ = 1.875² √(EI/(ρA L⁴)) ≈ 1.09e4 rad/s, T₁ ≈ 5.7e-4 s
 OMEGA1 = 1.875104 ** 2 * np.sqrt(E_ST * H ** 2 / (12 * RHO)) / L ** 2
-STEPS_PER_PERIOD = 50                # the estimate in the test's docstring
-DT = 2 * np.pi / OMEGA1 / STEPS_PER_PERIOD
+DT = 2 * np.pi / OMEGA1 / 100        # 100 steps per period
 T_END = 12 * 2 * np.pi / OMEGA1
 
 
@@ -43,17 +42,11 @@ def damping_ratio(t, v, skip=2 * 2 * np.pi / OMEGA1):
 
 def test_first_mode_damping_ratio_is_beta_omega_over_two():
     """β_K = 2e-6 s: ζ₁ = β_K ω₁/2 ≈ 1.1 %, measured from 10 periods of the tip to 3 %
-    (estimate: extrema sampled 50× per period, amplitude error ≤ 1 − cos(π/50) = 2e-3
-    against a log-amplitude span of 2π·10·ζ₁ ≈ 0.7, ≤ 0.3 % of ζ₁; the trapezoidal rule's
-    period error (ωh)²/12 = 1.3e-3 (ωh = 2π/50); the higher modes (ω₂ ≈ 6.3 ω₁, 8 steps
-    per period), damped 6× more, are gone after two periods).  The undamped beam keeps
-    its amplitude (|ζ| < 1e-3: the trapezoidal rule does not dissipate).  The property does
-    not need finer steps: the step only samples the extrema and sets the period error,
-    both far inside the 3 % and 2 % bounds (tests/test_solid_damping.py, the same
-    estimate at 50 steps per period).  Measured: ζ/(β_K ω_d/2) − 1 = +0.16 %, undamped ζ
-    −5.1e-5, ω_d/ω₁ − 1 = −1.45 % (4 elements and rotary inertia −1.25 %, the period error
-    −0.2 %); at 100 steps per period +0.02 %, 1.4e-5, −1.25 %, at 1.8× the CPU (8.5
-    against 4.7 s)."""
+    (estimate: extrema sampled 100× per period, amplitude error ≤ 1 − cos(π/100) = 5e-4
+    against a log-amplitude span of 0.7; the trapezoidal rule's period error
+    (ωh)²/12 = 3e-3; the higher modes, damped 6× more, are gone after two periods).
+    The undamped beam keeps its amplitude (|ζ| < 1e-3: the trapezoidal rule does not
+    dissipate)."""
     beta_k = 2e-6
     t, v = tip_history(beta_k)
     zeta, wd = damping_ratio(t, v)

@@ -156,9 +156,14 @@ joint = "J1"
 
 
 def _blocks_problem(model, tmp_path, *sets):
-    """The five-bar, or ALL_KINDS with OBJECTIVES, over 300 steps (more than one block)."""
-    if model == "fivebar":
-        return _problem(ROOT / "configs" / "fivebar.toml", "simulation.t_end=0.3", *sets)
+    """The five-bar (Newmark-family or Arnold–Brüls generalized-α), the spatial double
+    pendulum as shipped (Arnold–Brüls), or ALL_KINDS with OBJECTIVES, over 300 steps
+    (more than one block)."""
+    if model in ("fivebar", "fivebar-ab"):
+        ab = ['simulation.genalpha_form="arnold-bruls"'] if model == "fivebar-ab" else []
+        return _problem(ROOT / "configs" / "fivebar.toml", "simulation.t_end=0.3", *ab, *sets)
+    if model == "spatial-ab":
+        return _problem(ROOT / "configs" / "spatial-double-pendulum.toml", "simulation.t_end=0.3", *sets)
     path = tmp_path / "kinds.toml"
     path.write_text(ALL_KINDS + OBJECTIVES)
     return _problem(path, "simulation.t_end=0.3", "simulation.dt=1e-3", *sets)
@@ -199,13 +204,15 @@ def test_objective_values_by_blocks_are_the_per_state_ones(monkeypatch, tmp_path
     assert vb == vs
 
 
-@pytest.mark.parametrize("model", ["fivebar", "kinds"])
+@pytest.mark.parametrize("model", ["fivebar", "kinds", "fivebar-ab", "spatial-ab"])
 def test_adjoint_sweep_by_blocks_is_the_per_step_sweep(monkeypatch, tmp_path, model):
     """The sweep by blocks of compiled steps (sensitivity/adjoint_batch.py) runs the same
     compiled step and the same additions in the same order as the per-step sweep: the
     gradients are bitwise equal, and the block path was taken (more steps than one block;
-    on ALL_KINDS every planar integrand kind, a weight and a terminal term).  An
-    ``on_step`` observer needs the steps one by one: the block path is then not taken."""
+    on ALL_KINDS every planar integrand kind, a weight and a terminal term; the
+    Arnold–Brüls state with its trailing pseudo-acceleration block, compiled/
+    ab_adjoint.ab_adjoint_sweep, planar and spatial).  An ``on_step`` observer needs the
+    steps one by one: the block path is then not taken."""
     from parmbs.sensitivity import adjoint_batch
     pr = _blocks_problem(model, tmp_path)
     pr.forward()

@@ -157,3 +157,35 @@ def ab_tangent_step(q1, v1, qdd1, l1, dq, dv, dqdd, dl, da, p, t, h, beta, gamma
         dz[:, col] = solve_refined(J, jp, ji, LU, perm, ptr, idx, b)
     dqdd1 = dz[:n].copy()
     return dqp + B * dqdd1, dvp + G * dqdd1, dqdd1, dz[n:].copy(), c * dqdd1 + ds, 0
+
+
+@njit(cache=True)
+def ab_adjoint_sweep(Q, V, QDD, L, T, H, k0, k1, mq, mv, mqdd, ml, ma, grad, gref, b0, GQ, GV, GA, GL, GE, GP, GR,
+                     p, beta, gamma, am, af, dmap, Kdf, Kdp, Kds, Vdf, Vdo, nd, Kf, Kp, Ks, Vf, Vo, rp, perm, ptr,
+                     idx, jp, ji):
+    """Reverse steps k1−1, …, k0 of a stored trajectory (rows k of Q, V, QDD (q̈), L; t_k =
+    T[k], h_k = H[k]) from μ_{k1} = (mq, mv, mqdd, ml, ma) in one call
+    (sensitivity/adjoint_batch.py): each step is ``ab_adjoint_step`` at x_{k+1}, then the
+    objective partials of state k (row k − b0 of GQ … GR: sensitivity/local_table.py; GE
+    the pseudo-acceleration's, zero) are added as Problem._adjoint_sweep adds them —
+    μ_k = μ + g_x block by block, ∇ψ = (∇ψ + Δ∇ψ) + g_ρ, g_ref summed — so the numbers
+    are those of the per-step sweep bit for bit, without its Python work per step
+    (~40 µs on the spatial double pendulum, benchmarks/README.md).  Returns (μ_k (five
+    blocks), ∇ψ, g_ref, k): k = k0 when every step ran, else k' + 1 where step k' met a
+    zero pivot (μ, ∇ψ, g_ref then those of state k' + 1; the caller runs step k' on the
+    numpy path, which reports)."""
+    for k in range(k1 - 1, k0 - 1, -1):
+        r = ab_adjoint_step(Q[k + 1], V[k + 1], QDD[k + 1], L[k + 1], mq, mv, mqdd, ml, ma, p, T[k], H[k], beta,
+                            gamma, am, af, dmap, Kdf, Kdp, Kds, Vdf, Vdo, nd, Kf, Kp, Ks, Vf, Vo, rp, perm, ptr,
+                            idx, jp, ji)
+        if r[6] != 0:
+            return mq, mv, mqdd, ml, ma, grad, gref, k + 1
+        i = k - b0
+        mq = r[0] + GQ[i]
+        mv = r[1] + GV[i]
+        mqdd = r[2] + GA[i]
+        ml = r[3] + GL[i]
+        ma = r[4] + GE[i]
+        grad = grad + r[5] + GP[i]
+        gref = gref + GR[i]
+    return mq, mv, mqdd, ml, ma, grad, gref, k0

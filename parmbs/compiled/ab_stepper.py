@@ -160,6 +160,35 @@ class CompiledAB:
         *mu, grad, status = self._sens(ab_adjoint_step, x1, mu1, p, t, h, beta, gamma, am, af, design_map, nd)
         return None if status else (tuple(mu), grad)
 
+    #: the trailing state blocks ``adjoint_blocks`` carries (the pseudo-acceleration:
+    #: sensitivity/adjoint_batch.py)
+    extra_blocks = 1
+
+    def adjoint_blocks(self, Q, V, QDD, L, T, H, k0, k1, mu, grad, gref, b0, gx, gp, gr, p, beta, gamma, am, af,
+                       design_map, nd):
+        """Reverse steps k1−1, …, k0 in one call (ab_adjoint.ab_adjoint_sweep; arrays
+        contiguous float64, μ five (·, K) blocks): (μ_k, ∇ψ, g_ref, k), its first use in the
+        process timed into ``sens_note`` as the adjoint step's."""
+        from .ab_adjoint import ab_adjoint_sweep
+        f = lambda y: np.ascontiguousarray(y, dtype=np.float64)
+        args = (Q, V, QDD, L, T, H, int(k0), int(k1), *mu, grad, gref, int(b0), *(f(g) for g in gx), f(gp), f(gr),
+                f(p), float(beta), float(gamma), float(am), float(af), *self._design(design_map, nd), int(nd),
+                self.Kf, self.Kp, self.Ks, self.Vf, self.Vo, self.rp, self.perm, self.ptr, self.idx, self.jp,
+                self.ji)
+        fn = ab_adjoint_sweep
+        if fn.__name__ in CompiledAB._timed:
+            out = fn(*args)
+        else:
+            CompiledAB._timed.add(fn.__name__)
+            t0, w0 = time.process_time(), time.perf_counter()
+            out = fn(*args)
+            st = fn.stats
+            how = "loaded from numba's cache" if st.cache_hits and not st.cache_misses else "compiled"
+            self.sens_note = (f"compiled: Arnold-Bruls adjoint sweep kernels {how} in "
+                              f"{time.process_time() - t0:.2f} s CPU ({time.perf_counter() - w0:.2f} s wall)")
+        *mu, grad, gref, k = out
+        return list(mu), grad, gref, k
+
     def tangent(self, x1, dx0, p, t, h, beta, gamma, am, af, design_map, nd):
         """The compiled tangent step (ab_adjoint.ab_tangent_step): (dq, dv, dq̈, dλ, da) of
         x_{k+1}, or None at a zero pivot."""

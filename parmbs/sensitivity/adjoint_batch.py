@@ -31,8 +31,11 @@ def usable(problem, state, p, mu):
     """The batched sweep applies to this sweep (module docstring)."""
     from .._petsc import PETSc
     st, table = problem.stepper, getattr(problem, "_table", None)
-    return (not PETSc.Log.isActive() and table is not None and getattr(st, "compiled", None) is not None
-            and len(mu) == 4 and getattr(state, "__self__", None) is table.traj and not table.traj.extra
+    c = getattr(st, "compiled", None)
+    extra = getattr(c, "extra_blocks", 0)                 # trailing blocks its kernel carries
+    return (not PETSc.Log.isActive() and table is not None and c is not None
+            and len(mu) == 4 + extra and getattr(state, "__self__", None) is table.traj
+            and len(table.traj.extra) == extra
             and getattr(problem, "_on_step", None) is None and not rank_fault.active
             and hasattr(st, "_compiled_real") and st._compiled_real(p, tuple(mu), table.traj.x(0)))
 
@@ -46,9 +49,12 @@ def sweep(problem, p, k1, mu, grad, gref, T):
     f = lambda y: np.ascontiguousarray(y, dtype=np.float64)
     Q, V, A, L = (f(y) for y in (tr.q, tr.v, tr.a, tr.lam))
     T, H = f(T), f(problem.grid.h)
-    dm, Kdf, Kdp, Kds = c._design(st.design_map, st.nd)
-    mq, mv, ma, ml = (f(y).reshape(len(y), -1) for y in mu)
+    mu = [f(y).reshape(len(y), -1) for y in mu]
     grad, gref = f(grad), f(gref)
+    if tr.extra:                                          # the Arnold–Brüls state: compiled/ab_stepper.py
+        return _sweep_extra(problem, p, k1, mu, grad, gref, T, Q, V, A, L, H)
+    mq, mv, ma, ml = mu
+    dm, Kdf, Kdp, Kds = c._design(st.design_map, st.nd)
     k = k1
     while k > 0:
         b0 = ((k - 1) // BLOCK) * BLOCK
@@ -65,3 +71,24 @@ def sweep(problem, p, k1, mu, grad, gref, T):
             break
     set_step(st, problem.grid.h[k if k < k1 else k1 - 1], newton=False)
     return [mq, mv, ma, ml], grad, gref, k
+
+
+def _sweep_extra(problem, p, k1, mu, grad, gref, T, Q, V, A, L, H):
+    """``sweep`` for a state with a trailing block (the Arnold–Brüls pseudo-acceleration:
+    ab_adjoint.ab_adjoint_sweep, μ five blocks, the table's fifth g_x block zero)."""
+    from ..integrators.timeloop import set_step
+    st, table = problem.stepper, problem._table
+    k = k1
+    while k > 0:
+        b0 = ((k - 1) // BLOCK) * BLOCK
+        gx, gp, gr = table.block(k - 1)
+        mu, grad, gref, k_end = st.compiled.adjoint_blocks(Q, V, A, L, T, H, b0, k, mu, grad, gref, b0, gx, gp, gr, p,
+                                                           st.beta, st.gamma, st.am, st.af, st.design_map, st.nd)
+        if getattr(problem, "_progress", None) is not None:      # every step once, as the per-step sweep
+            for j in range(k - 1, k_end - 1, -1):
+                problem._tick(problem.nsteps - j, problem.nsteps)
+        k = k_end
+        if k != b0:
+            break
+    set_step(st, problem.grid.h[k if k < k1 else k1 - 1], newton=False)
+    return mu, grad, gref, k

@@ -142,6 +142,11 @@ class CompiledAB:
                 + [f(p), float(t), float(h), float(beta), float(gamma), float(am), float(af),
                    *self._design(design_map, nd), int(nd), self.Kf, self.Kp, self.Ks, self.Vf, self.Vo,
                    self.rp, self.perm, self.ptr, self.idx, self.jp, self.ji])
+        return self._timed_call(fn, args, f"{fn.__name__.split('_')[1]} step")
+
+    def _timed_call(self, fn, args, what):
+        """fn(*args); its first call in the process timed into ``sens_note`` (compiled or
+        loaded from numba's cache, CPU and wall)."""
         if fn.__name__ in CompiledAB._timed:
             return fn(*args)
         CompiledAB._timed.add(fn.__name__)
@@ -149,7 +154,7 @@ class CompiledAB:
         out = fn(*args)
         st = fn.stats
         how = "loaded from numba's cache" if st.cache_hits and not st.cache_misses else "compiled"
-        self.sens_note = (f"compiled: Arnold-Bruls {fn.__name__.split('_')[1]} step kernels {how} in "
+        self.sens_note = (f"compiled: Arnold-Bruls {what} kernels {how} in "
                           f"{time.process_time() - t0:.2f} s CPU ({time.perf_counter() - w0:.2f} s wall)")
         return out
 
@@ -175,18 +180,7 @@ class CompiledAB:
                 f(p), float(beta), float(gamma), float(am), float(af), *self._design(design_map, nd), int(nd),
                 self.Kf, self.Kp, self.Ks, self.Vf, self.Vo, self.rp, self.perm, self.ptr, self.idx, self.jp,
                 self.ji)
-        fn = ab_adjoint_sweep
-        if fn.__name__ in CompiledAB._timed:
-            out = fn(*args)
-        else:
-            CompiledAB._timed.add(fn.__name__)
-            t0, w0 = time.process_time(), time.perf_counter()
-            out = fn(*args)
-            st = fn.stats
-            how = "loaded from numba's cache" if st.cache_hits and not st.cache_misses else "compiled"
-            self.sens_note = (f"compiled: Arnold-Bruls adjoint sweep kernels {how} in "
-                              f"{time.process_time() - t0:.2f} s CPU ({time.perf_counter() - w0:.2f} s wall)")
-        *mu, grad, gref, k = out
+        *mu, grad, gref, k = self._timed_call(ab_adjoint_sweep, args, "adjoint sweep")
         return list(mu), grad, gref, k
 
     def tangent(self, x1, dx0, p, t, h, beta, gamma, am, af, design_map, nd):

@@ -55,35 +55,28 @@ def sweep(problem, p, k1, mu, grad, gref, T):
         return _sweep_extra(problem, p, k1, mu, grad, gref, T, Q, V, A, L, H)
     mq, mv, ma, ml = mu
     dm, Kdf, Kdp, Kds = c._design(st.design_map, st.nd)
-    k = k1
-    while k > 0:
-        b0 = ((k - 1) // BLOCK) * BLOCK
-        gx, gp, gr = table.block(k - 1)
-        mq, mv, ma, ml, grad, gref, k_end = c.adjoint_blocks(
-            Q, V, A, L, T, H, b0, k, mq, mv, ma, ml, grad, gref, b0, *(f(g) for g in gx[:4]), f(gp), f(gr), f(p),
+
+    def block(b0, k, gx, gp, gr, mu, grad, gref):
+        *mu, grad, gref, k_end = c.adjoint_blocks(
+            Q, V, A, L, T, H, b0, k, *mu, grad, gref, b0, *(f(g) for g in gx[:4]), f(gp), f(gr), f(p),
             float(st.beta), float(st.gamma), float(st.am), float(st.af), dm, int(st.nd), c.timed, c.Kf, c.Kp, c.Ks,
             Kdf, Kdp, Kds, c.S)
-        if getattr(problem, "_progress", None) is not None:      # every step once, as the per-step sweep
-            for j in range(k - 1, k_end - 1, -1):
-                problem._tick(problem.nsteps - j, problem.nsteps)
-        k = k_end
-        if k != b0:
-            break
-    set_step(st, problem.grid.h[k if k < k1 else k1 - 1], newton=False)
-    return [mq, mv, ma, ml], grad, gref, k
+        return mu, grad, gref, k_end
+    return _by_blocks(problem, k1, block, [mq, mv, ma, ml], grad, gref)
 
 
-def _sweep_extra(problem, p, k1, mu, grad, gref, T, Q, V, A, L, H):
-    """``sweep`` for a state with a trailing block (the Arnold–Brüls pseudo-acceleration:
-    ab_adjoint.ab_adjoint_sweep, μ five blocks, the table's fifth g_x block zero)."""
+def _by_blocks(problem, k1, block, mu, grad, gref):
+    """The reverse loop of both sweeps: from k1 down, one compiled call per block of the
+    partials table (``block(b0, k, g_x, g_ρ, g_ref, μ, ∇ψ, g_ref) → (μ, ∇ψ, g_ref, k_end)``),
+    progress told every step once; stops early where a call stops short of its block's
+    start (a zero pivot: the per-step sweep goes on from x_k)."""
     from ..integrators.timeloop import set_step
     st, table = problem.stepper, problem._table
     k = k1
     while k > 0:
         b0 = ((k - 1) // BLOCK) * BLOCK
         gx, gp, gr = table.block(k - 1)
-        mu, grad, gref, k_end = st.compiled.adjoint_blocks(Q, V, A, L, T, H, b0, k, mu, grad, gref, b0, gx, gp, gr, p,
-                                                           st.beta, st.gamma, st.am, st.af, st.design_map, st.nd)
+        mu, grad, gref, k_end = block(b0, k, gx, gp, gr, mu, grad, gref)
         if getattr(problem, "_progress", None) is not None:      # every step once, as the per-step sweep
             for j in range(k - 1, k_end - 1, -1):
                 problem._tick(problem.nsteps - j, problem.nsteps)
@@ -92,3 +85,14 @@ def _sweep_extra(problem, p, k1, mu, grad, gref, T, Q, V, A, L, H):
             break
     set_step(st, problem.grid.h[k if k < k1 else k1 - 1], newton=False)
     return mu, grad, gref, k
+
+
+def _sweep_extra(problem, p, k1, mu, grad, gref, T, Q, V, A, L, H):
+    """``sweep`` for a state with a trailing block (the Arnold–Brüls pseudo-acceleration:
+    ab_adjoint.ab_adjoint_sweep, μ five blocks, the table's fifth g_x block zero)."""
+    st = problem.stepper
+
+    def block(b0, k, gx, gp, gr, mu, grad, gref):
+        return st.compiled.adjoint_blocks(Q, V, A, L, T, H, b0, k, mu, grad, gref, b0, gx, gp, gr, p,
+                                          st.beta, st.gamma, st.am, st.af, st.design_map, st.nd)
+    return _by_blocks(problem, k1, block, mu, grad, gref)
